@@ -1,0 +1,65 @@
+"""Tests for `tinytools._registry` and the tool name rules."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+from tinytools import Registry, ToolDefinitionError, tool
+
+
+@tool
+def alpha() -> None: ...
+
+
+@tool
+def beta() -> None: ...
+
+
+class TestRegistry:
+    def test_lookup_by_exact_name(self) -> None:
+        """Tools are found by their exact name, in registration order."""
+        registry = Registry.of(alpha, beta)
+        assert alpha is registry["alpha"]
+        assert registry.names == ("alpha", "beta")
+        assert (alpha, beta) == registry.tools()
+        assert "Alpha" not in registry
+        assert "alpha " not in registry
+        assert len(registry) == 2
+
+    def test_immutable(self) -> None:
+        """A registry cannot be changed after it is built."""
+        registry = Registry([alpha])
+        with pytest.raises(AttributeError):
+            registry._tools = {}  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            registry["beta"] = beta  # type: ignore[index]
+
+    def test_every_problem_at_once(self) -> None:
+        """Duplicates and non-tools are all reported together."""
+        with pytest.raises(ToolDefinitionError) as info:
+            Registry([alpha, alpha, beta, "gamma"])  # type: ignore[list-item]
+        assert len(info.value.problems) == 2
+        assert "two tools are named 'alpha'" in info.value.problems[0]
+        assert "'gamma' is not a Tool" in info.value.problems[1]
+
+    def test_thousand_tools(self) -> None:
+        """A registry holds a thousand tools, each under its own name."""
+        tools = [attrs.evolve(alpha, name=f"tool_{i}") for i in range(1000)]
+        assert len(Registry(tools)) == 1000
+
+
+class TestNames:
+    @pytest.mark.parametrize(
+        "name",
+        ["", "has space", "dotted.name", "é", "1starts_with_digit", "x" * 65, "trailing "],
+    )
+    def test_rejected(self, name: str) -> None:
+        """Empty, spaced, dotted, non-ASCII, digit-led, over-long names are rejected."""
+        with pytest.raises(ToolDefinitionError):
+            attrs.evolve(alpha, name=name)
+
+    @pytest.mark.parametrize("name", ["a", "_private", "get-weather", "CamelCase", "x" * 64])
+    def test_accepted(self, name: str) -> None:
+        """Names every provider accepts are kept as given."""
+        assert name == attrs.evolve(alpha, name=name).name

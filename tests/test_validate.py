@@ -1,0 +1,193 @@
+"""Tests for `tinytools._validate`, through `Tool.validate`."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import enum
+from typing import TypedDict
+
+import msgspec
+import pytest
+
+from tinytools import Tool, ToolArgumentsError, ToolDefinitionError, tool
+
+
+class Size(enum.Enum):
+    S = "s"
+    L = "l"
+
+
+@dataclasses.dataclass
+class Line:
+    sku: str
+    qty: int
+
+
+class Address(TypedDict):
+    city: str
+
+
+class Point(msgspec.Struct):
+    x: int
+    y: int
+
+
+@tool
+def order(
+    lines: list[Line],
+    ship_to: Address,
+    size: Size,
+    when: datetime.date,
+    at: Point,
+    note: str = "",
+) -> None:
+    """Place an order."""
+
+
+def error_of(t: Tool[..., object], arguments: object) -> ToolArgumentsError:
+    """The validation error ``arguments`` raise for ``t``."""
+    with pytest.raises(ToolArgumentsError) as info:
+        t.validate(arguments)  # type: ignore[arg-type]
+    return info.value
+
+
+GOOD = (
+    '{"lines": [{"sku": "a", "qty": 2}], "ship_to": {"city": "Paris"}, "size": "l",'
+    ' "when": "2024-05-01", "at": {"x": 1, "y": 2}}'
+)
+
+
+class TestStructValidator:
+    def test_converts_to_parameter_types(self) -> None:
+        """Raw JSON arrives as the parameters' Python types, defaults filled."""
+        expected = {
+            "lines": [Line("a", 2)],
+            "ship_to": {"city": "Paris"},
+            "size": Size.L,
+            "when": datetime.date(2024, 5, 1),
+            "at": Point(1, 2),
+            "note": "",
+        }
+        assert expected == order.validate(GOOD)
+        assert expected == order.validate(GOOD.encode())
+        assert expected == order.validate(msgspec.json.decode(GOOD))
+
+    def test_no_silent_coercion(self) -> None:
+        """A string is never coerced to a number, nor a number to a string."""
+        error = error_of(order, GOOD.replace('"qty": 2', '"qty": "2"'))
+        assert (error.path, error.detail) == ("$.lines[0].qty", "Expected `integer`, got `string`")
+        assert (
+            error_of(order, GOOD.replace('"a"', "1")).detail == "Expected `string`, got `integer`"
+        )
+
+    def test_integral_float_is_an_integer(self) -> None:
+        """`2.0` is accepted for an integer, as JSON Schema defines it; `2.5` is not."""
+        assert [Line("a", 2)] == order.validate(GOOD.replace('"qty": 2', '"qty": 2.0'))["lines"]
+        error = error_of(order, GOOD.replace('"qty": 2', '"qty": 2.5'))
+        assert (error.path, error.detail) == ("$.lines[0].qty", "Expected `integer`, got `number`")
+
+    def test_message_for_the_model(self) -> None:
+        """The message names the tool, the JSON path, what was expected and what was found."""
+        error = error_of(order, GOOD.replace('"city": "Paris"', '"city": null'))
+        expected = (
+            "Invalid arguments for tool `order` at `$.ship_to.city`: Expected `string`, got `null`."
+        )
+        assert str(error) == expected
+        assert not error.malformed
+
+    def test_missing_and_unknown_fields(self) -> None:
+        """Missing required and unknown fields are reported by name."""
+        assert (
+            error_of(order, GOOD.replace('"size": "l",', "")).detail
+            == "Object missing required field `size`"
+        )
+        unknown = error_of(order, GOOD[:-1] + ', "extra": 1}')
+        assert (unknown.path, unknown.detail) == ("$", "Object contains unknown field `extra`")
+
+    def test_malformed_json(self) -> None:
+        """Text that is not JSON is reported as malformed, never replaced by `{}`."""
+        error = error_of(order, '{"lines": [')
+        assert error.malformed
+        assert "are not valid JSON" in str(error)
+
+    def test_non_object(self) -> None:
+        """A JSON value that is not an object is a schema violation at `$`."""
+        assert error_of(order, "[]").detail == "Expected `object`, got `array`"
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "q": {"type": "string", "minLength": 3},
+        "tags": {"type": "array", "items": {"enum": ["a", "b"]}},
+        "mode": {"const": "fast"},
+        "pair": {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]},
+    },
+    "required": ["q"],
+    "additionalProperties": False,
+}
+
+
+class TestSchemaValidator:
+    def test_subset_enforced(self) -> None:
+        """type, properties, required, additionalProperties, items, enum and const are enforced."""
+        t = Tool.from_schema("t", "", SCHEMA)
+        assert t.validate('{"q": "x", "tags": ["a"]}') == {"q": "x", "tags": ["a"]}
+        assert (
+            error_of(t, {"q": 1}).path,
+            error_of(t, {"q": 1}).detail,
+        ) == ("$.q", "Expected `string`, got `integer`")
+        assert error_of(t, {}).detail == "Object missing required field `q`"
+        assert error_of(t, {"q": "x", "z": 1}).detail == "Object contains unknown field `z`"
+        assert error_of(t, {"q": "x", "tags": ["a", "c"]}).path == "$.tags[1]"
+        assert error_of(t, {"q": "x", "mode": "slow"}).detail == 'Expected "fast", got "slow"'
+
+    def test_other_keywords_not_enforced(self) -> None:
+        """Keywords outside the subset stay in the schema for providers but are not enforced."""
+        t = Tool.from_schema("t", "", SCHEMA)
+        assert t.validate({"q": "x"}) == {"q": "x"}
+        assert t.parameters["properties"]["q"]["minLength"] == 3  # type: ignore[index]
+
+    def test_draft7_enforces_everything(self) -> None:
+        """`enforce="draft7"` enforces every draft-7 keyword."""
+        t = Tool.from_schema("t", "", SCHEMA, enforce="draft7")
+        assert error_of(t, {"q": "x"}).path == "$.q"
+
+    def test_prefix_items_mean_tuples(self) -> None:
+        """2020-12 `prefixItems` are enforced as positions, whatever the draft."""
+        t = Tool.from_schema("t", "", SCHEMA)
+        assert t.validate({"q": "x", "pair": [1, "a"]}) == {"q": "x", "pair": [1, "a"]}
+        assert error_of(t, {"q": "x", "pair": [1, 2]}).path == "$.pair[1]"
+
+    def test_returns_a_copy(self) -> None:
+        """The caller's mapping is never modified or returned."""
+        given = {"q": "x"}
+        result = Tool.from_schema("t", "", SCHEMA).validate(given)
+        assert given == result
+        assert given is not result
+
+    def test_malformed_and_non_object(self) -> None:
+        """Malformed JSON and non-objects are refused with model-ready messages."""
+        t = Tool.from_schema("t", "", SCHEMA)
+        assert error_of(t, "{q:").malformed
+        assert error_of(t, '"q"').detail == "Expected `object`, got `string`"
+
+    def test_bad_schema_is_a_definition_error(self) -> None:
+        """A schema fastjsonschema cannot compile is a definition error at first use."""
+        t = Tool.from_schema("t", "", {"type": "object", "properties": {"a": {"type": "nope"}}})
+        with pytest.raises(ToolDefinitionError, match="cannot be compiled"):
+            t.validate({})
+
+    def test_schema_is_copied(self) -> None:
+        """Editing the caller's schema afterwards does not change the tool."""
+        schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+        t = Tool.from_schema("t", "", schema)
+        schema["properties"]["a"]["type"] = "string"  # type: ignore[index]
+        assert t.validate({"a": 1}) == {"a": 1}
+        assert t.parameters["properties"]["a"]["type"] == "integer"  # type: ignore[index]
+
+    def test_top_level_must_be_object(self) -> None:
+        """A schema whose top level is not an object schema is refused."""
+        with pytest.raises(ToolDefinitionError, match="object schema"):
+            Tool.from_schema("t", "", {"type": "array"})

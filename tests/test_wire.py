@@ -1,0 +1,87 @@
+"""Tests for `tinytools._wire`."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import msgspec
+import pytest
+
+from tinytools import JsonBlock, TextBlock, ToolCall, ToolMessage, ToolResult, wrap_return
+
+
+@dataclasses.dataclass
+class Weather:
+    city: str
+    celsius: float
+
+
+class TestToolCall:
+    def test_round_trip(self) -> None:
+        """Calls with decoded or raw arguments survive a JSON round trip unchanged."""
+        for call in (
+            ToolCall("c1", "search", {"q": "x"}),
+            ToolCall("c2", "search", '{"q": ', invalid="truncated"),
+        ):
+            assert call == msgspec.json.decode(msgspec.json.encode(call), type=ToolCall)
+
+
+class TestWrapReturn:
+    def test_string_is_text(self) -> None:
+        """A returned string becomes one text block and no structured value."""
+        assert ToolResult(content=(TextBlock("sunny"),)) == wrap_return("sunny")
+
+    def test_value_is_json_and_structured(self) -> None:
+        """Any encodable value becomes compact JSON text plus `structured`."""
+        value = Weather("Paris", 21.5)
+        result = wrap_return(value)
+        assert (TextBlock('{"city":"Paris","celsius":21.5}'),) == result.content
+        assert value is result.structured
+        assert (TextBlock("null"),) == wrap_return(None).content
+
+    def test_result_kept(self) -> None:
+        """A ToolResult is returned as it is."""
+        result = ToolResult.error("no such city")
+        assert result is wrap_return(result)
+
+    def test_unencodable_named(self) -> None:
+        """A value JSON cannot encode is refused, naming its type and the fix."""
+        with pytest.raises(TypeError, match=r"tool returned a object.*return a str"):
+            wrap_return(object())
+
+
+class TestToolResult:
+    def test_helpers(self) -> None:
+        """`success` and `error` build results with text blocks, follow-ups and metadata."""
+        ok = ToolResult.success("done", follow_up="look again", metadata={"ms": 3})
+        assert (TextBlock("done"),) == ok.content
+        assert (TextBlock("look again"),) == ok.follow_up
+        assert ok.metadata == {"ms": 3}
+        assert not ok.is_error
+        assert ToolResult.error("bad").is_error
+
+    def test_blocks_tagged(self) -> None:
+        """Content blocks encode with a `type` tag and decode back to the same blocks."""
+        result = ToolResult.success([TextBlock("a"), JsonBlock({"b": 1})])
+        data = msgspec.json.encode(result)
+        assert b'"type":"text"' in data
+        assert result == msgspec.json.decode(data, type=ToolResult)
+
+
+class TestToolMessage:
+    def test_defaults(self) -> None:
+        """A message is ok and not an error unless said otherwise."""
+        message = ToolMessage(tool_call_id="c1", name="t", content="x")
+        assert (message.status, message.is_error, message.artifact) == ("ok", False, None)
+
+
+class TestDecodingFromTheFacade:
+    def test_every_struct_decodes(self) -> None:
+        """Each wire Struct decodes after the facade re-homed it in `tinytools`."""
+        samples = [
+            ToolCall("c", "t", {"a": 1}),
+            ToolResult.success("x", structured={"a": [1]}),
+            ToolMessage(tool_call_id="c", name="t", content="x", status="denied"),
+        ]
+        for sample in samples:
+            assert sample == msgspec.json.decode(msgspec.json.encode(sample), type=type(sample))

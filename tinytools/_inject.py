@@ -1,0 +1,367 @@
+"""Runtime injection: what a tool may receive that the model never sees.
+
+A parameter annotated ``Inject[T]`` is filled by tinytools when the call runs,
+never by the model: it is left out of the schema, and a model argument with
+its name is a schema violation (invariant 4). What ``T`` draws from:
+
+=========================  ===================================================
+``RunContext``             run id, thread id, depth and deadline of this run
+``CallId``                 the id of the call being executed
+``ToolCall``               the admitted call itself
+``Cancellation``           a handle to observe cancellation of the batch
+``Emit``                   emits a ``Custom`` event tied to this call
+``Store[T]``               the context's ``store``
+``State[T]``               the context's ``state`` (the caller's state object)
+any other type ``T``       ``Context.values[T]`` (looked up by exact type)
+=========================  ===================================================
+
+``Inject[T | None]`` (or a parameter with a default) is satisfied even when
+the context has nothing to give; every other injection the context cannot
+satisfy is reported by :func:`check_context` as one ``ToolDefinitionError``
+before any tool runs.
+
+This module is the one place injection is resolved: :func:`plan_injection`
+classifies a parameter once, at decoration; :func:`bind` fills the keyword
+arguments for one call.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import types
+import typing
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, NewType, TypeAlias, TypeVar, Union
+
+import attrs
+
+from ._wire import ToolCall
+from .errors import ToolDefinitionError
+
+__all__ = [
+    "CallId",
+    "CallRuntime",
+    "Cancellation",
+    "Context",
+    "Emit",
+    "Inject",
+    "Injection",
+    "RunContext",
+    "Source",
+    "State",
+    "Store",
+    "bind",
+    "check_context",
+    "plan_injection",
+]
+
+T = TypeVar("T")
+
+
+class _Marker:
+    """An ``Annotated`` metadata marker with a readable repr."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"tinytools.{self._name}"
+
+
+_INJECT = _Marker("Inject")
+_STATE = _Marker("State")
+_STORE = _Marker("Store")
+
+#: ``Inject[T]``: a parameter of type ``T`` filled at run time, hidden from the model.
+Inject: TypeAlias = Annotated[T, _INJECT]
+#: ``State[T]``: the caller's state object (``Context.state``), typed as ``T``.
+State: TypeAlias = Annotated[T, _STATE]
+#: ``Store[T]``: the context's store (``Context.store``), typed as ``T``.
+Store: TypeAlias = Annotated[T, _STORE]
+#: The id of the call being executed (a ``str``).
+CallId = NewType("CallId", str)
+
+
+def _new_run_id() -> str:
+    return uuid.uuid4().hex
+
+
+def _freeze_values(values: Mapping[type[object], object]) -> Mapping[type[object], object]:
+    return types.MappingProxyType(dict(values))
+
+
+@attrs.frozen
+class Context:
+    """What injection draws from; passed to dispatch as ``context=``.
+
+    Attributes:
+        run_id: This run's id; a fresh one when not given.
+        thread_id: The conversation thread, if the host has one.
+        depth: Nesting depth (0 for a top-level run, 1 for a sub-agent, …).
+        state: The caller's state object, injected as ``State[T]``.
+        store: The caller's store, injected as ``Store[T]``.
+        values: Type → instance, injected for ``Inject[ThatType]``.
+    """
+
+    run_id: str = attrs.field(factory=_new_run_id)
+    thread_id: str | None = None
+    depth: int = 0
+    state: object = None
+    store: object = None
+    values: Mapping[type[object], object] = attrs.field(factory=dict, converter=_freeze_values)
+
+
+@attrs.frozen
+class RunContext:
+    """The run as one call sees it (built from the :class:`Context` per call).
+
+    Attributes:
+        run_id: The run's id.
+        thread_id: The conversation thread, if any.
+        depth: Nesting depth of the run.
+        deadline: The run's deadline on the event loop's clock, if any.
+    """
+
+    run_id: str
+    thread_id: str | None = None
+    depth: int = 0
+    deadline: float | None = None
+
+
+class Cancellation:
+    """A handle a tool uses to observe that its batch was cancelled.
+
+    Long-running synchronous tools should poll :attr:`cancelled` and stop
+    early; async tools are cancelled by the runtime itself.
+    """
+
+    __slots__ = ("_event",)
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the batch (or this call) was cancelled."""
+        return self._event.is_set()
+
+    def cancel(self) -> None:
+        """Mark the call cancelled (dispatch does this; tools only read it)."""
+        self._event.set()
+
+    def __repr__(self) -> str:
+        return f"Cancellation(cancelled={self.cancelled})"
+
+
+@attrs.frozen
+class Emit:
+    """Emits a custom event tied to the running call: ``emit("progress", {"pct": 40})``."""
+
+    _sink: Callable[[str, object], None] = attrs.field(alias="sink")
+
+    def __call__(self, name: str, data: object = None) -> None:
+        """Emit event ``name`` with a JSON-encodable ``data`` payload."""
+        self._sink(name, data)
+
+
+class Source(enum.Enum):
+    """Where an injected value comes from."""
+
+    RUN_CONTEXT = "run_context"
+    CALL_ID = "call_id"
+    TOOL_CALL = "tool_call"
+    CANCELLATION = "cancellation"
+    EMIT = "emit"
+    STORE = "store"
+    STATE = "state"
+    VALUE = "value"
+
+
+_BUILTIN: dict[object, Source] = {
+    RunContext: Source.RUN_CONTEXT,
+    CallId: Source.CALL_ID,
+    ToolCall: Source.TOOL_CALL,
+    Cancellation: Source.CANCELLATION,
+    Emit: Source.EMIT,
+}
+
+
+@attrs.frozen
+class Injection:
+    """One injected parameter, classified once at decoration.
+
+    Attributes:
+        name: The parameter name.
+        source: Where its value comes from.
+        key: For ``Source.VALUE``, the type looked up in ``Context.values``.
+        optional: True when nothing to inject is acceptable (the annotation
+            admits ``None``, or the parameter has a default).
+        default: The parameter's default, used when optional and unsatisfied.
+    """
+
+    name: str
+    source: Source
+    key: type[object] | None = None
+    optional: bool = False
+    default: object = None
+
+
+def _strip_none(tp: object) -> tuple[object, bool]:
+    """Split ``X | None`` into ``(X, True)``; anything else into ``(tp, False)``."""
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(args) == 1 and len(args) < len(typing.get_args(tp)):
+            return args[0], True
+    return tp, False
+
+
+def marker_of(metadata: Iterable[object]) -> Source | None:
+    """The injection marker among ``Annotated`` metadata: ``STATE``/``STORE``, or ``None``."""
+    for item in metadata:
+        if item is _STATE:
+            return Source.STATE
+        if item is _STORE:
+            return Source.STORE
+    return None
+
+
+def is_injected(metadata: Iterable[object]) -> bool:
+    """True when ``Annotated`` metadata carries the ``Inject`` marker."""
+    return any(item is _INJECT for item in metadata)
+
+
+def builtin_source(tp: object) -> Source | None:
+    """The built-in injectable ``tp`` names, if any."""
+    try:
+        return _BUILTIN.get(tp)
+    except TypeError:  # unhashable annotation objects
+        return None
+
+
+def plan_injection(
+    name: str, base: object, metadata: Iterable[object], *, default: object, has_default: bool
+) -> Injection | str:
+    """Classify one ``Inject[...]`` parameter, or say why it cannot be injected.
+
+    Args:
+        name: The parameter name.
+        base: The annotation with ``Annotated`` stripped.
+        metadata: The ``Annotated`` metadata (markers included).
+        default: The parameter's default (ignored unless ``has_default``).
+        has_default: Whether the parameter has a default.
+
+    Returns:
+        The :class:`Injection`, or a problem sentence for a definition error.
+    """
+    metadata = tuple(metadata)
+    inner, nullable = _strip_none(base)
+    optional = nullable or has_default
+    fallback = default if has_default else None
+    source = marker_of(metadata) or builtin_source(inner)
+    if source is not None:
+        return Injection(name, source, optional=optional, default=fallback)
+    if isinstance(inner, type):
+        return Injection(name, Source.VALUE, key=inner, optional=optional, default=fallback)
+    return (
+        f"parameter `{name}`: cannot inject `{base!r}`; inject a class (looked up in "
+        "Context.values) or one of RunContext, CallId, ToolCall, Cancellation, Emit, "
+        "Store[T], State[T]"
+    )
+
+
+@attrs.frozen
+class CallRuntime:
+    """Everything a call's injections may draw from (built by dispatch per call)."""
+
+    context: Context
+    call: ToolCall
+    run_context: RunContext
+    cancellation: Cancellation = attrs.field(factory=Cancellation)
+    emit: Emit | None = None
+
+
+_MISSING = object()
+
+
+def _lookup(injection: Injection, runtime: CallRuntime) -> object:
+    source = injection.source
+    if source is Source.RUN_CONTEXT:
+        return runtime.run_context
+    if source is Source.CALL_ID:
+        return CallId(runtime.call.id)
+    if source is Source.TOOL_CALL:
+        return runtime.call
+    if source is Source.CANCELLATION:
+        return runtime.cancellation
+    if source is Source.EMIT:
+        return runtime.emit if runtime.emit is not None else _MISSING
+    if source is Source.STORE:
+        return runtime.context.store if runtime.context.store is not None else _MISSING
+    if source is Source.STATE:
+        return runtime.context.state if runtime.context.state is not None else _MISSING
+    assert injection.key is not None
+    return runtime.context.values.get(injection.key, _MISSING)
+
+
+def bind(
+    arguments: dict[str, object], injections: tuple[Injection, ...], runtime: CallRuntime
+) -> dict[str, object]:
+    """The function's keyword arguments: validated model arguments plus injections.
+
+    ``arguments`` must come from ``Tool.validate``; it is extended in place
+    and returned, so a tool without injections costs nothing here.
+
+    Raises:
+        ToolDefinitionError: A required injection has nothing to draw from
+            (:func:`check_context` reports this before anything runs).
+    """
+    for injection in injections:
+        value = _lookup(injection, runtime)
+        if value is _MISSING:
+            if not injection.optional:
+                raise ToolDefinitionError(runtime.call.name, [_unsatisfied(injection)])
+            value = injection.default
+        arguments[injection.name] = value
+    return arguments
+
+
+def _unsatisfied(injection: Injection) -> str:
+    where = {
+        Source.STORE: "the context has no store (pass Context(store=...))",
+        Source.STATE: "the context has no state (pass Context(state=...))",
+        Source.EMIT: "no event sink is available outside dispatch",
+    }.get(injection.source)
+    if where is None:
+        key = getattr(injection.key, "__qualname__", repr(injection.key))
+        where = f"Context.values has no `{key}` (pass Context(values={{{key}: ...}}))"
+    return (
+        f"parameter `{injection.name}` cannot be injected: {where}; "
+        "or give the parameter a default or an `| None` annotation"
+    )
+
+
+def check_context(tools: Iterable[tuple[str, tuple[Injection, ...]]], context: Context) -> None:
+    """Raise one ``ToolDefinitionError`` for every injection ``context`` cannot satisfy.
+
+    Args:
+        tools: ``(tool name, injections)`` pairs.
+        context: The context the tools will run with.
+    """
+    probe = CallRuntime(
+        context=context,
+        call=ToolCall("", "", {}),
+        run_context=RunContext(context.run_id),
+        emit=Emit(lambda _name, _data: None),
+    )
+    problems = [
+        f"tool `{name}`: {_unsatisfied(injection)}"
+        for name, injections in tools
+        for injection in injections
+        if not injection.optional and _lookup(injection, probe) is _MISSING
+    ]
+    if problems:
+        raise ToolDefinitionError("context", problems)

@@ -1,0 +1,86 @@
+"""``Registry``: an immutable name → :class:`Tool` mapping with the name rules.
+
+Building one is a single pass over the tools (no compiling, no copying of
+schemas), so a registry of thousands of tools is cheap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+
+from ._spec import Tool, check_name
+from .errors import ToolDefinitionError
+
+__all__ = ["AnyTool", "Registry"]
+
+#: A tool of any signature (what a registry holds).
+AnyTool = Tool[..., object]
+
+
+class Registry(Mapping[str, AnyTool]):
+    """An immutable set of tools, looked up by exact name.
+
+    Args:
+        tools: The tools; names must be unique.
+
+    Raises:
+        ToolDefinitionError: Every duplicate or unusable name and every item
+            that is not a :class:`Tool`, at once.
+    """
+
+    __slots__ = ("_tools",)
+
+    _tools: Mapping[str, AnyTool]
+
+    def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
+        found: dict[str, AnyTool] = {}
+        problems: list[str] = []
+        for candidate in tools:
+            item: object = candidate  # checked at run time too: callers may not type-check
+            if not isinstance(item, Tool):
+                problems.append(f"{item!r} is not a Tool; decorate it with @tool first")
+                continue
+            if (problem := check_name(item.name)) is not None:
+                problems.append(problem)
+            elif item.name in found:
+                problems.append(
+                    f"two tools are named {item.name!r}; rename one "
+                    "(attrs.evolve(tool, name=...) or @tool(name=...))"
+                )
+            else:
+                found[item.name] = item
+        if problems:
+            raise ToolDefinitionError("Registry", problems)
+        object.__setattr__(self, "_tools", found)
+
+    @classmethod
+    def of(cls, *tools: AnyTool) -> Registry:
+        """``Registry.of(a, b)`` is ``Registry([a, b])``."""
+        return cls(tools)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("Registry is immutable; build a new one")
+
+    def __getitem__(self, name: str) -> AnyTool:
+        return self._tools[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._tools)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The tool names, in registration order."""
+        return tuple(self._tools)
+
+    def tools(self) -> tuple[AnyTool, ...]:
+        """The tools, in registration order."""
+        return tuple(self._tools.values())
+
+    def __repr__(self) -> str:
+        return f"Registry({', '.join(self._tools)})"

@@ -1,0 +1,259 @@
+"""The tool spec: :class:`Tool`, immutable and complete.
+
+A ``Tool`` holds everything dispatch needs — name, description, the
+model-visible schema, the injection plan, the compiled validator, policy,
+exposure and format — so nothing downstream looks at the function again.
+It holds no execution machinery beyond being callable like the function.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+from collections.abc import Callable, Mapping
+from typing import Generic, ParamSpec, TypeVar, overload
+
+import attrs
+import msgspec
+
+from ._format import Json, ToolFormat
+from ._inject import Injection
+from ._introspect import injections_of
+from ._tool_policy import ToolPolicy
+from ._validate import Arguments, Enforce, SchemaValidator, StructValidator
+from .errors import ToolDefinitionError
+
+__all__ = ["NAME_PATTERN", "Exposure", "Tool", "check_name"]
+
+P = ParamSpec("P")
+R = TypeVar("R", covariant=True)
+
+#: Tool names every provider accepts without escaping.
+NAME_PATTERN = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+
+
+def check_name(name: object) -> str | None:
+    """Why ``name`` cannot be a tool name, or ``None`` when it can."""
+    if not isinstance(name, str):
+        return f"a tool name must be a str, not {type(name).__name__}"
+    if not name:
+        return "a tool name must not be empty"
+    if len(name) > 64:
+        return f"tool name {name[:20]!r}… is {len(name)} characters; providers accept at most 64"
+    if NAME_PATTERN.fullmatch(name) is None:
+        return (
+            f"tool name {name!r} is not accepted by every provider; use ASCII letters, "
+            "digits, `_` and `-`, starting with a letter or `_` (snake_case by convention)"
+        )
+    return None
+
+
+def _valid_name(_instance: object, _attribute: object, name: str) -> None:
+    problem = check_name(name)
+    if problem is not None:
+        raise ToolDefinitionError(repr(name), [problem])
+
+
+class Exposure(enum.Enum):
+    """How a tool reaches the model."""
+
+    #: Declared on every request (the default).
+    Direct = "direct"
+    #: Indexed for the ``tool_search`` / ``tool_call`` bridge; declared once found.
+    Deferred = "deferred"
+    #: Host-only: never declared, and unknown to the model if it calls it.
+    Hidden = "hidden"
+
+
+def _exposure(value: Exposure | str) -> Exposure:
+    return value if isinstance(value, Exposure) else Exposure(value)
+
+
+def _is_async(fn: Callable[..., object] | None) -> bool:
+    return fn is not None and inspect.iscoroutinefunction(inspect.unwrap(fn))
+
+
+@attrs.frozen(eq=False, repr=False)
+class Tool(Generic[P, R]):
+    """An immutable tool spec that is still callable like its function.
+
+    Build one with :func:`tinytools.tool` or :meth:`Tool.from_schema`; derive
+    variants with ``attrs.evolve`` (``name``, ``description``, ``policy``,
+    ``exposure``, ``format``). The schema and the validator are built
+    together, so evolve ``parameters`` only through :meth:`from_schema`.
+
+    Attributes:
+        name: The canonical name (``^[A-Za-z_][A-Za-z0-9_-]{0,63}$``).
+        description: What the tool does, for the model.
+        parameters: The model-visible JSON schema (an object schema); treat
+            it as read-only.
+        fn: The function, or ``None`` for an external (host-executed) tool.
+        policy: The declarative safety policy.
+        exposure: How the tool reaches the model.
+        format: The preferred model-facing rendering.
+        is_async: True when calling ``fn`` returns an awaitable.
+    """
+
+    name: str = attrs.field(validator=_valid_name)
+    description: str
+    parameters: dict[str, object]
+    fn: Callable[P, R] | None
+    _validator: StructValidator | SchemaValidator = attrs.field(alias="validator")
+    injections: tuple[Injection, ...] = ()
+    policy: ToolPolicy = attrs.field(factory=ToolPolicy)
+    exposure: Exposure = attrs.field(default=Exposure.Direct, converter=_exposure)
+    format: ToolFormat = attrs.field(factory=Json)
+    is_async: bool = attrs.field(
+        default=attrs.Factory(lambda self: _is_async(self.fn), takes_self=True)
+    )
+
+    @property
+    def injected(self) -> tuple[str, ...]:
+        """Names of the parameters tinytools fills at run time (never in the schema)."""
+        return tuple(i.name for i in self.injections)
+
+    @property
+    def external(self) -> bool:
+        """True for a schema-only tool that the host executes."""
+        return self.fn is None
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        """Call the function directly, exactly as if it were not a tool."""
+        if self.fn is None:
+            raise TypeError(
+                f"tool `{self.name}` is external (schema-only): the host executes it; "
+                "give Tool.from_schema a `fn` to make it callable"
+            )
+        return self.fn(*args, **kwargs)
+
+    def validate(self, arguments: Arguments) -> dict[str, object]:
+        """Check a model's arguments and return the keyword arguments for the function.
+
+        Args:
+            arguments: The arguments as a mapping, or the raw JSON text a
+                provider sent.
+
+        Returns:
+            A new dict. For a tool built from a signature the values are
+            converted to the parameters' types (a dataclass parameter arrives
+            as that dataclass, a ``datetime`` as a ``datetime``) and omitted
+            parameters hold their defaults. For a schema-built tool it is the
+            arguments unchanged.
+
+        Raises:
+            ToolArgumentsError: Malformed JSON or a schema violation; its
+                message, written for the model, names the JSON path, what was
+                expected and what was found.
+        """
+        return self._validator.validate(self.name, arguments)
+
+    def __repr__(self) -> str:
+        kind = "external" if self.fn is None else ("async" if self.is_async else "sync")
+        return f"<Tool {self.name!r} ({kind})>"
+
+    @overload
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, object],
+        fn: None = None,
+        *,
+        enforce: Enforce = "subset",
+        policy: ToolPolicy | None = None,
+        exposure: Exposure | str = Exposure.Direct,
+        format: ToolFormat | None = None,
+    ) -> Tool[..., object]: ...
+
+    @overload
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, object],
+        fn: Callable[..., R],
+        *,
+        enforce: Enforce = "subset",
+        policy: ToolPolicy | None = None,
+        exposure: Exposure | str = Exposure.Direct,
+        format: ToolFormat | None = None,
+    ) -> Tool[..., R]: ...
+
+    @classmethod
+    def from_schema(
+        cls,
+        name: str,
+        description: str,
+        parameters: Mapping[str, object],
+        fn: Callable[..., R] | None = None,
+        *,
+        enforce: Enforce = "subset",
+        policy: ToolPolicy | None = None,
+        exposure: Exposure | str = Exposure.Direct,
+        format: ToolFormat | None = None,
+    ) -> Tool[..., R] | Tool[..., object]:
+        """Build a tool from a hand-written, external or imported JSON schema.
+
+        Args:
+            name: The tool name.
+            description: What the tool does, for the model.
+            parameters: An object schema (``{"type": "object", ...}``), passed
+                to providers as given.
+            fn: Called with the validated arguments as keywords (plus any
+                ``Inject[...]`` parameters it declares); ``None`` makes an
+                external tool that the host executes.
+            enforce: ``"subset"`` (default) enforces ``type``, ``properties``,
+                ``required``, ``additionalProperties``, ``items``, ``enum`` and
+                ``const`` locally (other keywords go to providers only);
+                ``"draft7"`` enforces all of JSON Schema draft 7, formats
+                included.
+            policy: The tool's safety policy (default: unclassified).
+            exposure: How the tool reaches the model.
+            format: The preferred rendering (default: native JSON).
+
+        Raises:
+            ToolDefinitionError: The name, the schema or ``fn`` cannot be used.
+        """
+        schema, problems = _copy_schema(parameters)
+        injections, more = injections_of(fn) if fn is not None else ((), [])
+        problems += more
+        properties = schema.get("properties")
+        if isinstance(properties, Mapping):
+            problems += [
+                f"parameter `{i.name}` is injected but the schema lets the model set it; "
+                "remove it from the schema's properties"
+                for i in injections
+                if i.name in properties
+            ]
+        if enforce not in ("subset", "draft7"):
+            problems.append(f'enforce must be "subset" or "draft7", not {enforce!r}')
+        if problems:
+            raise ToolDefinitionError(f"tool {name!r}", problems)
+        return cls(
+            name,
+            description,
+            schema,
+            fn,
+            validator=SchemaValidator(schema, enforce),
+            injections=injections,
+            policy=policy or ToolPolicy(),
+            exposure=exposure,
+            format=format or Json(),
+        )
+
+
+def _copy_schema(parameters: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:
+    """A private deep copy of ``parameters`` (so later edits cannot reach the tool)."""
+    try:
+        schema = msgspec.json.decode(msgspec.json.encode(parameters))
+    except (TypeError, ValueError) as exc:
+        return {}, [f"the parameters schema is not JSON ({exc})"]
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        return {}, [
+            'the parameters schema must be an object schema ({"type": "object", ...}); '
+            "wrap other values in a property"
+        ]
+    return schema, []

@@ -1,0 +1,225 @@
+"""Wire data: the calls a model makes and the results and messages we return.
+
+Everything here is a :class:`msgspec.Struct`, so it encodes to and decodes
+from JSON at msgspec speed and can cross process boundaries unchanged.
+
+* :class:`ToolCall` — one call as a provider sent it.
+* :class:`ToolResult` and its content blocks — what a tool may return for
+  full control over what the model and the host see.
+* :class:`ToolMessage` — the canonical transcript row answering one call.
+
+:func:`wrap_return` turns whatever a tool returned into a :class:`ToolResult`.
+"""
+
+# No `from __future__ import annotations` here: msgspec resolves a Struct's
+# annotations in the module named by `__module__`, which the facade rewrites
+# to `tinytools`; real (evaluated) annotations keep decoding independent of it.
+
+from collections.abc import Sequence
+from typing import Literal, TypeAlias
+
+import msgspec
+
+__all__ = [
+    "Artifact",
+    "ContentBlock",
+    "FileBlock",
+    "ImageBlock",
+    "JsonBlock",
+    "MessageStatus",
+    "TextBlock",
+    "ToolCall",
+    "ToolMessage",
+    "ToolResult",
+    "wrap_return",
+]
+
+
+class ToolCall(msgspec.Struct, frozen=True):
+    """One tool call as a model emitted it.
+
+    Attributes:
+        id: The provider's call id; every answer to this call carries it.
+        name: The tool name the model asked for (not yet checked).
+        arguments: The decoded arguments object, or the raw text exactly as
+            the provider sent it (decoding, repair and validation happen at
+            admission, never here).
+        invalid: A provider's parse-failure reason, when it could not decode
+            the arguments itself; the raw text is then kept in ``arguments``.
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, object] | str
+    invalid: str | None = None
+
+
+# --- content blocks ---------------------------------------------------------
+
+
+class TextBlock(msgspec.Struct, frozen=True, tag="text"):
+    """Plain text for the model."""
+
+    text: str
+
+
+class JsonBlock(msgspec.Struct, frozen=True, tag="json"):
+    """A JSON value for the model, rendered as compact JSON text."""
+
+    value: object
+
+
+class ImageBlock(msgspec.Struct, frozen=True, tag="image"):
+    """An image, inline (``data``) or by reference (``url``)."""
+
+    media_type: str
+    data: bytes | None = None
+    url: str | None = None
+
+
+class FileBlock(msgspec.Struct, frozen=True, tag="file"):
+    """A file, inline (``data``) or by reference (``uri``)."""
+
+    name: str
+    media_type: str = "application/octet-stream"
+    data: bytes | None = None
+    uri: str | None = None
+
+
+#: One piece of a tool's output, tagged on ``type``.
+ContentBlock: TypeAlias = TextBlock | JsonBlock | ImageBlock | FileBlock
+
+
+class Artifact(msgspec.Struct, frozen=True):
+    """A host-side output of a tool (a file, a report) kept out of the model's text.
+
+    An artifact store persists ``data`` and the transcript keeps a reference.
+    """
+
+    name: str
+    data: bytes
+    media_type: str = "application/octet-stream"
+
+
+def _blocks(
+    content: str | ContentBlock | Sequence[ContentBlock] | None,
+) -> tuple[ContentBlock, ...]:
+    if content is None:
+        return ()
+    if isinstance(content, str):
+        return (TextBlock(content),)
+    if isinstance(content, (TextBlock, JsonBlock, ImageBlock, FileBlock)):
+        return (content,)
+    return tuple(content)
+
+
+class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
+    """What a tool may return for full control over its answer.
+
+    Attributes:
+        content: Blocks the model reads, in order.
+        structured: A JSON value for the host (and for providers that accept
+            structured tool output); ``None`` when there is none.
+        artifacts: Host-side outputs, persisted by an artifact store.
+        follow_up: Content the model sees as a later user message, after the
+            batch's last tool message.
+        metadata: Host-only data; never rendered to the model.
+        is_error: True when the content describes a failure.
+    """
+
+    content: tuple[ContentBlock, ...] = ()
+    structured: object = None
+    artifacts: tuple[Artifact, ...] = ()
+    follow_up: tuple[ContentBlock, ...] = ()
+    metadata: dict[str, object] = msgspec.field(default_factory=dict)
+    is_error: bool = False
+
+    @classmethod
+    def success(
+        cls,
+        content: str | ContentBlock | Sequence[ContentBlock] | None = None,
+        *,
+        structured: object = None,
+        artifacts: Sequence[Artifact] = (),
+        follow_up: str | ContentBlock | Sequence[ContentBlock] | None = None,
+        metadata: dict[str, object] | None = None,
+    ) -> "ToolResult":
+        """A successful result; a plain string becomes one text block."""
+        return cls(
+            content=_blocks(content),
+            structured=structured,
+            artifacts=tuple(artifacts),
+            follow_up=_blocks(follow_up),
+            metadata=dict(metadata or {}),
+        )
+
+    @classmethod
+    def error(
+        cls,
+        message: str,
+        *,
+        structured: object = None,
+        metadata: dict[str, object] | None = None,
+    ) -> "ToolResult":
+        """A failed result whose message the model reads (say what to change)."""
+        return cls(
+            content=(TextBlock(message),),
+            structured=structured,
+            metadata=dict(metadata or {}),
+            is_error=True,
+        )
+
+
+#: How a call ended, as the transcript records it.
+MessageStatus: TypeAlias = Literal["ok", "error", "denied", "interrupted"]
+
+
+class ToolMessage(msgspec.Struct, frozen=True, kw_only=True):
+    """The canonical transcript row answering one tool call.
+
+    Attributes:
+        tool_call_id: The id of the call this answers.
+        name: The tool's canonical name (or the requested name, for an
+            unknown tool).
+        content: The text the model reads.
+        is_error: True when the model should treat the content as an error.
+        artifact: Host-side structured output or artifact references; never
+            rendered to the model.
+        status: How the call ended.
+    """
+
+    tool_call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+    artifact: object = None
+    status: MessageStatus = "ok"
+
+
+_encode = msgspec.json.encode
+
+
+def wrap_return(value: object) -> ToolResult:
+    """Wrap a tool's plain return value as a :class:`ToolResult`.
+
+    A :class:`ToolResult` is kept as it is; a ``str`` becomes one text block;
+    any other value msgspec can encode (numbers, ``None``, lists, dicts,
+    dataclasses, attrs classes, Structs, …) becomes its compact JSON text plus
+    ``structured``.
+
+    Raises:
+        TypeError: The value cannot be encoded as JSON; return a string, a
+            JSON-encodable value or a :class:`ToolResult` instead.
+    """
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(content=(TextBlock(value),))
+    try:
+        text = _encode(value).decode()
+    except (TypeError, ValueError) as exc:
+        raise TypeError(
+            f"tool returned a {type(value).__qualname__}, which cannot be encoded as JSON "
+            f"({exc}); return a str, a JSON-encodable value or a ToolResult"
+        ) from None
+    return ToolResult(content=(TextBlock(text),), structured=value)
