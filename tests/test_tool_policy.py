@@ -46,6 +46,7 @@ runtimes = st.builds(
     idempotent=st.booleans(),
     max_result_bytes=st.none() | st.integers(min_value=1),
     replay=st.sampled_from(get_args(ReplayMode)),
+    blocking=st.booleans(),
     idempotency_key=st.sampled_from([None, key_by_path]),
 )
 accesses = st.builds(
@@ -91,6 +92,7 @@ class TestDefaults:
                 "idempotent": False,
                 "max_result_bytes": None,
                 "replay": "never",
+                "blocking": False,
             },
             "access": {
                 "workspace": "none",
@@ -194,8 +196,8 @@ class TestWithParts:
             ),
             (
                 lambda p: p.with_runtime(read_only=True),
-                "ToolRuntime has no field 'read_only'; valid fields: idempotency_key, idempotent, "
-                "max_result_bytes, max_retries, replay, sandbox, timeout",
+                "ToolRuntime has no field 'read_only'; valid fields: blocking, idempotency_key, "
+                "idempotent, max_result_bytes, max_retries, replay, sandbox, timeout",
             ),
             (
                 lambda p: p.with_side_effects(sandbox=True, network=True),

@@ -11,13 +11,29 @@ private; its public names are re-exported here):
   ``_format`` (``ToolFormat``), ``_registry`` (``Registry``), ``_import``
   (foreign schema dialects such as BFCL's)
 * wire — ``_wire`` (``ToolCall``, ``ToolResult``, ``ToolMessage``)
-* public modules — ``errors``, ``repair``
+* admit — ``_dispatch_env`` (what is callable this turn), ``_middleware``
+  (``before_tool``/``after_tool``), ``_admit`` (one call → a verdict, pure)
+* execute — ``_execute`` (inject, run, timeout, retry, classify)
+* fold — ``_fold`` (result → message, byte limits), ``_artifacts`` (stores),
+  ``_result`` (``DispatchResult``), ``_dispatch`` (``dispatch``,
+  ``dispatch_sync``), ``_effects`` (the ledger hook)
+* public modules — ``errors``, ``events``, ``policies``, ``repair``, ``formats``
 """
 
 from __future__ import annotations
 
+from ._artifacts import ArtifactRef as ArtifactRef
+from ._artifacts import ArtifactStore as ArtifactStore
+from ._artifacts import DirectoryArtifactStore as DirectoryArtifactStore
+from ._artifacts import MemoryArtifactStore as MemoryArtifactStore
+from ._artifacts import ToolOutput as ToolOutput
 from ._decorate import ToolDecorator as ToolDecorator
 from ._decorate import tool as tool
+from ._dispatch import EventHandler as EventHandler
+from ._dispatch import dispatch as dispatch
+from ._dispatch import dispatch_sync as dispatch_sync
+from ._dispatch_env import DispatchEnv as DispatchEnv
+from ._effects import EffectLedger as EffectLedger
 from ._format import Json as Json
 from ._format import PType as PType
 from ._format import ToolFormat as ToolFormat
@@ -35,8 +51,17 @@ from ._inject import State as State
 from ._inject import Store as Store
 from ._inject import bind as bind
 from ._inject import check_context as check_context
+from ._middleware import Defer as Defer
+from ._middleware import Middleware as Middleware
+from ._middleware import Reject as Reject
+from ._middleware import after_tool as after_tool
+from ._middleware import before_tool as before_tool
 from ._registry import AnyTool as AnyTool
 from ._registry import Registry as Registry
+from ._result import DeferredToolRequests as DeferredToolRequests
+from ._result import DispatchAborted as DispatchAborted
+from ._result import DispatchResult as DispatchResult
+from ._result import FollowUp as FollowUp
 from ._spec import Exposure as Exposure
 from ._spec import Tool as Tool
 from ._tool_policy import ToolAccess as ToolAccess
@@ -61,6 +86,7 @@ from .errors import RetryableError as RetryableError
 from .errors import TinytoolsError as TinytoolsError
 from .errors import ToolArgumentsError as ToolArgumentsError
 from .errors import ToolDefinitionError as ToolDefinitionError
+from .policies import RunPolicy as RunPolicy
 
 __version__ = "0.1.0.dev0"
 
@@ -68,25 +94,40 @@ __all__ = [
     "AnyTool",
     "ApprovalRequired",
     "Artifact",
+    "ArtifactRef",
+    "ArtifactStore",
     "CallDeferred",
     "CallId",
     "CallRuntime",
     "Cancellation",
     "ContentBlock",
     "Context",
+    "Defer",
+    "DeferredToolRequests",
+    "DirectoryArtifactStore",
+    "DispatchAborted",
+    "DispatchEnv",
+    "DispatchResult",
+    "EffectLedger",
     "Emit",
+    "EventHandler",
     "Exposure",
     "FatalToolError",
     "FileBlock",
+    "FollowUp",
     "ImageBlock",
     "Inject",
     "Json",
     "JsonBlock",
+    "MemoryArtifactStore",
+    "Middleware",
     "ModelRetry",
     "PType",
     "Registry",
+    "Reject",
     "RetryableError",
     "RunContext",
+    "RunPolicy",
     "State",
     "Store",
     "TextBlock",
@@ -99,13 +140,18 @@ __all__ = [
     "ToolDefinitionError",
     "ToolFormat",
     "ToolMessage",
+    "ToolOutput",
     "ToolPolicy",
     "ToolResult",
     "ToolRuntime",
     "ToolSideEffects",
     "Xml",
+    "after_tool",
+    "before_tool",
     "bind",
     "check_context",
+    "dispatch",
+    "dispatch_sync",
     "schema_from_bfcl",
     "tool",
     "tool_from_bfcl",

@@ -27,6 +27,7 @@ arguments for one call.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import threading
 import types
@@ -133,25 +134,50 @@ class RunContext:
 
 
 class Cancellation:
-    """A handle a tool uses to observe that its batch was cancelled.
+    """A cancellation flag: a caller cancels a batch with it, a tool observes it.
 
-    Long-running synchronous tools should poll :attr:`cancelled` and stop
-    early; async tools are cancelled by the runtime itself.
+    Pass one to ``dispatch(..., cancellation=handle)`` and call
+    :meth:`cancel` (from any thread) to stop the batch: calls not yet run
+    are answered as interrupted, running async calls are cancelled. A tool
+    that injects ``Inject[Cancellation]`` gets its call's own handle, set when
+    the batch is cancelled or the call times out; long-running synchronous
+    tools should poll :attr:`cancelled` and stop early.
     """
 
-    __slots__ = ("_event",)
+    __slots__ = ("_callbacks", "_event", "_lock")
 
     def __init__(self) -> None:
         self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
 
     @property
     def cancelled(self) -> bool:
-        """True once the batch (or this call) was cancelled."""
+        """True once cancelled."""
         return self._event.is_set()
 
     def cancel(self) -> None:
-        """Mark the call cancelled (dispatch does this; tools only read it)."""
-        self._event.set()
+        """Cancel (idempotent; safe from any thread)."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call ``callback`` when cancelled (now, if already); returns an unsubscribe."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return lambda: self._forget(callback)
+        callback()
+        return lambda: None
+
+    def _forget(self, callback: Callable[[], None]) -> None:
+        with self._lock, contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
 
     def __repr__(self) -> str:
         return f"Cancellation(cancelled={self.cancelled})"

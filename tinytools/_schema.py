@@ -65,8 +65,10 @@ def _field(param: Param) -> tuple[str, object] | tuple[str, object, object]:
     if param.required:
         return (param.name, param.annotation)
     default = param.default
-    if isinstance(default, (list, dict, set, bytearray)) and default:
-        # A fresh deep copy per call: unlike Python's own shared mutable defaults.
+    mutable_struct = isinstance(default, msgspec.Struct) and not default.__struct_config__.frozen
+    if (isinstance(default, (list, dict, set, bytearray)) and default) or mutable_struct:
+        # A fresh deep copy per call: unlike Python's own shared mutable defaults (and
+        # msgspec refuses a non-empty list, dict, set or a mutable Struct as a default).
         return (param.name, param.annotation, msgspec.field(default_factory=_copier(default)))
     if not _encodable(default):
         return (param.name, param.annotation, msgspec.field(default_factory=lambda: default))

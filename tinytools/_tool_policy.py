@@ -161,6 +161,9 @@ class ToolRuntime:
         max_result_bytes: The largest result the tool may return; None means no limit.
         replay: ``"safe"`` lets a call interrupted by a crash run again on
             resume; ``"never"`` settles it as interrupted instead.
+        blocking: The (synchronous) tool blocks on I/O or CPU: dispatch runs it
+            in a worker thread instead of inline, so it neither stalls other
+            calls nor escapes its timeout.
         idempotency_key: A function of the validated arguments that returns the
             key the effect ledger dedupes on. It is code, not data: it is neither
             encoded nor compared, so a decoded policy has none.
@@ -172,6 +175,7 @@ class ToolRuntime:
     idempotent: bool = _flag()
     max_result_bytes: int | None = attrs.field(default=None, validator=_BYTES)
     replay: ReplayMode = attrs.field(default="never", validator=_one_of(ReplayMode))
+    blocking: bool = _flag()
     # msgspec encodes only public attributes, so the underscore keeps the function out of
     # the JSON; attrs still takes it as `idempotency_key=`, and the property reads it.
     _idempotency_key: _KeyFunction | None = attrs.field(default=None, eq=False, validator=_KEY)

@@ -283,7 +283,7 @@ def _json_path(data: object, segments: list[str]) -> str:
     """Rebuild a ``$.a[0]`` path from fastjsonschema's string segments by walking the data."""
     path, node = "$", data
     for segment in segments[1:]:
-        if isinstance(node, list):
+        if isinstance(node, list) and segment.isdigit() and int(segment) < len(node):
             index = int(segment)
             path, node = f"{path}[{index}]", node[index]
         else:

@@ -90,7 +90,7 @@ class FileBlock(msgspec.Struct, frozen=True, tag="file"):
 ContentBlock: TypeAlias = TextBlock | JsonBlock | ImageBlock | FileBlock
 
 
-class Artifact(msgspec.Struct, frozen=True):
+class Artifact(msgspec.Struct, frozen=True, tag="artifact"):
     """A host-side output of a tool (a file, a report) kept out of the model's text.
 
     An artifact store persists ``data`` and the transcript keeps a reference.

@@ -1,0 +1,480 @@
+"""Tests for `tinytools._dispatch` (admission, execution and folding through the entry points)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import msgspec
+import pytest
+import trio
+
+from tinytools import (
+    ApprovalRequired,
+    Artifact,
+    CallDeferred,
+    Context,
+    Defer,
+    DirectoryArtifactStore,
+    DispatchAborted,
+    Inject,
+    MemoryArtifactStore,
+    Registry,
+    Reject,
+    RunPolicy,
+    Store,
+    Tool,
+    ToolCall,
+    ToolDefinitionError,
+    ToolOutput,
+    ToolPolicy,
+    ToolResult,
+    after_tool,
+    before_tool,
+    dispatch,
+    dispatch_sync,
+    tool,
+)
+from tinytools.events import (
+    Event,
+    InvalidToolArgs,
+    ToolCompleted,
+    ToolDeferred,
+    ToolDenied,
+    ToolStarted,
+    UnknownToolCall,
+)
+from tinytools.policies import Fail, NormalizeThenReturnToolError, Rewrite
+
+ran: list[tuple[str, object]] = []
+
+
+@tool
+def add(a: int, b: int = 1) -> int:
+    """Add two numbers."""
+    ran.append(("add", (a, b)))
+    return a + b
+
+
+@tool(exposure="hidden")
+def admin() -> str:
+    """Hidden from the model."""
+    ran.append(("admin", None))
+    return "root"
+
+
+@tool
+def fallback(name: str = "") -> str:
+    """A compatibility tool for unknown calls."""
+    ran.append(("fallback", name))
+    return "fallback"
+
+
+@tool
+def report() -> ToolResult:
+    """Return everything a result can carry."""
+    return ToolResult.success(
+        "done",
+        structured={"rows": 2},
+        artifacts=[Artifact("r.csv", b"a,b\n1,2\n", "text/csv")],
+        follow_up="Now summarise the report.",
+        metadata={"ms": 5},
+    )
+
+
+@tool
+def big() -> str:
+    """Return a long text."""
+    return "é" * 500
+
+
+@tool(policy=ToolPolicy.classified().with_access(approval_required=True))
+def pay(amount: int) -> str:
+    """Pay money (needs approval)."""
+    ran.append(("pay", amount))
+    return "paid"
+
+
+@tool
+def needs_ok() -> str:
+    """Raise ApprovalRequired from inside."""
+    raise ApprovalRequired({"why": "large"})
+
+
+@tool
+def later() -> str:
+    """Raise CallDeferred from inside."""
+    raise CallDeferred({"ticket": 7})
+
+
+@tool
+def stored(key: str, db: Inject[Store[dict[str, str]]]) -> str:
+    """Read from the injected store."""
+    return db[key]
+
+
+external = Tool.from_schema("lookup", "Host-executed.", {"type": "object", "properties": {}})
+
+TOOLS = Registry.of(add, admin, fallback, report, big, pay, needs_ok, later, stored, external)
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    ran.clear()
+
+
+def call(call_id: str, name: str, arguments: object = "{}") -> ToolCall:
+    """A call as a provider sends it."""
+    return ToolCall(call_id, name, arguments)  # type: ignore[arg-type]
+
+
+def kinds(events: tuple[Event, ...]) -> list[str]:
+    """The ``kind`` tag of each event."""
+    return [json.loads(msgspec.json.encode(e))["kind"] for e in events]
+
+
+class TestAnswers:
+    def test_every_call_answered_in_order(self) -> None:
+        """Each call gets one message in call order, whatever happened to it."""
+        calls = [call("1", "add", '{"a": 1}'), call("2", "nope"), call("3", "add", "{")]
+        result = dispatch_sync(calls, TOOLS)
+        assert ["1", "2", "3"] == [m.tool_call_id for m in result.messages]
+        assert ["ok", "error", "error"] == [m.status for m in result.messages]
+        assert ("1",) == result.executed
+
+    def test_events_in_order(self) -> None:
+        """A plain call emits started then completed, each with its call id."""
+        result = dispatch_sync([call("c", "add", '{"a": 2}')], TOOLS)
+        assert [
+            ToolStarted(call_id="c", tool_name="add", arguments={"a": 2, "b": 1}),
+            ToolCompleted(call_id="c", tool_name="add"),
+        ] == list(result.events)
+
+    def test_value_wrapped(self) -> None:
+        """A plain return value becomes JSON text with its structured value on the message."""
+        [message] = dispatch_sync([call("c", "add", {"a": 2, "b": 2})], TOOLS).messages
+        assert ("4", ToolOutput(structured=4)) == (message.content, message.artifact)
+
+
+class TestUnknownTools:
+    @pytest.mark.parametrize("name", ["nope", "admin", "ADD", "add ", ""])
+    def test_unknown_hidden_and_near_names(self, name: str) -> None:
+        """Unknown, hidden and near-miss names are answered, never run, never listed."""
+        result = dispatch_sync([call("c", name, '{"a": 1}')], TOOLS)
+        [message] = result.messages
+        assert message.is_error
+        assert f"Unknown tool `{name}`" in message.content
+        assert "`admin`" not in message.content.split("Available tools:")[1]
+        assert [] == ran
+        assert [
+            UnknownToolCall(
+                call_id="c", requested_name=name, arguments='{"a": 1}', recovery="tool_error"
+            )
+        ] == list(result.events)
+
+    def test_not_advertised_is_unknown(self) -> None:
+        """A registered tool outside the advertised set is unknown, and unlisted."""
+        result = dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, advertised={"fallback"})
+        assert "Available tools: `fallback`." in result.messages[0].content
+        assert [] == ran
+
+    def test_allowlist(self) -> None:
+        """A declared allow-list admits members only; an empty one denies everything."""
+        allowed = dispatch_sync(
+            [call("c", "add", '{"a": 1}')], TOOLS, policy=RunPolicy(allowlist={"add"})
+        )
+        assert "ok" == allowed.messages[0].status
+        empty = dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, policy=RunPolicy(allowlist=()))
+        assert "Available tools: none" in empty.messages[0].content
+        legacy = RunPolicy(allowlist=(), fail_closed_allowlist=False)
+        assert (
+            "ok"
+            == dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, policy=legacy)
+            .messages[0]
+            .status
+        )
+
+    def test_rewrite(self) -> None:
+        """Rewrite retargets an unknown call to the compatibility tool, once."""
+        result = dispatch_sync(
+            [call("c", "nope", "{}")], TOOLS, policy=RunPolicy(unknown_tool=Rewrite("fallback"))
+        )
+        assert ("fallback", "fallback") == (result.messages[0].name, result.messages[0].content)
+        assert "rewrite:fallback" == result.events[0].recovery  # type: ignore[union-attr]
+
+    def test_rewrite_to_hidden_falls_back(self) -> None:
+        """A Rewrite target the model may not call is never run; the call is answered."""
+        result = dispatch_sync(
+            [call("c", "nope")], TOOLS, policy=RunPolicy(unknown_tool=Rewrite("admin"))
+        )
+        assert "tool_error" == result.events[0].recovery  # type: ignore[union-attr]
+        assert [] == ran
+
+    def test_fail_aborts_before_anything_runs(self) -> None:
+        """Fail aborts the batch; every call is answered and nothing ran."""
+        calls = [call("1", "add", '{"a": 1}'), call("2", "nope")]
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(calls, TOOLS, policy=RunPolicy(unknown_tool=Fail()))
+        assert ["interrupted", "error"] == [m.status for m in info.value.result.messages]
+        assert [] == ran
+
+
+class TestArguments:
+    def test_repaired(self) -> None:
+        """Relaxed JSON is repaired, reported, and the call runs on the repaired object."""
+        result = dispatch_sync([call("c", "add", "{a: 2, b: 3,}")], TOOLS)
+        assert "5" == result.messages[0].content
+        assert "repaired" == result.events[0].recovery  # type: ignore[union-attr]
+
+    def test_malformed_never_becomes_empty(self) -> None:
+        """Unrepairable JSON is answered with the parse error and the schema, never run."""
+        result = dispatch_sync([call("c", "fallback", '{"name": "x')], TOOLS)
+        [message] = result.messages
+        assert "not valid JSON" in message.content
+        assert "Expected arguments (JSON schema)" in message.content
+        assert [] == ran
+
+    def test_provider_flagged_invalid(self) -> None:
+        """A call the provider marked invalid goes through repair like raw text."""
+        flagged = ToolCall("c", "add", "{a: 1}", invalid="unquoted key")
+        assert "2" == dispatch_sync([flagged], TOOLS).messages[0].content
+
+    def test_schema_invalid(self) -> None:
+        """Schema violations are answered with the path, the problem and the schema."""
+        result = dispatch_sync([call("c", "add", '{"a": "1"}')], TOOLS)
+        assert "at `$.a`: Expected `integer`, got `string`" in result.messages[0].content
+        assert [InvalidToolArgs] == [type(e) for e in result.events]
+
+    def test_normalize(self) -> None:
+        """NormalizeThenReturnToolError decodes an object sent as a JSON string."""
+        policy = RunPolicy(invalid_args=NormalizeThenReturnToolError())
+        raw = json.dumps(json.dumps({"a": 4}))
+        result = dispatch_sync([call("c", "add", raw)], TOOLS, policy=policy)
+        assert ("5", "normalized") == (result.messages[0].content, result.events[0].recovery)  # type: ignore[union-attr]
+
+    def test_invalid_fail_aborts(self) -> None:
+        """Fail on invalid arguments aborts the batch."""
+        with pytest.raises(DispatchAborted):
+            dispatch_sync(
+                [call("c", "add", '{"a": "x"}')], TOOLS, policy=RunPolicy(invalid_args=Fail())
+            )
+
+    def test_injected_cannot_be_set(self) -> None:
+        """A model argument naming an injected parameter is a schema violation."""
+        context = Context(store={"k": "v"})
+        result = dispatch_sync(
+            [call("c", "stored", '{"key": "k", "db": {}}')], TOOLS, context=context
+        )
+        assert "unknown field `db`" in result.messages[0].content
+
+
+class TestLimits:
+    def test_max_tool_calls(self) -> None:
+        """Calls past the budget are answered and never run; recoveries take slots too."""
+        calls = [call("1", "nope"), call("2", "add", '{"a": 1}'), call("3", "add", '{"a": 2}')]
+        result = dispatch_sync(calls, TOOLS, policy=RunPolicy(max_tool_calls=2))
+        assert ["error", "ok", "error"] == [m.status for m in result.messages]
+        assert "limit of 2 tool calls" in result.messages[2].content
+        assert [("add", (1, 1))] == ran
+
+
+class TestMiddleware:
+    def test_before_adjusts_rejects_defers(self) -> None:
+        """before_tool may rewrite a call, reject it with a message, or defer it."""
+
+        def gate(c: ToolCall, env: object) -> ToolCall | Reject | Defer:
+            if c.id == "1":
+                return msgspec.structs.replace(c, arguments='{"a": 10}')
+            if c.id == "2":
+                return Reject("not today")
+            return Defer({"queue": "later"})
+
+        calls = [
+            call("1", "add", '{"a": 1}'),
+            call("2", "add", '{"a": 1}'),
+            call("3", "add", '{"a": 1}'),
+        ]
+        result = dispatch_sync(calls, TOOLS, middleware=[before_tool(gate)])
+        assert ["11", "not today"] == [m.content for m in result.messages]
+        assert "denied" == result.messages[1].status
+        assert result.deferred is not None
+        assert ("3",) == tuple(c.id for c in result.deferred.calls)
+        assert {"3": {"queue": "later"}} == result.deferred.metadata
+        assert ToolDenied in [type(e) for e in result.events]
+
+    def test_after_in_reverse_order(self) -> None:
+        """after_tool hooks fold like an onion: the last given runs first."""
+
+        def tag(label: str):  # type: ignore[no-untyped-def]
+            def hook(c: ToolCall, r: ToolResult, env: object) -> ToolResult:
+                return ToolResult.success(r.content[0].text + label)  # type: ignore[union-attr]
+
+            return after_tool(hook)
+
+        result = dispatch_sync(
+            [call("c", "add", '{"a": 1}')], TOOLS, middleware=[tag("A"), tag("B")]
+        )
+        assert "2BA" == result.messages[0].content
+
+    def test_raising_middleware_aborts(self) -> None:
+        """A raising hook aborts the batch with every call answered."""
+
+        def broken(c: ToolCall, env: object) -> ToolCall:
+            raise RuntimeError("bug")
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, middleware=[before_tool(broken)])
+        assert ["interrupted"] == [m.status for m in info.value.result.messages]
+        assert isinstance(info.value.__cause__, RuntimeError)
+
+    def test_not_a_middleware(self) -> None:
+        """An object without hooks is refused with the fix."""
+        with pytest.raises(TypeError, match="before_tool"):
+            dispatch_sync([], TOOLS, middleware=[object()])
+
+
+class TestDeferral:
+    def test_external_approval_and_raised(self) -> None:
+        """External tools, approval gates and tools raising deferrals leave the batch."""
+        calls = [
+            call("1", "lookup"),
+            call("2", "pay", '{"amount": 5}'),
+            call("3", "needs_ok"),
+            call("4", "later"),
+            call("5", "add", '{"a": 1}'),
+        ]
+        result = dispatch_sync(calls, TOOLS)
+        assert ["5"] == [m.tool_call_id for m in result.messages]
+        assert result.deferred is not None
+        assert (["1", "4"], ["2", "3"]) == (
+            [c.id for c in result.deferred.calls],
+            [c.id for c in result.deferred.approvals],
+        )
+        assert {"why": "large"} == result.deferred.metadata["3"]
+        assert [] == [r for r in ran if r[0] == "pay"]
+        assert 4 == sum(isinstance(e, ToolDeferred) for e in result.events)
+
+    def test_deferred_takes_no_slot(self) -> None:
+        """A deferred call does not count against max_tool_calls."""
+        calls = [call("1", "lookup"), call("2", "add", '{"a": 1}')]
+        result = dispatch_sync(calls, TOOLS, policy=RunPolicy(max_tool_calls=1))
+        assert ["ok"] == [m.status for m in result.messages]
+
+
+class TestFold:
+    def test_follow_up_metadata_artifacts(self) -> None:
+        """Follow-ups and metadata are collected; artifacts become store references."""
+        store = MemoryArtifactStore()
+        context = Context(run_id="r")
+        result = dispatch_sync([call("c", "report")], TOOLS, artifacts=store, context=context)
+        [message] = result.messages
+        assert "done" == message.content
+        assert isinstance(message.artifact, ToolOutput)
+        [ref] = message.artifact.artifacts
+        assert b"a,b\n1,2\n" == store.get(ref.uri).data  # type: ignore[union-attr]
+        assert {"c": {"ms": 5}} == result.metadata
+        assert "Now summarise the report." == result.follow_ups[0].content[0].text  # type: ignore[union-attr]
+
+    def test_directory_store(self, tmp_path: object) -> None:
+        """The directory store writes each artifact under run/call and keeps a file URI."""
+        store = DirectoryArtifactStore(tmp_path)  # type: ignore[arg-type]
+        result = dispatch_sync(
+            [call("../c", "report")], TOOLS, artifacts=store, context=Context(run_id="r")
+        )
+        [ref] = result.messages[0].artifact.artifacts  # type: ignore[union-attr]
+        assert ref.uri.startswith("file://")
+        assert ref.uri.endswith("/r/_c/r.csv")
+
+    def test_truncation(self) -> None:
+        """Content over max_result_bytes is cut on a character boundary with a marker."""
+        result = dispatch_sync([call("c", "big")], TOOLS, policy=RunPolicy(max_result_bytes=120))
+        content = result.messages[0].content
+        assert len(content.encode()) <= 120
+        assert content.startswith("é")
+        assert "[truncated: 1000 bytes, showing the first" in content
+
+
+class TestEventsAndContext:
+    def test_on_event_live_sync(self) -> None:
+        """A sync on_event receives exactly the result's events, in order."""
+        seen: list[Event] = []
+        result = dispatch_sync(
+            [call("c", "add", '{"a": 1}'), call("d", "x")], TOOLS, on_event=seen.append
+        )
+        assert list(result.events) == seen
+
+    @pytest.mark.anyio
+    async def test_on_event_async(self) -> None:
+        """An async on_event receives every event in order."""
+        seen: list[Event] = []
+
+        async def record(event: Event) -> None:
+            seen.append(event)
+
+        result = await dispatch([call("c", "add", '{"a": 1}')], TOOLS, on_event=record)
+        assert list(result.events) == seen
+
+    def test_unsatisfiable_injection(self) -> None:
+        """A tool whose injection the context cannot satisfy fails before anything runs."""
+        with pytest.raises(ToolDefinitionError, match="no store"):
+            dispatch_sync(
+                [call("a", "add", '{"a": 1}'), call("b", "stored", '{"key": "k"}')], TOOLS
+            )
+        assert [] == ran
+
+    def test_sync_path_has_no_event_loop(self) -> None:
+        """dispatch_sync runs synchronous tools without any event loop."""
+        seen: list[str] = []
+
+        @tool
+        def probe() -> str:
+            try:
+                asyncio.get_running_loop()
+                seen.append("asyncio")
+            except RuntimeError:
+                pass
+            try:
+                trio.lowlevel.current_trio_token()
+                seen.append("trio")
+            except RuntimeError:
+                pass
+            return "x"
+
+        dispatch_sync([call("c", "probe")], [probe])
+        assert [] == seen
+
+    def test_ledger_hooks(self) -> None:
+        """A ledger hears started before any tool runs and settled after each call."""
+        log: list[tuple[str, ...]] = []
+
+        class Ledger:
+            def started(self, run_id: str, call_id: str, tool_name: str, arguments: object) -> None:
+                log.append(("started", call_id, str(ran)))
+
+            def settled(self, run_id: str, call_id: str, status: str) -> None:
+                log.append(("settled", call_id, status))
+
+        dispatch_sync(
+            [call("1", "add", '{"a": 1}'), call("2", "add", '{"a": 2}')], TOOLS, ledger=Ledger()
+        )
+        assert [
+            ("started", "1", "[]"),
+            ("started", "2", "[]"),
+            ("settled", "1", "ok"),
+            ("settled", "2", "ok"),
+        ] == log
+
+    def test_events_encode(self) -> None:
+        """Every event of a mixed batch encodes to JSON and decodes back."""
+        calls = [
+            call("1", "add", '{"a": 1}'),
+            call("2", "nope"),
+            call("3", "add", "{a:1}"),
+            call("4", "lookup"),
+        ]
+        result = dispatch_sync(calls, TOOLS)
+        data = msgspec.json.encode(result.events)
+        assert list(result.events) == msgspec.json.decode(data, type=list[Event])
+        assert ["unknown_tool_call", "invalid_tool_args", "tool_deferred"] == kinds(result.events)[
+            :3
+        ]

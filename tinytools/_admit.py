@@ -1,0 +1,292 @@
+"""Admission: one call in, one verdict out — pure and synchronous.
+
+For each call, in the seed's order: limits (cancellation, deadline,
+``max_tool_calls``); before-middleware (adjust, reject or defer); name
+resolution against what is callable this turn, with the unknown-tool policy;
+argument decoding (strict, then relaxed repair, then the always-on
+parse-error answer); schema validation with the invalid-args policy; then
+deferral of external and approval-gated tools.
+
+The verdicts — :class:`Admitted`, :class:`Answered`, :class:`Deferred`,
+:class:`Abort` — are plain values; events are handed to ``emit`` as they
+happen. Nothing here runs a tool, so ``dispatch`` and ``dispatch_sync``
+share it and every gate is checked before anything executes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Literal, TypeAlias
+
+import attrs
+import msgspec
+
+from . import repair
+from ._dispatch_env import DispatchEnv
+from ._middleware import Defer, Reject, Stack
+from ._registry import AnyTool
+from ._wire import MessageStatus, ToolCall, ToolMessage
+from .errors import ToolArgumentsError
+from .events import Event, InvalidToolArgs, ToolDeferred, ToolDenied, UnknownToolCall
+from .policies import Fail, NormalizeThenReturnToolError, Rewrite
+
+__all__ = ["Abort", "Admitted", "Answered", "Deferred", "Verdict", "admit_batch"]
+
+
+@attrs.frozen
+class Admitted:
+    """The call may run: ``arguments`` passed the schema (injections not yet bound)."""
+
+    index: int
+    call: ToolCall
+    tool: AnyTool
+    arguments: dict[str, object]
+
+
+@attrs.frozen
+class Answered:
+    """The call is answered without running its tool."""
+
+    index: int
+    message: ToolMessage
+
+
+@attrs.frozen
+class Deferred:
+    """The call leaves the batch without a result."""
+
+    index: int
+    call: ToolCall
+    kind: Literal["approval", "external", "deferred"]
+    metadata: dict[str, object]
+
+
+@attrs.frozen
+class Abort:
+    """A ``Fail`` policy fired: the batch is aborted before anything runs."""
+
+    index: int
+    message: ToolMessage
+    reason: str
+
+
+Verdict: TypeAlias = "Admitted | Answered | Deferred | Abort"
+Emit: TypeAlias = Callable[[Event], None]
+
+
+def _short(value: object, limit: int = 200) -> str:
+    if isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = msgspec.json.encode(value).decode()
+        except (TypeError, ValueError):
+            text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _message(call: ToolCall, content: str, status: MessageStatus = "error") -> ToolMessage:
+    return ToolMessage(
+        tool_call_id=call.id, name=call.name, content=content, is_error=True, status=status
+    )
+
+
+def _with_schema(text: str, tool: AnyTool) -> str:
+    schema = msgspec.json.encode(tool.parameters).decode()
+    return f"{text} Expected arguments (JSON schema): {schema}"
+
+
+@attrs.define
+class _Batch:
+    """The mutable bookkeeping of one admission pass (kept out of the verdicts)."""
+
+    env: DispatchEnv
+    stack: Stack
+    emit: Emit
+    cancelled: Callable[[], bool]
+    expired: Callable[[], bool]
+    approved: frozenset[str]
+    used: int = 0
+
+    def over_budget(self) -> bool:
+        limit = self.env.policy.max_tool_calls
+        return limit is not None and self.used >= limit
+
+
+def admit_batch(
+    calls: Sequence[ToolCall],
+    env: DispatchEnv,
+    stack: Stack,
+    emit: Emit,
+    *,
+    cancelled: Callable[[], bool] = lambda: False,
+    expired: Callable[[], bool] = lambda: False,
+    approved: frozenset[str] = frozenset(),
+) -> list[Verdict]:
+    """A verdict for every call, in call order.
+
+    Args:
+        calls: The batch.
+        env: What the batch is resolved against.
+        stack: The composed middleware.
+        emit: Receives each admission event.
+        cancelled: Whether the caller cancelled the batch.
+        expired: Whether the batch's deadline has passed.
+        approved: Ids of calls a human approved (approval gates let them through).
+
+    Raises:
+        Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
+    """
+    batch = _Batch(env, stack, emit, cancelled, expired, approved)
+    return [_admit(index, call, batch) for index, call in enumerate(calls)]
+
+
+def _admit(index: int, call: ToolCall, batch: _Batch) -> Verdict:
+    limit = _limits(call, batch)
+    if limit is not None:
+        return Answered(index, limit)
+    batch.used += 1
+    for hook in batch.stack.befores:
+        outcome = hook(call, batch.env)
+        if isinstance(outcome, Reject):
+            batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
+            return Answered(index, _message(call, outcome.message, "denied"))
+        if isinstance(outcome, Defer):
+            return _defer(index, call, "deferred", outcome.metadata, batch)
+        call = outcome
+    tool = _resolve(index, call, batch)
+    if not isinstance(tool, tuple):
+        return tool
+    call, found = tool
+    arguments = _arguments(index, call, found, batch)
+    if not isinstance(arguments, dict):
+        return arguments
+    if found.fn is None:
+        return _defer(index, call, "external", {}, batch)
+    if found.policy.access.approval_required and call.id not in batch.approved:
+        return _defer(index, call, "approval", {}, batch)
+    return Admitted(index, call, found, arguments)
+
+
+def _limits(call: ToolCall, batch: _Batch) -> ToolMessage | None:
+    if batch.cancelled():
+        return _message(call, "Tool call not run: the batch was cancelled.", "interrupted")
+    if batch.expired():
+        return _message(call, "Tool call not run: the batch's deadline passed.", "interrupted")
+    if batch.over_budget():
+        limit = batch.env.policy.max_tool_calls
+        return _message(call, f"Tool call not run: the limit of {limit} tool calls was reached.")
+    return None
+
+
+def _defer(
+    index: int,
+    call: ToolCall,
+    kind: Literal["approval", "external", "deferred"],
+    metadata: dict[str, object],
+    batch: _Batch,
+) -> Deferred:
+    batch.used -= 1  # a deferred call takes a slot only when it runs
+    batch.emit(ToolDeferred(call_id=call.id, tool_name=call.name, reason=kind, metadata=metadata))
+    return Deferred(index, call, kind, metadata)
+
+
+def _resolve(
+    index: int, call: ToolCall, batch: _Batch
+) -> tuple[ToolCall, AnyTool] | Answered | Abort:
+    """The tool ``call`` names, or the unknown-tool policy's answer."""
+    tool = batch.env.lookup(call.name)
+    if tool is not None:
+        return call, tool
+    policy = batch.env.policy.unknown_tool
+    if isinstance(policy, Rewrite):
+        target = batch.env.lookup(policy.tool_name)
+        if target is not None:
+            batch.emit(_unknown(call, f"rewrite:{policy.tool_name}"))
+            return msgspec.structs.replace(call, name=policy.tool_name), target
+    recovery = "fail" if isinstance(policy, Fail) else "tool_error"
+    batch.emit(_unknown(call, recovery))
+    names = ", ".join(f"`{n}`" for n in sorted(batch.env.callable)) or "none"
+    text = (
+        f"Unknown tool `{call.name}`: no tool of that name can be called this turn. "
+        f"Available tools: {names}. Arguments received: {_short(call.arguments)}."
+    )
+    if recovery == "fail":
+        return Abort(index, _message(call, text), f"unknown tool {call.name!r}")
+    return Answered(index, _message(call, text))
+
+
+def _unknown(call: ToolCall, recovery: str) -> UnknownToolCall:
+    return UnknownToolCall(
+        call_id=call.id, requested_name=call.name, arguments=call.arguments, recovery=recovery
+    )
+
+
+def _arguments(
+    index: int, call: ToolCall, tool: AnyTool, batch: _Batch
+) -> dict[str, object] | Answered | Abort:
+    """The validated arguments, or the answer for malformed or invalid ones."""
+    raw = call.arguments
+    try:
+        if call.invalid is not None:
+            raise ToolArgumentsError(tool.name, call.invalid, malformed=True)
+        return tool.validate(raw)
+    except ToolArgumentsError as error:
+        if error.malformed:
+            return _repaired(index, call, tool, error, batch)
+        return _invalid(index, call, tool, error, raw, batch)
+
+
+def _invalid_event(
+    call: ToolCall, tool: AnyTool, error: ToolArgumentsError, recovery: str
+) -> Event:
+    return InvalidToolArgs(
+        call_id=call.id,
+        tool_name=tool.name,
+        arguments=call.arguments,
+        error=str(error),
+        recovery=recovery,
+    )
+
+
+def _repaired(
+    index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, batch: _Batch
+) -> dict[str, object] | Answered | Abort:
+    """Relaxed repair of malformed JSON, else the always-on parse-error answer."""
+    fixed = (
+        repair.repair_relaxed_object(call.arguments) if isinstance(call.arguments, str) else None
+    )
+    if fixed is None:
+        batch.emit(_invalid_event(call, tool, error, "tool_error"))
+        return Answered(index, _message(call, _with_schema(str(error), tool)))
+    batch.emit(_invalid_event(call, tool, error, "repaired"))
+    try:
+        return tool.validate(fixed.value)
+    except ToolArgumentsError as schema_error:
+        return _invalid(index, call, tool, schema_error, fixed.value, batch)
+
+
+def _invalid(
+    index: int,
+    call: ToolCall,
+    tool: AnyTool,
+    error: ToolArgumentsError,
+    value: object,
+    batch: _Batch,
+) -> dict[str, object] | Answered | Abort:
+    """The invalid-args policy for well-formed arguments that break the schema."""
+    policy = batch.env.policy.invalid_args
+    if isinstance(policy, NormalizeThenReturnToolError):
+        decoded = msgspec.json.decode(value) if isinstance(value, (str, bytes)) else value
+        normalized = repair.normalize_arguments(decoded, tool.parameters)
+        if normalized is not None:
+            batch.emit(_invalid_event(call, tool, error, "normalized"))
+            try:
+                return tool.validate(normalized.value)
+            except ToolArgumentsError as still:
+                error = still
+    if isinstance(policy, Fail):
+        batch.emit(_invalid_event(call, tool, error, "fail"))
+        return Abort(index, _message(call, _with_schema(str(error), tool)), str(error))
+    batch.emit(_invalid_event(call, tool, error, "tool_error"))
+    return Answered(index, _message(call, _with_schema(str(error), tool)))

@@ -1,0 +1,476 @@
+"""``dispatch`` and ``dispatch_sync``: a batch of tool calls in, a result out.
+
+The pipeline, top to bottom: prepare (registry, callable names, middleware,
+event sink) → admit every call (pure) → check injections → execute the
+admitted calls (serially or bounded-concurrent; the only stage that differs
+between the two entry points) → fold each into its message → assemble the
+``DispatchResult`` in call order.
+
+Invariants kept here (see DESIGN.md): every call id is answered exactly once
+in call order unless deferred — also when tools raise, time out, or the
+batch is cancelled or aborted; nothing that admission refused runs; no tool
+runs on arguments that failed its schema.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import random
+import threading
+import time
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import attrs
+import trio
+
+from ._admit import Abort, Admitted, Answered, Deferred, Verdict, admit_batch
+from ._artifacts import ArtifactStore
+from ._dispatch_env import DispatchEnv, callable_names
+from ._effects import EffectLedger
+from ._execute import Attempts, run_async, run_inline, threaded
+from ._fold import Failed, Fatal, Folded, Outcome, fold
+from ._inject import Cancellation, Context, check_context
+from ._middleware import Stack, compose
+from ._registry import AnyTool, Registry
+from ._result import DeferredToolRequests, DispatchAborted, DispatchResult, FollowUp
+from ._wire import MessageStatus, ToolCall, ToolMessage
+from .events import Event
+from .policies import RunPolicy
+
+__all__ = ["EventHandler", "dispatch", "dispatch_sync"]
+
+#: What ``on_event`` may be: a plain callable, or an async one.
+EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
+
+
+class _Sink:
+    """Collects events in order and hands them to ``on_event`` live."""
+
+    def __init__(self, on_event: EventHandler | None) -> None:
+        self.events: list[Event] = []
+        self._lock = threading.Lock()
+        self._async = on_event is not None and inspect.iscoroutinefunction(on_event)
+        self._handler = on_event
+        self._pending: list[Event] = []
+
+    @property
+    def is_async(self) -> bool:
+        return self._async
+
+    def emit(self, event: Event) -> None:
+        with self._lock:
+            self.events.append(event)
+            if self._async:
+                self._pending.append(event)
+            elif self._handler is not None:
+                self._handler(event)
+
+    async def flush(self) -> None:
+        while self._pending:
+            with self._lock:
+                batch, self._pending = self._pending, []
+            for event in batch:
+                await self._handler(event)  # type: ignore[misc]
+
+
+@attrs.define
+class _Run:
+    """One dispatch's state: built by :func:`_prepare`, filled as calls finish."""
+
+    calls: tuple[ToolCall, ...]
+    env: DispatchEnv
+    stack: Stack
+    sink: _Sink
+    store: ArtifactStore | None
+    ledger: EffectLedger | None
+    verdicts: list[Verdict] = attrs.Factory(list)
+    folded: dict[int, Folded] = attrs.Factory(dict)
+    started: set[int] = attrs.Factory(set)
+    fatal: str | None = None
+    rng: random.Random = attrs.Factory(random.Random)
+
+    def is_fatal(self) -> bool:
+        return self.fatal is not None
+
+    def admitted(self) -> list[Admitted]:
+        return [v for v in self.verdicts if isinstance(v, Admitted)]
+
+    def attempts(self, item: Admitted) -> Attempts:
+        def emit(event: Event) -> None:
+            if event.__class__.__name__ == "ToolStarted":
+                self.started.add(item.index)
+            self.sink.emit(event)
+
+        return Attempts(item, self.env, emit, self.rng)
+
+    def finish(self, item: Admitted, outcome: Outcome) -> None:
+        """Fold a call's outcome, record it, emit its events, settle the ledger."""
+        folded = fold(item, outcome, self.env, self.stack, self.store)
+        self.folded[item.index] = folded
+        for event in folded.events:
+            self.sink.emit(event)
+        if self.ledger is not None and folded.message is not None:
+            self.ledger.settled(self.env.context.run_id, item.call.id, folded.message.status)
+        if isinstance(outcome, Fatal) and self.fatal is None:
+            self.fatal = outcome.message
+
+
+def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
+    return tools if isinstance(tools, Registry) else Registry(tools)
+
+
+def _prepare(
+    calls: Iterable[ToolCall],
+    tools: Registry | Iterable[AnyTool],
+    policy: RunPolicy,
+    middleware: Iterable[object],
+    context: Context | None,
+    advertised: Collection[str] | None,
+    approvals: object,
+    ledger: EffectLedger | None,
+    on_event: EventHandler | None,
+    artifacts: ArtifactStore | None,
+) -> _Run:
+    if approvals is not None:
+        raise NotImplementedError(
+            "resuming deferred calls (approvals=...) is not available yet; "
+            "answer deferred calls yourself or dispatch them again"
+        )
+    batch = tuple(calls)
+    for call in batch:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
+    registry = _registry(tools)
+    env = DispatchEnv(
+        registry, policy, context or Context(), callable_names(registry, policy, advertised)
+    )
+    return _Run(batch, env, compose(middleware), _Sink(on_event), artifacts, ledger)
+
+
+def _message(call: ToolCall, text: str, status: MessageStatus) -> ToolMessage:
+    return ToolMessage(
+        tool_call_id=call.id, name=call.name, content=text, is_error=True, status=status
+    )
+
+
+def _admit(
+    run: _Run, cancellation: Cancellation | None, expired: Callable[[], bool]
+) -> Abort | None:
+    """Admit every call; returns the first ``Fail`` verdict, if any."""
+    try:
+        run.verdicts = admit_batch(
+            run.calls,
+            run.env,
+            run.stack,
+            run.sink.emit,
+            cancelled=(lambda: cancellation is not None and cancellation.cancelled),
+            expired=expired,
+        )
+    except Exception as error:
+        raise _abort(run, f"before_tool middleware raised {error!r}") from error
+    abort = next((v for v in run.verdicts if isinstance(v, Abort)), None)
+    if abort is None:
+        check_context(((i.tool.name, i.tool.injections) for i in run.admitted()), run.env.context)
+        if run.ledger is not None:
+            for item in run.admitted():
+                run.ledger.started(
+                    run.env.context.run_id, item.call.id, item.tool.name, item.arguments
+                )
+    return abort
+
+
+def _abort(run: _Run, reason: str) -> DispatchAborted:
+    """The exception for an aborted batch, its result answering every call."""
+    return DispatchAborted(reason, _assemble(run, aborted=reason))
+
+
+_INTERRUPTED = "Tool call not run: the batch was {why}."
+
+
+def _assemble(run: _Run, *, aborted: str | None = None, why: str = "cancelled") -> DispatchResult:
+    """The result in call order; calls left unanswered are answered as interrupted."""
+    why = "aborted" if aborted is not None else why
+    messages: list[ToolMessage] = []
+    deferred_calls: list[ToolCall] = []
+    approvals: list[ToolCall] = []
+    deferred_meta: dict[str, dict[str, object]] = {}
+    follow_ups: list[FollowUp] = []
+    metadata: dict[str, dict[str, object]] = {}
+    executed: list[str] = []
+    for index, call in enumerate(run.calls):
+        verdict = run.verdicts[index] if index < len(run.verdicts) else None
+        folded = run.folded.get(index)
+        if isinstance(verdict, (Answered, Abort)):
+            messages.append(verdict.message)
+        elif isinstance(verdict, Deferred) and aborted is None:
+            (approvals if verdict.kind == "approval" else deferred_calls).append(verdict.call)
+            deferred_meta[call.id] = verdict.metadata
+        elif folded is not None:
+            executed.append(call.id)
+            if folded.message is None:
+                postponed = verdict.call if isinstance(verdict, Admitted) else call
+                target = approvals if _kind(folded) == "approval" else deferred_calls
+                target.append(postponed)
+                deferred_meta[call.id] = _meta(folded)
+                continue
+            messages.append(folded.message)
+            if folded.follow_up:
+                follow_ups.append(FollowUp(call.id, folded.follow_up))
+            if folded.metadata:
+                metadata[call.id] = folded.metadata
+        else:
+            messages.append(_message(call, _INTERRUPTED.format(why=why), "interrupted"))
+    deferred = None
+    if deferred_calls or approvals:
+        deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
+    return DispatchResult(
+        tuple(messages),
+        tuple(run.sink.events),
+        deferred,
+        tuple(follow_ups),
+        metadata,
+        tuple(executed),
+    )
+
+
+def _kind(folded: Folded) -> str:
+    return str(getattr(folded.events[0], "reason", "deferred"))
+
+
+def _meta(folded: Folded) -> dict[str, object]:
+    return dict(getattr(folded.events[0], "metadata", {}))
+
+
+# --- async execution ----------------------------------------------------------
+
+
+async def _execute(run: _Run, cancellation: Cancellation | None, deadline: float | None) -> str:
+    """Run the admitted calls under the batch's deadline and cancellation.
+
+    Returns why unfinished calls stopped (``"cancelled"`` or ``"past its deadline"``).
+    """
+    admitted = run.admitted()
+    handles = {item.index: Cancellation() for item in admitted}
+    loop_thread, token = threading.get_ident(), anyio.lowlevel.current_token()
+    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
+
+        def cancel_from_anywhere() -> None:
+            if threading.get_ident() == loop_thread:
+                scope.cancel()
+            else:
+                anyio.from_thread.run_sync(scope.cancel, token=token)
+
+        forget = cancellation.on_cancel(cancel_from_anywhere) if cancellation else lambda: None
+        try:
+            await _run_all(run, admitted, handles, deadline, scope)
+        finally:
+            forget()
+    if scope.cancel_called:
+        for handle in handles.values():
+            handle.cancel()
+        why = "cancelled" if cancellation is not None and cancellation.cancelled else None
+        if why is None and run.fatal is None:
+            why = "past its deadline"
+        _interrupt(run, admitted, why or "aborted")
+        return why or "aborted"
+    return "cancelled"
+
+
+async def _run_all(
+    run: _Run,
+    admitted: Sequence[Admitted],
+    handles: dict[int, Cancellation],
+    deadline: float | None,
+    scope: anyio.CancelScope,
+) -> None:
+    limiter = anyio.CapacityLimiter(run.env.policy.max_concurrency)
+
+    async def one(item: Admitted) -> None:
+        async with limiter:
+            if run.fatal is not None:
+                return
+            outcome = await run_async(run.attempts(item), handles[item.index], deadline)
+            run.finish(item, outcome)
+            await run.sink.flush()
+            if run.is_fatal():
+                scope.cancel()
+
+    if run.env.policy.max_concurrency == 1:
+        for item in admitted:
+            await one(item)
+        return
+    async with anyio.create_task_group() as group:
+        for item in admitted:
+            group.start_soon(one, item)
+
+
+def _interrupt(run: _Run, admitted: Sequence[Admitted], why: str) -> None:
+    """Answer started-but-unfinished calls as interrupted (their events included)."""
+    for item in admitted:
+        if item.index in run.started and item.index not in run.folded:
+            text = f"Tool call interrupted: the batch was {why}."
+            run.finish(item, Failed("Cancelled", text, status="interrupted"))
+
+
+async def dispatch(
+    calls: Iterable[ToolCall],
+    tools: Registry | Iterable[AnyTool],
+    *,
+    policy: RunPolicy = RunPolicy(),  # noqa: B008 - frozen, so sharing it is safe
+    middleware: Iterable[object] = (),
+    context: Context | None = None,
+    advertised: Collection[str] | None = None,
+    approvals: object = None,
+    ledger: EffectLedger | None = None,
+    on_event: EventHandler | None = None,
+    artifacts: ArtifactStore | None = None,
+    cancellation: Cancellation | None = None,
+) -> DispatchResult:
+    """Admit, run and answer a batch of tool calls.
+
+    Args:
+        calls: The calls the model made, in order.
+        tools: A ``Registry`` or the tools themselves.
+        policy: How calls are admitted and run.
+        middleware: Objects with ``before_tool`` / ``after_tool`` hooks.
+        context: What injection draws from (a fresh one when omitted).
+        advertised: The tool names offered to the model this turn; a call to
+            any other tool is treated as unknown (fail closed).
+        approvals: Reserved for resuming deferred calls (not available yet).
+        ledger: An effect ledger told when each call starts and settles.
+        on_event: Receives each event as it happens (sync or async callable).
+        artifacts: Where tools' artifacts are persisted.
+        cancellation: Cancel the batch with ``cancellation.cancel()``.
+
+    Returns:
+        One message per call in call order (deferred calls excepted), the
+        events, deferred calls, follow-ups, metadata and executed call ids.
+
+    Raises:
+        DispatchAborted: A ``Fail`` policy, ``FatalToolError`` or a failing
+            middleware aborted the batch; ``.result`` answers every call.
+        ToolDefinitionError: An admitted tool's injection cannot be satisfied
+            by ``context`` (raised before any tool runs).
+    """
+    run = _prepare(
+        calls,
+        tools,
+        policy,
+        middleware,
+        context,
+        advertised,
+        approvals,
+        ledger,
+        on_event,
+        artifacts,
+    )
+    start = anyio.current_time()
+    deadline = None if policy.deadline is None else start + policy.deadline
+    abort = _admit(
+        run, cancellation, lambda: deadline is not None and anyio.current_time() >= deadline
+    )
+    await run.sink.flush()
+    if abort is not None:
+        raise _abort(run, abort.reason)
+    return await _finish_async(run, cancellation, deadline)
+
+
+async def _finish_async(
+    run: _Run, cancellation: Cancellation | None, deadline: float | None
+) -> DispatchResult:
+    try:
+        why = await _execute(run, cancellation, deadline)
+    except Exception as error:  # an after_tool hook raised
+        raise _abort(run, f"after_tool middleware raised {error!r}") from error
+    await run.sink.flush()
+    if run.fatal is not None:
+        raise _abort(run, run.fatal)
+    return _assemble(run, why=why)
+
+
+# --- sync execution ------------------------------------------------------------
+
+
+def _needs_loop(run: _Run) -> bool:
+    return run.sink.is_async or any(
+        item.tool.is_async or threaded(item, run.env) for item in run.admitted()
+    )
+
+
+def _execute_inline(run: _Run, cancellation: Cancellation | None, deadline: float | None) -> str:
+    """Run every admitted (synchronous) call inline, in order; returns why any stopped."""
+    for item in run.admitted():
+        if cancellation is not None and cancellation.cancelled:
+            return "cancelled"
+        if deadline is not None and time.monotonic() >= deadline:
+            return "past its deadline"
+        handle = Cancellation()
+        if cancellation is not None:
+            cancellation.on_cancel(handle.cancel)
+        try:
+            outcome = run_inline(run.attempts(item), handle)
+            run.finish(item, outcome)
+        except Exception as error:  # an after_tool hook raised
+            raise _abort(run, f"after_tool middleware raised {error!r}") from error
+        if run.fatal is not None:
+            raise _abort(run, run.fatal)
+    return "cancelled"
+
+
+def dispatch_sync(
+    calls: Iterable[ToolCall],
+    tools: Registry | Iterable[AnyTool],
+    *,
+    policy: RunPolicy = RunPolicy(),  # noqa: B008 - frozen, so sharing it is safe
+    middleware: Iterable[object] = (),
+    context: Context | None = None,
+    advertised: Collection[str] | None = None,
+    approvals: object = None,
+    ledger: EffectLedger | None = None,
+    on_event: EventHandler | None = None,
+    artifacts: ArtifactStore | None = None,
+    cancellation: Cancellation | None = None,
+) -> DispatchResult:
+    """:func:`dispatch` for synchronous callers; same arguments, same result.
+
+    When every admitted tool is synchronous, none needs a worker thread (no
+    ``blocking`` policy, no timeout) and ``on_event`` is not async, the batch
+    runs inline with no event loop at all, in call order (a deadline or a
+    cancellation then takes effect between calls). Otherwise it starts trio
+    for the execution stage; admission has already happened either way.
+    Do not call it from inside a running event loop: await :func:`dispatch`.
+    """
+    run = _prepare(
+        calls,
+        tools,
+        policy,
+        middleware,
+        context,
+        advertised,
+        approvals,
+        ledger,
+        on_event,
+        artifacts,
+    )
+    start = time.monotonic()
+    deadline = None if policy.deadline is None else start + policy.deadline
+    abort = _admit(run, cancellation, lambda: deadline is not None and time.monotonic() >= deadline)
+    if abort is not None:
+        raise _abort(run, abort.reason)
+    if not _needs_loop(run):
+        return _assemble(run, why=_execute_inline(run, cancellation, deadline))
+    remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+    return trio.run(functools.partial(_finish_in_trio, run, cancellation, remaining))
+
+
+async def _finish_in_trio(
+    run: _Run, cancellation: Cancellation | None, remaining: float | None
+) -> DispatchResult:
+    await run.sink.flush()
+    deadline = None if remaining is None else anyio.current_time() + remaining
+    return await _finish_async(run, cancellation, deadline)

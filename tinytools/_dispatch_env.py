@@ -1,0 +1,56 @@
+"""What every stage of one dispatch sees: :class:`DispatchEnv` (built once per batch)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import attrs
+
+from ._inject import Context
+from ._registry import AnyTool, Registry
+from ._spec import Exposure
+from .policies import RunPolicy
+
+__all__ = ["DispatchEnv", "callable_names"]
+
+
+def callable_names(
+    tools: Registry, policy: RunPolicy, advertised: Iterable[str] | None
+) -> frozenset[str]:
+    """The names the model may call this turn (fail closed).
+
+    A tool is callable when it is registered, not hidden, advertised (when an
+    ``advertised`` set is given; a deferred tool only when advertised) and
+    allowed by the run's allow-list.
+    """
+    offered = None if advertised is None else frozenset(advertised)
+    names = []
+    for name, tool in tools.items():
+        if tool.exposure is Exposure.Hidden or not policy.allows(name):
+            continue
+        if offered is None and tool.exposure is Exposure.Deferred:
+            continue
+        if offered is None or name in offered:
+            names.append(name)
+    return frozenset(names)
+
+
+@attrs.frozen
+class DispatchEnv:
+    """The batch-wide inputs of dispatch.
+
+    Attributes:
+        tools: The registry calls are resolved against.
+        policy: The run policy.
+        context: What injection draws from.
+        callable: The names the model may call this turn.
+    """
+
+    tools: Registry
+    policy: RunPolicy
+    context: Context
+    callable: frozenset[str]
+
+    def lookup(self, name: str) -> AnyTool | None:
+        """The tool ``name`` names, when the model may call it this turn."""
+        return self.tools.get(name) if name in self.callable else None

@@ -1,0 +1,186 @@
+"""Execution of one admitted call: bind injections, run, retry, classify.
+
+The only stage that touches the tool's function. A call runs as one of:
+
+* an async tool, awaited under its timeout;
+* a synchronous tool in a worker thread, when its policy says it blocks or
+  a timeout applies (the timeout then holds: the call is answered and the
+  thread abandoned, its ``Cancellation`` set);
+* a synchronous tool inline — the default, and the only mode of the
+  loop-free path of ``dispatch_sync``.
+
+What the tool raises is classified by :func:`classify` into the outcomes of
+``_fold``: ``RetryableError`` is retried up to the tool's ``max_retries``
+with exponential backoff and jitter, ``ModelRetry`` goes back to the model,
+``FatalToolError`` aborts the batch, ``ApprovalRequired``/``CallDeferred``
+postpone the call, anything else becomes an error message naming the
+exception type (the traceback goes to the ``ToolFailed`` event only).
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import time
+import traceback
+from collections.abc import Callable
+
+import anyio
+import attrs
+
+from ._admit import Admitted
+from ._dispatch_env import DispatchEnv
+from ._fold import Failed, Fatal, Outcome, Postponed, Ran
+from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
+from ._wire import wrap_return
+from .errors import (
+    ApprovalRequired,
+    CallDeferred,
+    FatalToolError,
+    ModelRetry,
+    RetryableError,
+)
+from .events import Custom, Event, ToolRetried, ToolStarted
+
+__all__ = ["Attempts", "classify", "run_async", "run_inline", "timeout_of", "threaded"]
+
+
+def timeout_of(item: Admitted, env: DispatchEnv) -> float | None:
+    """The call's timeout: the tool's own, else the run's."""
+    return item.tool.policy.runtime.timeout or env.policy.tool_timeout
+
+
+def threaded(item: Admitted, env: DispatchEnv) -> bool:
+    """Whether a synchronous call runs in a worker thread (it blocks, or has a timeout)."""
+    if item.tool.is_async:
+        return False
+    return item.tool.policy.runtime.blocking or timeout_of(item, env) is not None
+
+
+class _Retry(Exception):
+    """Internal: the attempt raised ``RetryableError`` and retries remain."""
+
+
+def classify(error: Exception, tool_name: str, timeout: float | None = None) -> Outcome:
+    """The outcome a tool's exception stands for."""
+    if isinstance(error, TimeoutError) and timeout is not None:
+        return Failed("TimeoutError", f"Tool `{tool_name}` timed out after {timeout:g} seconds.")
+    if isinstance(error, ModelRetry):
+        return Failed("ModelRetry", str(error) or f"Tool `{tool_name}` asks for a corrected call.")
+    if isinstance(error, FatalToolError):
+        return Fatal(f"Tool `{tool_name}` failed fatally: {error}", _trace(error))
+    if isinstance(error, ApprovalRequired):
+        return Postponed("approval", dict(error.metadata))
+    if isinstance(error, CallDeferred):
+        return Postponed("deferred", dict(error.metadata))
+    detail = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return Failed(type(error).__name__, f"Tool `{tool_name}` failed: {detail}", _trace(error))
+
+
+def _trace(error: BaseException) -> str:
+    return "".join(traceback.format_exception(type(error), error, error.__traceback__))
+
+
+@attrs.define
+class Attempts:
+    """Retry bookkeeping for one call."""
+
+    item: Admitted
+    env: DispatchEnv
+    emit: Callable[[Event], None]
+    rng: random.Random
+    attempt: int = 0
+
+    def runtime(self, cancellation: Cancellation, deadline: float | None) -> CallRuntime:
+        context = self.env.context
+        call_id = self.item.call.id
+        return CallRuntime(
+            context=context,
+            call=self.item.call,
+            run_context=RunContext(context.run_id, context.thread_id, context.depth, deadline),
+            cancellation=cancellation,
+            emit=Emit(lambda name, data: self.emit(_custom(call_id, name, data))),
+        )
+
+    def retry_delay(self, error: RetryableError) -> float | None:
+        """The wait before the next attempt, or None when no retry remains."""
+        if self.attempt >= self.item.tool.policy.runtime.max_retries:
+            return None
+        self.attempt += 1
+        policy = self.env.policy
+        base = min(policy.retry_max_delay, policy.retry_base_delay * 2.0 ** (self.attempt - 1))
+        delay = base * (0.5 + self.rng.random() / 2)  # jitter: spread retries of a herd
+        self.emit(
+            ToolRetried(
+                call_id=self.item.call.id,
+                tool_name=self.item.tool.name,
+                attempt=self.attempt,
+                delay=delay,
+                error=str(error) or type(error).__name__,
+            )
+        )
+        return delay
+
+    def started(self) -> None:
+        item = self.item
+        self.emit(
+            ToolStarted(call_id=item.call.id, tool_name=item.tool.name, arguments=item.arguments)
+        )
+
+
+def _custom(call_id: str, name: str, data: object) -> Event:
+    return Custom(call_id=call_id, name=name, data=data)
+
+
+def run_inline(attempts: Attempts, cancellation: Cancellation) -> Outcome:
+    """Run a synchronous call inline, retrying in place (``time.sleep`` between tries)."""
+    item = attempts.item
+    fn = item.tool.fn
+    assert fn is not None
+    kwargs = bind(dict(item.arguments), item.tool.injections, attempts.runtime(cancellation, None))
+    attempts.started()
+    while True:
+        try:
+            return Ran(wrap_return(fn(**kwargs)))
+        except RetryableError as error:
+            delay = attempts.retry_delay(error)
+            if delay is None:
+                return classify(error, item.tool.name)
+            time.sleep(delay)
+        except Exception as error:
+            return classify(error, item.tool.name)
+
+
+async def run_async(
+    attempts: Attempts, cancellation: Cancellation, deadline: float | None
+) -> Outcome:
+    """Run one call under the event loop, with its timeout and retries."""
+    item, env = attempts.item, attempts.env
+    fn = item.tool.fn
+    assert fn is not None
+    kwargs = bind(
+        dict(item.arguments), item.tool.injections, attempts.runtime(cancellation, deadline)
+    )
+    timeout = timeout_of(item, env)
+    in_thread = threaded(item, env)
+    attempts.started()
+    while True:
+        try:
+            with anyio.move_on_after(timeout):
+                if item.tool.is_async:
+                    value = await fn(**kwargs)  # type: ignore[misc]
+                elif in_thread:
+                    call = functools.partial(fn, **kwargs)
+                    value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+                else:
+                    value = fn(**kwargs)
+                return Ran(wrap_return(value))
+            cancellation.cancel()  # an abandoned thread can still see it should stop
+            return classify(TimeoutError(), item.tool.name, timeout)
+        except RetryableError as error:
+            delay = attempts.retry_delay(error)
+            if delay is None:
+                return classify(error, item.tool.name)
+            await anyio.sleep(delay)
+        except Exception as error:
+            return classify(error, item.tool.name)

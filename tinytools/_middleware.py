@@ -1,0 +1,126 @@
+"""Middleware: plain values that see each call before and after its tool runs.
+
+A middleware is any object with an optional ``before_tool`` and an optional
+``after_tool`` method (both synchronous, both pure data transforms):
+
+* ``before_tool(call, env) -> ToolCall | Reject | Defer`` runs before name
+  resolution and validation: return the call (adjusted or not) to go on,
+  :class:`Reject` to answer the model with a message, or :class:`Defer` to
+  take the call out of the batch for later.
+* ``after_tool(call, result, env) -> ToolResult`` runs after the tool, before
+  the result becomes a message; it may rewrite the result.
+
+The stack is composed once per dispatch (:func:`compose`): ``before_tool``
+hooks run in the order given, ``after_tool`` hooks in reverse (an onion, as
+in ASGI). :func:`before_tool` and :func:`after_tool` turn a plain function
+into a middleware.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol, TypeAlias
+
+import attrs
+
+from ._wire import ToolCall, ToolResult
+
+if TYPE_CHECKING:
+    from ._dispatch_env import DispatchEnv
+
+__all__ = [
+    "After",
+    "Before",
+    "BeforeOutcome",
+    "Defer",
+    "Middleware",
+    "Reject",
+    "Stack",
+    "after_tool",
+    "before_tool",
+    "compose",
+]
+
+
+@attrs.frozen
+class Reject:
+    """Answer the call with ``message`` (status ``denied``) instead of running it."""
+
+    message: str
+
+
+def _freeze(value: Mapping[str, object]) -> dict[str, object]:
+    return dict(value)
+
+
+@attrs.frozen
+class Defer:
+    """Take the call out of the batch; it is returned in ``DispatchResult.deferred``."""
+
+    metadata: dict[str, object] = attrs.field(factory=dict, converter=_freeze)
+
+
+#: What a ``before_tool`` hook returns.
+BeforeOutcome: TypeAlias = "ToolCall | Reject | Defer"
+#: A ``before_tool`` hook.
+Before: TypeAlias = "Callable[[ToolCall, DispatchEnv], ToolCall | Reject | Defer]"
+#: An ``after_tool`` hook.
+After: TypeAlias = "Callable[[ToolCall, ToolResult, DispatchEnv], ToolResult]"
+
+
+class Middleware(Protocol):
+    """Marker protocol: an object with optional ``before_tool`` / ``after_tool``."""
+
+
+@attrs.frozen
+class _BeforeOnly:
+    before_tool: Before
+
+    def __repr__(self) -> str:
+        return f"before_tool({getattr(self.before_tool, '__qualname__', self.before_tool)!r})"
+
+
+@attrs.frozen
+class _AfterOnly:
+    after_tool: After
+
+    def __repr__(self) -> str:
+        return f"after_tool({getattr(self.after_tool, '__qualname__', self.after_tool)!r})"
+
+
+def before_tool(fn: Before) -> Middleware:
+    """A middleware whose ``before_tool`` is ``fn``."""
+    return _BeforeOnly(fn)
+
+
+def after_tool(fn: After) -> Middleware:
+    """A middleware whose ``after_tool`` is ``fn``."""
+    return _AfterOnly(fn)
+
+
+@attrs.frozen
+class Stack:
+    """The composed hooks: ``befores`` in order, ``afters`` already reversed."""
+
+    befores: tuple[Before, ...] = ()
+    afters: tuple[After, ...] = ()
+
+
+def compose(middleware: Iterable[object]) -> Stack:
+    """Compose middleware once.
+
+    Raises:
+        TypeError: An item has neither ``before_tool`` nor ``after_tool``.
+    """
+    items = tuple(middleware)
+    for item in items:
+        if not callable(getattr(item, "before_tool", None)) and not callable(
+            getattr(item, "after_tool", None)
+        ):
+            raise TypeError(
+                f"middleware {item!r} has neither a before_tool nor an after_tool method; "
+                "wrap a plain function with tinytools.before_tool(...) or after_tool(...)"
+            )
+    befores = tuple(h for m in items if callable(h := getattr(m, "before_tool", None)))
+    afters = tuple(h for m in reversed(items) if callable(h := getattr(m, "after_tool", None)))
+    return Stack(befores, afters)

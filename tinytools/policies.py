@@ -1,0 +1,167 @@
+"""Run-level policy: :class:`RunPolicy` and the recovery policies it names.
+
+``RunPolicy`` says how one batch of calls is admitted and run: what happens
+to a call of an unknown tool (:data:`UnknownToolPolicy`) or with arguments
+that break the schema (:data:`InvalidArgsPolicy`), how many calls a batch
+may make, how many run at once, how long they may take, how large a result
+may be, and which tools the run allows at all.
+
+Malformed JSON is not governed here: it is a transport defect, always
+answered (after a conservative repair attempt) with a parse-error message.
+"""
+
+# No `from __future__ import annotations`: attrs and msgspec read these
+# annotations at run time from the facade module (see `tinytools/_wire.py`).
+
+import math
+from collections.abc import Collection
+from typing import Any, TypeAlias
+
+import attrs
+
+__all__ = [
+    "Fail",
+    "InvalidArgsPolicy",
+    "NormalizeThenReturnToolError",
+    "ReturnToolError",
+    "Rewrite",
+    "RunPolicy",
+    "UnknownToolPolicy",
+]
+
+
+@attrs.frozen
+class ReturnToolError:
+    """Answer the call with a repairable error message and go on (the default)."""
+
+
+@attrs.frozen
+class Fail:
+    """Abort the batch: dispatch raises ``DispatchAborted`` before any tool runs."""
+
+
+@attrs.frozen
+class Rewrite:
+    """Retarget an unknown call to a fixed compatibility tool, looked up once.
+
+    When ``tool_name`` is itself not callable this turn (unregistered, hidden,
+    not advertised or not allowed), the call is answered as with
+    :class:`ReturnToolError`.
+    """
+
+    tool_name: str
+
+
+@attrs.frozen
+class NormalizeThenReturnToolError:
+    """Undo common transport shapes first, then answer what still fails.
+
+    An object sent as a JSON string (also inside a markdown fence), or an
+    empty non-object for an object schema with no required properties, is
+    normalised (see :func:`tinytools.repair.normalize_arguments`).
+    """
+
+
+#: What to do with a call of a tool that is not callable this turn.
+UnknownToolPolicy: TypeAlias = ReturnToolError | Fail | Rewrite
+#: What to do with well-formed arguments that break the tool's schema.
+InvalidArgsPolicy: TypeAlias = ReturnToolError | Fail | NormalizeThenReturnToolError
+
+
+def _positive_or_none(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+    if value is None:
+        return
+    number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number_ok or not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{attribute.name} must be a positive number or None; got {value!r}")
+
+
+def _at_least_one(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(
+            f"{attribute.name} must be an int >= 1 (1 runs calls serially); got {value!r}"
+        )
+
+
+def _names(value: Collection[str] | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        raise TypeError("allowlist must be a collection of tool names, not one string")
+    return frozenset(value)
+
+
+def _check_policy(kinds: tuple[type, ...], what: str) -> Any:
+    def check(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+        if not isinstance(value, kinds):
+            names = ", ".join(k.__name__ + "()" for k in kinds)
+            raise TypeError(f"{attribute.name} must be one of {names} ({what}); got {value!r}")
+
+    return check
+
+
+@attrs.frozen
+class RunPolicy:
+    """How dispatch admits and runs one batch of calls.
+
+    Attributes:
+        unknown_tool: For calls of tools not callable this turn.
+        invalid_args: For arguments that break the tool's schema.
+        max_tool_calls: How many calls of this batch may be admitted; each
+            call answered by a recovery also takes a slot. Calls past the
+            limit are answered with an error and never run. To bound a whole
+            run, pass the run's remaining budget with each batch.
+        max_concurrency: How many calls run at once (1 = serially, in order).
+        deadline: Seconds the batch may take from the start of dispatch;
+            calls still running then are cancelled and calls not started are
+            not started — both are answered as ``interrupted``.
+        tool_timeout: Seconds one attempt of a call may take; a tool's own
+            ``ToolRuntime.timeout`` overrides it. A synchronous tool with a
+            timeout runs in a worker thread so the timeout holds.
+        max_result_bytes: The largest message content, in UTF-8 bytes; longer
+            content is cut with a visible marker. A tool's own
+            ``ToolRuntime.max_result_bytes`` overrides it.
+        allowlist: ``None``: no allow-list (every registered, advertised tool
+            may be called). A collection: only those names. An empty one
+            denies every tool unless ``fail_closed_allowlist`` is False.
+        fail_closed_allowlist: False is the explicit legacy opt-in that reads
+            an empty allow-list as unrestricted.
+        retry_base_delay: Seconds before the first retry of a
+            ``RetryableError``; each further retry doubles it (with jitter).
+        retry_max_delay: The longest wait between retries.
+    """
+
+    unknown_tool: UnknownToolPolicy = attrs.field(
+        factory=ReturnToolError,
+        validator=_check_policy((ReturnToolError, Fail, Rewrite), "unknown-tool policies"),
+    )
+    invalid_args: InvalidArgsPolicy = attrs.field(
+        factory=ReturnToolError,
+        validator=_check_policy(
+            (ReturnToolError, Fail, NormalizeThenReturnToolError), "invalid-args policies"
+        ),
+    )
+    max_tool_calls: int | None = attrs.field(default=None)
+    max_concurrency: int = attrs.field(default=1, validator=_at_least_one)
+    deadline: float | None = attrs.field(default=None, validator=_positive_or_none)
+    tool_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
+    max_result_bytes: int | None = attrs.field(default=None, validator=_positive_or_none)
+    allowlist: frozenset[str] | None = attrs.field(default=None, converter=_names)
+    fail_closed_allowlist: bool = True
+    retry_base_delay: float = 0.1
+    retry_max_delay: float = 5.0
+
+    @max_tool_calls.validator
+    def _check_max_tool_calls(self, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
+            raise ValueError(f"max_tool_calls must be an int >= 0 or None; got {value!r}")
+
+    def allows(self, name: str) -> bool:
+        """Whether the allow-list lets ``name`` be called."""
+        if self.allowlist is None:
+            return True
+        if not self.allowlist:
+            return not self.fail_closed_allowlist
+        return name in self.allowlist
