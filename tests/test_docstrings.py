@@ -266,6 +266,20 @@ class TestGoogle:
 
         assert {"x": "Wrapped at the wrong indentation."} == dict(parse_docstring(doc).params)
 
+    def test_deeper_name_colon_lines_are_text(self):
+        """Lines indented beyond the entries never start an entry, even as ``name: text``."""
+        doc = """Summary.
+
+            Args:
+                mode: One of:
+
+                    fast: quick.
+                    slow: careful.
+            """
+
+        expected = {"mode": "One of:\n\nfast: quick. slow: careful."}
+        assert expected == dict(parse_docstring(doc).params)
+
     def test_number_at_entry_indentation_is_not_a_name(self):
         """A line at entry indentation whose name is not an identifier continues the entry."""
         doc = """Summary.

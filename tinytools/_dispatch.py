@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import inspect
 import math
-import random
 import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
@@ -30,7 +29,7 @@ import trio
 
 from ._admit import Abort, Admitted, Answered, Deferred, Verdict, admit_batch
 from ._artifacts import ArtifactStore
-from ._dispatch_env import DispatchEnv, callable_names
+from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger
 from ._execute import Attempts, run_async, run_inline, threaded
 from ._fold import Failed, Fatal, Folded, Outcome, fold
@@ -92,13 +91,15 @@ class _Run:
     folded: dict[int, Folded] = attrs.Factory(dict)
     started: set[int] = attrs.Factory(set)
     fatal: str | None = None
-    rng: random.Random = attrs.Factory(random.Random)
+    _admitted: list[Admitted] | None = None
 
     def is_fatal(self) -> bool:
         return self.fatal is not None
 
     def admitted(self) -> list[Admitted]:
-        return [v for v in self.verdicts if isinstance(v, Admitted)]
+        if self._admitted is None:
+            self._admitted = [v for v in self.verdicts if isinstance(v, Admitted)]
+        return self._admitted
 
     def attempts(self, item: Admitted) -> Attempts:
         def emit(event: Event) -> None:
@@ -106,7 +107,7 @@ class _Run:
                 self.started.add(item.index)
             self.sink.emit(event)
 
-        return Attempts(item, self.env, emit, self.rng)
+        return Attempts(item, self.env, emit)
 
     def finish(self, item: Admitted, outcome: Outcome) -> None:
         """Fold a call's outcome, record it, emit its events, settle the ledger."""
@@ -146,10 +147,13 @@ def _prepare(
         if not isinstance(call, ToolCall):
             raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
     registry = _registry(tools)
-    env = DispatchEnv(
-        registry, policy, context or Context(), callable_names(registry, policy, advertised)
-    )
-    return _Run(batch, env, compose(middleware), _Sink(on_event), artifacts, ledger)
+    offered = None if advertised is None else frozenset(advertised)
+    env = DispatchEnv(registry, policy, context or Context(), offered)
+    stack = _NO_MIDDLEWARE if middleware == () else compose(middleware)
+    return _Run(batch, env, stack, _Sink(on_event), artifacts, ledger)
+
+
+_NO_MIDDLEWARE = Stack()
 
 
 def _message(call: ToolCall, text: str, status: MessageStatus) -> ToolMessage:
@@ -175,7 +179,9 @@ def _admit(
         raise _abort(run, f"before_tool middleware raised {error!r}") from error
     abort = next((v for v in run.verdicts if isinstance(v, Abort)), None)
     if abort is None:
-        check_context(((i.tool.name, i.tool.injections) for i in run.admitted()), run.env.context)
+        injecting = [(i.tool.name, i.tool.injections) for i in run.admitted() if i.tool.injections]
+        if injecting:
+            check_context(injecting, run.env.context)
         if run.ledger is not None:
             for item in run.admitted():
                 run.ledger.started(
@@ -410,7 +416,7 @@ def _execute_inline(run: _Run, cancellation: Cancellation | None, deadline: floa
         if deadline is not None and time.monotonic() >= deadline:
             return "past its deadline"
         handle = Cancellation()
-        if cancellation is not None:
+        if cancellation is not None and item.tool.injections:
             cancellation.on_cancel(handle.cancel)
         try:
             outcome = run_inline(run.attempts(item), handle)

@@ -43,14 +43,24 @@ class DispatchEnv:
         tools: The registry calls are resolved against.
         policy: The run policy.
         context: What injection draws from.
-        callable: The names the model may call this turn.
+        advertised: The names offered to the model this turn, if restricted.
     """
 
     tools: Registry
     policy: RunPolicy
     context: Context
-    callable: frozenset[str]
+    advertised: frozenset[str] | None = None
 
     def lookup(self, name: str) -> AnyTool | None:
-        """The tool ``name`` names, when the model may call it this turn."""
-        return self.tools.get(name) if name in self.callable else None
+        """The tool ``name`` names, when the model may call it this turn (fail closed)."""
+        tool = self.tools.get(name)
+        if tool is None or tool.exposure is Exposure.Hidden or not self.policy.allows(name):
+            return None
+        if self.advertised is None:
+            return None if tool.exposure is Exposure.Deferred else tool
+        return tool if name in self.advertised else None
+
+    @property
+    def callable(self) -> frozenset[str]:
+        """Every name the model may call this turn (computed on demand, for messages)."""
+        return callable_names(self.tools, self.policy, self.advertised)

@@ -88,7 +88,6 @@ class Attempts:
     item: Admitted
     env: DispatchEnv
     emit: Callable[[Event], None]
-    rng: random.Random
     attempt: int = 0
 
     def runtime(self, cancellation: Cancellation, deadline: float | None) -> CallRuntime:
@@ -109,7 +108,7 @@ class Attempts:
         self.attempt += 1
         policy = self.env.policy
         base = min(policy.retry_max_delay, policy.retry_base_delay * 2.0 ** (self.attempt - 1))
-        delay = base * (0.5 + self.rng.random() / 2)  # jitter: spread retries of a herd
+        delay = base * (0.5 + random.random() / 2)  # jitter: spread retries of a herd
         self.emit(
             ToolRetried(
                 call_id=self.item.call.id,
@@ -137,7 +136,10 @@ def run_inline(attempts: Attempts, cancellation: Cancellation) -> Outcome:
     item = attempts.item
     fn = item.tool.fn
     assert fn is not None
-    kwargs = bind(dict(item.arguments), item.tool.injections, attempts.runtime(cancellation, None))
+    kwargs = item.arguments
+    if item.tool.injections:
+        runtime = attempts.runtime(cancellation, None)
+        kwargs = bind(dict(kwargs), item.tool.injections, runtime)
     attempts.started()
     while True:
         try:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import itertools
 import threading
 import types
 import typing
@@ -87,12 +88,21 @@ Store: TypeAlias = Annotated[T, _STORE]
 CallId = NewType("CallId", str)
 
 
+# Run ids: a random per-process prefix and a counter — unique, and far cheaper than a
+# uuid4 per dispatch (which reads the OS's entropy source every time).
+_RUN_PREFIX = uuid.uuid4().hex[:12]
+_RUN_COUNTER = itertools.count(1)
+
+
 def _new_run_id() -> str:
-    return uuid.uuid4().hex
+    return f"run-{_RUN_PREFIX}-{next(_RUN_COUNTER)}"
+
+
+_NO_VALUES: Mapping[type[object], object] = types.MappingProxyType({})
 
 
 def _freeze_values(values: Mapping[type[object], object]) -> Mapping[type[object], object]:
-    return types.MappingProxyType(dict(values))
+    return types.MappingProxyType(dict(values)) if values else _NO_VALUES
 
 
 @attrs.frozen
@@ -113,7 +123,7 @@ class Context:
     depth: int = 0
     state: object = None
     store: object = None
-    values: Mapping[type[object], object] = attrs.field(factory=dict, converter=_freeze_values)
+    values: Mapping[type[object], object] = attrs.field(default=_NO_VALUES, converter=_freeze_values)
 
 
 @attrs.frozen
@@ -144,24 +154,24 @@ class Cancellation:
     tools should poll :attr:`cancelled` and stop early.
     """
 
-    __slots__ = ("_callbacks", "_event", "_lock")
+    __slots__ = ("_callbacks", "_cancelled", "_lock")
 
     def __init__(self) -> None:
-        self._event = threading.Event()
+        self._cancelled = False
         self._lock = threading.Lock()
         self._callbacks: list[Callable[[], None]] = []
 
     @property
     def cancelled(self) -> bool:
         """True once cancelled."""
-        return self._event.is_set()
+        return self._cancelled
 
     def cancel(self) -> None:
         """Cancel (idempotent; safe from any thread)."""
         with self._lock:
-            if self._event.is_set():
+            if self._cancelled:
                 return
-            self._event.set()
+            self._cancelled = True
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             callback()
@@ -169,7 +179,7 @@ class Cancellation:
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback`` when cancelled (now, if already); returns an unsubscribe."""
         with self._lock:
-            if not self._event.is_set():
+            if not self._cancelled:
                 self._callbacks.append(callback)
                 return lambda: self._forget(callback)
         callback()

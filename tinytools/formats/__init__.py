@@ -1,0 +1,26 @@
+"""Model-facing formats: provider declarations, text dialects, prompt-guided messages.
+
+Provider modules (``openai_chat``, ``openai_responses``, ``anthropic``,
+``gemini``, ``mcp``) render native declarations, parse provider responses to
+``ToolCall``s and shape ``ToolMessage``s as each provider expects. Text
+dialect modules (``xml``, ``ptype``, ``json_in_tag``) render a catalogue for
+the system prompt and parse model text back to ``ToolCall``s.
+"""
+
+from __future__ import annotations
+
+from ._parsed import Parsed as Parsed
+from ._parsed import synthetic_id as synthetic_id
+from .messages import coalesce_tool_results as coalesce_tool_results
+from .messages import ensure_resolvable_user_turn as ensure_resolvable_user_turn
+from .messages import pair_tool_cycles as pair_tool_cycles
+from .messages import with_tool_instructions as with_tool_instructions
+
+__all__ = [
+    "Parsed",
+    "coalesce_tool_results",
+    "ensure_resolvable_user_turn",
+    "pair_tool_cycles",
+    "synthetic_id",
+    "with_tool_instructions",
+]
