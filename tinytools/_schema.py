@@ -98,8 +98,10 @@ def _schema(struct: type[msgspec.Struct], params: Sequence[Param]) -> dict[str, 
     properties = schema.get("properties")
     assert isinstance(properties, dict)
     for param in params:
-        # msgspec omits defaults given through a factory; advertise them when JSON can.
         prop = properties[param.name]
+        if param.description is not None:
+            properties[param.name] = prop = {"description": param.description, **prop}
+        # msgspec omits defaults given through a factory; advertise them when JSON can.
         if not param.required and "default" not in prop and _encodable(param.default):
             prop["default"] = msgspec.to_builtins(param.default)
     if components:

@@ -16,6 +16,7 @@ from typing import Generic, ParamSpec, TypeVar, overload
 
 import attrs
 import msgspec
+from msgspec.structs import asdict as _asdict
 
 from ._format import Json, ToolFormat
 from ._inject import Injection
@@ -146,7 +147,15 @@ class Tool(Generic[P, R]):
                 message, written for the model, names the JSON path, what was
                 expected and what was found.
         """
-        return self._validator.validate(self.name, arguments)
+        validator = self._validator
+        if type(arguments) is str and type(validator) is StructValidator:
+            # The hot path (raw JSON from a provider, a signature-built tool), inlined:
+            # one decode into the Struct, one shallow dict. Errors take the full path.
+            try:
+                return _asdict(validator.decode(arguments))
+            except msgspec.MsgspecError:
+                pass
+        return validator.validate(self.name, arguments)
 
     def __repr__(self) -> str:
         kind = "external" if self.fn is None else ("async" if self.is_async else "sync")

@@ -90,11 +90,12 @@ def _integral_floats_to_int(value: object) -> object:
 class StructValidator:
     """Validates and converts arguments through a generated msgspec ``Struct``."""
 
-    __slots__ = ("_decode", "_struct")
+    __slots__ = ("_decode", "_struct", "decode")
 
     def __init__(self, struct: type[msgspec.Struct]) -> None:
         self._struct = struct
-        self._decode = msgspec.json.Decoder(struct).decode
+        #: Decode raw JSON straight into the Struct (raises msgspec's errors as they are).
+        self.decode = self._decode = msgspec.json.Decoder(struct).decode
 
     def validate(self, tool_name: str, arguments: Arguments) -> dict[str, object]:
         """The keyword arguments for the function, converted to the parameters' types.

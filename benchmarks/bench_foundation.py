@@ -1,0 +1,514 @@
+"""Foundation benchmarks: ``@tool``, ``Registry`` and ``Tool.validate``, each beside its floor.
+
+Run from the repository root::
+
+    python -m benchmarks.bench_foundation          # a table
+    python -m benchmarks.bench_foundation --json   # one JSON document on one line
+
+Every scenario is timed three ways where it can be:
+
+* **tinytools**, the public call a user makes;
+* the **floor**, the irreducible work done with the same libraries and nothing around it:
+  for ``@tool`` that is ``inspect.signature`` + ``typing.get_type_hints`` (the sample
+  functions use ``from __future__ import annotations``, so their hints are strings that must
+  be evaluated) + ``msgspec.defstruct`` + ``msgspec.json.schema_components``, without
+  docstring parsing, checks or the ``Tool`` object; for validation it is
+  ``msgspec.json.decode(raw, type=ArgsStruct)`` into a hand-written struct;
+* the fastest installed **peer**: LangChain, Pydantic AI and the OpenAI Agents SDK for
+  building a tool (each asked for its JSON schema too, since ``@tool`` builds it eagerly),
+  pydantic's ``TypeAdapter.validate_json`` (strict, extra fields forbidden) for validation.
+  Every peer's own time is listed in a second table, with references such as
+  ``fastjsonschema.compile`` of the tool's schema.
+
+How time is measured:
+
+* The clock is this thread's CPU time (:func:`time.thread_time`), not wall-clock time: our
+  machines are shared (two cores, other test runs beside us), and CPU time leaves out the
+  time spent waiting for a core, which a wall-clock best-of-N cannot filter out under
+  steady load.
+* Each operation runs once untimed (to fill caches, as in a live process), then in runs of
+  ``number`` calls, ``number`` chosen so that one run lasts about 0.05 s. The result is the
+  best of 5 runs (``--repeat``) of the mean time per call: the best run is the one least
+  disturbed by the machine, which is what a ratio between implementations needs, and the
+  mean inside a run smooths the timer's resolution.
+* The runs of the operations being compared are interleaved, round by round, so a burst of
+  load falls on all of them alike.
+* Validation runs with the garbage collector off, as :mod:`timeit` does. The build
+  scenarios run with it on, because collecting the classes and closures they create is
+  part of what building costs; objects alive before the runs are frozen
+  (:func:`gc.freeze`), so the collector's cost does not depend on which peers are imported.
+* Building 1,000 tools with a peer takes seconds, so those runs are timed once each (after
+  the single-function scenarios have warmed the peer up).
+
+The 200 us goal for ``@tool`` is the issue's, for a small tool; it sets none for a
+20-parameter tool, so that row has no target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import inspect
+import itertools
+import json
+import math
+import os
+import platform
+import sys
+import time
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from importlib import metadata
+
+import attrs
+import fastjsonschema
+import msgspec
+
+import tinytools
+
+from ._data import BIG, SMALL, Shape, make_functions, pydantic_adapter
+
+__all__ = ["main"]
+
+REPEAT = 5
+RUN_SECONDS = 0.05
+REGISTRY_SIZE = 1_000
+#: CPU time of this thread, not wall-clock time (see the module docstring).
+CLOCK = time.thread_time
+#: Peer libraries for building a tool, by module under ``benchmarks.peers``.
+BUILD_PEERS = ("langchain", "pydantic_ai", "openai_agents")
+#: Distributions whose versions are reported.
+VERSIONS = (
+    "msgspec",
+    "fastjsonschema",
+    "pydantic",
+    "langchain-core",
+    "pydantic-ai-slim",
+    "openai-agents",
+)
+
+
+# --- timing -------------------------------------------------------------------------------------
+
+
+def _timed_run(op: Callable[[], object], number: int, collect: bool) -> float:
+    """Seconds per call over one run of ``number`` calls."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    if collect:
+        gc.enable()
+    else:
+        gc.disable()
+    try:
+        start = CLOCK()
+        for _ in itertools.repeat(None, number):
+            op()
+        return (CLOCK() - start) / number
+    finally:
+        if was_enabled:
+            gc.enable()
+        else:
+            gc.disable()
+
+
+def _calls_per_run(op: Callable[[], object], collect: bool) -> int:
+    """How many calls make a run of about ``RUN_SECONDS`` (after one warm-up call)."""
+    start = CLOCK()
+    op()
+    estimate = max(CLOCK() - start, 1e-9)
+    if estimate < RUN_SECONDS / 10:  # one call is too short to say much: time a batch
+        estimate = _timed_run(op, max(1, int(RUN_SECONDS / 10 / estimate)), collect)
+    return max(1, math.ceil(RUN_SECONDS / estimate))
+
+
+def measure(
+    ops: Mapping[str, Callable[[], object]], *, collect: bool, repeat: int
+) -> dict[str, float]:
+    """The best of ``repeat`` runs of the mean seconds per call, for each operation.
+
+    The runs are interleaved (one run of each operation, then the next round), so a burst of
+    load from other processes slows every operation of a comparison alike.
+    """
+    numbers = {name: _calls_per_run(op, collect) for name, op in ops.items()}
+    best = dict.fromkeys(ops, math.inf)
+    # Everything alive now (the peers' modules, fixtures) is moved out of the collector's
+    # sight: a full collection during a run then costs the same whichever libraries are
+    # loaded, and the collection before each run takes microseconds instead of 0.3 s.
+    gc.collect()
+    gc.freeze()
+    try:
+        for _ in range(repeat):
+            for name, op in ops.items():
+                best[name] = min(best[name], _timed_run(op, numbers[name], collect))
+    finally:
+        gc.unfreeze()
+    return best
+
+
+def once(op: Callable[[], object]) -> float:
+    """Seconds for one call, collector on (for operations that take seconds)."""
+    return _timed_run(op, 1, collect=True)
+
+
+# --- results ------------------------------------------------------------------------------------
+
+
+@attrs.frozen
+class Target:
+    """A goal: under ``value`` seconds, or at most ``value`` times the floor."""
+
+    kind: typing.Literal["under", "floor"]
+    value: float
+
+    def __str__(self) -> str:
+        if self.kind == "under":
+            return f"< {_duration(self.value)}"
+        return f"<= {self.value:g}x floor"
+
+
+@attrs.frozen
+class Row:
+    """One scenario: tinytools beside its floor and its fastest peer."""
+
+    scenario: str
+    tinytools: float
+    floor: float | None
+    peer: str | None
+    peer_time: float | None
+    target: Target | None
+
+    @property
+    def floor_ratio(self) -> float | None:
+        return None if self.floor is None else self.tinytools / self.floor
+
+    @property
+    def peer_ratio(self) -> float | None:
+        return None if self.peer_time is None else self.tinytools / self.peer_time
+
+    @property
+    def met(self) -> bool | None:
+        if self.target is None:
+            return None
+        measured = self.tinytools if self.target.kind == "under" else self.floor_ratio
+        return None if measured is None else measured <= self.target.value
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "scenario": self.scenario,
+            "tinytools_s": self.tinytools,
+            "floor_s": self.floor,
+            "floor_ratio": self.floor_ratio,
+            "peer": self.peer,
+            "peer_s": self.peer_time,
+            "peer_ratio": self.peer_ratio,
+            "target": None if self.target is None else attrs.asdict(self.target),
+            "target_text": None if self.target is None else str(self.target),
+            "met": self.met,
+        }
+
+
+@attrs.frozen
+class Reference:
+    """Another implementation's time for a scenario (``None``: not installed)."""
+
+    scenario: str
+    who: str
+    seconds: float | None
+    peer: bool = False
+    note: str = ""
+
+
+# --- the floors ---------------------------------------------------------------------------------
+
+
+def floor_tool(fn: Callable[..., object]) -> tuple[type[msgspec.Struct], dict[str, object]]:
+    """The irreducible work of ``@tool``: signature, hints, struct, schema."""
+    signature = inspect.signature(fn)
+    hints = typing.get_type_hints(fn, include_extras=True)
+    fields: list[tuple[str, object] | tuple[str, object, object]] = [
+        (p.name, hints[p.name]) if p.default is p.empty else (p.name, hints[p.name], p.default)
+        for p in signature.parameters.values()
+    ]
+    struct = msgspec.defstruct(fn.__name__, fields, kw_only=True, forbid_unknown_fields=True)
+    (_,), components = msgspec.json.schema_components((struct,), ref_template="#/$defs/{name}")
+    return struct, components
+
+
+# --- the peers ----------------------------------------------------------------------------------
+
+Build = Callable[[Callable[..., object]], object]
+
+
+def _build_peers() -> dict[str, Build | None]:
+    """Each peer's ``build`` by label; ``None`` when its library is not installed."""
+    peers: dict[str, Build | None] = {}
+    for name in BUILD_PEERS:
+        try:
+            module = importlib.import_module(f"{__package__}.peers.{name}")
+        except ImportError:
+            peers[name] = None
+        else:
+            peers[module.LABEL] = module.build
+    return peers
+
+
+def _fastest_peer(references: Sequence[Reference]) -> tuple[str | None, float | None]:
+    timed = [r for r in references if r.peer and r.seconds is not None]
+    if not timed:
+        return None, None
+    best = min(timed, key=lambda r: typing.cast(float, r.seconds))
+    return best.who, best.seconds
+
+
+def _row(
+    scenario: str,
+    times: Mapping[str, float],
+    references: Sequence[Reference],
+    target: Target | None,
+) -> Row:
+    peer, peer_time = _fastest_peer(references)
+    return Row(scenario, times["tinytools"], times.get("floor"), peer, peer_time, target)
+
+
+# --- the scenarios ------------------------------------------------------------------------------
+
+
+def bench_decorate(
+    shape: Shape, target: Target | None, peers: Mapping[str, Build | None], repeat: int
+) -> tuple[Row, list[Reference]]:
+    """``@tool`` on one function, beside the floor, the peers and ``fastjsonschema.compile``."""
+    fn = shape.fn
+    schema = tinytools.tool(fn).parameters
+    compile_label = "fastjsonschema.compile(tool.parameters)"
+    ops: dict[str, Callable[[], object]] = {
+        "tinytools": lambda: tinytools.tool(fn),
+        "floor": lambda: floor_tool(fn),
+        compile_label: lambda: fastjsonschema.compile(schema),
+    }
+    ops.update({label: _bind(build, fn) for label, build in peers.items() if build is not None})
+    times = measure(ops, collect=True, repeat=repeat)
+    scenario = f"@tool, {shape.params}-param function"
+    references = [Reference(scenario, label, times.get(label), peer=True) for label in peers]
+    references.append(Reference(scenario, compile_label, times[compile_label], note="reference"))
+    return _row(scenario, times, references, target), references
+
+
+def _bind(build: Build, fn: Callable[..., object]) -> Callable[[], object]:
+    return lambda: build(fn)
+
+
+def _bind_all(build: Build, functions: Sequence[Callable[..., object]]) -> Callable[[], object]:
+    return lambda: [build(f) for f in functions]
+
+
+def bench_registry(
+    peers: Mapping[str, Build | None], repeat: int
+) -> tuple[list[Row], list[Reference]]:
+    """Build 1,000 tools and a ``Registry``; and a ``Registry`` over 1,000 prebuilt tools."""
+    functions = make_functions(REGISTRY_SIZE)
+    target = Target("under", 0.2)
+    scenario = f"{REGISTRY_SIZE:,} x @tool + Registry"
+    times = measure(
+        {
+            "tinytools": lambda: tinytools.Registry([tinytools.tool(f) for f in functions]),
+            "floor": lambda: {f.__name__: floor_tool(f) for f in functions},
+        },
+        collect=True,
+        repeat=repeat,
+    )
+    references = [
+        Reference(
+            scenario,
+            label,
+            None if build is None else once(_bind_all(build, functions)),
+            peer=True,
+            note="1 run, no Registry",
+        )
+        for label, build in peers.items()
+    ]
+    rows = [_row(scenario, times, references, target)]
+
+    tools = [tinytools.tool(f) for f in functions]
+    times = measure(
+        {
+            "tinytools": lambda: tinytools.Registry(tools),
+            "floor": lambda: {t.name: t for t in tools},
+        },
+        collect=True,
+        repeat=repeat,
+    )
+    rows.append(_row(f"Registry over {REGISTRY_SIZE:,} built tools", times, (), target))
+    return rows, references
+
+
+def bench_validate(shape: Shape, repeat: int) -> tuple[Row, list[Reference]]:
+    """``Tool.validate`` on raw JSON text, against msgspec's decode and pydantic's."""
+    made = tinytools.tool(shape.fn)
+    raw, floor_type = shape.raw, shape.floor
+    decoder = msgspec.json.Decoder(floor_type)
+    from_schema = tinytools.Tool.from_schema("from_schema", "", made.parameters)
+    from_schema.validate(raw)  # compiles its fastjsonschema validator
+    pydantic_label = "pydantic TypeAdapter.validate_json"
+    decoder_label = "msgspec Decoder(ArgsStruct).decode"
+    schema_label = "Tool.from_schema(...).validate (msgspec + fastjsonschema)"
+    ops: dict[str, Callable[[], object]] = {
+        "tinytools": lambda: made.validate(raw),
+        "floor": lambda: msgspec.json.decode(raw, type=floor_type),
+        decoder_label: lambda: decoder.decode(raw),
+        schema_label: lambda: from_schema.validate(raw),
+    }
+    try:
+        adapter = pydantic_adapter(shape)
+    except ImportError:
+        pass
+    else:
+        ops[pydantic_label] = lambda: adapter.validate_json(raw)
+    times = measure(ops, collect=False, repeat=repeat)
+    scenario = f"Tool.validate(raw), {shape.params}-param"
+    references = [
+        Reference(
+            scenario, pydantic_label, times.get(pydantic_label), peer=True, note="strict, closed"
+        ),
+        Reference(scenario, decoder_label, times[decoder_label], note="reference"),
+        Reference(scenario, schema_label, times[schema_label], note="reference"),
+    ]
+    return _row(scenario, times, references, Target("floor", 1.5)), references
+
+
+def run(repeat: int = REPEAT) -> tuple[list[Row], list[Reference]]:
+    """Every scenario, in the order the table prints them."""
+    peers = _build_peers()
+    rows: list[Row] = []
+    references: list[Reference] = []
+    # The issue's 200 us is for a small tool; it sets no absolute goal for a 20-parameter one.
+    for shape, target in ((SMALL, Target("under", 200e-6)), (BIG, None)):
+        row, refs = bench_decorate(shape, target, peers, repeat)
+        rows.append(row)
+        references += refs
+    registry_rows, refs = bench_registry(peers, repeat)
+    rows += registry_rows
+    references += refs
+    for shape in (SMALL, BIG):
+        row, refs = bench_validate(shape, repeat)
+        rows.append(row)
+        references += refs
+    return rows, references
+
+
+# --- output -------------------------------------------------------------------------------------
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _table(header: Sequence[str], lines: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+    rule = "  ".join("-" * w for w in widths)
+    text = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+        for row in [header, *lines]
+    ]
+    return "\n".join([text[0], rule, *text[1:]])
+
+
+def render(rows: Sequence[Row], references: Sequence[Reference]) -> str:
+    """The two tables: scenarios with targets, then every peer and reference."""
+    main = _table(
+        ("scenario", "tinytools", "floor", "x floor", "peer", "x peer", "target", "met?"),
+        [
+            (
+                row.scenario,
+                _duration(row.tinytools),
+                _duration(row.floor),
+                _ratio(row.floor_ratio),
+                _duration(row.peer_time) + (f" ({row.peer})" if row.peer else ""),
+                _ratio(row.peer_ratio),
+                str(row.target or "-"),
+                {True: "yes", False: "NO", None: "-"}[row.met],
+            )
+            for row in rows
+        ],
+    )
+    ours = {row.scenario: row.tinytools for row in rows}
+    detail = _table(
+        ("scenario", "peer or reference", "time", "tinytools / it", "note"),
+        [
+            (
+                ref.scenario,
+                ref.who,
+                "not installed" if ref.seconds is None else _duration(ref.seconds),
+                "-" if ref.seconds is None else _ratio(ours[ref.scenario] / ref.seconds),
+                ref.note,
+            )
+            for ref in references
+        ],
+    )
+    return f"{main}\n\n{detail}"
+
+
+def _versions() -> dict[str, str | None]:
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for name in ("tinytools", *VERSIONS):
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def _machine() -> dict[str, object]:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {"cpus": os.cpu_count(), "load_1min": None if load is None else round(load[0], 2)}
+
+
+def main() -> None:
+    """Run every scenario and print the tables (or, with ``--json``, one JSON document)."""
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.bench_foundation",
+        description="Benchmarks for @tool, Registry and Tool.validate, beside floors and peers.",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document, one line")
+    parser.add_argument(
+        "--repeat", type=int, default=REPEAT, help=f"runs per operation (default {REPEAT})"
+    )
+    # Unknown options belong to other benchmark modules when run through `python -m benchmarks`.
+    args, _ = parser.parse_known_args(sys.argv[1:])
+    machine = _machine()
+    started = time.perf_counter()
+    rows, references = run(args.repeat)
+    elapsed = time.perf_counter() - started
+    method = f"best of {args.repeat} interleaved ~{RUN_SECONDS} s runs, thread CPU time per call"
+    if args.json:
+        document = {
+            "benchmark": "foundation",
+            "method": method,
+            "versions": _versions(),
+            "machine": machine,
+            "elapsed_s": elapsed,
+            "rows": [row.to_json() for row in rows],
+            "references": [attrs.asdict(ref) for ref in references],
+        }
+        print(json.dumps(document))
+        return
+    versions = ", ".join(f"{k} {v}" for k, v in _versions().items() if v is not None)
+    print(f"tinytools foundation benchmarks ({versions})")
+    print(
+        f"{method}; {machine['cpus']} CPUs, load {machine['load_1min']} at start; "
+        f"{elapsed:.0f} s in all\n"
+    )
+    print(render(rows, references))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""One module per peer library; each imports its library at import time, so import it lazily."""
