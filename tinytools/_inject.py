@@ -123,7 +123,9 @@ class Context:
     depth: int = 0
     state: object = None
     store: object = None
-    values: Mapping[type[object], object] = attrs.field(default=_NO_VALUES, converter=_freeze_values)
+    values: Mapping[type[object], object] = attrs.field(
+        default=_NO_VALUES, converter=_freeze_values
+    )
 
 
 @attrs.frozen
