@@ -22,6 +22,9 @@ private; its public names are re-exported here):
 
 from __future__ import annotations
 
+from ._approvals import DeferredToolRequests as DeferredToolRequests
+from ._approvals import DeferredToolResults as DeferredToolResults
+from ._approvals import Deny as Deny
 from ._artifacts import ArtifactRef as ArtifactRef
 from ._artifacts import ArtifactStore as ArtifactStore
 from ._artifacts import DirectoryArtifactStore as DirectoryArtifactStore
@@ -51,6 +54,7 @@ from ._inject import State as State
 from ._inject import Store as Store
 from ._inject import bind as bind
 from ._inject import check_context as check_context
+from ._middleware import Approved as Approved
 from ._middleware import Defer as Defer
 from ._middleware import Middleware as Middleware
 from ._middleware import Reject as Reject
@@ -58,7 +62,6 @@ from ._middleware import after_tool as after_tool
 from ._middleware import before_tool as before_tool
 from ._registry import AnyTool as AnyTool
 from ._registry import Registry as Registry
-from ._result import DeferredToolRequests as DeferredToolRequests
 from ._result import DispatchAborted as DispatchAborted
 from ._result import DispatchResult as DispatchResult
 from ._result import FollowUp as FollowUp
@@ -93,6 +96,7 @@ __version__ = "0.1.0.dev0"
 __all__ = [
     "AnyTool",
     "ApprovalRequired",
+    "Approved",
     "Artifact",
     "ArtifactRef",
     "ArtifactStore",
@@ -104,6 +108,8 @@ __all__ = [
     "Context",
     "Defer",
     "DeferredToolRequests",
+    "DeferredToolResults",
+    "Deny",
     "DirectoryArtifactStore",
     "DispatchAborted",
     "DispatchEnv",

@@ -7,30 +7,62 @@ argument decoding (strict, then relaxed repair, then the always-on
 parse-error answer); schema validation with the invalid-args policy; then
 deferral of external and approval-gated tools.
 
-The verdicts — :class:`Admitted`, :class:`Answered`, :class:`Deferred`,
-:class:`Abort` — are plain values; events are handed to ``emit`` as they
-happen. Nothing here runs a tool, so ``dispatch`` and ``dispatch_sync``
-share it and every gate is checked before anything executes.
+The verdicts — :class:`Admitted`, :class:`Answered`, :class:`Resolved`,
+:class:`Deferred`, :class:`Skipped`, :class:`Abort` — are plain values;
+events are handed to ``emit`` as they happen. Nothing here runs a tool, so
+``dispatch`` and ``dispatch_sync`` share it and every gate is checked before
+anything executes.
+
+Admission of one call is a generator (the sans-I/O pattern): when a
+``before_tool`` hook returns an awaitable, the generator yields it and the
+driver sends back its value — :func:`admit_batch` refuses awaitables (there
+is no event loop in ``dispatch_sync``), :func:`admit_batch_async` awaits
+them. Everything else is shared.
+
+On resume (``approvals`` given), each call's decision is taken first:
+approved calls go through the whole pipeline marked approved, denied and
+host-answered calls become :class:`Resolved`, and calls without a decision
+are :class:`Skipped`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Literal, TypeAlias
 
 import attrs
 import msgspec
 
 from . import repair
+from ._approvals import Approve, ApproveWithArgs, DeferredToolResults, Deny, Respond
 from ._dispatch_env import DispatchEnv
-from ._middleware import Defer, Reject, Stack
+from ._middleware import Approved, Defer, Reject, Stack
+from ._redact import Redactor
 from ._registry import AnyTool
-from ._wire import MessageStatus, ToolCall, ToolMessage
+from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult
 from .errors import ToolArgumentsError
-from .events import Event, InvalidToolArgs, ToolDeferred, ToolDenied, UnknownToolCall
+from .events import (
+    Event,
+    InvalidToolArgs,
+    ToolApproved,
+    ToolDeferred,
+    ToolDenied,
+    UnknownToolCall,
+)
 from .policies import Fail, NormalizeThenReturnToolError, Rewrite
 
-__all__ = ["Abort", "Admitted", "Answered", "Deferred", "Verdict", "admit_batch"]
+__all__ = [
+    "Abort",
+    "Admitted",
+    "Answered",
+    "Deferred",
+    "Resolved",
+    "Skipped",
+    "Verdict",
+    "admit_batch",
+    "admit_batch_async",
+]
 
 
 @attrs.frozen
@@ -62,6 +94,23 @@ class Deferred:
 
 
 @attrs.frozen
+class Resolved:
+    """On resume: a denied or host-answered call, answered through the fold, never run."""
+
+    index: int
+    call: ToolCall
+    result: ToolResult
+    status: MessageStatus
+
+
+@attrs.frozen
+class Skipped:
+    """On resume: a call the results do not decide (it gets no message and does not run)."""
+
+    index: int
+
+
+@attrs.frozen
 class Abort:
     """A ``Fail`` policy fired: the batch is aborted before anything runs."""
 
@@ -70,8 +119,10 @@ class Abort:
     reason: str
 
 
-Verdict: TypeAlias = "Admitted | Answered | Deferred | Abort"
+Verdict: TypeAlias = "Admitted | Answered | Resolved | Deferred | Skipped | Abort"
 Emit: TypeAlias = Callable[[Event], None]
+#: One call's admission: yields awaitables from hooks, returns the verdict.
+_Admission: TypeAlias = Generator[Awaitable[object], object, Verdict]
 
 
 def _short(value: object, limit: int = 200) -> str:
@@ -105,7 +156,7 @@ class _Batch:
     emit: Emit
     cancelled: Callable[[], bool]
     expired: Callable[[], bool]
-    approved: frozenset[str]
+    resume: DeferredToolResults | None
     used: int = 0
 
     def over_budget(self) -> bool:
@@ -121,9 +172,9 @@ def admit_batch(
     *,
     cancelled: Callable[[], bool] = lambda: False,
     expired: Callable[[], bool] = lambda: False,
-    approved: frozenset[str] = frozenset(),
+    resume: DeferredToolResults | None = None,
 ) -> list[Verdict]:
-    """A verdict for every call, in call order.
+    """A verdict for every call, in call order (no awaiting: ``dispatch_sync``).
 
     Args:
         calls: The batch.
@@ -132,28 +183,112 @@ def admit_batch(
         emit: Receives each admission event.
         cancelled: Whether the caller cancelled the batch.
         expired: Whether the batch's deadline has passed.
-        approved: Ids of calls a human approved (approval gates let them through).
+        resume: The host's decisions, when resuming deferred calls.
 
     Raises:
+        TypeError: A ``before_tool`` hook returned an awaitable.
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
-    batch = _Batch(env, stack, emit, cancelled, expired, approved)
-    return [_admit(index, call, batch) for index, call in enumerate(calls)]
+    batch = _Batch(env, stack, emit, cancelled, expired, resume)
+    verdicts = []
+    for index, call in enumerate(calls):
+        admission = _admit(index, call, batch)
+        try:
+            pending = next(admission)
+        except StopIteration as done:
+            verdicts.append(done.value)
+            continue
+        if inspect.iscoroutine(pending):
+            pending.close()
+        admission.close()
+        raise TypeError(
+            "a before_tool hook returned an awaitable, which dispatch_sync cannot wait for; "
+            "use `await dispatch(...)` or make the hook synchronous"
+        )
+    return verdicts
 
 
-def _admit(index: int, call: ToolCall, batch: _Batch) -> Verdict:
+async def admit_batch_async(
+    calls: Sequence[ToolCall],
+    env: DispatchEnv,
+    stack: Stack,
+    emit: Emit,
+    *,
+    cancelled: Callable[[], bool] = lambda: False,
+    expired: Callable[[], bool] = lambda: False,
+    resume: DeferredToolResults | None = None,
+) -> list[Verdict]:
+    """:func:`admit_batch`, awaiting what ``before_tool`` hooks return."""
+    batch = _Batch(env, stack, emit, cancelled, expired, resume)
+    verdicts = []
+    for index, call in enumerate(calls):
+        admission = _admit(index, call, batch)
+        sent: object = None
+        while True:
+            try:
+                pending = admission.send(sent)
+            except StopIteration as done:
+                verdicts.append(done.value)
+                break
+            sent = await pending
+    return verdicts
+
+
+def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
+    if batch.resume is not None:
+        decided = _decided(index, call, batch)
+        if not isinstance(decided, ToolCall):
+            return decided
+        call = decided
     limit = _limits(call, batch)
     if limit is not None:
         return Answered(index, limit)
     batch.used += 1
     for hook in batch.stack.befores:
-        outcome = hook(call, batch.env)
+        outcome: object = hook(call, batch.env)
+        if inspect.isawaitable(outcome):
+            outcome = yield outcome
         if isinstance(outcome, Reject):
             batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
             return Answered(index, _message(call, outcome.message, "denied"))
         if isinstance(outcome, Defer):
             return _defer(index, call, "deferred", outcome.metadata, batch)
-        call = outcome
+        if isinstance(outcome, Approved):
+            call = outcome.call
+            if call.id not in batch.env.approved:
+                batch.env.approved.add(call.id)
+                batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
+        elif not isinstance(outcome, ToolCall):
+            raise TypeError(
+                f"before_tool hook {hook!r} returned {outcome!r}; return the call, "
+                "Approved(call), Reject(message) or Defer()"
+            )
+        else:
+            call = outcome
+    return _checked(index, call, batch)
+
+
+def _decided(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
+    """On resume: the call to admit (approved), or the verdict its decision gives."""
+    assert batch.resume is not None
+    decision = batch.resume.take(call.id)
+    if decision is None:
+        return Skipped(index)
+    if isinstance(decision, Deny):
+        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=decision.message))
+        return Resolved(index, call, ToolResult.error(decision.message), "denied")
+    batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
+    if isinstance(decision, Respond):
+        return Resolved(index, call, decision.result, "ok")
+    if isinstance(decision, ApproveWithArgs):
+        call = msgspec.structs.replace(call, arguments=dict(decision.arguments), invalid=None)
+    assert isinstance(decision, (Approve, ApproveWithArgs))
+    batch.env.approved.add(call.id)
+    return call
+
+
+def _checked(index: int, call: ToolCall, batch: _Batch) -> Verdict:
+    """Name resolution, argument checks and the deferral gates."""
     tool = _resolve(index, call, batch)
     if not isinstance(tool, tuple):
         return tool
@@ -163,7 +298,7 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> Verdict:
         return arguments
     if found.fn is None:
         return _defer(index, call, "external", {}, batch)
-    if found.policy.access.approval_required and call.id not in batch.approved:
+    if found.policy.access.approval_required and not batch.env.is_call_approved(call.id):
         return _defer(index, call, "approval", {}, batch)
     return Admitted(index, call, found, arguments)
 
@@ -240,13 +375,27 @@ def _arguments(
 def _invalid_event(
     call: ToolCall, tool: AnyTool, error: ToolArgumentsError, recovery: str
 ) -> Event:
+    arguments, text = call.arguments, str(error)
+    if tool.policy.redact:
+        redactor = Redactor(tool.policy.redact)
+        arguments, secrets = redactor.raw(call.arguments)
+        text = redactor.scrub(text, secrets)
     return InvalidToolArgs(
         call_id=call.id,
         tool_name=tool.name,
-        arguments=call.arguments,
-        error=str(error),
+        arguments=arguments,
+        error=text,
         recovery=recovery,
     )
+
+
+def _error_answer(index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError) -> Answered:
+    """The model's answer for bad arguments: the error and the schema (secrets scrubbed)."""
+    text = _with_schema(str(error), tool)
+    if tool.policy.redact:
+        redactor = Redactor(tool.policy.redact)
+        text = redactor.scrub(text, redactor.raw(call.arguments)[1])
+    return Answered(index, _message(call, text))
 
 
 def _repaired(
@@ -258,7 +407,7 @@ def _repaired(
     )
     if fixed is None:
         batch.emit(_invalid_event(call, tool, error, "tool_error"))
-        return Answered(index, _message(call, _with_schema(str(error), tool)))
+        return _error_answer(index, call, tool, error)
     batch.emit(_invalid_event(call, tool, error, "repaired"))
     try:
         return tool.validate(fixed.value)
@@ -287,6 +436,7 @@ def _invalid(
                 error = still
     if isinstance(policy, Fail):
         batch.emit(_invalid_event(call, tool, error, "fail"))
-        return Abort(index, _message(call, _with_schema(str(error), tool)), str(error))
+        answer = _error_answer(index, call, tool, error)
+        return Abort(index, answer.message, f"invalid arguments for tool `{tool.name}`")
     batch.emit(_invalid_event(call, tool, error, "tool_error"))
-    return Answered(index, _message(call, _with_schema(str(error), tool)))
+    return _error_answer(index, call, tool, error)

@@ -27,24 +27,41 @@ import anyio.lowlevel
 import attrs
 import trio
 
-from ._admit import Abort, Admitted, Answered, Deferred, Verdict, admit_batch
+from ._admit import (
+    Abort,
+    Admitted,
+    Answered,
+    Deferred,
+    Resolved,
+    Skipped,
+    Verdict,
+    admit_batch,
+    admit_batch_async,
+)
+from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger
 from ._execute import Attempts, run_async, run_inline, threaded
-from ._fold import Failed, Fatal, Folded, Outcome, fold
+from ._fold import Failed, Fatal, Folded, Outcome, fold, fold_resolved
 from ._inject import Cancellation, Context, check_context
 from ._middleware import Stack, compose
+from ._redact import Redactor
 from ._registry import AnyTool, Registry
-from ._result import DeferredToolRequests, DispatchAborted, DispatchResult, FollowUp
+from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._wire import MessageStatus, ToolCall, ToolMessage
-from .events import Event
+from .events import Event, ToolStarted
 from .policies import RunPolicy
 
-__all__ = ["EventHandler", "dispatch", "dispatch_sync"]
+__all__ = ["DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]
 
 #: What ``on_event`` may be: a plain callable, or an async one.
 EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
+#: Resolves a batch's deferred calls inline (sync, or async under ``dispatch``).
+DeferredToolHandler = (
+    Callable[[DeferredToolRequests], DeferredToolResults]
+    | Callable[[DeferredToolRequests], Awaitable[DeferredToolResults]]
+)
 
 
 class _Sink:
@@ -87,8 +104,10 @@ class _Run:
     sink: _Sink
     store: ArtifactStore | None
     ledger: EffectLedger | None
+    resume: DeferredToolResults | None = None
     verdicts: list[Verdict] = attrs.Factory(list)
     folded: dict[int, Folded] = attrs.Factory(dict)
+    resolved: dict[int, Folded] = attrs.Factory(dict)
     started: set[int] = attrs.Factory(set)
     fatal: str | None = None
     _admitted: list[Admitted] | None = None
@@ -132,25 +151,22 @@ def _prepare(
     middleware: Iterable[object],
     context: Context | None,
     advertised: Collection[str] | None,
-    approvals: object,
+    approvals: DeferredToolResults | None,
     ledger: EffectLedger | None,
-    on_event: EventHandler | None,
+    sink: _Sink,
     artifacts: ArtifactStore | None,
 ) -> _Run:
-    if approvals is not None:
-        raise NotImplementedError(
-            "resuming deferred calls (approvals=...) is not available yet; "
-            "answer deferred calls yourself or dispatch them again"
-        )
     batch = tuple(calls)
     for call in batch:
         if not isinstance(call, ToolCall):
             raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
+    if approvals is not None and not isinstance(approvals, DeferredToolResults):
+        raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
     registry = _registry(tools)
     offered = None if advertised is None else frozenset(advertised)
     env = DispatchEnv(registry, policy, context or Context(), offered)
     stack = _NO_MIDDLEWARE if middleware == () else compose(middleware)
-    return _Run(batch, env, stack, _Sink(on_event), artifacts, ledger)
+    return _Run(batch, env, stack, sink, artifacts, ledger, approvals)
 
 
 _NO_MIDDLEWARE = Stack()
@@ -162,32 +178,83 @@ def _message(call: ToolCall, text: str, status: MessageStatus) -> ToolMessage:
     )
 
 
-def _admit(
+def _admit_sync(
     run: _Run, cancellation: Cancellation | None, expired: Callable[[], bool]
 ) -> Abort | None:
-    """Admit every call; returns the first ``Fail`` verdict, if any."""
+    """Admit every call without an event loop; returns the first ``Fail`` verdict, if any."""
     try:
         run.verdicts = admit_batch(
             run.calls,
             run.env,
             run.stack,
             run.sink.emit,
-            cancelled=(lambda: cancellation is not None and cancellation.cancelled),
+            cancelled=_cancelled(cancellation),
             expired=expired,
+            resume=run.resume,
+        )
+    except TypeError:
+        raise
+    except Exception as error:
+        raise _abort(run, f"before_tool middleware raised {error!r}") from error
+    return _admitted(run)
+
+
+async def _admit_async(
+    run: _Run, cancellation: Cancellation | None, expired: Callable[[], bool]
+) -> Abort | None:
+    """Admit every call, awaiting async hooks; returns the first ``Fail`` verdict, if any."""
+    try:
+        run.verdicts = await admit_batch_async(
+            run.calls,
+            run.env,
+            run.stack,
+            run.sink.emit,
+            cancelled=_cancelled(cancellation),
+            expired=expired,
+            resume=run.resume,
         )
     except Exception as error:
         raise _abort(run, f"before_tool middleware raised {error!r}") from error
+    await run.sink.flush()
+    return _admitted(run)
+
+
+def _cancelled(cancellation: Cancellation | None) -> Callable[[], bool]:
+    return (lambda: False) if cancellation is None else (lambda: cancellation.cancelled)
+
+
+def _admitted(run: _Run) -> Abort | None:
+    """After admission: the abort verdict, else answer resolved calls and check injections."""
     abort = next((v for v in run.verdicts if isinstance(v, Abort)), None)
-    if abort is None:
-        injecting = [(i.tool.name, i.tool.injections) for i in run.admitted() if i.tool.injections]
-        if injecting:
-            check_context(injecting, run.env.context)
-        if run.ledger is not None:
-            for item in run.admitted():
-                run.ledger.started(
-                    run.env.context.run_id, item.call.id, item.tool.name, item.arguments
-                )
-    return abort
+    if abort is not None:
+        return abort
+    for verdict in run.verdicts:
+        if isinstance(verdict, Resolved):
+            _answer_resolved(run, verdict)
+    injecting = [(i.tool.name, i.tool.injections) for i in run.admitted() if i.tool.injections]
+    if injecting:
+        check_context(injecting, run.env.context)
+    if run.ledger is not None:
+        for item in run.admitted():
+            arguments = item.arguments
+            if item.tool.policy.redact:
+                arguments = Redactor(item.tool.policy.redact).arguments(arguments)[0]
+            run.ledger.started(run.env.context.run_id, item.call.id, item.tool.name, arguments)
+    return None
+
+
+def _answer_resolved(run: _Run, verdict: Resolved) -> None:
+    """A denied or host-answered call: started, after-middleware, completed — never executed."""
+    call = verdict.call
+    arguments = call.arguments if isinstance(call.arguments, dict) else {}
+    run.sink.emit(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
+    try:
+        folded = fold_resolved(verdict, run.env, run.stack, run.store)
+    except Exception as error:
+        raise _abort(run, f"after_tool middleware raised {error!r}") from error
+    run.resolved[verdict.index] = folded
+    for event in folded.events:
+        run.sink.emit(event)
 
 
 def _abort(run: _Run, reason: str) -> DispatchAborted:
@@ -211,8 +278,14 @@ def _assemble(run: _Run, *, aborted: str | None = None, why: str = "cancelled") 
     for index, call in enumerate(run.calls):
         verdict = run.verdicts[index] if index < len(run.verdicts) else None
         folded = run.folded.get(index)
+        if isinstance(verdict, Skipped):
+            continue
         if isinstance(verdict, (Answered, Abort)):
             messages.append(verdict.message)
+        elif isinstance(verdict, Resolved) and index in run.resolved:
+            answer = run.resolved[index].message
+            assert answer is not None
+            messages.append(answer)
         elif isinstance(verdict, Deferred) and aborted is None:
             (approvals if verdict.kind == "approval" else deferred_calls).append(verdict.call)
             deferred_meta[call.id] = verdict.metadata
@@ -331,11 +404,12 @@ async def dispatch(
     middleware: Iterable[object] = (),
     context: Context | None = None,
     advertised: Collection[str] | None = None,
-    approvals: object = None,
+    approvals: DeferredToolResults | None = None,
     ledger: EffectLedger | None = None,
     on_event: EventHandler | None = None,
     artifacts: ArtifactStore | None = None,
     cancellation: Cancellation | None = None,
+    on_deferred: DeferredToolHandler | None = None,
 ) -> DispatchResult:
     """Admit, run and answer a batch of tool calls.
 
@@ -347,11 +421,15 @@ async def dispatch(
         context: What injection draws from (a fresh one when omitted).
         advertised: The tool names offered to the model this turn; a call to
             any other tool is treated as unknown (fail closed).
-        approvals: Reserved for resuming deferred calls (not available yet).
+        approvals: The host's decisions, to resume deferred calls (pass the
+            pending calls as ``calls``; see ``DeferredToolResults``).
         ledger: An effect ledger told when each call starts and settles.
         on_event: Receives each event as it happens (sync or async callable).
         artifacts: Where tools' artifacts are persisted.
         cancellation: Cancel the batch with ``cancellation.cancel()``.
+        on_deferred: Resolves the batch's deferred calls inline, once: it gets
+            the ``DeferredToolRequests`` and returns ``DeferredToolResults``;
+            what it leaves undecided stays deferred.
 
     Returns:
         One message per call in call order (deferred calls excepted), the
@@ -363,27 +441,89 @@ async def dispatch(
         ToolDefinitionError: An admitted tool's injection cannot be satisfied
             by ``context`` (raised before any tool runs).
     """
+    sink = _Sink(on_event)
+    options = _Options(policy, middleware, context, advertised, ledger, artifacts)
+    result = await _dispatch_async(calls, tools, options, approvals, sink, cancellation)
+    if result.deferred is None or on_deferred is None:
+        return result
+    decided = on_deferred(result.deferred)
+    if inspect.isawaitable(decided):
+        decided = await decided
+    pending = result.deferred.all
+    resumed = await _dispatch_async(pending, tools, options, decided, sink, cancellation)
+    return _merge(tuple(calls) if not isinstance(calls, tuple) else calls, result, resumed, sink)
+
+
+@attrs.frozen
+class _Options:
+    """The arguments a resumed batch shares with the first one."""
+
+    policy: RunPolicy
+    middleware: Iterable[object]
+    context: Context | None
+    advertised: Collection[str] | None
+    ledger: EffectLedger | None
+    artifacts: ArtifactStore | None
+
+
+async def _dispatch_async(
+    calls: Iterable[ToolCall],
+    tools: Registry | Iterable[AnyTool],
+    o: _Options,
+    approvals: DeferredToolResults | None,
+    sink: _Sink,
+    cancellation: Cancellation | None,
+) -> DispatchResult:
     run = _prepare(
         calls,
         tools,
-        policy,
-        middleware,
-        context,
-        advertised,
+        o.policy,
+        o.middleware,
+        o.context,
+        o.advertised,
         approvals,
-        ledger,
-        on_event,
-        artifacts,
+        o.ledger,
+        sink,
+        o.artifacts,
     )
     start = anyio.current_time()
-    deadline = None if policy.deadline is None else start + policy.deadline
-    abort = _admit(
+    deadline = None if o.policy.deadline is None else start + o.policy.deadline
+    abort = await _admit_async(
         run, cancellation, lambda: deadline is not None and anyio.current_time() >= deadline
     )
-    await run.sink.flush()
     if abort is not None:
         raise _abort(run, abort.reason)
     return await _finish_async(run, cancellation, deadline)
+
+
+def _merge(
+    calls: Sequence[ToolCall], first: DispatchResult, resumed: DispatchResult, sink: _Sink
+) -> DispatchResult:
+    """The first pass and its inline resolution as one result, in call order."""
+    answers: dict[str, list[ToolMessage]] = {}
+    for message in (*first.messages, *resumed.messages):
+        answers.setdefault(message.tool_call_id, []).append(message)
+    ordered = [answers[c.id].pop(0) for c in calls if answers.get(c.id)]
+    answered = {m.tool_call_id for m in resumed.messages}
+    still = first.deferred
+    assert still is not None
+    remaining_calls = tuple(c for c in still.calls if c.id not in answered)
+    remaining_approvals = tuple(c for c in still.approvals if c.id not in answered)
+    again = resumed.deferred or DeferredToolRequests()
+    deferred = DeferredToolRequests(
+        remaining_calls + tuple(c for c in again.calls if c not in remaining_calls),
+        remaining_approvals + tuple(c for c in again.approvals if c not in remaining_approvals),
+        {k: v for k, v in {**still.metadata, **again.metadata}.items() if k not in answered},
+    )
+    executed = set(first.executed) | set(resumed.executed)
+    return DispatchResult(
+        tuple(ordered),
+        tuple(sink.events),
+        deferred if deferred.all else None,
+        first.follow_ups + resumed.follow_ups,
+        {**first.metadata, **resumed.metadata},
+        tuple(c.id for c in calls if c.id in executed),
+    )
 
 
 async def _finish_async(
@@ -436,11 +576,12 @@ def dispatch_sync(
     middleware: Iterable[object] = (),
     context: Context | None = None,
     advertised: Collection[str] | None = None,
-    approvals: object = None,
+    approvals: DeferredToolResults | None = None,
     ledger: EffectLedger | None = None,
     on_event: EventHandler | None = None,
     artifacts: ArtifactStore | None = None,
     cancellation: Cancellation | None = None,
+    on_deferred: DeferredToolHandler | None = None,
 ) -> DispatchResult:
     """:func:`dispatch` for synchronous callers; same arguments, same result.
 
@@ -449,23 +590,49 @@ def dispatch_sync(
     runs inline with no event loop at all, in call order (a deadline or a
     cancellation then takes effect between calls). Otherwise it starts trio
     for the execution stage; admission has already happened either way.
-    Do not call it from inside a running event loop: await :func:`dispatch`.
+    ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do
+    not call it from inside a running event loop: await :func:`dispatch`.
     """
+    sink = _Sink(on_event)
+    options = _Options(policy, middleware, context, advertised, ledger, artifacts)
+    batch = tuple(calls)
+    result = _dispatch_sync(batch, tools, options, approvals, sink, cancellation)
+    if result.deferred is None or on_deferred is None:
+        return result
+    decided = on_deferred(result.deferred)
+    if inspect.isawaitable(decided):
+        if inspect.iscoroutine(decided):
+            decided.close()
+        raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
+    resumed = _dispatch_sync(result.deferred.all, tools, options, decided, sink, cancellation)
+    return _merge(batch, result, resumed, sink)
+
+
+def _dispatch_sync(
+    calls: Iterable[ToolCall],
+    tools: Registry | Iterable[AnyTool],
+    o: _Options,
+    approvals: DeferredToolResults | None,
+    sink: _Sink,
+    cancellation: Cancellation | None,
+) -> DispatchResult:
     run = _prepare(
         calls,
         tools,
-        policy,
-        middleware,
-        context,
-        advertised,
+        o.policy,
+        o.middleware,
+        o.context,
+        o.advertised,
         approvals,
-        ledger,
-        on_event,
-        artifacts,
+        o.ledger,
+        sink,
+        o.artifacts,
     )
     start = time.monotonic()
-    deadline = None if policy.deadline is None else start + policy.deadline
-    abort = _admit(run, cancellation, lambda: deadline is not None and time.monotonic() >= deadline)
+    deadline = None if o.policy.deadline is None else start + o.policy.deadline
+    abort = _admit_sync(
+        run, cancellation, lambda: deadline is not None and time.monotonic() >= deadline
+    )
     if abort is not None:
         raise _abort(run, abort.reason)
     if not _needs_loop(run):

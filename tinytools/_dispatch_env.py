@@ -44,12 +44,19 @@ class DispatchEnv:
         policy: The run policy.
         context: What injection draws from.
         advertised: The names offered to the model this turn, if restricted.
+        approved: Ids of the calls a human approved (on resume, or by middleware
+            returning ``Approved``); grows as admission goes on.
     """
 
     tools: Registry
     policy: RunPolicy
     context: Context
     advertised: frozenset[str] | None = None
+    approved: set[str] = attrs.field(factory=set, eq=False)
+
+    def is_call_approved(self, call_id: str) -> bool:
+        """Whether a human approved ``call_id``."""
+        return call_id in self.approved
 
     def lookup(self, name: str) -> AnyTool | None:
         """The tool ``name`` names, when the model may call it this turn (fail closed)."""

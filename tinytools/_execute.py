@@ -32,6 +32,7 @@ from ._admit import Admitted
 from ._dispatch_env import DispatchEnv
 from ._fold import Failed, Fatal, Outcome, Postponed, Ran
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
+from ._redact import Redactor
 from ._wire import wrap_return
 from .errors import (
     ApprovalRequired,
@@ -96,7 +97,13 @@ class Attempts:
         return CallRuntime(
             context=context,
             call=self.item.call,
-            run_context=RunContext(context.run_id, context.thread_id, context.depth, deadline),
+            run_context=RunContext(
+                context.run_id,
+                context.thread_id,
+                context.depth,
+                deadline,
+                self.env.is_call_approved(call_id),
+            ),
             cancellation=cancellation,
             emit=Emit(lambda name, data: self.emit(_custom(call_id, name, data))),
         )
@@ -122,9 +129,10 @@ class Attempts:
 
     def started(self) -> None:
         item = self.item
-        self.emit(
-            ToolStarted(call_id=item.call.id, tool_name=item.tool.name, arguments=item.arguments)
-        )
+        arguments = item.arguments
+        if item.tool.policy.redact:
+            arguments = Redactor(item.tool.policy.redact).arguments(arguments)[0]
+        self.emit(ToolStarted(call_id=item.call.id, tool_name=item.tool.name, arguments=arguments))
 
 
 def _custom(call_id: str, name: str, data: object) -> Event:

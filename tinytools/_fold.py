@@ -14,7 +14,7 @@ from typing import Literal, TypeAlias
 import attrs
 import msgspec
 
-from ._admit import Admitted
+from ._admit import Admitted, Resolved
 from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput
 from ._dispatch_env import DispatchEnv
 from ._middleware import Stack
@@ -26,12 +26,24 @@ from ._wire import (
     JsonBlock,
     MessageStatus,
     TextBlock,
+    ToolCall,
     ToolMessage,
     ToolResult,
 )
 from .events import Event, ToolCompleted, ToolDeferred, ToolFailed
 
-__all__ = ["Failed", "Fatal", "Folded", "Outcome", "Postponed", "Ran", "fold", "render", "truncate"]
+__all__ = [
+    "Failed",
+    "Fatal",
+    "Folded",
+    "Outcome",
+    "Postponed",
+    "Ran",
+    "fold",
+    "fold_resolved",
+    "render",
+    "truncate",
+]
 
 
 @attrs.frozen
@@ -158,10 +170,37 @@ def fold(
     Raises:
         Exception: Whatever an ``after_tool`` hook raised (dispatch aborts).
     """
-    call, tool = item.call, item.tool
+    limit = item.tool.policy.runtime.max_result_bytes or env.policy.max_result_bytes
+    return _fold(item.call, item.tool.name, limit, outcome, env, stack, store)
+
+
+def fold_resolved(
+    resolved: Resolved, env: DispatchEnv, stack: Stack, store: ArtifactStore | None
+) -> Folded:
+    """Fold a denied or host-answered call (on resume) like any other answer."""
+    tool = env.tools.get(resolved.call.name)
+    limit = (tool.policy.runtime.max_result_bytes if tool else None) or env.policy.max_result_bytes
+    name = tool.name if tool else resolved.call.name
+    outcome = Ran(resolved.result)
+    folded = _fold(resolved.call, name, limit, outcome, env, stack, store)
+    if resolved.status == "denied" and folded.message is not None:
+        message = msgspec.structs.replace(folded.message, status="denied", is_error=True)
+        return attrs.evolve(folded, message=message)
+    return folded
+
+
+def _fold(
+    call: ToolCall,
+    name: str,
+    limit: int | None,
+    outcome: Outcome,
+    env: DispatchEnv,
+    stack: Stack,
+    store: ArtifactStore | None,
+) -> Folded:
     if isinstance(outcome, Postponed):
         deferred = ToolDeferred(
-            call_id=call.id, tool_name=tool.name, reason=outcome.kind, metadata=outcome.metadata
+            call_id=call.id, tool_name=name, reason=outcome.kind, metadata=outcome.metadata
         )
         return Folded(None, (deferred,))
     if isinstance(outcome, Ran):
@@ -171,7 +210,6 @@ def fold(
         status = outcome.status if isinstance(outcome, Failed) else "error"
     for hook in stack.afters:
         result = hook(call, result, env)
-    limit = tool.policy.runtime.max_result_bytes or env.policy.max_result_bytes
     artifacts = _persist(result.artifacts, store, env.context.run_id, call.id)
     output = None
     if result.structured is not None or artifacts:
@@ -179,7 +217,7 @@ def fold(
     final_status: MessageStatus = "error" if result.is_error and status == "ok" else status  # type: ignore[assignment]
     message = ToolMessage(
         tool_call_id=call.id,
-        name=tool.name,
+        name=name,
         content=truncate(render(result.content), limit),
         is_error=result.is_error or final_status != "ok",
         artifact=output,
@@ -188,7 +226,7 @@ def fold(
     if isinstance(outcome, Ran):
         event: Event = ToolCompleted(
             call_id=call.id,
-            tool_name=tool.name,
+            tool_name=name,
             is_error=message.is_error,
             metadata=result.metadata,
         )
@@ -196,7 +234,7 @@ def fold(
         error_type = outcome.error_type if isinstance(outcome, Failed) else "FatalToolError"
         event = ToolFailed(
             call_id=call.id,
-            tool_name=tool.name,
+            tool_name=name,
             error_type=error_type,
             message=outcome.message,
             traceback=outcome.traceback,

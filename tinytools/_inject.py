@@ -137,12 +137,15 @@ class RunContext:
         thread_id: The conversation thread, if any.
         depth: Nesting depth of the run.
         deadline: The run's deadline on the event loop's clock, if any.
+        approved: Whether a human approved this call (a tool that raises
+            ``ApprovalRequired`` checks it so it does not ask twice).
     """
 
     run_id: str
     thread_id: str | None = None
     depth: int = 0
     deadline: float | None = None
+    approved: bool = False
 
 
 class Cancellation:

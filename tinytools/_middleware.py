@@ -3,10 +3,13 @@
 A middleware is any object with an optional ``before_tool`` and an optional
 ``after_tool`` method (both synchronous, both pure data transforms):
 
-* ``before_tool(call, env) -> ToolCall | Reject | Defer`` runs before name
-  resolution and validation: return the call (adjusted or not) to go on,
+* ``before_tool(call, env) -> ToolCall | Approved | Reject | Defer`` runs
+  before name resolution and validation: return the call (adjusted or not)
+  to go on, :class:`Approved` to go on past every approval gate,
   :class:`Reject` to answer the model with a message, or :class:`Defer` to
-  take the call out of the batch for later.
+  take the call out of the batch for later. Under ``dispatch`` (not
+  ``dispatch_sync``) the hook may return an awaitable of these, for example
+  to ask a human asynchronously.
 * ``after_tool(call, result, env) -> ToolResult`` runs after the tool, before
   the result becomes a message; it may rewrite the result.
 
@@ -18,7 +21,7 @@ into a middleware.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeAlias
 
 import attrs
@@ -30,6 +33,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "After",
+    "Approved",
     "Before",
     "BeforeOutcome",
     "Defer",
@@ -40,6 +44,13 @@ __all__ = [
     "before_tool",
     "compose",
 ]
+
+
+@attrs.frozen
+class Approved:
+    """Go on with ``call``, approved: no approval gate defers it (emits ``ToolApproved``)."""
+
+    call: ToolCall
 
 
 @attrs.frozen
@@ -60,10 +71,12 @@ class Defer:
     metadata: dict[str, object] = attrs.field(factory=dict, converter=_freeze)
 
 
-#: What a ``before_tool`` hook returns.
-BeforeOutcome: TypeAlias = "ToolCall | Reject | Defer"
+#: What a ``before_tool`` hook returns (under ``dispatch``, possibly awaitable).
+BeforeOutcome: TypeAlias = "ToolCall | Approved | Reject | Defer"
 #: A ``before_tool`` hook.
-Before: TypeAlias = "Callable[[ToolCall, DispatchEnv], ToolCall | Reject | Defer]"
+Before: TypeAlias = (
+    "Callable[[ToolCall, DispatchEnv], BeforeOutcome | Awaitable[BeforeOutcome]]"
+)
 #: An ``after_tool`` hook.
 After: TypeAlias = "Callable[[ToolCall, ToolResult, DispatchEnv], ToolResult]"
 

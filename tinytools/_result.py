@@ -6,28 +6,12 @@ from collections.abc import Mapping
 
 import attrs
 
-from ._wire import ContentBlock, ToolCall, ToolMessage
+from ._approvals import DeferredToolRequests
+from ._wire import ContentBlock, ToolMessage
 from .errors import TinytoolsError
 from .events import Event
 
-__all__ = ["DeferredToolRequests", "DispatchAborted", "DispatchResult", "FollowUp"]
-
-
-@attrs.frozen
-class DeferredToolRequests:
-    """Calls that left the batch without a result, to be resolved later.
-
-    Attributes:
-        calls: Calls the host completes itself: external (schema-only) tools
-            and tools that raised ``CallDeferred`` or were deferred by
-            middleware.
-        approvals: Calls waiting for a human's approval.
-        metadata: Call id → what the deferring side attached.
-    """
-
-    calls: tuple[ToolCall, ...] = ()
-    approvals: tuple[ToolCall, ...] = ()
-    metadata: Mapping[str, Mapping[str, object]] = attrs.field(factory=dict)
+__all__ = ["DispatchAborted", "DispatchResult", "FollowUp"]
 
 
 @attrs.frozen

@@ -1,0 +1,81 @@
+"""Tests for `tinytools._redact`, through dispatch's events, ledger and messages."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from tinytools import Registry, ToolCall, ToolPolicy, dispatch_sync, tool
+from tinytools._redact import MARKER, Redactor
+
+seen: list[str] = []
+
+
+@tool(policy=ToolPolicy(redact=("password", "$.auth.token")))
+def login(user: str, password: str, auth: dict[str, str], mode: Literal["a", "b"] = "a") -> str:
+    """Log in."""
+    seen.append(password)
+    return "welcome"
+
+
+TOOLS = Registry.of(login)
+
+
+def everything(result: object) -> str:
+    """Every event and message of a result, as JSON text."""
+    return (
+        msgspec.json.encode(result.events).decode() + msgspec.json.encode(result.messages).decode()
+    )  # type: ignore[attr-defined]
+
+
+class TestRedactor:
+    def test_names_any_depth_and_exact_paths(self) -> None:
+        """Plain names match at any depth; `$` paths match exactly; the input is unchanged."""
+        given = {"password": "p", "nested": [{"password": "q"}], "auth": {"token": "t", "x": 1}}
+        redacted, secrets = Redactor(("password", "$.auth.token")).arguments(given)
+        assert {
+            "password": MARKER,
+            "nested": [{"password": MARKER}],
+            "auth": {"token": MARKER, "x": 1},
+        } == redacted
+        assert {"p", "q", "t"} == set(secrets)  # type: ignore[arg-type]
+        assert "p" == given["password"]
+
+    def test_unreadable_raw_text_replaced_whole(self) -> None:
+        """Raw text that is not JSON is replaced entirely."""
+        assert (MARKER, ['{"password": "hunt']) == Redactor(("password",)).raw('{"password": "hunt')
+
+
+class TestDispatchRedaction:
+    def test_started_event_and_ledger(self) -> None:
+        """Secrets never reach events or the ledger, yet the tool gets the real value."""
+        logged: list[object] = []
+
+        class Ledger:
+            def started(self, run_id: str, call_id: str, name: str, arguments: object) -> None:
+                logged.append(arguments)
+
+            def settled(self, run_id: str, call_id: str, status: str) -> None:
+                pass
+
+        raw = '{"user": "ann", "password": "hunter22", "auth": {"token": "tok-9"}}'
+        result = dispatch_sync([ToolCall("c", "login", raw)], TOOLS, ledger=Ledger())
+        assert ["hunter22"] == seen
+        text = everything(result) + msgspec.json.encode(logged).decode()
+        assert "hunter22" not in text
+        assert "tok-9" not in text
+        assert MARKER in text
+
+    def test_error_messages_scrubbed(self) -> None:
+        """An error that would echo a secret value shows the marker instead."""
+        raw = '{"user": "ann", "password": "hunter22", "auth": {}, "mode": "hunter22"}'
+        result = dispatch_sync([ToolCall("c", "login", raw)], TOOLS)
+        text = everything(result)
+        assert "hunter22" not in text
+        assert "error" == result.messages[0].status
+
+    def test_malformed_raw_redacted(self) -> None:
+        """Malformed arguments of a redacting tool never appear in events."""
+        result = dispatch_sync([ToolCall("c", "login", '{"password": "hunter22"')], TOOLS)
+        assert "hunter22" not in everything(result)
