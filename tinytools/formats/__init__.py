@@ -9,6 +9,13 @@ the system prompt and parse model text back to ``ToolCall``s.
 
 from __future__ import annotations
 
+from . import anthropic as anthropic
+from . import gemini as gemini
+from . import mcp as mcp
+from . import openai_chat as openai_chat
+from . import openai_responses as openai_responses
+from ._choose import Exposed as Exposed
+from ._choose import split_by_format as split_by_format
 from ._parsed import Parsed as Parsed
 from ._parsed import synthetic_id as synthetic_id
 from .messages import coalesce_tool_results as coalesce_tool_results
@@ -17,10 +24,17 @@ from .messages import pair_tool_cycles as pair_tool_cycles
 from .messages import with_tool_instructions as with_tool_instructions
 
 __all__ = [
+    "Exposed",
     "Parsed",
+    "anthropic",
     "coalesce_tool_results",
     "ensure_resolvable_user_turn",
+    "gemini",
+    "mcp",
+    "openai_chat",
+    "openai_responses",
     "pair_tool_cycles",
+    "split_by_format",
     "synthetic_id",
     "with_tool_instructions",
 ]

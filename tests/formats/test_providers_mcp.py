@@ -1,0 +1,109 @@
+"""Tests for `tinytools.formats.mcp`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attrs
+import pytest
+
+from tinytools import Tool, ToolCall, ToolMessage, ToolPolicy
+from tinytools.formats import mcp, synthetic_id
+
+FIXTURES = Path(__file__).parent / "fixtures"
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+weather = Tool.from_schema("get_weather", "Weather for a city.", SCHEMA)
+
+
+class TestDeclarations:
+    def test_unclassified_has_no_annotations(self) -> None:
+        """An unclassified tool is declared without hints (clients assume the worst)."""
+        expected = [
+            {"name": "get_weather", "description": "Weather for a city.", "inputSchema": SCHEMA}
+        ]
+        assert expected == mcp.declarations([weather])
+
+    def test_read_only(self) -> None:
+        """A read-only tool says so, and whether it reaches the outside world."""
+        policy = ToolPolicy.read_only().with_side_effects(network=True)
+        (declaration,) = mcp.declarations([attrs.evolve(weather, policy=policy)])
+        assert {"readOnlyHint": True, "openWorldHint": True} == declaration["annotations"]
+
+    def test_writing_tool(self) -> None:
+        """A writing tool states whether it is destructive and idempotent."""
+        policy = (
+            ToolPolicy.classified()
+            .with_side_effects(destructive=True, writes_files=True)
+            .with_runtime(idempotent=True)
+        )
+        expected = {
+            "readOnlyHint": False,
+            "destructiveHint": True,
+            "idempotentHint": True,
+            "openWorldHint": False,
+        }
+        assert expected == mcp.hints(attrs.evolve(weather, policy=policy))
+
+
+class TestParseCalls:
+    def test_recorded_batch(self) -> None:
+        """tools/call requests become calls keyed by their JSON-RPC id; others are skipped."""
+        batch = json.loads((FIXTURES / "mcp_tools_call.json").read_text())
+        expected = [
+            ToolCall("7", "get_weather", {"city": "Paris"}),
+            ToolCall("req-8", "plot", {"points": [{"x": 1, "y": 2}]}),
+        ]
+        assert expected == mcp.parse_calls(batch)
+        assert expected[:1] == mcp.parse_calls(batch[0])
+
+    def test_arguments_optional(self) -> None:
+        """MCP lets a call omit its arguments: that reads as no arguments."""
+        request = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ping"}}
+        assert [ToolCall("1", "ping", {})] == mcp.parse_calls(request)
+
+    def test_fails_closed(self) -> None:
+        """Non-object arguments, or no params at all, give invalid calls."""
+        requests = [
+            {"id": 1, "method": "tools/call", "params": {"name": "ping", "arguments": "x=1"}},
+            {"method": "tools/call"},
+        ]
+        first, second = mcp.parse_calls(requests)
+        reason = "the arguments must be a JSON object, not a string"
+        assert ToolCall("1", "ping", '"x=1"', reason) == first
+        assert synthetic_id(json.dumps(requests[1], separators=(",", ":")), 1) == second.id
+        assert ("", "null") == (second.name, second.arguments)
+        assert "no tool name" in str(second.invalid)
+
+    def test_not_a_request(self) -> None:
+        """Something that is not a request is a clear ValueError."""
+        with pytest.raises(ValueError, match="expected a JSON-RPC request"):
+            mcp.parse_calls([1])
+
+
+class TestToolResults:
+    def test_results(self) -> None:
+        """Each message is a CallToolResult; an object artifact is the structured content."""
+        messages = [
+            ToolMessage(tool_call_id="7", name="f", content='{"t":21}', artifact={"t": 21}),
+            ToolMessage(tool_call_id="8", name="g", content="boom", is_error=True, artifact=[1]),
+        ]
+        expected = [
+            {
+                "content": [{"type": "text", "text": '{"t":21}'}],
+                "isError": False,
+                "structuredContent": {"t": 21},
+            },
+            {"content": [{"type": "text", "text": "boom"}], "isError": True},
+        ]
+        assert expected == mcp.tool_results(messages)
+
+    def test_structured_off(self) -> None:
+        """structured=False keeps every artifact on the host."""
+        message = ToolMessage(tool_call_id="7", name="f", content="{}", artifact={"secret": 1})
+        assert "structuredContent" not in mcp.tool_results([message], structured=False)[0]
+
+    def test_unencodable_artifact_stays(self) -> None:
+        """An artifact that is not JSON is never sent."""
+        message = ToolMessage(tool_call_id="7", name="f", content="x", artifact={"f": object()})
+        assert "structuredContent" not in mcp.tool_results([message])[0]

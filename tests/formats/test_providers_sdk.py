@@ -1,0 +1,267 @@
+"""Tests for the `tinytools.formats` provider modules against the real SDKs.
+
+The SDKs are ``openai``, ``anthropic``, ``google-genai`` and ``mcp``. Each
+sends its request through a mock transport (no network): the tests
+check that the JSON body carries our declarations and tool results as we
+built them, and that the SDK's own response objects parse to the same calls
+as the recorded JSON. A missing SDK skips its tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tinytools import Registry, Tool, ToolCall, ToolMessage, ToolPolicy, tool
+from tinytools.formats import anthropic, gemini, mcp, openai_chat, openai_responses
+from tinytools.formats.openai_chat import ToolCallAccumulator
+
+httpx = pytest.importorskip("httpx")
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@dataclasses.dataclass
+class Point:
+    x: float
+    y: float = 0.0
+
+
+@tool(policy=ToolPolicy.read_only())
+def plot(points: list[Point], label: str | None = None) -> str:
+    """Plot points.
+
+    Args:
+        points: The points to plot.
+        label: A caption.
+    """
+    return "ok"
+
+
+weather = Tool.from_schema(
+    "get_weather",
+    "Weather for a city.",
+    {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+)
+REGISTRY = Registry.of(weather, plot)
+RESULTS = [
+    ToolMessage(tool_call_id="call_1", name="get_weather", content="21°C"),
+    ToolMessage(tool_call_id="call_2", name="plot", content="bad points", is_error=True),
+]
+
+
+def fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text())
+
+
+Handler = Callable[[Any], Any]
+
+
+def recorder(http: Any, reply: Callable[[], Any]) -> tuple[list[dict[str, Any]], Handler]:
+    """A mock-transport handler answering with ``reply()`` and keeping each JSON body sent."""
+    bodies: list[dict[str, Any]] = []
+
+    def handle(request: Any) -> Any:
+        bodies.append(json.loads(request.content))
+        answer = reply()
+        if isinstance(answer, str):
+            return http.Response(200, text=answer, headers={"content-type": "text/event-stream"})
+        return http.Response(200, json=answer)
+
+    return bodies, handle
+
+
+class TestOpenAIChat:
+    def client(self, reply: Callable[[], Any]) -> tuple[Any, list[dict[str, Any]]]:
+        openai = pytest.importorskip("openai")
+        bodies, handle = recorder(httpx, reply)
+        http_client = httpx.Client(transport=httpx.MockTransport(handle))
+        return openai.OpenAI(api_key="x", base_url="http://test", http_client=http_client), bodies
+
+    @pytest.mark.parametrize("strict", [False, True])
+    def test_round_trip(self, strict: bool) -> None:
+        """The SDK sends our declarations and results unchanged, and its response parses."""
+        client, bodies = self.client(lambda: fixture("openai_chat_completion.json"))
+        tools = openai_chat.declarations(REGISTRY, strict=strict)
+        completion = client.chat.completions.create(
+            model="gpt-4o", messages=[{"role": "user", "content": "Go"}], tools=tools
+        )
+        assert tools == bodies[0]["tools"]
+        assert openai_chat.parse_calls(fixture("openai_chat_completion.json")) == (
+            openai_chat.parse_calls(completion)
+        )
+        assert openai_chat.parse_calls(completion.choices[0].message) == (
+            openai_chat.parse_calls(completion)
+        )
+        assistant = completion.choices[0].message.model_dump(exclude_none=True)
+        results = openai_chat.tool_results(RESULTS)
+        client.chat.completions.create(model="gpt-4o", messages=[assistant, *results], tools=tools)
+        assert results == bodies[1]["messages"][1:]
+
+    def test_stream(self) -> None:
+        """Chunks the SDK parses from a server-sent stream accumulate to complete calls."""
+        events = "".join(f"data: {json.dumps(c)}\n\n" for c in fixture("openai_chat_stream.json"))
+        client, _ = self.client(lambda: events + "data: [DONE]\n\n")
+        accumulator = ToolCallAccumulator()
+        for chunk in client.chat.completions.create(model="gpt-4o", messages=[], stream=True):
+            accumulator.add(chunk)
+        expected = [
+            ToolCall("call_DdmO9pD3xa9XTPNJ32zg2hcA", "get_weather", '{"city": "Paris"}'),
+            ToolCall("call_m5Yk0KXb8kRJjWpKTxEGyQmN", "get_weather", '{"city": "Oslo"}'),
+        ]
+        assert expected == accumulator.calls()
+
+    def test_model_validate(self) -> None:
+        """A recorded completion validated by the SDK's model parses like the raw JSON."""
+        openai = pytest.importorskip("openai")
+        raw = fixture("openai_chat_completion.json")
+        completion = openai.types.chat.ChatCompletion.model_validate(raw)
+        assert openai_chat.parse_calls(raw) == openai_chat.parse_calls(completion)
+
+
+class TestOpenAIResponses:
+    @pytest.mark.parametrize("strict", [False, True])
+    def test_round_trip(self, strict: bool) -> None:
+        """The SDK sends our function tools and outputs unchanged, and its Response parses."""
+        openai = pytest.importorskip("openai")
+        bodies, handle = recorder(httpx, lambda: fixture("openai_response.json"))
+        http_client = httpx.Client(transport=httpx.MockTransport(handle))
+        client = openai.OpenAI(api_key="x", base_url="http://test", http_client=http_client)
+        tools = openai_responses.declarations(REGISTRY, strict=strict)
+        response = client.responses.create(model="gpt-4.1", input="Go", tools=tools)
+        assert tools == bodies[0]["tools"]
+        calls = openai_responses.parse_calls(response)
+        assert openai_responses.parse_calls(fixture("openai_response.json")) == calls
+        assert openai_responses.parse_calls(response.output) == calls
+        outputs = openai_responses.tool_results(RESULTS)
+        client.responses.create(model="gpt-4.1", input=outputs, previous_response_id=response.id)
+        assert outputs == bodies[1]["input"]
+
+
+class TestAnthropic:
+    def client(self, reply: Callable[[], Any]) -> tuple[Any, list[dict[str, Any]]]:
+        sdk = pytest.importorskip("anthropic")
+        for module in ("httpx", "httpx2"):  # recent SDKs are built on httpx2
+            http = pytest.importorskip(module)
+            bodies, handle = recorder(http, reply)
+            try:
+                client = sdk.Anthropic(
+                    api_key="x",
+                    base_url="http://test",
+                    http_client=http.Client(transport=http.MockTransport(handle)),
+                )
+            except TypeError:
+                continue
+            return client, bodies
+        pytest.skip("no HTTP client this anthropic SDK accepts")
+
+    def test_round_trip(self) -> None:
+        """The SDK sends our tools and tool results unchanged, and its Message parses."""
+        client, bodies = self.client(lambda: fixture("anthropic_message.json"))
+        tools = anthropic.declarations(REGISTRY)
+        message = client.messages.create(
+            model="test-model",
+            max_tokens=100,
+            messages=[{"role": "user", "content": "Go"}],
+            tools=tools,
+        )
+        assert tools == bodies[0]["tools"]
+        assert anthropic.parse_calls(fixture("anthropic_message.json")) == (
+            anthropic.parse_calls(message)
+        )
+        assert anthropic.parse_calls(message.content) == anthropic.parse_calls(message)
+        results = anthropic.tool_results(RESULTS)
+        turn = {"role": "assistant", "content": [b.model_dump() for b in message.content]}
+        client.messages.create(
+            model="test-model", max_tokens=100, messages=[turn, *results], tools=tools
+        )
+        assert results == bodies[1]["messages"][1:]
+
+
+def upper_types(node: Any) -> Any:
+    """``node`` with every ``type`` upper-cased, as google-genai sends it."""
+    if isinstance(node, dict):
+        return {k: v.upper() if k == "type" else upper_types(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [upper_types(v) for v in node]
+    return node
+
+
+class TestGemini:
+    def client(self, reply: Callable[[], Any]) -> tuple[Any, Any, list[dict[str, Any]]]:
+        genai = pytest.importorskip("google.genai")
+        types = pytest.importorskip("google.genai.types")
+        bodies, handle = recorder(httpx, reply)
+        options = types.HttpOptions(
+            base_url="http://test", httpx_client=httpx.Client(transport=httpx.MockTransport(handle))
+        )
+        return genai.Client(api_key="x", http_options=options), types, bodies
+
+    @pytest.mark.parametrize("json_schema", [False, True])
+    def test_round_trip(self, json_schema: bool) -> None:
+        """The SDK sends our declarations and responses, and its response parses.
+
+        The SDK upper-cases schema types and spells ``parametersJsonSchema`` in
+        snake case; both spellings are valid REST JSON.
+        """
+        client, types, bodies = self.client(lambda: fixture("gemini_response.json"))
+        tools = gemini.declarations(REGISTRY, json_schema=json_schema)
+        config = types.GenerateContentConfig(tools=tools)
+        response = client.models.generate_content(
+            model="gemini-2.5-flash", contents="Go", config=config
+        )
+        sent = json.loads(
+            json.dumps(bodies[0]["tools"]).replace(
+                '"parameters_json_schema"', '"parametersJsonSchema"'
+            )
+        )
+        assert (tools if json_schema else upper_types(tools)) == sent
+        calls = gemini.parse_calls(response)
+        expected = [
+            ("get_weather", {"city": "Paris"}),
+            ("get_weather", {"city": "Oslo", "unit": "c"}),
+        ]
+        assert expected == [(c.name, c.arguments) for c in calls]
+        assert calls == gemini.parse_calls(response)
+        parts = response.candidates[0].content.parts
+        assert expected == [(c.name, c.arguments) for c in gemini.parse_calls(parts)]
+        replies = gemini.tool_results(RESULTS)
+        contents = [response.candidates[0].content, *replies]
+        client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
+        assert replies == bodies[1]["contents"][1:]
+
+    def test_call_ids_kept(self) -> None:
+        """Ids the model sends survive the SDK's models."""
+        _, types, _ = self.client(dict)
+        part = types.Part(
+            function_call=types.FunctionCall(id="fc-9", name="plot", args={"points": []})
+        )
+        assert [ToolCall("fc-9", "plot", {"points": []})] == gemini.parse_calls([part])
+
+
+class TestMCP:
+    def test_types(self) -> None:
+        """The MCP SDK's models accept our tools and results and give back calls."""
+        types = pytest.importorskip("mcp.types")
+        for declaration in mcp.declarations(REGISTRY):
+            sdk_tool = types.Tool.model_validate(declaration)
+            assert declaration == sdk_tool.model_dump(by_alias=True, exclude_none=True)
+        for result in mcp.tool_results(
+            [*RESULTS, ToolMessage(tool_call_id="3", name="f", content="{}", artifact={})]
+        ):
+            types.CallToolResult.model_validate(result)
+        request = types.JSONRPCRequest(
+            jsonrpc="2.0",
+            id=3,
+            method="tools/call",
+            params={"name": "plot", "arguments": {"points": []}},
+        )
+        bare = types.CallToolRequest(params=types.CallToolRequestParams(name="plot", arguments={}))
+        first, second = mcp.parse_calls([request, bare])
+        assert ToolCall("3", "plot", {"points": []}) == first
+        assert ("plot", {}, None) == (second.name, second.arguments, second.invalid)

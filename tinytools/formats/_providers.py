@@ -1,0 +1,312 @@
+"""Helpers shared by the provider modules, and OpenAI's strict-mode projection.
+
+* :func:`exposed_tools` reads the tools argument every ``declarations()`` takes.
+* :func:`as_data` turns an SDK response object into plain data (through its
+  ``model_dump()``), so parsers read one shape whichever the caller passed;
+  no SDK is imported here.
+* :func:`make_call` builds a ``ToolCall`` that fails closed: a missing name,
+  or arguments that are not what the provider promised, give a call with
+  ``invalid`` set and the raw value kept as JSON text — never a dropped call,
+  never ``{}`` in place of malformed input.
+* :func:`strict_schema` is OpenAI's strict-mode projection (documented on the
+  function), used by ``openai_chat`` and ``openai_responses``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Protocol, TypeAlias, cast
+
+import msgspec
+
+from tinytools._registry import AnyTool
+from tinytools._spec import Exposure, Tool
+from tinytools._wire import ToolCall
+
+from ._parsed import synthetic_id
+
+__all__ = [
+    "Tools",
+    "as_data",
+    "copy_schema",
+    "exposed_tools",
+    "json_text",
+    "make_call",
+    "note",
+    "openai_function",
+    "strict_schema",
+]
+
+
+class _HasTools(Protocol):
+    def tools(self) -> Iterable[AnyTool]: ...
+
+
+#: What ``declarations()`` accepts: a ``Registry`` (or any toolset with a
+#: ``tools()`` method), or any iterable of ``Tool``.
+Tools: TypeAlias = _HasTools | Iterable[AnyTool]
+
+
+def exposed_tools(tools: Tools) -> tuple[AnyTool, ...]:
+    """The tools in order, without the hidden ones (which are never declared).
+
+    Raises:
+        TypeError: An item is not a ``Tool``.
+    """
+    method = getattr(tools, "tools", None)
+    source = cast("Iterable[object]", method() if callable(method) else tools)
+    found: list[AnyTool] = []
+    for item in source:
+        if not isinstance(item, Tool):
+            raise TypeError(f"{item!r} is not a Tool; decorate it with @tool first")
+        if item.exposure is not Exposure.Hidden:
+            found.append(item)
+    return tuple(found)
+
+
+def as_data(value: object) -> object:
+    """Plain data for an SDK object (its ``model_dump()``), else the value itself."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump) and not isinstance(value, Mapping):
+        return dump()
+    return value
+
+
+def json_text(value: object) -> str:
+    """Compact JSON text for ``value`` (its ``repr`` if it is not JSON)."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError):
+        return repr(value)
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, (list, tuple)):
+        return "an array"
+    if isinstance(value, Mapping):
+        return "an object"
+    return {str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def make_call(
+    raw_id: object,
+    name: object,
+    arguments: object,
+    *,
+    source: str,
+    index: int,
+    raw_string: bool = False,
+    problem: str | None = None,
+) -> ToolCall:
+    """One ``ToolCall`` from a provider's fields, failing closed.
+
+    Args:
+        raw_id: The provider's call id; an int is kept as its text, anything
+            else missing gets :func:`~tinytools.formats.synthetic_id` of ``source``.
+        name: The tool name; a missing or non-string name becomes ``""``.
+        arguments: The arguments as the provider sent them.
+        source: The text synthetic ids are derived from (the whole response).
+        index: The call's position in the response.
+        raw_string: True when the provider sends arguments as JSON text (kept
+            verbatim; an object is accepted too); else they must be an object.
+        problem: A reason the call is invalid whatever its fields hold.
+    """
+    if isinstance(raw_id, str) and raw_id:
+        call_id = raw_id
+    elif isinstance(raw_id, int) and not isinstance(raw_id, bool):
+        call_id = str(raw_id)
+    else:
+        call_id = synthetic_id(source, index)
+    problems = [problem] if problem else []
+    if not (isinstance(name, str) and name):
+        found = "" if name == "" else f" (found {_kind(name)})"
+        problems.append(f"the call has no tool name{found}")
+        name = ""
+    if raw_string and isinstance(arguments, str):
+        args: dict[str, object] | str = arguments
+    elif isinstance(arguments, Mapping) and all(isinstance(k, str) for k in arguments):
+        args = dict(arguments)
+    else:
+        expected = "JSON text or an object" if raw_string else "a JSON object"
+        problems.append(f"the arguments must be {expected}, not {_kind(arguments)}")
+        args = json_text(arguments)
+    return ToolCall(call_id, name, args, "; ".join(problems) or None)
+
+
+def copy_schema(schema: Mapping[str, object]) -> dict[str, object]:
+    """A deep copy of a JSON schema, so callers may edit a declaration freely."""
+    copied = msgspec.json.decode(msgspec.json.encode(schema))
+    assert isinstance(copied, dict)
+    return copied
+
+
+def openai_function(tool: AnyTool, *, strict: bool) -> dict[str, object]:
+    """``name``, ``description``, ``parameters`` and ``strict`` as both OpenAI APIs take them.
+
+    With ``strict``, the parameters are :func:`strict_schema`'s projection; a
+    tool whose schema strict mode cannot express is declared non-strict, with
+    its schema unchanged, rather than narrowed to something else.
+    """
+    spec: dict[str, object] = {"name": tool.name, "description": tool.description}
+    if strict:
+        try:
+            spec["parameters"] = strict_schema(tool.parameters)
+        except ValueError:
+            strict = False
+    spec.setdefault("parameters", copy_schema(tool.parameters))
+    spec["strict"] = strict
+    return spec
+
+
+def note(schema: dict[str, object], text: str) -> None:
+    """Append ``text`` to the schema's description, in parentheses when there is one."""
+    description = schema.get("description")
+    if isinstance(description, str) and description:
+        schema["description"] = f"{description} ({text})"
+    else:
+        schema["description"] = text
+
+
+# --- OpenAI strict mode -----------------------------------------------------------
+
+#: String formats strict mode accepts.
+_STRICT_FORMATS = frozenset(
+    {"date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
+)
+#: Keywords strict mode accepts (``format`` only with a value above).
+_STRICT_KEEP = frozenset(
+    {
+        *("type", "properties", "required", "additionalProperties", "items", "enum", "const"),
+        *("anyOf", "$ref", "$defs", "definitions", "description", "pattern", "format"),
+        *("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+        *("minItems", "maxItems"),
+    }
+)
+#: Annotations dropped without a word (``default`` is stated in the description).
+_ANNOTATIONS = frozenset(
+    {
+        *("title", "examples", "example", "$schema", "$id", "$comment", "readOnly"),
+        *("writeOnly", "deprecated", "discriminator", "contentEncoding", "contentMediaType"),
+    }
+)
+#: Keywords whose meaning strict mode cannot carry at all.
+_INEXPRESSIBLE = frozenset(
+    {
+        *("allOf", "not", "if", "then", "else", "dependentRequired", "dependentSchemas"),
+        *("dependencies", "prefixItems", "additionalItems", "$dynamicRef", "$recursiveRef"),
+    }
+)
+_TYPED = ("type", "$ref", "anyOf", "enum", "const")
+_LOOKAROUND = re.compile(r"\(\?<?[=!]")
+
+
+def strict_schema(parameters: Mapping[str, object]) -> dict[str, object]:
+    """OpenAI's strict-mode projection of a tool's parameters schema (a new dict).
+
+    Strict mode constrains decoding to the schema, and accepts a subset of
+    JSON Schema. The projection never widens what the model may send beyond
+    what the original accepts, except for the constraints it moves to prose:
+
+    * every object gets ``additionalProperties: false`` and lists every
+      property in ``required``. An optional property is *not* made nullable:
+      ``null`` would fail the tool's own validation unless the original
+      already accepts it (``str | None`` does). The model supplies a value
+      instead, and a non-null ``default`` is stated in its description
+      (``default=3``) so it can pass it;
+    * ``oneOf`` becomes ``anyOf``; a ``$ref`` with sibling keywords moves into
+      a one-item ``anyOf`` (strict mode refuses siblings of ``$ref``);
+    * annotations (``title``, ``examples``, ``$schema``, ``discriminator``, …)
+      are dropped;
+    * constraints strict mode refuses — ``minLength``, ``maxLength``,
+      ``uniqueItems``, ``minProperties``, ``patternProperties``, a ``format``
+      outside date-time/time/date/duration/email/hostname/ipv4/ipv6/uuid, a
+      ``pattern`` with look-around, and any other unknown keyword — are removed
+      and stated in the description (``minLength=3``); admission still
+      enforces them.
+
+    OpenAI's limits on nesting depth and property count are left to the API.
+
+    Raises:
+        ValueError: The schema needs something strict mode cannot say: a
+            free-form object (open ``additionalProperties``, a ``dict``
+            parameter), a value of any type (``{}``), an untyped array, or
+            ``allOf``/``not``/``if``/``prefixItems``/external ``$ref``s. The
+            message names the JSON path.
+    """
+    root = _strict(parameters, "$", root=True)
+    for key in ("$defs", "definitions"):
+        defs = parameters.get(key)
+        if isinstance(defs, Mapping):
+            root[key] = {name: _strict(d, f"$.{key}.{name}") for name, d in defs.items()}
+    return root
+
+
+def _strict(node: object, path: str, *, root: bool = False) -> dict[str, object]:
+    if not isinstance(node, Mapping):
+        raise ValueError(f"{path}: strict mode needs a schema object here, not {_kind(node)}")
+    if bad := sorted(node.keys() & _INEXPRESSIBLE):
+        raise ValueError(f"{path}: strict mode cannot express {', '.join(bad)}")
+    out: dict[str, object] = {}
+    notes: list[str] = []
+    for key, value in node.items():
+        if key == "oneOf":
+            key = "anyOf"
+        if key == "default":
+            if value is not None:  # a null default is what `null` already says
+                notes.append(f"default={json_text(value)}")
+        elif key in _ANNOTATIONS or key in ("$defs", "definitions"):
+            continue
+        elif key not in _STRICT_KEEP or _refused(key, value):
+            notes.append(f"{key}={json_text(value)}")
+        else:
+            out[key] = value
+    if not any(key in out for key in _TYPED):
+        raise ValueError(f"{path}: strict mode cannot express a value of any type")
+    _strict_children(out, path, root=root)
+    ref = out.get("$ref")
+    if ref is not None:
+        if not (isinstance(ref, str) and ref.startswith("#")) or "anyOf" in out:
+            raise ValueError(f"{path}: strict mode cannot express this $ref ({ref!r})")
+        if len(out) > 1:  # strict mode refuses siblings of $ref, not of anyOf
+            out["anyOf"] = [{"$ref": out.pop("$ref")}]
+    if notes:
+        note(out, ", ".join(notes))
+    return out
+
+
+def _refused(key: str, value: object) -> bool:
+    if key == "format":
+        return value not in _STRICT_FORMATS
+    return key == "pattern" and isinstance(value, str) and _LOOKAROUND.search(value) is not None
+
+
+def _as_list(value: object) -> list[object]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _strict_children(out: dict[str, object], path: str, *, root: bool) -> None:
+    """Project the subschemas of ``out`` in place and close its objects."""
+    types = out.get("type")
+    type_list = types if isinstance(types, list) else [types]
+    if "anyOf" in out:
+        out["anyOf"] = [
+            _strict(v, f"{path}.anyOf[{i}]") for i, v in enumerate(_as_list(out["anyOf"]))
+        ]
+    if "array" in type_list:
+        if "items" not in out:
+            raise ValueError(f"{path}: strict mode needs the type of an array's items")
+        out["items"] = _strict(out["items"], f"{path}.items")
+    if "object" in type_list:
+        properties = out.get("properties")
+        extra = out.get("additionalProperties", properties is None and not root)
+        if extra is not False:
+            raise ValueError(f"{path}: strict mode cannot express a free-form object")
+        props = properties if isinstance(properties, Mapping) else {}
+        out["properties"] = {k: _strict(v, f"{path}.{k}") for k, v in props.items()}
+        out["required"] = list(props)
+        out["additionalProperties"] = False

@@ -1,0 +1,84 @@
+"""Anthropic Messages API: tools in, ``tool_use`` blocks out, ``tool_result`` blocks back.
+
+* :func:`declarations` — ``tools=[{"name", "description", "input_schema"}]``;
+  the schema goes as it is (Anthropic takes full JSON Schema).
+* :func:`parse_calls` — the ``tool_use`` blocks of a message's ``content``.
+  ``input`` arrives decoded; one that is not an object fails closed: the call
+  keeps it as JSON text, with ``invalid`` saying why. Server-side tool blocks
+  (``server_tool_use``, ``mcp_tool_use``) are run by Anthropic and skipped.
+* :func:`tool_results` — Anthropic wants every result of a turn in *one*
+  user message, so the list has one message (or none, for no results):
+  ``[{"role": "user", "content": [{"type": "tool_result", "tool_use_id",
+  "content", "is_error"}, ...]}]``. Add any text for the model after the
+  results, in the same message's ``content``.
+
+A message may be the SDK's ``Message`` or a plain dict, or just its
+``content`` list.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from tinytools._wire import ToolCall, ToolMessage
+
+from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call
+
+__all__ = ["declarations", "parse_calls", "tool_results"]
+
+
+def declarations(tools: Tools) -> list[dict[str, object]]:
+    """The ``tools`` list of a Messages request (new dicts; hidden tools skipped)."""
+    return [
+        {"name": t.name, "description": t.description, "input_schema": copy_schema(t.parameters)}
+        for t in exposed_tools(tools)
+    ]
+
+
+def parse_calls(response: object) -> list[ToolCall]:
+    """The ``tool_use`` blocks of a message, in order.
+
+    Args:
+        response: A ``Message`` (SDK object or dict) or its ``content`` list.
+
+    Raises:
+        ValueError: ``response`` has no ``content`` list.
+    """
+    data = as_data(response)
+    blocks = data.get("content") if isinstance(data, Mapping) else data
+    if not isinstance(blocks, list):
+        shown = json_text(data)[:80] if isinstance(data, Mapping) else type(data).__name__
+        raise ValueError(f"expected an Anthropic message or its content list, not {shown}")
+    source = json_text(data)
+    calls: list[ToolCall] = []
+    for block in blocks:
+        block = as_data(block)
+        if isinstance(block, Mapping) and block.get("type") == "tool_use":
+            calls.append(
+                make_call(
+                    block.get("id"),
+                    block.get("name"),
+                    block.get("input"),
+                    source=source,
+                    index=len(calls),
+                )
+            )
+    return calls
+
+
+def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
+    """Every ``ToolMessage`` as a ``tool_result`` block of one user message.
+
+    Returns:
+        ``[]`` when there are no messages, else a list of one message dict.
+    """
+    blocks: list[object] = [
+        {
+            "type": "tool_result",
+            "tool_use_id": m.tool_call_id,
+            "content": m.content,
+            "is_error": m.is_error,
+        }
+        for m in messages
+    ]
+    return [{"role": "user", "content": blocks}] if blocks else []

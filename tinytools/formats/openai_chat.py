@@ -1,0 +1,224 @@
+"""OpenAI Chat Completions (and the OpenAI-compatible servers): tools in, calls out.
+
+* :func:`declarations` — ``tools=[{"type": "function", "function": {...}}]``,
+  optionally in strict mode (:func:`strict_schema` says exactly what changes).
+* :func:`parse_calls` — a completion's tool calls as ``ToolCall``s, with the
+  ``arguments`` string kept verbatim: decoding, repair and validation happen
+  at admission.
+* :class:`ToolCallAccumulator` — the same from a stream of chunks.
+* :func:`tool_results` — our ``ToolMessage``s as ``role: "tool"`` messages.
+
+Responses may be the SDK's objects or plain dicts (as JSON-decoded); the SDK
+is never imported. Calls fail closed (see ``tinytools.formats._providers``):
+a call without a name, with arguments that are neither JSON text nor an
+object, or of a type other than ``function`` (a custom tool) becomes a
+``ToolCall`` with ``invalid`` set, so dispatch answers it with an error; a
+call without an id (some local servers) gets a synthetic, deterministic one.
+The deprecated single ``function_call`` field is not read.
+
+OpenAI's tool message has no error flag: an error's content is sent as it
+is, since the messages dispatch writes for errors already say what failed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from tinytools._wire import ToolCall, ToolMessage
+
+from ._providers import (
+    Tools,
+    as_data,
+    exposed_tools,
+    json_text,
+    make_call,
+    openai_function,
+    strict_schema,
+)
+
+__all__ = ["ToolCallAccumulator", "declarations", "parse_calls", "strict_schema", "tool_results"]
+
+
+def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object]]:
+    """The ``tools`` list of a Chat Completions request.
+
+    Args:
+        tools: A ``Registry`` (or any toolset with ``tools()``) or an iterable
+            of ``Tool``. Hidden tools are skipped; every other tool given is
+            declared (choose what to expose with
+            :func:`tinytools.formats.split_by_format`).
+        strict: Declare each tool in strict mode, with its parameters
+            projected by :func:`strict_schema` and ``"strict": true``. A tool
+            whose schema strict mode cannot express (a ``dict`` parameter, a
+            value of any type) is declared ``"strict": false`` with its schema
+            unchanged.
+
+    Returns:
+        New dicts, ``{"type": "function", "function": {"name", "description",
+        "parameters"}}`` (plus ``"strict"`` when ``strict`` is asked for).
+    """
+    out: list[dict[str, object]] = []
+    for tool in exposed_tools(tools):
+        function = openai_function(tool, strict=strict)
+        if not strict:
+            del function["strict"]
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def parse_calls(response: object) -> list[ToolCall]:
+    """The tool calls of a completion, a choice or an assistant message, in order.
+
+    Args:
+        response: A ``ChatCompletion`` (its first choice is read: other
+            choices are alternatives, not more calls), one choice, or the
+            assistant message; SDK objects or plain dicts.
+
+    Raises:
+        ValueError: ``response`` is not shaped like any of these.
+    """
+    data = as_data(response)
+    message = _message(data)
+    items = message.get("tool_calls")
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise ValueError(f"`tool_calls` must be a list, not {json_text(items)[:80]}")
+    source = json_text(data)
+    return [_call(item, source, index) for index, item in enumerate(items)]
+
+
+def _message(data: object) -> Mapping[str, object]:
+    if not isinstance(data, Mapping):
+        raise ValueError(f"expected a Chat Completions response, not {type(data).__name__}")
+    if "choices" in data:
+        choices = data["choices"]
+        if not isinstance(choices, list):
+            raise ValueError("`choices` must be a list")
+        data = choices[0] if choices else {}
+    if isinstance(data, Mapping) and "message" in data:
+        data = data["message"]
+    if not isinstance(data, Mapping):
+        raise ValueError(f"expected an assistant message, not {json_text(data)[:80]}")
+    return data
+
+
+def _call(item: object, source: str, index: int) -> ToolCall:
+    if not isinstance(item, Mapping):
+        return make_call(None, None, item, source=source, index=index, problem="not a tool call")
+    kind = item.get("type") or "function"
+    body = item.get(kind) if isinstance(kind, str) else None
+    body = body if isinstance(body, Mapping) else {}
+    if kind == "function":
+        arguments = body.get("arguments")
+        problem = None
+    else:
+        raw = body.get("input", item)
+        arguments = raw if isinstance(raw, str) else json_text(raw)
+        problem = f"a {kind!r} tool call is not a function call; declare it as a function"
+    return make_call(
+        item.get("id"),
+        body.get("name"),
+        arguments,
+        source=source,
+        index=index,
+        raw_string=True,
+        problem=problem,
+    )
+
+
+class _Slot:
+    __slots__ = ("id", "name", "odd", "pieces")
+
+    def __init__(self) -> None:
+        self.id = ""
+        self.name = ""
+        self.pieces: list[str] = []
+        self.odd: list[object] = []
+
+
+class ToolCallAccumulator:
+    """Merges streamed ``choices[].delta.tool_calls[]`` into complete calls.
+
+    Each delta names its call by ``index``: the first carries the ``id`` and
+    the ``name``, the following ones pieces of the ``arguments`` string.
+    Deltas of parallel calls may interleave; they are merged by index. A
+    delta without an index (some local servers) continues the last call,
+    unless it brings a new id, which opens the next one.
+
+    Example::
+
+        accumulator = ToolCallAccumulator()
+        for chunk in client.chat.completions.create(..., stream=True):
+            accumulator.add(chunk)
+        calls = accumulator.calls()
+
+    Args:
+        choice: The choice to follow (``n > 1`` streams several).
+    """
+
+    __slots__ = ("_choice", "_last", "_slots")
+
+    def __init__(self, choice: int = 0) -> None:
+        self._choice = choice
+        self._slots: dict[int, _Slot] = {}
+        self._last: int | None = None
+
+    def add(self, chunk: object) -> None:
+        """Merge one ``ChatCompletionChunk`` (an SDK object or a dict); other chunks are ignored."""
+        data = as_data(chunk)
+        choices = data.get("choices") if isinstance(data, Mapping) else None
+        for choice in choices if isinstance(choices, list) else ():
+            if isinstance(choice, Mapping) and choice.get("index", 0) == self._choice:
+                delta = choice.get("delta")
+                items = delta.get("tool_calls") if isinstance(delta, Mapping) else None
+                for item in items if isinstance(items, list) else ():
+                    if isinstance(item, Mapping):
+                        self._merge(item)
+
+    def _merge(self, item: Mapping[str, object]) -> None:
+        index, new_id = item.get("index"), item.get("id")
+        if not isinstance(index, int):
+            last = self._slots.get(self._last) if self._last is not None else None
+            opens = last is None or (isinstance(new_id, str) and new_id not in ("", last.id))
+            index = (max(self._slots) + 1 if self._slots else 0) if opens else self._last
+            assert index is not None
+        slot = self._slots.setdefault(index, _Slot())
+        self._last = index
+        if isinstance(new_id, str) and not slot.id:
+            slot.id = new_id
+        function = item.get("function")
+        if isinstance(function, Mapping):
+            if isinstance(name := function.get("name"), str):
+                slot.name += name
+            if isinstance(arguments := function.get("arguments"), str):
+                slot.pieces.append(arguments)
+            elif arguments is not None:
+                slot.odd.append(arguments)
+
+    def calls(self) -> list[ToolCall]:
+        """The calls so far, by index; each ``arguments`` is the joined string, verbatim."""
+        slots = [self._slots[index] for index in sorted(self._slots)]
+        source = json_text([[slot.id, slot.name, "".join(slot.pieces)] for slot in slots])
+        calls = []
+        for position, slot in enumerate(slots):
+            arguments: object = "".join(slot.pieces)
+            if slot.odd:  # a server that streams an object instead of JSON text
+                arguments = slot.odd[0] if len(slot.odd) == 1 and not slot.pieces else slot.odd
+            calls.append(
+                make_call(
+                    slot.id, slot.name, arguments, source=source, index=position, raw_string=True
+                )
+            )
+        return calls
+
+
+def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
+    """One ``{"role": "tool", "tool_call_id", "content"}`` message per ``ToolMessage``, in order.
+
+    Pass ``dispatch(...).messages``; append the list after the assistant
+    message that made the calls.
+    """
+    return [
+        {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content} for m in messages
+    ]
