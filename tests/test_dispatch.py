@@ -302,6 +302,26 @@ class TestMiddleware:
         assert {"3": {"queue": "later"}} == result.deferred.metadata
         assert ToolDenied in [type(e) for e in result.events]
 
+    def test_defer_for_approval(self) -> None:
+        """A Defer of kind "approval" waits among the approvals, not the host calls."""
+
+        def ask(c: ToolCall, env: object) -> Defer:
+            return Defer({"asked": True}, kind="approval")
+
+        result = dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, middleware=[before_tool(ask)])
+        assert result.deferred is not None
+        assert ((), ("c",)) == (
+            result.deferred.calls,
+            tuple(c.id for c in result.deferred.approvals),
+        )
+
+    def test_repeated_call_id_refused(self) -> None:
+        """A call repeating an earlier call's id in the batch is answered and never run."""
+        result = dispatch_sync([call("c", "add", '{"a": 1}'), call("c", "add", '{"a": 2}')], TOOLS)
+        assert ["ok", "error"] == [m.status for m in result.messages]
+        assert "repeats an earlier call's id" in result.messages[1].content
+        assert [("add", (1, 1))] == ran
+
     def test_after_in_reverse_order(self) -> None:
         """after_tool hooks fold like an onion: the last given runs first."""
 

@@ -13,6 +13,9 @@ private; its public names are re-exported here):
 * wire — ``_wire`` (``ToolCall``, ``ToolResult``, ``ToolMessage``)
 * admit — ``_dispatch_env`` (what is callable this turn), ``_middleware``
   (``before_tool``/``after_tool``), ``_admit`` (one call → a verdict, pure)
+* policy — ``_policy_middleware`` (``ToolPolicyMiddleware``, ``Workspace``),
+  ``_human`` (``HumanApprovalMiddleware``), ``_approvals`` (deferred calls and
+  their resolution), ``_redact`` (secret argument values)
 * execute — ``_execute`` (inject, run, timeout, retry, classify)
 * fold — ``_fold`` (result → message, byte limits), ``_artifacts`` (stores),
   ``_result`` (``DispatchResult``), ``_dispatch`` (``dispatch``,
@@ -32,6 +35,7 @@ from ._artifacts import MemoryArtifactStore as MemoryArtifactStore
 from ._artifacts import ToolOutput as ToolOutput
 from ._decorate import ToolDecorator as ToolDecorator
 from ._decorate import tool as tool
+from ._dispatch import DeferredToolHandler as DeferredToolHandler
 from ._dispatch import EventHandler as EventHandler
 from ._dispatch import dispatch as dispatch
 from ._dispatch import dispatch_sync as dispatch_sync
@@ -41,6 +45,10 @@ from ._format import Json as Json
 from ._format import PType as PType
 from ._format import ToolFormat as ToolFormat
 from ._format import Xml as Xml
+from ._human import Allow as Allow
+from ._human import ApprovalCallback as ApprovalCallback
+from ._human import ApprovalOutcome as ApprovalOutcome
+from ._human import HumanApprovalMiddleware as HumanApprovalMiddleware
 from ._import import schema_from_bfcl as schema_from_bfcl
 from ._import import tool_from_bfcl as tool_from_bfcl
 from ._inject import CallId as CallId
@@ -60,6 +68,11 @@ from ._middleware import Middleware as Middleware
 from ._middleware import Reject as Reject
 from ._middleware import after_tool as after_tool
 from ._middleware import before_tool as before_tool
+from ._policy_middleware import ExposureExplanation as ExposureExplanation
+from ._policy_middleware import PolicyExposure as PolicyExposure
+from ._policy_middleware import SideEffect as SideEffect
+from ._policy_middleware import ToolPolicyMiddleware as ToolPolicyMiddleware
+from ._policy_middleware import Workspace as Workspace
 from ._registry import AnyTool as AnyTool
 from ._registry import Registry as Registry
 from ._result import DispatchAborted as DispatchAborted
@@ -94,7 +107,10 @@ from .policies import RunPolicy as RunPolicy
 __version__ = "0.1.0.dev0"
 
 __all__ = [
+    "Allow",
     "AnyTool",
+    "ApprovalCallback",
+    "ApprovalOutcome",
     "ApprovalRequired",
     "Approved",
     "Artifact",
@@ -107,6 +123,7 @@ __all__ = [
     "ContentBlock",
     "Context",
     "Defer",
+    "DeferredToolHandler",
     "DeferredToolRequests",
     "DeferredToolResults",
     "Deny",
@@ -118,9 +135,11 @@ __all__ = [
     "Emit",
     "EventHandler",
     "Exposure",
+    "ExposureExplanation",
     "FatalToolError",
     "FileBlock",
     "FollowUp",
+    "HumanApprovalMiddleware",
     "ImageBlock",
     "Inject",
     "Json",
@@ -129,11 +148,13 @@ __all__ = [
     "Middleware",
     "ModelRetry",
     "PType",
+    "PolicyExposure",
     "Registry",
     "Reject",
     "RetryableError",
     "RunContext",
     "RunPolicy",
+    "SideEffect",
     "State",
     "Store",
     "TextBlock",
@@ -148,9 +169,11 @@ __all__ = [
     "ToolMessage",
     "ToolOutput",
     "ToolPolicy",
+    "ToolPolicyMiddleware",
     "ToolResult",
     "ToolRuntime",
     "ToolSideEffects",
+    "Workspace",
     "Xml",
     "after_tool",
     "before_tool",

@@ -158,6 +158,7 @@ class _Batch:
     expired: Callable[[], bool]
     resume: DeferredToolResults | None
     used: int = 0
+    seen: set[str] = attrs.Factory(set)
 
     def over_budget(self) -> bool:
         limit = self.env.policy.max_tool_calls
@@ -235,6 +236,16 @@ async def admit_batch_async(
 
 
 def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
+    if call.id in batch.seen:
+        # Approvals, results and transcripts are keyed by call id: a repeated id could
+        # inherit another call's approval, so it never runs (fail closed).
+        text = (
+            f"Tool call not run: its id `{call.id}` repeats an earlier call's id in this "
+            "batch; every call needs its own id."
+        )
+        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=text))
+        return Answered(index, _message(call, text))
+    batch.seen.add(call.id)
     if batch.resume is not None:
         decided = _decided(index, call, batch)
         if not isinstance(decided, ToolCall):
@@ -252,7 +263,7 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
             batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
             return Answered(index, _message(call, outcome.message, "denied"))
         if isinstance(outcome, Defer):
-            return _defer(index, call, "deferred", outcome.metadata, batch)
+            return _defer(index, call, outcome.kind, outcome.metadata, batch)
         if isinstance(outcome, Approved):
             call = outcome.call
             if call.id not in batch.env.approved:
@@ -367,9 +378,34 @@ def _arguments(
             raise ToolArgumentsError(tool.name, call.invalid, malformed=True)
         return tool.validate(raw)
     except ToolArgumentsError as error:
+        if not error.malformed:
+            # msgspec's typed decoder reports the first ill-typed value before a syntax
+            # error further on (`0:`, a truncated `{"n": "x",`): malformed JSON is a
+            # transport defect, answered as such whatever the invalid-args policy says.
+            error = _parse_error(tool, raw) or error
         if error.malformed:
             return _repaired(index, call, tool, error, batch)
         return _invalid(index, call, tool, error, raw, batch)
+    except UnicodeError as error:  # raw text with lone surrogates
+        unreadable = _parse_error(tool, raw) or ToolArgumentsError(
+            tool.name, f"the arguments are not valid Unicode ({error})", malformed=True
+        )
+        return _repaired(index, call, tool, unreadable, batch)
+
+
+def _parse_error(tool: AnyTool, raw: object) -> ToolArgumentsError | None:
+    """Why raw argument text is not JSON, or None when it is (or is not text)."""
+    if not isinstance(raw, (str, bytes)):
+        return None
+    try:
+        msgspec.json.decode(raw)
+    except msgspec.DecodeError as error:
+        detail = str(error).removeprefix("JSON is malformed: ")
+    except UnicodeError:
+        detail = "the text holds lone surrogates, which no JSON text can carry"
+    else:
+        return None
+    return ToolArgumentsError(tool.name, detail, malformed=True)
 
 
 def _invalid_event(

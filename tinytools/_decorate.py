@@ -3,10 +3,20 @@
 Introspection happens here, once: the docstring, the signature, the schema
 and the validator are all built at decoration, and every problem is reported
 together in one ``ToolDefinitionError``.
+
+The policy shortcuts (``read_only=True``, ``destructive=True``, ``timeout=5``,
+...) are applied on top of ``policy=`` through the ``ToolPolicy`` builders.
+Only the side-effect declarations (``read_only``, ``destructive``) classify the
+policy: they state what the tool does to the world, which is what a reviewer
+classifies. The runtime knobs and ``approval_required`` are requests about how
+to run it and leave ``classified`` as it was, so ``@tool(timeout=5)`` stays
+unclassified and strict enforcement still refuses it. A shortcut left at its
+default changes nothing; none of them removes what ``policy=`` states.
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import ParamSpec, Protocol, TypeVar, overload
 
@@ -36,6 +46,13 @@ class _Options:
     policy: ToolPolicy | None = None
     exposure: Exposure | str = Exposure.Direct
     format: ToolFormat | None = None
+    read_only: bool = False
+    destructive: bool = False
+    approval_required: bool = False
+    timeout: float | None = None
+    max_retries: int | None = None
+    idempotent: bool = False
+    blocking: bool = False
 
 
 class ToolDecorator(Protocol):
@@ -64,6 +81,13 @@ def tool(
     policy: ToolPolicy | None = None,
     exposure: Exposure | str = Exposure.Direct,
     format: ToolFormat | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    approval_required: bool = False,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    idempotent: bool = False,
+    blocking: bool = False,
 ) -> ToolDecorator: ...
 
 
@@ -76,6 +100,13 @@ def tool(
     policy: ToolPolicy | None = None,
     exposure: Exposure | str = Exposure.Direct,
     format: ToolFormat | None = None,
+    read_only: bool = False,
+    destructive: bool = False,
+    approval_required: bool = False,
+    timeout: float | None = None,
+    max_retries: int | None = None,
+    idempotent: bool = False,
+    blocking: bool = False,
 ) -> Tool[P, R] | ToolDecorator:
     """Turn a function (sync or async) into a :class:`Tool`, bare or with options.
 
@@ -93,13 +124,36 @@ def tool(
         policy: The declarative safety policy (default: unclassified).
         exposure: How the tool reaches the model (default: direct).
         format: The preferred model-facing rendering (default: native JSON).
+        read_only: The tool only reads: ``ToolPolicy.read_only()`` on top of
+            ``policy`` (classified, idempotent, safe to replay).
+        destructive: The tool may destroy data (classifies the policy).
+        approval_required: A human approves each call before it runs.
+        timeout: Seconds one attempt may take.
+        max_retries: Extra attempts after a ``RetryableError``.
+        idempotent: Running the tool twice has the effect of running it once.
+        blocking: The synchronous function blocks; dispatch runs it in a
+            worker thread.
 
     Raises:
         ToolDefinitionError: Every problem with the function at once: variadic
             or unannotated parameters, unsupported types, docstring entries
-            for parameters the signature lacks, an invalid name.
+            for parameters the signature lacks, an invalid name, shortcuts
+            that contradict each other or ``policy``.
     """
-    options = _Options(name, description, policy, exposure, format)
+    options = _Options(
+        name,
+        description,
+        policy,
+        exposure,
+        format,
+        read_only,
+        destructive,
+        approval_required,
+        timeout,
+        max_retries,
+        idempotent,
+        blocking,
+    )
     if fn is None:
         return _Decorator(options)
     return _build(fn, options)
@@ -116,12 +170,15 @@ def _build(fn: Callable[P, R], options: _Options) -> Tool[P, R]:
     built = build_arguments(signature.params)
     if isinstance(built, list):
         problems += built
+    policy = _policy(options, is_async=inspect.iscoroutinefunction(inspect.unwrap(fn)))
+    if isinstance(policy, list):
+        problems += policy
     name = options.name if options.name is not None else getattr(fn, "__name__", None)
     if name is None:
         problems.append("it has no __name__; pass name=... to @tool")
     elif (name_problem := check_name(name)) is not None:
         problems.append(f"{name_problem}; pass name=... to @tool")
-    if problems or isinstance(built, list) or name is None:
+    if problems or isinstance(built, list) or isinstance(policy, list) or name is None:
         raise ToolDefinitionError(subject, problems)
     struct, schema = built
     return Tool(
@@ -131,10 +188,55 @@ def _build(fn: Callable[P, R], options: _Options) -> Tool[P, R]:
         fn,
         validator=StructValidator(struct),
         injections=signature.injections,
-        policy=options.policy or ToolPolicy(),
+        policy=policy,
         exposure=options.exposure,
         format=options.format or Json(),
     )
+
+
+#: Side effects a read-only tool cannot have (reads may still use the network
+#: or an external service: a web search is read-only).
+_WRITES = ("writes_files", "installs_dependencies", "destructive", "payment")
+
+
+def _policy(options: _Options, *, is_async: bool) -> ToolPolicy | list[str]:
+    """``options.policy`` with the shortcuts applied, or what contradicts what."""
+    policy = options.policy or ToolPolicy()
+    effects = policy.side_effects
+    problems = []
+    if options.read_only:
+        if options.destructive:
+            problems.append("read_only=True contradicts destructive=True")
+        if clashes := [kind for kind in _WRITES if getattr(effects, kind)]:
+            problems.append(f"read_only=True contradicts policy= declaring {', '.join(clashes)}")
+    elif options.destructive and effects.read_only:
+        problems.append("destructive=True contradicts policy= declaring read_only")
+    if options.blocking and is_async:
+        problems.append("blocking=True is for synchronous functions; an async one never blocks")
+    runtime = {
+        key: value
+        for key, value, given in (
+            ("timeout", options.timeout, options.timeout is not None),
+            ("max_retries", options.max_retries, options.max_retries is not None),
+            ("idempotent", True, options.idempotent or options.read_only),
+            ("replay", "safe", options.read_only),
+            ("blocking", True, options.blocking),
+        )
+        if given
+    }
+    try:
+        policy = policy.with_runtime(**runtime)
+    except (TypeError, ValueError) as error:
+        problems.append(str(error))
+    if problems:
+        return problems
+    if options.read_only:
+        policy = attrs.evolve(policy, classified=True).with_side_effects(read_only=True)
+    if options.destructive:
+        policy = attrs.evolve(policy, classified=True).with_side_effects(destructive=True)
+    if options.approval_required:
+        policy = policy.with_access(approval_required=True)
+    return policy
 
 
 def _qualname(fn: object) -> str:

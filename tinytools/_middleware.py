@@ -22,7 +22,7 @@ into a middleware.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
 
 import attrs
 
@@ -66,17 +66,23 @@ def _freeze(value: Mapping[str, object]) -> dict[str, object]:
 
 @attrs.frozen
 class Defer:
-    """Take the call out of the batch; it is returned in ``DispatchResult.deferred``."""
+    """Take the call out of the batch; it is returned in ``DispatchResult.deferred``.
+
+    Attributes:
+        metadata: What the host (or the approver) should know about the call.
+        kind: ``"approval"`` puts the call in ``DeferredToolRequests.approvals``
+            (a human decides); ``"deferred"`` (the default) in ``.calls`` (the
+            host completes it).
+    """
 
     metadata: dict[str, object] = attrs.field(factory=dict, converter=_freeze)
+    kind: Literal["deferred", "approval"] = "deferred"
 
 
 #: What a ``before_tool`` hook returns (under ``dispatch``, possibly awaitable).
 BeforeOutcome: TypeAlias = "ToolCall | Approved | Reject | Defer"
 #: A ``before_tool`` hook.
-Before: TypeAlias = (
-    "Callable[[ToolCall, DispatchEnv], BeforeOutcome | Awaitable[BeforeOutcome]]"
-)
+Before: TypeAlias = "Callable[[ToolCall, DispatchEnv], BeforeOutcome | Awaitable[BeforeOutcome]]"
 #: An ``after_tool`` hook.
 After: TypeAlias = "Callable[[ToolCall, ToolResult, DispatchEnv], ToolResult]"
 

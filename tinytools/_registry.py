@@ -7,8 +7,10 @@ schemas), so a registry of thousands of tools is cheap.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
+from types import MappingProxyType
 
 from ._spec import Tool, check_name
+from ._tool_policy import ToolPolicy
 from .errors import ToolDefinitionError
 
 __all__ = ["AnyTool", "Registry"]
@@ -81,6 +83,14 @@ class Registry(Mapping[str, AnyTool]):
     def tools(self) -> tuple[AnyTool, ...]:
         """The tools, in registration order."""
         return tuple(self._tools.values())
+
+    def policies(self) -> Mapping[str, ToolPolicy]:
+        """A read-only snapshot of every tool's policy, by name, in registration order.
+
+        This is what enforcement reads (a policy audit, ``ToolPolicyMiddleware``):
+        a mapping that cannot be changed, detached from the registry.
+        """
+        return MappingProxyType({name: tool.policy for name, tool in self._tools.items()})
 
     def __repr__(self) -> str:
         return f"Registry({', '.join(self._tools)})"

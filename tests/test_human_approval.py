@@ -1,0 +1,203 @@
+"""Tests for `tinytools._human` (`HumanApprovalMiddleware`)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+
+import attrs
+import pytest
+
+from tinytools import (
+    AnyTool,
+    Defer,
+    DeferredToolResults,
+    Deny,
+    DispatchAborted,
+    Registry,
+    ToolCall,
+    ToolPolicy,
+    dispatch,
+    dispatch_sync,
+    tool,
+)
+from tinytools._human import Allow, ApprovalOutcome, HumanApprovalMiddleware
+from tinytools._policy_middleware import ToolPolicyMiddleware
+from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
+
+runs: list[str] = []
+
+
+@tool(approval_required=True, destructive=True)
+def wipe() -> str:
+    """Delete everything (needs approval)."""
+    runs.append("wipe")
+    return "wiped"
+
+
+@tool(read_only=True)
+def look() -> str:
+    """Read something (no approval needed)."""
+    runs.append("look")
+    return "seen"
+
+
+TOOLS = Registry.of(wipe, look)
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    runs.clear()
+
+
+@attrs.frozen
+class Human:
+    """A scripted human: answers every question with ``outcome`` and records who asked."""
+
+    outcome: ApprovalOutcome
+    asked: list[tuple[str, str | None]] = attrs.field(factory=list)
+
+    def __call__(self, call: ToolCall, tool: AnyTool | None) -> ApprovalOutcome:
+        """Record the question and answer it."""
+        self.asked.append((call.name, None if tool is None else tool.name))
+        return self.outcome
+
+    async def later(self, call: ToolCall, tool: AnyTool | None) -> ApprovalOutcome:
+        """Answer asynchronously."""
+        return self(call, tool)
+
+
+def wipe_call(call_id: str = "c1") -> ToolCall:
+    """A model's call of the approval-required tool."""
+    return ToolCall(call_id, "wipe", {})
+
+
+class TestOutcomes:
+    def test_allow(self) -> None:
+        """Allow runs the call as approved: ToolApproved, then the tool runs."""
+        human = Human(Allow())
+        result = dispatch_sync([wipe_call()], TOOLS, middleware=[HumanApprovalMiddleware(human)])
+        assert (["wipe"], ["ok"]) == (runs, [m.status for m in result.messages])
+        assert [("wipe", "wipe")] == human.asked
+        assert 1 == sum(isinstance(e, ToolApproved) for e in result.events)
+
+    def test_deny(self) -> None:
+        """Deny answers the model with the message; the tool never runs."""
+        human = Human(Deny("the operator said no"))
+        result = dispatch_sync([wipe_call()], TOOLS, middleware=[HumanApprovalMiddleware(human)])
+        assert ([], ["denied"]) == (runs, [m.status for m in result.messages])
+        assert "the operator said no" == result.messages[0].content
+        assert ["the operator said no"] == [
+            e.message for e in result.events if isinstance(e, ToolDenied)
+        ]
+
+    def test_defer(self) -> None:
+        """Defer takes the call out of the batch, with its metadata."""
+        human = Human(Defer({"ticket": 7}))
+        result = dispatch_sync([wipe_call()], TOOLS, middleware=[HumanApprovalMiddleware(human)])
+        assert ([], ()) == (runs, result.messages)
+        assert result.deferred is not None
+        assert (["c1"], {"ticket": 7}) == (
+            [c.id for c in result.deferred.all],
+            result.deferred.metadata["c1"],
+        )
+        assert 1 == sum(isinstance(e, ToolDeferred) for e in result.events)
+
+    def test_bad_outcome(self) -> None:
+        """A callback answering anything else is a TypeError naming the valid outcomes."""
+        middleware = HumanApprovalMiddleware(lambda call, tool: "yes")  # type: ignore[arg-type,return-value]
+        with pytest.raises(TypeError, match=r"return Allow\(\), Deny\(message\) or Defer\(\)"):
+            dispatch_sync([wipe_call()], TOOLS, middleware=[middleware])
+
+
+class TestWhoIsAsked:
+    def test_only_approval_required_by_default(self) -> None:
+        """By default only tools requiring approval are asked about; others run unasked."""
+        human = Human(Deny("no"))
+        calls = [ToolCall("c1", "look", {}), wipe_call("c2")]
+        result = dispatch_sync(calls, TOOLS, middleware=[HumanApprovalMiddleware(human)])
+        assert ([("wipe", "wipe")], ["look"]) == (human.asked, runs)
+        assert ["ok", "denied"] == [m.status for m in result.messages]
+
+    def test_every_call(self) -> None:
+        """every_call asks about every call; an unknown name comes with no tool."""
+        human = Human(Allow())
+        calls = [ToolCall("c1", "look", {}), ToolCall("c2", "nope", {})]
+        middleware = HumanApprovalMiddleware(human, every_call=True)
+        result = dispatch_sync(calls, TOOLS, middleware=[middleware])
+        assert [("look", "look"), ("nope", None)] == human.asked
+        assert (["look"], ["ok", "error"]) == (runs, [m.status for m in result.messages])
+
+    def test_approved_call_not_asked_again(self) -> None:
+        """A call approved on resume passes without asking."""
+        human = Human(Deny("no"))
+        result = dispatch_sync(
+            [wipe_call()],
+            TOOLS,
+            middleware=[HumanApprovalMiddleware(human)],
+            approvals=DeferredToolResults().approve("c1"),
+        )
+        assert ([], ["wipe"], ["ok"]) == (human.asked, runs, [m.status for m in result.messages])
+
+    def test_allow_satisfies_require_approval(self) -> None:
+        """Allow counts as approval for ToolPolicyMiddleware.require_approval after it."""
+        middleware = [
+            HumanApprovalMiddleware(Human(Allow()), every_call=True),
+            ToolPolicyMiddleware.require_approval(),
+        ]
+        risky = tool(name="risky", policy=ToolPolicy.classified())(lambda: runs.append("risky"))
+        dispatch_sync([ToolCall("c1", "risky", {})], Registry.of(risky), middleware=middleware)
+        assert ["risky"] == runs
+
+
+class TestAsync:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("outcome", "status"), [(Allow(), "ok"), (Deny("no"), "denied")], ids=["allow", "deny"]
+    )
+    async def test_async_callback(self, outcome: ApprovalOutcome, status: str) -> None:
+        """An async callback is awaited under dispatch."""
+        human = Human(outcome)
+        middleware = HumanApprovalMiddleware(human.later)
+        result = await dispatch([wipe_call()], TOOLS, middleware=[middleware])
+        assert ([("wipe", "wipe")], [status]) == (human.asked, [m.status for m in result.messages])
+
+    @pytest.mark.anyio
+    async def test_callback_returning_awaitable(self) -> None:
+        """A plain callback that returns an awaitable is awaited too."""
+        human = Human(Allow())
+
+        def ask(call: ToolCall, tool: AnyTool | None) -> Awaitable[ApprovalOutcome]:
+            return human.later(call, tool)
+
+        result = await dispatch([wipe_call()], TOOLS, middleware=[HumanApprovalMiddleware(ask)])
+        assert ["wipe"] == runs
+        assert ["ok"] == [m.status for m in result.messages]
+
+    @pytest.mark.anyio
+    async def test_async_bad_outcome_aborts(self) -> None:
+        """Under dispatch, a bad async answer aborts the batch before anything runs."""
+
+        async def ask(call: ToolCall, tool: AnyTool | None) -> ApprovalOutcome:
+            return "yes"  # type: ignore[return-value]
+
+        with pytest.raises(DispatchAborted):
+            await dispatch([wipe_call()], TOOLS, middleware=[HumanApprovalMiddleware(ask)])
+        assert [] == runs
+
+    def test_sync_dispatch_refuses_async_callback(self) -> None:
+        """dispatch_sync raises a clear TypeError for an async callback, and nothing runs."""
+        human = Human(Allow())
+        with pytest.raises(TypeError, match="dispatch_sync cannot wait"):
+            dispatch_sync([wipe_call()], TOOLS, middleware=[HumanApprovalMiddleware(human.later)])
+        assert ([], []) == (human.asked, runs)
+
+
+class TestRepr:
+    def test_repr(self) -> None:
+        """The repr names the callback and any non-default option."""
+        assert "HumanApprovalMiddleware(Human.later, every_call=True)" == repr(
+            HumanApprovalMiddleware(Human(Allow()).later, every_call=True)
+        )
+        assert "HumanApprovalMiddleware(Human(outcome=Allow(), asked=[]))" == repr(
+            HumanApprovalMiddleware(Human(Allow()))
+        )
