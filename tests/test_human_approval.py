@@ -105,8 +105,10 @@ class TestOutcomes:
     def test_bad_outcome(self) -> None:
         """A callback answering anything else is a TypeError naming the valid outcomes."""
         middleware = HumanApprovalMiddleware(lambda call, tool: "yes")  # type: ignore[arg-type,return-value]
-        with pytest.raises(TypeError, match=r"return Allow\(\), Deny\(message\) or Defer\(\)"):
+        with pytest.raises(DispatchAborted) as info:
             dispatch_sync([wipe_call()], TOOLS, middleware=[middleware])
+        assert isinstance(info.value.__cause__, TypeError)
+        assert "return Allow(), Deny(message) or Defer()" in str(info.value.__cause__)
 
 
 class TestWhoIsAsked:

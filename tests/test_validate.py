@@ -191,3 +191,20 @@ class TestSchemaValidator:
         """A schema whose top level is not an object schema is refused."""
         with pytest.raises(ToolDefinitionError, match="object schema"):
             Tool.from_schema("t", "", {"type": "array"})
+
+
+@tool
+def anything(x: object = None) -> None:
+    """Take any JSON value."""
+
+
+class TestDepth:
+    @pytest.mark.parametrize(
+        "t", [anything, Tool.from_schema("t", "", {"type": "object"})], ids=["struct", "schema"]
+    )
+    def test_deep_nesting_is_an_error_value(self, t: Tool[..., object]) -> None:
+        """Strictly valid but absurdly deep JSON is a clear error, never a RecursionError."""
+        raw = '{"x": ' + "[" * 5000 + "]" * 5000 + "}"
+        error = error_of(t, raw)
+        assert error.malformed
+        assert "nested too deeply" in str(error)

@@ -57,12 +57,21 @@ __all__ = [
     "Admitted",
     "Answered",
     "Deferred",
+    "HookFailed",
     "Resolved",
     "Skipped",
     "Verdict",
     "admit_batch",
     "admit_batch_async",
 ]
+
+
+class HookFailed(Exception):
+    """A ``before_tool`` hook raised: dispatch aborts the batch (``__cause__`` is the error)."""
+
+    def __init__(self, hook: object, error: Exception) -> None:
+        self.error = error
+        super().__init__(f"before_tool hook {hook!r} raised {error!r}")
 
 
 @attrs.frozen
@@ -225,13 +234,20 @@ async def admit_batch_async(
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
         sent: object = None
+        failure: Exception | None = None
         while True:
             try:
-                pending = admission.send(sent)
+                if failure is None:
+                    pending = admission.send(sent)
+                else:
+                    pending, failure = admission.throw(failure), None
             except StopIteration as done:
                 verdicts.append(done.value)
                 break
-            sent = await pending
+            try:
+                sent = await pending
+            except Exception as error:
+                failure = error
     return verdicts
 
 
@@ -256,9 +272,15 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
         return Answered(index, limit)
     batch.used += 1
     for hook in batch.stack.befores:
-        outcome: object = hook(call, batch.env)
+        try:
+            outcome: object = hook(call, batch.env)
+        except Exception as error:
+            raise HookFailed(hook, error) from error
         if inspect.isawaitable(outcome):
-            outcome = yield outcome
+            try:
+                outcome = yield outcome
+            except Exception as error:
+                raise HookFailed(hook, error) from error
         if isinstance(outcome, Reject):
             batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
             return Answered(index, _message(call, outcome.message, "denied"))
@@ -386,9 +408,11 @@ def _arguments(
         if error.malformed:
             return _repaired(index, call, tool, error, batch)
         return _invalid(index, call, tool, error, raw, batch)
-    except UnicodeError as error:  # raw text with lone surrogates
+    except (UnicodeError, msgspec.DecodeError) as error:
+        # Raw text that the validator chokes on instead of raising ToolArgumentsError
+        # (lone surrogates; `{"n": 1.5,}` on the integral-float retry) is malformed.
         unreadable = _parse_error(tool, raw) or ToolArgumentsError(
-            tool.name, f"the arguments are not valid Unicode ({error})", malformed=True
+            tool.name, f"the arguments cannot be read ({error})", malformed=True
         )
         return _repaired(index, call, tool, unreadable, batch)
 

@@ -32,6 +32,7 @@ from ._admit import (
     Admitted,
     Answered,
     Deferred,
+    HookFailed,
     Resolved,
     Skipped,
     Verdict,
@@ -192,10 +193,8 @@ def _admit_sync(
             expired=expired,
             resume=run.resume,
         )
-    except TypeError:
-        raise
-    except Exception as error:
-        raise _abort(run, f"before_tool middleware raised {error!r}") from error
+    except HookFailed as failed:
+        raise _abort(run, str(failed)) from failed.error
     return _admitted(run)
 
 
@@ -213,8 +212,8 @@ async def _admit_async(
             expired=expired,
             resume=run.resume,
         )
-    except Exception as error:
-        raise _abort(run, f"before_tool middleware raised {error!r}") from error
+    except HookFailed as failed:
+        raise _abort(run, str(failed)) from failed.error
     await run.sink.flush()
     return _admitted(run)
 

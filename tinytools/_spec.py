@@ -153,7 +153,7 @@ class Tool(Generic[P, R]):
             # one decode into the Struct, one shallow dict. Errors take the full path.
             try:
                 return _asdict(validator.decode(arguments))
-            except msgspec.MsgspecError:
+            except (msgspec.MsgspecError, RecursionError):
                 pass
         return validator.validate(self.name, arguments)
 

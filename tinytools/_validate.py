@@ -112,6 +112,8 @@ class StructValidator:
             value = self._retry(tool_name, arguments, error)
         except msgspec.DecodeError as error:
             raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
+        except RecursionError:
+            raise _too_deep(tool_name) from None
         return msgspec.structs.asdict(value)
 
     def _retry(
@@ -127,6 +129,12 @@ class StructValidator:
             return msgspec.convert(_integral_floats_to_int(decoded), self._struct)
         except msgspec.ValidationError:
             raise _from_msgspec(tool_name, error) from None
+
+
+def _too_deep(tool_name: str) -> ToolArgumentsError:
+    return ToolArgumentsError(
+        tool_name, "the arguments are nested too deeply to decode", malformed=True
+    )
 
 
 def _decode_detail(error: msgspec.DecodeError) -> str:
@@ -243,6 +251,8 @@ class SchemaValidator:
                 value: object = msgspec.json.decode(arguments)
             except msgspec.DecodeError as error:
                 raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
+            except RecursionError:
+                raise _too_deep(tool_name) from None
         else:
             value = arguments
         if not isinstance(value, Mapping):
@@ -253,6 +263,8 @@ class SchemaValidator:
             check(value)
         except fastjsonschema.JsonSchemaValueException as error:
             raise _from_fastjsonschema(tool_name, value, error) from None
+        except RecursionError:
+            raise _too_deep(tool_name) from None
         return value
 
 

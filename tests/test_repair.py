@@ -1,0 +1,452 @@
+"""Tests for `tinytools.repair`."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from tinytools.repair import (
+    REPAIR_KINDS,
+    Normalized,
+    Repaired,
+    normalize_arguments,
+    recover_relaxed_object,
+    repair_relaxed_object,
+)
+
+# --- Strategies (a later issue moves relaxed_json to tinytools.testing.relaxed_json) ---
+
+_IDENTIFIER = re.compile(r"(?:[^\W\d]|\$)[\w$-]*")
+_RESERVED = frozenset({"true", "false", "null", "True", "False", "None"})
+_TEMPLATE_QUOTES = ('<|"|>', '<|">')
+_JSON_SPACE = st.sampled_from(["", "", " ", "\n", "\t", "  ", "\r\n"])
+_SURROUNDING_SPACE = st.sampled_from(["", " ", "\n\n", "\u00a0", "\u3000", "\x0c"])
+
+
+def json_values() -> SearchStrategy[object]:
+    """Any JSON value msgspec round-trips exactly."""
+    scalars = (
+        st.none()
+        | st.booleans()
+        | st.integers(min_value=-(2**63), max_value=2**64 - 1)
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text()
+    )
+    return st.recursive(
+        scalars,
+        lambda children: (
+            st.lists(children, max_size=4)
+            | st.dictionaries(st.text(max_size=8), children, max_size=4)
+        ),
+        max_leaves=12,
+    )
+
+
+def json_objects() -> SearchStrategy[dict[str, object]]:
+    """Any JSON object, with identifier-like keys well represented."""
+    keys = st.text(max_size=8) | st.from_regex(r"[A-Za-z_$][A-Za-z0-9_$-]{0,6}", fullmatch=True)
+    return st.dictionaries(keys, json_values(), max_size=5)
+
+
+def relaxed_json(obj: Mapping[str, object]) -> SearchStrategy[str]:
+    """Texts that mean ``obj`` under every meaning-preserving malformation, combined.
+
+    Unquoted identifier keys, redundant wrapping braces, trailing commas, single quotes,
+    chat-template quote tokens, Python literals, a markdown fence, a BOM and whitespace.
+    """
+    if not isinstance(obj, Mapping):
+        raise TypeError(f"relaxed_json() takes a JSON object, not {type(obj).__name__}")
+    return _relaxed_documents(obj)
+
+
+@st.composite
+def _relaxed_documents(draw: st.DrawFn, obj: Mapping[str, object]) -> str:
+    def space() -> str:
+        return draw(_JSON_SPACE)
+
+    def string(text: str) -> str:
+        forms = ["double", "single"]
+        if not any(token in text for token in _TEMPLATE_QUOTES):
+            forms.append("template")
+        form = draw(st.sampled_from(forms))
+        strict = msgspec.json.encode(text).decode()
+        if form == "double":
+            return strict
+        if form == "single":
+            # JSON escapes every ", so each \" is a quote: unescape it, escape each '.
+            body = strict[1:-1].replace('\\"', '"').replace("'", "\\'")
+            return f"'{body}'"
+        opening, closing = (
+            draw(st.sampled_from(_TEMPLATE_QUOTES)),
+            draw(st.sampled_from(_TEMPLATE_QUOTES)),
+        )
+        return opening + text + closing
+
+    def key(name: str) -> str:
+        bare = _IDENTIFIER.fullmatch(name) is not None and name not in _RESERVED
+        return name if bare and draw(st.booleans()) else string(name)
+
+    def container(items: list[str], opening: str, closing: str) -> str:
+        trailing = "," + space() if draw(st.booleans()) and items else ""
+        inner = ("," + space()).join(space() + item + space() for item in items)
+        return opening + space() + inner + trailing + closing
+
+    def value(item: object) -> str:
+        if item is None or isinstance(item, bool):
+            python = {None: "None", True: "True", False: "False"}[item]
+            return python if draw(st.booleans()) else msgspec.json.encode(item).decode()
+        if isinstance(item, str):
+            return string(item)
+        if isinstance(item, list):
+            return container([value(element) for element in item], "[", "]")
+        if isinstance(item, Mapping):
+            members = [key(name) + space() + ":" + space() + value(v) for name, v in item.items()]
+            document = container(members, "{", "}")
+            for _ in range(draw(st.integers(0, 2))):
+                comma = "," if draw(st.booleans()) else ""
+                document = "{" + space() + document + comma + space() + "}"
+            return document
+        return msgspec.json.encode(item).decode()
+
+    document = value(obj)
+    if draw(st.booleans()):
+        info = draw(st.sampled_from(["", "json", "JSON", "json5"]))
+        document = f"```{info}{draw(st.sampled_from(['', ' ', chr(10)]))}{document}\n```"
+    document = draw(_SURROUNDING_SPACE) + document + draw(_SURROUNDING_SPACE)
+    return ("\ufeff" if draw(st.booleans()) else "") + document
+
+
+def _relaxed_pairs() -> SearchStrategy[tuple[dict[str, object], str]]:
+    return json_objects().flatmap(lambda obj: st.tuples(st.just(obj), relaxed_json(obj)))
+
+
+_JSONISH_PIECES = ["<|", '<|"|>', '<|">', "```", "json", "True", "None", "null", "a", "key", "1"]
+_JSONISH_TEXT = st.lists(
+    st.sampled_from([*"{}[]:,'\"\\ \n", *_JSONISH_PIECES, "-2.5e3", "\ufeff", "\u00a0", "é"]),
+    max_size=40,
+).map("".join)
+
+
+# --- Corpus ---------------------------------------------------------------------------------
+
+
+def _argument_cases(corpora: Path) -> list[dict[str, object]]:
+    path = corpora / "malformed-tool-calls" / "cases.jsonl"
+    cases = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line]
+    return [case for case in cases if case["scope"] == "arguments" and case["intended"] is not None]
+
+
+class TestRecoverRelaxedObject:
+    def test_corpus_is_recovered_exactly_or_refused(self, corpora: Path) -> None:
+        """Each real malformed argument payload repairs to its intended object or to None."""
+        cases = _argument_cases(corpora)
+        results = [(case, recover_relaxed_object(str(case["raw"]))) for case in cases]
+        wrong = [case["kind"] for case, result in results if result not in (None, case["intended"])]
+        recovered = sum(result is not None for _, result in results)
+        print(
+            f"malformed-tool-calls, scope=arguments: {recovered} recovered, "
+            f"{len(cases) - recovered} refused, {len(cases)} total"
+        )
+        assert [] == wrong
+
+    def test_corpus_recovers_the_repairable_kinds(self, corpora: Path) -> None:
+        """The corpus cases made only of supported defects are all recovered."""
+        supported = {"single_quotes", "single_quotes_nested", "python_literal_True", "unquoted_key"}
+        cases = [case for case in _argument_cases(corpora) if case["kind"] in supported]
+        actual = [recover_relaxed_object(str(case["raw"])) for case in cases]
+        assert [case["intended"] for case in cases] == actual
+
+    def test_corpus_with_normalisation_recovers_double_encoding(self, corpora: Path) -> None:
+        """Strict decode, then repair, then normalisation also recovers double-encoded objects."""
+        cases = [case for case in _argument_cases(corpora) if "double_encoded" in str(case["kind"])]
+        actual = []
+        for case in cases:
+            decoded = msgspec.json.decode(str(case["raw"]))
+            normalized = normalize_arguments(decoded, {"type": "object"})
+            actual.append(None if normalized is None else normalized.value)
+        print(f"malformed-tool-calls, double-encoded: {len(cases)} recovered by normalisation")
+        assert [case["intended"] for case in cases] == actual
+
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [
+            pytest.param('{city:"Paris"}', {"city": "Paris"}, id="unquoted-key"),
+            pytest.param("{a: {b: [{c: 1}]}}", {"a": {"b": [{"c": 1}]}}, id="nested-keys"),
+            pytest.param("{a-b: 1, $c: 2, città: 3}", {"a-b": 1, "$c": 2, "città": 3}, id="ids"),
+            pytest.param('{{"a": 1}}', {"a": 1}, id="double-braces"),
+            pytest.param('{{{{"a": 1}}}}', {"a": 1}, id="quadruple-braces"),
+            pytest.param('{"x": [{{"a": 1}}]}', {"x": [{"a": 1}]}, id="braces-in-array"),
+            pytest.param("{ {a: 1} , }", {"a": 1}, id="braces-trailing-comma"),
+            pytest.param("{{}}", {}, id="braces-around-empty"),
+            pytest.param(
+                '{<|"|>q<|"|>: <|">c:\\Users "x"<|">}', {"q": 'c:\\Users "x"'}, id="tokens"
+            ),
+            pytest.param('{"a": [1, 2,], }', {"a": [1, 2]}, id="trailing-commas"),
+            pytest.param(
+                "{'a': 'say \"hi\"', 'b': 'it\\'s'}", {"a": 'say "hi"', "b": "it's"}, id="sq"
+            ),
+            pytest.param("{'a': '\\u00e9\\n'}", {"a": "é\n"}, id="sq-escapes"),
+            pytest.param(
+                '{"a": True, "b": [False, None]}', {"a": True, "b": [False, None]}, id="py"
+            ),
+            pytest.param(
+                "{True-x: 1, Trueish: None, isTrue: False}",
+                {"True-x": 1, "Trueish": None, "isTrue": False},
+                id="py-words",
+            ),
+            pytest.param('```json\n{"a": 1,}\n```', {"a": 1}, id="fence"),
+            pytest.param('```{"a": 1}```', {"a": 1}, id="one-line-fence"),
+            pytest.param('\ufeff  {"a": 1}\n', {"a": 1}, id="bom"),
+            pytest.param(
+                '{"a": "{b: True, \'c\',}"}', {"a": "{b: True, 'c',}"}, id="inside-string"
+            ),
+            pytest.param('{"a": 1e5, b: -1.5E+3}', {"a": 100000.0, "b": -1500.0}, id="numbers"),
+        ],
+    )
+    def test_repairs(self, raw: str, expected: dict[str, object]) -> None:
+        """Each supported malformation is undone without changing meaning."""
+        assert expected == recover_relaxed_object(raw)
+
+    @pytest.mark.parametrize(
+        "raw",
+        [
+            pytest.param('{"a": 1', id="truncated"),
+            pytest.param('{"a": "b}', id="unclosed-string"),
+            pytest.param("{'a': 'b}", id="unclosed-single-quote"),
+            pytest.param('{a: <|"|>b}', id="unclosed-token-string"),
+            pytest.param('{"a": 1}}', id="extra-brace"),
+            pytest.param('{{"a": 1}', id="missing-brace"),
+            pytest.param('{"a": 1} {"b": 2}', id="two-values"),
+            pytest.param('{{"a": 1}, {"b": 2}}', id="braces-around-two-objects"),
+            pytest.param('{{"a": 1}, "b": 2}', id="braces-around-object-and-member"),
+            pytest.param('{"x": [{{"a": 1}, 2}]}', id="braces-around-object-and-number"),
+            pytest.param('{"x": [{{"a": 1}, {"b": 2}}]}', id="nested-braces-around-two-objects"),
+            pytest.param("[1, 2]", id="array"),
+            pytest.param('"{\\"a\\": 1}"', id="string"),
+            pytest.param("{format: fahrenheit}", id="unquoted-value"),
+            pytest.param("{'a': 'it's'}", id="apostrophe"),
+            pytest.param('{"a": "b<|"|>}', id="mixed-quote-and-token"),
+            pytest.param("{True: 1}", id="python-literal-key"),
+            pytest.param("{null: 1}", id="json-literal-key"),
+            pytest.param("{1a: 1}", id="digit-key"),
+            pytest.param('{"a": [,]}', id="hole"),
+            pytest.param("{,}", id="comma-only"),
+            pytest.param('{"a": (1, 2)}', id="tuple"),
+            pytest.param('{"a": 1_000}', id="underscore-number"),
+            pytest.param('Here it is: {"a": 1}', id="prose"),
+            pytest.param('{"a": NaN}', id="nan"),
+            pytest.param("{'a': '\\x41'}", id="python-escape"),
+            pytest.param("{'a': 'x\x01y'}", id="control-character"),
+            pytest.param('{"a": "\ud800"}', id="lone-surrogate"),
+            pytest.param("", id="empty"),
+        ],
+    )
+    def test_refusals(self, raw: str) -> None:
+        """Anything whose repair would have to guess is refused."""
+        assert None is recover_relaxed_object(raw)
+
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [
+            pytest.param("{" * 100_000, None, id="100k-open-braces"),
+            pytest.param("{" * 100_000 + "}" * 100_000, {}, id="100k-balanced-braces"),
+            pytest.param("{a:" * 50_000, None, id="50k-nested-open"),
+            pytest.param("{a:" * 50_000 + "1" + "}" * 50_000, None, id="50k-nested-closed"),
+            pytest.param("[" * 100_000 + "{}" + "]" * 100_000, None, id="100k-brackets"),
+            pytest.param('{"a": "' + "x" * 2_000_000 + '"}', {"a": "x" * 2_000_000}, id="2mb"),
+            pytest.param("{'a': '" + "x" * 2_000_000 + "'}", {"a": "x" * 2_000_000}, id="2mb-sq"),
+            pytest.param('{"a": "' + '\\"' * 500_000 + "}", None, id="unclosed-escapes"),
+            pytest.param("{" + "'" * 100_001 + "}", None, id="100k-quotes"),
+            pytest.param("{" + '<|"' * 100_000 + "}", None, id="100k-token-starts"),
+            pytest.param("{" + "a" * 1_000_000 + "}", None, id="1m-word"),
+            pytest.param("{" + ("1" * 1000 + ":") * 1000 + "}", None, id="digit-runs"),
+        ],
+    )
+    def test_adversarial_inputs_return(self, raw: str, expected: object) -> None:
+        """Huge or deeply nested inputs return a value or None, never RecursionError."""
+        assert expected == recover_relaxed_object(raw)
+
+    def test_100k_keys(self) -> None:
+        """A document with 100,000 unquoted keys is repaired in full."""
+        raw = "{" + ", ".join(f"k{i}: {i}" for i in range(100_000)) + "}"
+        assert {f"k{i}": i for i in range(100_000)} == recover_relaxed_object(raw)
+
+    @given(json_objects())
+    def test_strict_objects_are_unchanged(self, obj: dict[str, object]) -> None:
+        """Repairing the strict encoding of any object gives that object back."""
+        assert obj == recover_relaxed_object(msgspec.json.encode(obj).decode())
+
+    @given(_relaxed_pairs())
+    def test_relaxed_objects_are_recovered(self, pair: tuple[dict[str, object], str]) -> None:
+        """Every combination of meaning-preserving malformations is undone exactly."""
+        obj, raw = pair
+        assert obj == recover_relaxed_object(raw)
+
+    @given(_relaxed_pairs(), st.data())
+    def test_truncation_never_changes_meaning(
+        self, pair: tuple[dict[str, object], str], data: st.DataObject
+    ) -> None:
+        """A prefix of a relaxed document repairs to the same object or is refused."""
+        obj, raw = pair
+        prefix = raw[: data.draw(st.integers(0, len(raw)))]
+        assert recover_relaxed_object(prefix) in (None, obj)
+
+    @given(st.text() | _JSONISH_TEXT)
+    def test_arbitrary_text_never_raises(self, raw: str) -> None:
+        """Any text gives an object or None."""
+        result = recover_relaxed_object(raw)
+        assert result is None or isinstance(result, dict)
+
+    @given(json_values().filter(lambda value: not isinstance(value, dict)))
+    def test_non_objects_are_refused(self, value: object) -> None:
+        """A strictly valid document that is not an object is refused."""
+        assert None is recover_relaxed_object(msgspec.json.encode(value).decode())
+
+
+class TestRepairRelaxedObject:
+    def test_kinds_order(self) -> None:
+        """The repair kinds are reported in the order the module documents."""
+        expected = (
+            "unquoted_keys",
+            "redundant_braces",
+            "template_quote_tokens",
+            "trailing_commas",
+            "single_quotes",
+            "python_literals",
+            "markdown_fence",
+            "bom",
+            "whitespace",
+        )
+        assert expected == REPAIR_KINDS
+
+    def test_reports_every_kind_in_order(self) -> None:
+        """A document with every defect reports every kind, in the documented order."""
+        raw = "\u00a0\ufeff```json\n{{a: True, 'b': <|\"|>x<|\"|>,}}\n```"
+        assert Repaired({"a": True, "b": "x"}, REPAIR_KINDS) == repair_relaxed_object(raw)
+
+    @pytest.mark.parametrize(
+        ("raw", "kinds"),
+        [
+            pytest.param('{"a": 1}', (), id="strict"),
+            pytest.param(' \n{"a": 1}\t', (), id="json-whitespace"),
+            pytest.param("\u00a0{}", ("whitespace",), id="other-whitespace"),
+            pytest.param("{a: 1}", ("unquoted_keys",), id="keys"),
+            pytest.param("{{}}", ("redundant_braces",), id="braces"),
+            pytest.param('{"a": <|">x<|">}', ("template_quote_tokens",), id="tokens"),
+            pytest.param('{"a": [1,],}', ("trailing_commas",), id="commas"),
+            pytest.param("{'a': 1}", ("single_quotes",), id="single-quotes"),
+            pytest.param('{"a": None}', ("python_literals",), id="literals"),
+            pytest.param("```\n{}\n```", ("markdown_fence",), id="fence"),
+            pytest.param("\ufeff{}", ("bom",), id="bom"),
+        ],
+    )
+    def test_reports_each_kind(self, raw: str, kinds: tuple[str, ...]) -> None:
+        """Each repair is reported under its own kind, and nothing else is."""
+        repaired = repair_relaxed_object(raw)
+        assert kinds == (None if repaired is None else repaired.kinds)
+
+    def test_refusal_is_none(self) -> None:
+        """A refused document gives None rather than an empty report."""
+        assert None is repair_relaxed_object('{"a": 1')
+
+    @given(_relaxed_pairs())
+    def test_agrees_with_recover(self, pair: tuple[dict[str, object], str]) -> None:
+        """The reported value is what recover_relaxed_object returns."""
+        _, raw = pair
+        repaired = repair_relaxed_object(raw)
+        assert recover_relaxed_object(raw) == (None if repaired is None else repaired.value)
+
+
+class TestNormalizeArguments:
+    OBJECT: Mapping[str, object] = {"type": "object"}
+    WITH_PROPERTIES: Mapping[str, object] = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+    }
+    REQUIRED: Mapping[str, object] = {**WITH_PROPERTIES, "required": ["city"]}
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            pytest.param('{"city": "Paris"}', id="plain"),
+            pytest.param(' \n{"city": "Paris"}\n', id="whitespace"),
+            pytest.param('```json\n{"city": "Paris"}\n```', id="fence"),
+            pytest.param('\ufeff{"city": "Paris"}', id="bom"),
+        ],
+    )
+    def test_json_string(self, value: str) -> None:
+        """An object encoded as a JSON string becomes that object, even with required names."""
+        expected = Normalized({"city": "Paris"}, "json_string")
+        assert expected == normalize_arguments(value, self.REQUIRED)
+
+    @pytest.mark.parametrize("value", [None, "", "  \n", []], ids=repr)
+    def test_empty_value(self, value: object) -> None:
+        """An empty value becomes {} when the schema has no required names."""
+        assert Normalized({}, "empty_value") == normalize_arguments(value, self.WITH_PROPERTIES)
+
+    @pytest.mark.parametrize("value", ["Paris", 0, False, [1], '"x"', "[1]"], ids=repr)
+    def test_ignored_value(self, value: object) -> None:
+        """Any non-object becomes {} for a schema that declares no properties at all."""
+        schema = {"type": "object", "properties": {}, "additionalProperties": False}
+        assert Normalized({}, "ignored_value") == normalize_arguments(value, schema)
+
+    @pytest.mark.parametrize("value", ["Paris", 0, False, [1], "{city: 'Paris'}"], ids=repr)
+    def test_meaningful_value_is_kept(self, value: object) -> None:
+        """A non-empty non-object is not dropped when the schema has properties."""
+        assert None is normalize_arguments(value, self.WITH_PROPERTIES)
+
+    @pytest.mark.parametrize("value", [None, "", []], ids=repr)
+    def test_required_names_keep_empty_values(self, value: object) -> None:
+        """An empty value is left alone when {} would miss required names."""
+        assert None is normalize_arguments(value, self.REQUIRED)
+
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            pytest.param({}, id="no-type"),
+            pytest.param({"properties": {}}, id="properties-without-type"),
+            pytest.param({"type": ["object", "null"]}, id="object-or-null"),
+            pytest.param({"type": "string"}, id="string"),
+            pytest.param({"type": "array"}, id="array"),
+            pytest.param({"anyOf": [{"type": "object"}, {"type": "string"}]}, id="any-of"),
+            pytest.param({"type": "object", "nullable": True}, id="nullable"),
+        ],
+    )
+    def test_non_object_schemas_are_untouched(self, schema: Mapping[str, object]) -> None:
+        """Schemas whose top level may accept a primitive or an array are left alone."""
+        values: list[object] = ['{"a": 1}', None, "x", []]
+        actual = [normalize_arguments(value, schema) for value in values]
+        assert [None, None, None, None] == actual
+
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            pytest.param({"type": "object", "minProperties": 1}, id="min-properties"),
+            pytest.param({"type": "object", "anyOf": [{"required": ["a"]}]}, id="any-of"),
+            pytest.param({"type": "object", "$ref": "#/$defs/x"}, id="ref"),
+            pytest.param({"type": "object", "additionalProperties": True}, id="free-form"),
+        ],
+    )
+    def test_conservative_schemas_keep_values(self, schema: Mapping[str, object]) -> None:
+        """A schema that {} might not satisfy, or that takes any property, keeps "Paris"."""
+        assert None is normalize_arguments("Paris", schema)
+
+    def test_type_list_with_only_object(self) -> None:
+        """A type list holding only "object" is an object schema."""
+        assert Normalized({}, "empty_value") == normalize_arguments(None, {"type": ["object"]})
+
+    def test_objects_are_untouched(self) -> None:
+        """An object needs no normalisation, even one that fails the schema."""
+        assert None is normalize_arguments({"town": "Paris"}, self.REQUIRED)
+
+    def test_bare_object_schema_declares_no_properties(self) -> None:
+        """A schema with just type object declares no properties, so "Paris" is ignored."""
+        assert Normalized({}, "ignored_value") == normalize_arguments("Paris", self.OBJECT)
