@@ -6,6 +6,9 @@ Two tool shapes are measured everywhere:
 * ``big``: :func:`create_order`, twenty parameters, among them a nested object
   (:class:`Address`, twice) and a list of objects (``list[LineItem]``).
 
+Each shape also has an async twin (:func:`async_twin`): the same name, signature, hints
+and docstring, written ``async def``, for the dispatch benchmarks' async-tool variants.
+
 For each shape this module holds the function (what ``@tool`` and the peers' decorators read),
 the hand-written msgspec ``Struct`` the floor decodes into (``forbid_unknown_fields=True``, the
 same nested dataclasses, so floor and tinytools return the same Python types), a pydantic model
@@ -19,7 +22,8 @@ docstrings) for the registry benchmark.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import inspect
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import attrs
@@ -33,6 +37,7 @@ __all__ = [
     "LineItem",
     "Shape",
     "SmallArgs",
+    "async_twin",
     "create_order",
     "make_functions",
     "search_docs",
@@ -220,6 +225,34 @@ def pydantic_adapter(shape: Shape) -> Any:
     import pydantic
 
     return pydantic.TypeAdapter(_pydantic_model(f"{shape.name}_args", shape.floor))
+
+
+# --- async twins (the dispatch benchmarks' async tools) -----------------------------------------
+
+
+def async_twin(
+    fn: Callable[..., object], checkpoint: Callable[[], Awaitable[object]] | None = None
+) -> Callable[..., Awaitable[object]]:
+    """``fn`` as a coroutine function: same name, signature, hints and docstring.
+
+    Defined here, so its string annotations resolve in this module's namespace as ``fn``'s
+    do; every library reads the copied ``__signature__`` and ``__annotations__``. It sets no
+    ``__wrapped__``: ``inspect.unwrap`` must not lead back to the synchronous ``fn``, or the
+    libraries would call it a sync tool. ``checkpoint`` (such as ``lambda: trio.sleep(0)``)
+    is awaited before the call, to make the tool yield to the event loop once.
+    """
+
+    async def twin(*args: object, **kwargs: object) -> object:
+        if checkpoint is not None:
+            await checkpoint()
+        return fn(*args, **kwargs)
+
+    twin.__name__ = fn.__name__
+    twin.__qualname__ = fn.__qualname__
+    twin.__doc__ = fn.__doc__
+    twin.__annotations__ = dict(fn.__annotations__)
+    twin.__signature__ = inspect.signature(fn)  # type: ignore[attr-defined]
+    return twin
 
 
 # --- the shapes, together -----------------------------------------------------------------------

@@ -204,7 +204,7 @@ class TestDepth:
     )
     def test_deep_nesting_is_an_error_value(self, t: Tool[..., object]) -> None:
         """Strictly valid but absurdly deep JSON is a clear error, never a RecursionError."""
-        raw = '{"x": ' + "[" * 5000 + "]" * 5000 + "}"
+        raw = '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}"
         error = error_of(t, raw)
         assert error.malformed
         assert "nested too deeply" in str(error)

@@ -74,8 +74,7 @@ class HookFailed(Exception):
         super().__init__(f"before_tool hook {hook!r} raised {error!r}")
 
 
-@attrs.frozen
-class Admitted:
+class Admitted(msgspec.Struct, frozen=True):
     """The call may run: ``arguments`` passed the schema (injections not yet bound)."""
 
     index: int
@@ -84,16 +83,14 @@ class Admitted:
     arguments: dict[str, object]
 
 
-@attrs.frozen
-class Answered:
+class Answered(msgspec.Struct, frozen=True):
     """The call is answered without running its tool."""
 
     index: int
     message: ToolMessage
 
 
-@attrs.frozen
-class Deferred:
+class Deferred(msgspec.Struct, frozen=True):
     """The call leaves the batch without a result."""
 
     index: int
@@ -102,8 +99,7 @@ class Deferred:
     metadata: dict[str, object]
 
 
-@attrs.frozen
-class Resolved:
+class Resolved(msgspec.Struct, frozen=True):
     """On resume: a denied or host-answered call, answered through the fold, never run."""
 
     index: int
@@ -112,15 +108,13 @@ class Resolved:
     status: MessageStatus
 
 
-@attrs.frozen
-class Skipped:
+class Skipped(msgspec.Struct, frozen=True):
     """On resume: a call the results do not decide (it gets no message and does not run)."""
 
     index: int
 
 
-@attrs.frozen
-class Abort:
+class Abort(msgspec.Struct, frozen=True):
     """A ``Fail`` policy fired: the batch is aborted before anything runs."""
 
     index: int
@@ -200,6 +194,9 @@ def admit_batch(
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
     batch = _Batch(env, stack, emit, cancelled, expired, resume)
+    if not stack.befores and resume is None:
+        # No hook can return an awaitable: admit each call with a plain function call.
+        return [_admit_plain(index, call, batch) for index, call in enumerate(calls)]
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -251,17 +248,25 @@ async def admit_batch_async(
     return verdicts
 
 
+def _repeated(index: int, call: ToolCall, batch: _Batch) -> Answered | None:
+    """The answer for a call whose id an earlier call of the batch already used."""
+    if call.id not in batch.seen:
+        batch.seen.add(call.id)
+        return None
+    # Approvals, results and transcripts are keyed by call id: a repeated id could
+    # inherit another call's approval, so it never runs (fail closed).
+    text = (
+        f"Tool call not run: its id `{call.id}` repeats an earlier call's id in this "
+        "batch; every call needs its own id."
+    )
+    batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=text))
+    return Answered(index, _message(call, text))
+
+
 def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
-    if call.id in batch.seen:
-        # Approvals, results and transcripts are keyed by call id: a repeated id could
-        # inherit another call's approval, so it never runs (fail closed).
-        text = (
-            f"Tool call not run: its id `{call.id}` repeats an earlier call's id in this "
-            "batch; every call needs its own id."
-        )
-        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=text))
-        return Answered(index, _message(call, text))
-    batch.seen.add(call.id)
+    repeated = _repeated(index, call, batch)
+    if repeated is not None:
+        return repeated
     if batch.resume is not None:
         decided = _decided(index, call, batch)
         if not isinstance(decided, ToolCall):
@@ -298,6 +303,18 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
             )
         else:
             call = outcome
+    return _checked(index, call, batch)
+
+
+def _admit_plain(index: int, call: ToolCall, batch: _Batch) -> Verdict:
+    """:func:`_admit` for a batch with no before hooks and no decisions to resume."""
+    repeated = _repeated(index, call, batch)
+    if repeated is not None:
+        return repeated
+    limit = _limits(call, batch)
+    if limit is not None:
+        return Answered(index, limit)
+    batch.used += 1
     return _checked(index, call, batch)
 
 

@@ -25,8 +25,11 @@ import anyio
 import anyio.from_thread
 import anyio.lowlevel
 import attrs
+import msgspec
+import sniffio
 import trio
 
+from . import _fastpath
 from ._admit import (
     Abort,
     Admitted,
@@ -43,14 +46,14 @@ from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger
-from ._execute import Attempts, run_async, run_inline, threaded
-from ._fold import Failed, Fatal, Folded, Outcome, fold, fold_resolved
+from ._execute import Attempts, continue_async, continue_inline, run_async, run_inline, threaded
+from ._fold import Failed, Fatal, Folded, Outcome, Ran, fold, fold_resolved
 from ._inject import Cancellation, Context, check_context
 from ._middleware import Stack, compose
 from ._redact import Redactor
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
-from ._wire import MessageStatus, ToolCall, ToolMessage
+from ._wire import MessageStatus, ToolCall, ToolMessage, wrap_return
 from .events import Event, ToolStarted
 from .policies import RunPolicy
 
@@ -171,6 +174,7 @@ def _prepare(
 
 
 _NO_MIDDLEWARE = Stack()
+_UNSEEN = Cancellation()
 
 
 def _message(call: ToolCall, text: str, status: MessageStatus) -> ToolMessage:
@@ -224,12 +228,15 @@ def _cancelled(cancellation: Cancellation | None) -> Callable[[], bool]:
 
 def _admitted(run: _Run) -> Abort | None:
     """After admission: the abort verdict, else answer resolved calls and check injections."""
-    abort = next((v for v in run.verdicts if isinstance(v, Abort)), None)
-    if abort is not None:
-        return abort
-    for verdict in run.verdicts:
-        if isinstance(verdict, Resolved):
-            _answer_resolved(run, verdict)
+    if all(type(v) is Admitted for v in run.verdicts):  # the common case: one pass
+        run._admitted = run.verdicts  # type: ignore[assignment]
+    else:
+        abort = next((v for v in run.verdicts if isinstance(v, Abort)), None)
+        if abort is not None:
+            return abort
+        for verdict in run.verdicts:
+            if isinstance(verdict, Resolved):
+                _answer_resolved(run, verdict)
     injecting = [(i.tool.name, i.tool.injections) for i in run.admitted() if i.tool.injections]
     if injecting:
         check_context(injecting, run.env.context)
@@ -334,6 +341,15 @@ async def _execute(run: _Run, cancellation: Cancellation | None, deadline: float
     """
     admitted = run.admitted()
     handles = {item.index: Cancellation() for item in admitted}
+    if cancellation is None and deadline is None:
+        # Nothing can cancel the batch from outside: no batch scope, no loop token.
+        await _run_all(run, admitted, handles, deadline, None)
+        if run.fatal is None:
+            return "cancelled"
+        for handle in handles.values():
+            handle.cancel()
+        _interrupt(run, admitted, "aborted")
+        return "aborted"
     loop_thread, token = threading.get_ident(), anyio.lowlevel.current_token()
     with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
 
@@ -364,25 +380,46 @@ async def _run_all(
     admitted: Sequence[Admitted],
     handles: dict[int, Cancellation],
     deadline: float | None,
-    scope: anyio.CancelScope,
+    scope: anyio.CancelScope | None,
 ) -> None:
-    limiter = anyio.CapacityLimiter(run.env.policy.max_concurrency)
+    concurrency = run.env.policy.max_concurrency
 
-    async def one(item: Admitted) -> None:
-        async with limiter:
-            if run.fatal is not None:
-                return
-            outcome = await run_async(run.attempts(item), handles[item.index], deadline)
-            run.finish(item, outcome)
-            await run.sink.flush()
-            if run.is_fatal():
-                scope.cancel()
+    async def body(item: Admitted) -> bool:
+        """Run one call; True when it aborted the batch."""
+        if run.fatal is not None:
+            return True
+        if not item.tool.is_async:
+            await anyio.lowlevel.checkpoint()  # an inline tool never yields: yield before it
+        outcome = await run_async(run.attempts(item), handles[item.index], deadline)
+        run.finish(item, outcome)
+        await run.sink.flush()
+        return run.is_fatal()
 
-    if run.env.policy.max_concurrency == 1:
+    if concurrency == 1 or len(admitted) <= 1:
+        # Serial: the loop itself bounds concurrency (no limiter, no task group).
         for item in admitted:
-            await one(item)
+            if await body(item):
+                if scope is not None:
+                    scope.cancel()
+                return
         return
-    async with anyio.create_task_group() as group:
+    # A limiter only when it can bind: fewer slots than calls.
+    limiter = anyio.CapacityLimiter(concurrency) if concurrency < len(admitted) else None
+    # Under trio, trio's own nursery: anyio's task group adds a cancel scope and a wrapper
+    # coroutine per task (~15 us each on trio).
+    native = sniffio.current_async_library() == "trio"
+    async with trio.open_nursery() if native else anyio.create_task_group() as group:
+        stop = group.cancel_scope
+
+        async def one(item: Admitted) -> None:
+            if limiter is None:
+                fatal = await body(item)
+            else:
+                async with limiter:
+                    fatal = await body(item)
+            if fatal:
+                (scope or stop).cancel()
+
         for item in admitted:
             group.start_soon(one, item)
 
@@ -440,6 +477,15 @@ async def dispatch(
         ToolDefinitionError: An admitted tool's injection cannot be satisfied
             by ``context`` (raised before any tool runs).
     """
+    if type(tools) is Registry and _fastpath.eligible(
+        policy, middleware, on_event, approvals, ledger, artifacts, cancellation, advertised
+    ):
+        batch = calls if type(calls) is tuple else tuple(calls)
+        if policy.max_concurrency == 1 or len(batch) == 1:
+            fast = await _fastpath.run_async(batch, tools, _promote_async(policy, context))
+            if fast is not None:
+                return fast
+        calls = batch
     sink = _Sink(on_event)
     options = _Options(policy, middleware, context, advertised, ledger, artifacts)
     result = await _dispatch_async(calls, tools, options, approvals, sink, cancellation)
@@ -453,8 +499,7 @@ async def dispatch(
     return _merge(tuple(calls) if not isinstance(calls, tuple) else calls, result, resumed, sink)
 
 
-@attrs.frozen
-class _Options:
+class _Options(msgspec.Struct, frozen=True):
     """The arguments a resumed batch shares with the first one."""
 
     policy: RunPolicy
@@ -554,7 +599,8 @@ def _execute_inline(run: _Run, cancellation: Cancellation | None, deadline: floa
             return "cancelled"
         if deadline is not None and time.monotonic() >= deadline:
             return "past its deadline"
-        handle = Cancellation()
+        # Only an injecting tool can see its handle: the others share one that never fires.
+        handle = Cancellation() if item.tool.injections else _UNSEEN
         if cancellation is not None and item.tool.injections:
             cancellation.on_cancel(handle.cancel)
         try:
@@ -592,6 +638,13 @@ def dispatch_sync(
     ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do
     not call it from inside a running event loop: await :func:`dispatch`.
     """
+    if type(tools) is Registry and _fastpath.eligible(
+        policy, middleware, on_event, approvals, ledger, artifacts, cancellation, advertised
+    ):
+        batch = calls if type(calls) is tuple else tuple(calls)
+        fast = _fastpath.run_sync(batch, tools, _promote_sync(policy, context))
+        if fast is not None:
+            return fast
     sink = _Sink(on_event)
     options = _Options(policy, middleware, context, advertised, ledger, artifacts)
     batch = tuple(calls)
@@ -646,3 +699,72 @@ async def _finish_in_trio(
     await run.sink.flush()
     deadline = None if remaining is None else anyio.current_time() + remaining
     return await _finish_async(run, cancellation, deadline)
+
+
+# --- carrying the fast path's state into the general path ---------------------------
+
+
+def _promoted(
+    policy: RunPolicy, context: Context | None, plan: _fastpath.Plan, at: int
+) -> tuple[_Run, Admitted]:
+    """A general-path run holding what the fast path did, up to call ``at`` (which ran)."""
+    sink = _Sink(None)
+    sink.events = plan.events
+    run = _prepare(plan.batch, plan.tools, policy, (), context, None, None, None, sink, None)
+    run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(plan.admitted)]
+    for i, message in enumerate(plan.messages):
+        run.folded[i] = Folded(message, ())
+    run.started.add(at)
+    item = run.verdicts[at]
+    assert isinstance(item, Admitted)
+    return run, item
+
+
+def _first_outcome(error: Exception) -> Outcome | Exception:
+    """What the call at the promotion point produced: a special result, or an error to retry."""
+    if isinstance(error, _fastpath.Special):
+        try:
+            return Ran(wrap_return(error.value))
+        except Exception as caught:
+            return caught
+    return error
+
+
+def _settle(run: _Run, item: Admitted, outcome: Outcome) -> None:
+    run.finish(item, outcome)
+    if run.fatal is not None:
+        raise _abort(run, run.fatal)
+
+
+def _promote_sync(policy: RunPolicy, context: Context | None) -> _fastpath.PromoteSync:
+    def promote(plan: _fastpath.Plan, at: int, error: Exception) -> DispatchResult:
+        run, item = _promoted(policy, context, plan, at)
+        first = _first_outcome(error)
+        if isinstance(first, Exception):
+            first = continue_inline(run.attempts(item), item.arguments, first)
+        _settle(run, item, first)
+        for rest in run.admitted()[at + 1 :]:
+            _settle(run, rest, run_inline(run.attempts(rest), _UNSEEN))
+        return _assemble(run, why="cancelled")
+
+    return promote
+
+
+def _promote_async(policy: RunPolicy, context: Context | None) -> _fastpath.PromoteAsync:
+    async def promote(plan: _fastpath.Plan, at: int, error: Exception) -> DispatchResult:
+        run, item = _promoted(policy, context, plan, at)
+        first = _first_outcome(error)
+        if isinstance(first, Exception):
+            first = await continue_async(run.attempts(item), item.arguments, first)
+        _settle(run, item, first)
+        rest = run.admitted()[at + 1 :]
+        handles = {i.index: Cancellation() for i in rest}
+        await _run_all(run, rest, handles, None, None)
+        if run.fatal is not None:
+            for handle in handles.values():
+                handle.cancel()
+            _interrupt(run, rest, "aborted")
+            raise _abort(run, run.fatal)
+        return _assemble(run, why="cancelled")
+
+    return promote

@@ -149,16 +149,63 @@ def run_inline(attempts: Attempts, cancellation: Cancellation) -> Outcome:
         runtime = attempts.runtime(cancellation, None)
         kwargs = bind(dict(kwargs), item.tool.injections, runtime)
     attempts.started()
+    return continue_inline(attempts, kwargs, None)
+
+
+def continue_inline(
+    attempts: Attempts, kwargs: dict[str, object], error: Exception | None
+) -> Outcome:
+    """The inline attempt loop; ``error``: what the first attempt (made elsewhere) raised."""
+    item = attempts.item
+    fn = item.tool.fn
+    assert fn is not None
     while True:
-        try:
-            return Ran(wrap_return(fn(**kwargs)))
-        except RetryableError as error:
+        if error is not None:
+            if not isinstance(error, RetryableError):
+                return classify(error, item.tool.name)
             delay = attempts.retry_delay(error)
             if delay is None:
                 return classify(error, item.tool.name)
             time.sleep(delay)
-        except Exception as error:
+        try:
+            return Ran(wrap_return(fn(**kwargs)))
+        except Exception as caught:
+            error = caught
+
+
+async def continue_async(
+    attempts: Attempts, kwargs: dict[str, object], error: Exception
+) -> Outcome:
+    """The retry loop of a call with no timeout, entered with its first attempt's error."""
+    item = attempts.item
+    fn = item.tool.fn
+    assert fn is not None
+    while True:
+        if not isinstance(error, RetryableError):
             return classify(error, item.tool.name)
+        delay = attempts.retry_delay(error)
+        if delay is None:
+            return classify(error, item.tool.name)
+        await anyio.sleep(delay)
+        try:
+            value = fn(**kwargs)
+            if item.tool.is_async:
+                value = await value  # type: ignore[misc]
+            return Ran(wrap_return(value))
+        except Exception as caught:
+            error = caught
+
+
+async def _attempt(item: Admitted, kwargs: dict[str, object], in_thread: bool) -> object:
+    """One attempt: await an async tool, or run a sync one in a thread or inline."""
+    fn = item.tool.fn
+    assert fn is not None
+    if item.tool.is_async:
+        return await fn(**kwargs)  # type: ignore[misc]
+    if in_thread:
+        call = functools.partial(fn, **kwargs)
+        return await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
+    return fn(**kwargs)
 
 
 async def run_async(
@@ -168,23 +215,21 @@ async def run_async(
     item, env = attempts.item, attempts.env
     fn = item.tool.fn
     assert fn is not None
-    kwargs = bind(
-        dict(item.arguments), item.tool.injections, attempts.runtime(cancellation, deadline)
-    )
+    kwargs = item.arguments
+    if item.tool.injections:  # the runtime is built only for a tool that injects
+        runtime = attempts.runtime(cancellation, deadline)
+        kwargs = bind(dict(kwargs), item.tool.injections, runtime)
     timeout = timeout_of(item, env)
     in_thread = threaded(item, env)
     attempts.started()
     while True:
         try:
+            # anyio's cancel scope costs ~6 us on trio: open one only for a timeout.
+            if timeout is None:
+                # anyio's cancel scope costs ~6 us on trio: open one only for a timeout.
+                return Ran(wrap_return(await _attempt(item, kwargs, in_thread)))
             with anyio.move_on_after(timeout):
-                if item.tool.is_async:
-                    value = await fn(**kwargs)  # type: ignore[misc]
-                elif in_thread:
-                    call = functools.partial(fn, **kwargs)
-                    value = await anyio.to_thread.run_sync(call, abandon_on_cancel=True)
-                else:
-                    value = fn(**kwargs)
-                return Ran(wrap_return(value))
+                return Ran(wrap_return(await _attempt(item, kwargs, in_thread)))
             cancellation.cancel()  # an abandoned thread can still see it should stop
             return classify(TimeoutError(), item.tool.name, timeout)
         except RetryableError as error:

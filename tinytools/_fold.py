@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
-import attrs
 import msgspec
 
 from ._admit import Admitted, Resolved
@@ -46,15 +45,13 @@ __all__ = [
 ]
 
 
-@attrs.frozen
-class Ran:
+class Ran(msgspec.Struct, frozen=True):
     """The tool returned (its value already wrapped as a ``ToolResult``)."""
 
     result: ToolResult
 
 
-@attrs.frozen
-class Failed:
+class Failed(msgspec.Struct, frozen=True):
     """The tool raised, timed out or was interrupted; ``message`` is for the model."""
 
     error_type: str
@@ -63,16 +60,14 @@ class Failed:
     status: MessageStatus = "error"
 
 
-@attrs.frozen
-class Fatal:
+class Fatal(msgspec.Struct, frozen=True):
     """The tool raised ``FatalToolError``: the batch is aborted."""
 
     message: str
     traceback: str | None = None
 
 
-@attrs.frozen
-class Postponed:
+class Postponed(msgspec.Struct, frozen=True):
     """The tool raised ``ApprovalRequired`` or ``CallDeferred``."""
 
     kind: Literal["approval", "deferred"]
@@ -82,8 +77,7 @@ class Postponed:
 Outcome: TypeAlias = "Ran | Failed | Fatal | Postponed"
 
 
-@attrs.frozen
-class Folded:
+class Folded(msgspec.Struct, frozen=True):
     """One executed call, folded: its message (none when postponed) and extras."""
 
     message: ToolMessage | None
@@ -107,6 +101,8 @@ def _block_text(block: ContentBlock) -> str:
 
 def render(blocks: Sequence[ContentBlock]) -> str:
     """The text the model reads for ``blocks`` (one line break between blocks)."""
+    if len(blocks) == 1 and type(blocks[0]) is TextBlock:
+        return blocks[0].text
     return "\n".join(_block_text(b) for b in blocks)
 
 
@@ -138,8 +134,11 @@ def truncate(text: str, limit: int | None) -> str:
     escape (``\\"``, ``\\u00e9``), so JSON text stays readable; the marker
     says how much was kept.
     """
-    data = text.encode()
-    if limit is None or len(data) <= limit:
+    if limit is None or len(text) * 4 <= limit:  # UTF-8 takes at most 4 bytes a character
+        return text
+    # A lone surrogate (a model's "\udc80" escape, decoded) must not make this raise.
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
         return text
     marker = f"\n[truncated: {len(data)} bytes, showing the first {{}}]"
     keep = max(0, limit - len(marker.format(limit).encode()))
@@ -185,7 +184,7 @@ def fold_resolved(
     folded = _fold(resolved.call, name, limit, outcome, env, stack, store)
     if resolved.status == "denied" and folded.message is not None:
         message = msgspec.structs.replace(folded.message, status="denied", is_error=True)
-        return attrs.evolve(folded, message=message)
+        return msgspec.structs.replace(folded, message=message)
     return folded
 
 

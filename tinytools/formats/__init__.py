@@ -4,16 +4,21 @@ Provider modules (``openai_chat``, ``openai_responses``, ``anthropic``,
 ``gemini``, ``mcp``) render native declarations, parse provider responses to
 ``ToolCall``s and shape ``ToolMessage``s as each provider expects. Text
 dialect modules (``xml``, ``ptype``, ``json_in_tag``) render a catalogue for
-the system prompt and parse model text back to ``ToolCall``s.
+the system prompt and parse model text back to ``ToolCall``s. The message
+helpers (``messages``) shape an OpenAI-format transcript for models without
+a native tool channel. Nothing here imports a provider SDK.
 """
 
 from __future__ import annotations
 
 from . import anthropic as anthropic
 from . import gemini as gemini
+from . import json_in_tag as json_in_tag
 from . import mcp as mcp
 from . import openai_chat as openai_chat
 from . import openai_responses as openai_responses
+from . import ptype as ptype
+from . import xml as xml
 from ._choose import Exposed as Exposed
 from ._choose import split_by_format as split_by_format
 from ._parsed import Parsed as Parsed
@@ -30,11 +35,14 @@ __all__ = [
     "coalesce_tool_results",
     "ensure_resolvable_user_turn",
     "gemini",
+    "json_in_tag",
     "mcp",
     "openai_chat",
     "openai_responses",
     "pair_tool_cycles",
+    "ptype",
     "split_by_format",
     "synthetic_id",
     "with_tool_instructions",
+    "xml",
 ]

@@ -1,0 +1,177 @@
+"""The fast path: a batch that needs none of the pipeline's machinery, run directly.
+
+Most batches are plain: no middleware, no event handler, no approvals, ledger,
+artifact store, cancellation handle or advertised set; a policy without
+limits; and every call naming a *plain* tool (a function with nothing to
+inject, gate, thread, time out, redact or cut — see ``Registry``) with
+arguments that validate. For those, admission has nothing to say and the
+fold nothing to add, so this module runs the calls and builds the same
+``DispatchResult`` the general path would, at a fraction of the cost.
+
+Equivalence is the rule: whenever a call would need the general path — an
+unknown tool, bad arguments, a repeated call id — nothing runs here and the
+whole batch goes to the general path from the start; when a tool raises or
+returns a ``ToolResult`` (or a value that needs the full fold), the batch is
+*promoted*: the general path takes over at that call, with everything done
+so far, and never runs a call twice. A property test checks that both paths
+give equal results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Collection, Iterable
+
+import anyio.lowlevel
+import attrs
+import msgspec
+
+from ._artifacts import ToolOutput
+from ._registry import AnyTool, Registry
+from ._result import DispatchResult
+from ._wire import ToolCall, ToolMessage, ToolResult
+from .errors import ToolArgumentsError
+from .events import Event, ToolCompleted, ToolStarted
+from .policies import RunPolicy
+
+__all__ = ["Plan", "PromoteAsync", "PromoteSync", "Special", "eligible", "run_async", "run_sync"]
+
+_DEFAULT_POLICY = RunPolicy()
+_encode = msgspec.json.encode
+
+
+def _plain_policy(policy: RunPolicy) -> bool:
+    return policy is _DEFAULT_POLICY or (
+        policy.deadline is None
+        and policy.max_tool_calls is None
+        and policy.tool_timeout is None
+        and policy.max_result_bytes is None
+        and policy.allowlist is None
+    )
+
+
+def eligible(
+    policy: RunPolicy,
+    middleware: Iterable[object],
+    on_event: object,
+    approvals: object,
+    ledger: object,
+    artifacts: object,
+    cancellation: object,
+    advertised: Collection[str] | None,
+) -> bool:
+    """Whether dispatch's other arguments leave room for the fast path (tools: a Registry)."""
+    return (
+        middleware == ()
+        and on_event is None
+        and approvals is None
+        and ledger is None
+        and artifacts is None
+        and cancellation is None
+        and advertised is None
+        and _plain_policy(policy)
+    )
+
+
+class Special(Exception):
+    """The tool returned a ToolResult (or a value msgspec cannot encode): fold it fully."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+@attrs.define
+class Plan:
+    """What the fast path admitted and has done so far."""
+
+    batch: tuple[ToolCall, ...]
+    tools: Registry
+    admitted: list[tuple[ToolCall, AnyTool, dict[str, object]]]
+    events: list[Event] = attrs.Factory(list)
+    messages: list[ToolMessage] = attrs.Factory(list)
+
+    def result(self) -> DispatchResult:
+        executed = tuple(call.id for call in self.batch)
+        return DispatchResult(tuple(self.messages), tuple(self.events), None, (), {}, executed)
+
+
+#: Hands a plan to the general path at call ``at``, with what that call raised.
+PromoteSync = Callable[[Plan, int, Exception], DispatchResult]
+PromoteAsync = Callable[[Plan, int, Exception], Awaitable[DispatchResult]]
+
+
+def _plan(batch: tuple[ToolCall, ...], tools: Registry, *, sync: bool) -> Plan | None:
+    """The admitted calls, or None when any call needs the general path's admission."""
+    plain = tools._plain
+    admitted: list[tuple[ToolCall, AnyTool, dict[str, object]]] = []
+    seen: set[str] = set()
+    for call in batch:
+        if type(call) is not ToolCall or call.invalid is not None or call.id in seen:
+            return None
+        seen.add(call.id)
+        tool = plain.get(call.name)
+        if tool is None or (sync and tool.is_async):
+            return None
+        try:
+            arguments = tool.validate(call.arguments)
+        except (ToolArgumentsError, UnicodeError):
+            return None
+        admitted.append((call, tool, arguments))
+    return Plan(batch, tools, admitted)
+
+
+def _answer(plan: Plan, call: ToolCall, tool: AnyTool, value: object) -> None:
+    """Record a plain value's message and completion, as the fold would.
+
+    Raises:
+        Special: The value needs the full fold.
+    """
+    if type(value) is str:
+        content, output = value, None
+    else:
+        if isinstance(value, ToolResult):
+            raise Special(value)
+        try:
+            content, output = _encode(value).decode(), ToolOutput(value, ())
+        except (TypeError, ValueError):
+            raise Special(value) from None
+    plan.messages.append(
+        ToolMessage(tool_call_id=call.id, name=tool.name, content=content, artifact=output)
+    )
+    plan.events.append(ToolCompleted(call_id=call.id, tool_name=tool.name, metadata={}))
+
+
+def run_sync(
+    batch: tuple[ToolCall, ...], tools: Registry, promote: PromoteSync
+) -> DispatchResult | None:
+    """Run a plain batch of sync tools inline; None (nothing run) when it is not plain."""
+    plan = _plan(batch, tools, sync=True)
+    if plan is None:
+        return None
+    for index, (call, tool, arguments) in enumerate(plan.admitted):
+        plan.events.append(ToolStarted(call_id=call.id, tool_name=tool.name, arguments=arguments))
+        try:
+            _answer(plan, call, tool, tool.fn(**arguments))  # type: ignore[misc]
+        except Exception as error:
+            return promote(plan, index, error)
+    return plan.result()
+
+
+async def run_async(
+    batch: tuple[ToolCall, ...], tools: Registry, promote: PromoteAsync
+) -> DispatchResult | None:
+    """Run a plain batch one call after another under the event loop (async tools awaited)."""
+    plan = _plan(batch, tools, sync=False)
+    if plan is None:
+        return None
+    for index, (call, tool, arguments) in enumerate(plan.admitted):
+        plan.events.append(ToolStarted(call_id=call.id, tool_name=tool.name, arguments=arguments))
+        try:
+            if tool.is_async:
+                value = await tool.fn(**arguments)  # type: ignore[misc]
+            else:
+                await anyio.lowlevel.checkpoint()  # an inline tool never yields: yield first
+                value = tool.fn(**arguments)  # type: ignore[misc]
+            _answer(plan, call, tool, value)
+        except Exception as error:
+            return await promote(plan, index, error)
+    return plan.result()

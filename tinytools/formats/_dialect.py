@@ -1,0 +1,360 @@
+"""Machinery shared by the text dialects (``xml``, ``ptype``, ``json_in_tag``).
+
+* :func:`tool_map` and :func:`visible_tools` read the ``tools`` argument.
+* :class:`Collector` gathers prose, calls and broken fragments in the order
+  they appear and numbers them into a :class:`~tinytools.formats.Parsed`;
+  past :data:`MAX_CALLS` of them the rest of the text is one more error.
+* :class:`Finder` is ``str.find`` with a memory per needle, so scanners that
+  ask for the same closing tag again and again stay linear in the input.
+* :func:`convert_text` reads a text value by its JSON schema (for the XML
+  forms, whose values carry no types of their own).
+* :func:`catalogue`, :func:`parameter_lines` and :func:`describe` render the
+  tools for a system prompt, compactly and deterministically.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Final, Protocol, TypeAlias, cast
+
+import msgspec
+
+from tinytools._registry import AnyTool
+from tinytools._spec import Exposure, Tool
+from tinytools._wire import ToolCall
+from tinytools.repair import repair_relaxed_object
+
+from ._parsed import Parsed, synthetic_id
+
+__all__ = [
+    "MAX_CALLS",
+    "Collector",
+    "Finder",
+    "Tools",
+    "arguments_of",
+    "catalogue",
+    "convert_text",
+    "describe",
+    "one_line",
+    "parameter_lines",
+    "properties",
+    "required",
+    "schema_types",
+    "tool_map",
+    "visible_tools",
+]
+
+
+class _HasTools(Protocol):
+    def tools(self) -> Iterable[AnyTool]: ...
+
+
+#: What the dialects accept as ``tools``: a ``Registry`` (or any toolset with a
+#: ``tools()`` method), or any iterable of ``Tool``.
+Tools: TypeAlias = _HasTools | Iterable[AnyTool]
+
+# Type names some schemas use in place of JSON Schema's (vLLM reads them the same way).
+_TYPE_ALIASES: Final = {
+    "float": "number",
+    "double": "number",
+    "int": "integer",
+    "bool": "boolean",
+    "dict": "object",
+    "list": "array",
+    "str": "string",
+}
+_NOTHING = object()
+
+
+def _all_tools(tools: Tools) -> list[AnyTool]:
+    method = getattr(tools, "tools", None)
+    source = cast("Iterable[object]", method() if callable(method) else tools)
+    found: list[AnyTool] = []
+    for item in source:
+        if not isinstance(item, Tool):
+            raise TypeError(f"{item!r} is not a Tool; decorate it with @tool first")
+        found.append(item)
+    return found
+
+
+def tool_map(tools: Tools) -> dict[str, AnyTool]:
+    """Every tool by name (hidden ones too: dispatch decides what may run).
+
+    Raises:
+        TypeError: An item is not a ``Tool``.
+    """
+    return {tool.name: tool for tool in _all_tools(tools)}
+
+
+def visible_tools(tools: Tools) -> list[AnyTool]:
+    """The tools a catalogue shows, in order: all but the hidden ones.
+
+    Raises:
+        TypeError: An item is not a ``Tool``.
+    """
+    return [tool for tool in _all_tools(tools) if tool.exposure is not Exposure.Hidden]
+
+
+#: The most calls and broken fragments one parse returns; the text after the
+#: last of them becomes one more error (a bound on work, far above real replies).
+MAX_CALLS: Final = 1024
+
+
+class Collector:
+    """Prose, calls and broken fragments of one text, in order of appearance."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._prose: list[str] = []
+        self._calls: list[ToolCall] = []
+        self._errors: list[ToolCall] = []
+        self._count = 0
+        # Hash the text once, not once per call (ids are `<prefix>_<index>`);
+        # should `synthetic_id` ever change shape, it is called for every id.
+        first = synthetic_id(text, 0)
+        prefix = first[:-2] if first.endswith("_0") else ""
+        self._prefix = prefix if prefix and synthetic_id(text, 1) == f"{prefix}_1" else None
+
+    @property
+    def full(self) -> bool:
+        """True once :data:`MAX_CALLS` calls and errors are recorded."""
+        return self._count >= MAX_CALLS
+
+    def prose(self, start: int, end: int) -> None:
+        """Keep ``text[start:end]`` as prose."""
+        if start < end:
+            self._prose.append(self._text[start:end])
+
+    def _next_id(self) -> str:
+        self._count += 1
+        if self._prefix is None:
+            return synthetic_id(self._text, self._count - 1)
+        return f"{self._prefix}_{self._count - 1}"
+
+    def call(self, name: str, arguments: dict[str, object] | str) -> None:
+        """Record a well-formed call."""
+        self._calls.append(ToolCall(self._next_id(), name, arguments))
+
+    def error(self, name: str, raw: str, reason: str) -> None:
+        """Record a broken fragment: ``raw`` is kept as the arguments."""
+        self._errors.append(ToolCall(self._next_id(), name, raw, invalid=reason))
+
+    def rest(self, start: int) -> None:
+        """Record the unread ``text[start:]`` (after :attr:`full`) as one error."""
+        rest = self._text[start:]
+        if rest.strip():
+            at = start + len(rest) - len(rest.lstrip())
+            self.prose(start, at)
+            reason = f"more than {MAX_CALLS} calls in one text; the rest was not read"
+            self.error("", self._text[at:], reason)
+
+    def parsed(self) -> Parsed:
+        """The result; prose that is only whitespace becomes ``""``."""
+        text = "".join(self._prose)
+        return Parsed(tuple(self._calls), text if text.strip() else "", tuple(self._errors))
+
+
+class Finder:
+    """``str.find`` over one text, remembering the last answer for each needle.
+
+    Knowing that ``needle`` next occurs at ``q`` when searching from ``p``
+    answers every later search from ``p..q`` without scanning again, so a
+    scanner whose start positions only grow pays once per needle occurrence.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._memo: dict[str, tuple[int, int]] = {}
+
+    def find(self, needle: str, start: int) -> int:
+        """The index of ``needle`` at or after ``start``, or -1."""
+        memo = self._memo.get(needle)
+        if memo is not None and memo[0] <= start and (memo[1] == -1 or start <= memo[1]):
+            return memo[1]
+        found = self.text.find(needle, start)
+        self._memo[needle] = (start, found)
+        return found
+
+
+def properties(tool: AnyTool | None) -> dict[str, Mapping[str, object]]:
+    """The tool's ``properties`` schemas, in declaration order (empty when unknown)."""
+    if tool is None:
+        return {}
+    found = tool.parameters.get("properties")
+    if not isinstance(found, Mapping):
+        return {}
+    return {
+        str(name): cast("Mapping[str, object]", schema) if isinstance(schema, Mapping) else {}
+        for name, schema in found.items()
+    }
+
+
+def required(tool: AnyTool) -> frozenset[str]:
+    """The tool's required parameter names."""
+    names = tool.parameters.get("required")
+    return (
+        frozenset(n for n in names if isinstance(n, str))
+        if isinstance(names, list)
+        else frozenset()
+    )
+
+
+def _value_type(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
+    return names.get(type(value), "")
+
+
+def schema_types(schema: object, depth: int = 0) -> frozenset[str]:
+    """The JSON types a schema admits, read from ``type``, ``anyOf``/``oneOf``,
+    ``enum``, ``const`` and ``nullable``; empty when it says nothing."""
+    if not isinstance(schema, Mapping) or depth > 4:
+        return frozenset()
+    declared = schema.get("type")
+    names = [declared] if isinstance(declared, str) else declared
+    found = (
+        {_TYPE_ALIASES.get(n, n) for n in names if isinstance(n, str)}
+        if isinstance(names, list)
+        else set()
+    )
+    for key in ("anyOf", "oneOf"):
+        options = schema.get(key)
+        if isinstance(options, list):
+            for option in options:
+                found |= schema_types(option, depth + 1)
+    if not found and isinstance(schema.get("enum"), list):
+        found = {_value_type(v) for v in cast("list[object]", schema["enum"])}
+    if not found and "const" in schema:
+        found = {_value_type(schema["const"])}
+    if schema.get("nullable") is True:
+        found.add("null")
+    return frozenset(found - {""})
+
+
+def _decode(text: str, types: frozenset[str]) -> object:
+    try:
+        return msgspec.json.decode(text)
+    except (msgspec.MsgspecError, RecursionError, UnicodeError):
+        pass
+    words: dict[str, object] = {"True": True, "False": False, "None": None}
+    if text in words:
+        return words[text]
+    if "object" in types and (repaired := repair_relaxed_object(text)) is not None:
+        return repaired.value
+    return _NOTHING
+
+
+def convert_text(raw: str, schema: object) -> object:
+    """Read a text value by its schema.
+
+    A value the schema lets be a string (or whose schema gives no type) is
+    the text itself, verbatim. Otherwise the stripped text is read as JSON
+    (``True``/``False``/``None`` too, and relaxed JSON for an object); when
+    that fails or gives a value of a type the schema does not admit, the
+    text is returned unchanged, so validation reports the mismatch.
+    """
+    types = schema_types(schema)
+    if not types or "string" in types:
+        return raw
+    value = _decode(raw.strip(), types)
+    if isinstance(value, float) and "integer" in types and "number" not in types:
+        value = int(value) if value.is_integer() else value
+    kind = _value_type(value)
+    if value is not _NOTHING and (kind in types or (kind == "integer" and "number" in types)):
+        return value
+    return raw
+
+
+def arguments_of(call: ToolCall) -> dict[str, object] | None:
+    """The call's arguments as an object, decoding raw JSON text; ``None`` if not an object."""
+    if isinstance(call.arguments, dict):
+        return call.arguments
+    try:
+        value = msgspec.json.decode(call.arguments)
+    except (msgspec.MsgspecError, RecursionError, UnicodeError):
+        repaired = repair_relaxed_object(call.arguments)
+        value = None if repaired is None else repaired.value
+    return value if isinstance(value, dict) else None
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace made one space."""
+    return " ".join(text.split())
+
+
+def catalogue(protocol: str, tools: Tools, head: Callable[[AnyTool], str], label: str) -> str:
+    """``protocol``, ``Available tools:``, then per visible tool its head line
+    (and ``: description``) and :func:`parameter_lines`; ``""`` with no tool."""
+    entries = []
+    for tool in visible_tools(tools):
+        about = one_line(tool.description)
+        lines = [f"{head(tool)}: {about}" if about else head(tool), *parameter_lines(tool, label)]
+        entries.append("\n".join(lines))
+    return f"{protocol}\n\nAvailable tools:\n" + "\n".join(entries) if entries else ""
+
+
+def _json(value: object) -> str:
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError):
+        return repr(value)
+
+
+def describe(schema: object, depth: int = 0) -> str:
+    """A short type label for a schema: ``string``, ``array of integer``, ``"a" | "b"``…"""
+    if not isinstance(schema, Mapping) or depth > 3:
+        return "any"
+    if isinstance(schema.get("enum"), list):
+        return " | ".join(_json(v) for v in cast("list[object]", schema["enum"]))
+    if "const" in schema:
+        return _json(schema["const"])
+    options = schema.get("anyOf", schema.get("oneOf"))
+    if isinstance(options, list) and "type" not in schema:
+        return " | ".join(describe(option, depth + 1) for option in options)
+    declared = schema.get("type")
+    names = [declared] if isinstance(declared, str) else declared
+    if not isinstance(names, list) or not names:
+        return "any"
+    return " | ".join(_describe_type(str(name), schema, depth) for name in names)
+
+
+def _describe_type(name: str, schema: Mapping[str, object], depth: int) -> str:
+    items = schema.get("items")
+    if name == "array" and isinstance(items, Mapping):
+        return f"array of {describe(items, depth + 1)}"
+    fields = schema.get("properties")
+    if name == "object" and isinstance(fields, Mapping) and fields:
+        needed = schema.get("required")
+        needed = needed if isinstance(needed, list) else []
+        inner = ", ".join(
+            f"{key}{'' if key in needed else '?'}: {describe(value, depth + 1)}"
+            for key, value in fields.items()
+        )
+        return f"object {{{inner}}}"
+    return name
+
+
+def parameter_lines(tool: AnyTool, label: str = "{}") -> list[str]:
+    """One line per parameter: label, type, required or optional, default, description.
+
+    Args:
+        tool: The tool.
+        label: How to write a parameter name (``"<{}>"`` for XML).
+    """
+    needed = required(tool)
+    lines: list[str] = []
+    for name, schema in properties(tool).items():
+        facts = [describe(schema), "required" if name in needed else "optional"]
+        if "default" in schema:
+            facts.append(f"default {_json(schema['default'])}")
+        line = f"  {label.format(name)} ({', '.join(facts)})"
+        note = schema.get("description")
+        lines.append(f"{line}: {one_line(note)}" if isinstance(note, str) and note else line)
+    return lines or ["  (no parameters)"]

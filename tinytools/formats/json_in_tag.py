@@ -1,0 +1,217 @@
+"""The JSON-in-tag text dialect: ``<tool_call>{"name": …, "arguments": …}</tool_call>``.
+
+The form most open models emit (Hermes, Qwen 2.5/3). :func:`parse` reads
+each ``<tool_call>`` block:
+
+* The body is one JSON object with a ``name`` (or a JSON array of such
+  objects, read as several calls). A body that fails the strict decode is
+  repaired through :func:`tinytools.repair.repair_relaxed_object`
+  (single quotes, trailing commas, Python literals, a code fence…), never
+  guessed at.
+* The arguments are under ``arguments``, or under one of the aliases
+  ``parameters``, ``args`` or ``input`` — accepted only here, inside the tag:
+  JSON in prose is never read as a call. Two of them at once is an error;
+  none means no arguments. Arguments given as a JSON string holding an
+  object are decoded; any other string, and any other JSON value (``null``,
+  an array…, as JSON text), is passed on as the raw arguments, for
+  admission to repair, normalise or reject under its policies.
+* A block holding strict JSON ends at its closing tag, or, when it has none
+  before the next block (the final block of a reply, or one cut short by the
+  next), right after the JSON: text after it stays prose, and a
+  ``<tool_call>`` inside a JSON string ends nothing. Any other block ends at
+  its closing tag, the next ``<tool_call>`` or the end of the text, whichever
+  comes first; an unclosed tag not followed by ``{`` or ``[`` is prose, so
+  ``use <tool_call> tags`` stays text.
+* The name is taken as written: a name not among ``tools`` is returned as a
+  call, for dispatch's unknown-tool policy to answer.
+
+Reading is linear in the text: blocks are found with memoised ``str.find``,
+and each is decoded from its start to where its JSON ends or breaks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Final
+
+import msgspec
+
+from tinytools._wire import ToolCall
+from tinytools.repair import repair_relaxed_object
+
+from ._dialect import Collector, Finder, Tools, arguments_of, catalogue
+from ._envelope import escape_json
+from ._parsed import Parsed
+
+__all__ = ["ARGUMENT_KEYS", "PROTOCOL", "parse", "render", "render_call"]
+
+#: How to call a tool in this dialect; the first part of :func:`render`.
+PROTOCOL: Final = (
+    "To call a tool, write a <tool_call> block holding one JSON object with the tool's "
+    '"name" and its "arguments" object:\n'
+    "<tool_call>\n"
+    '{"name": "tool_name", "arguments": {"parameter_name": "value"}}\n'
+    "</tool_call>\n"
+    "Write one block per call; you may make several calls in one reply."
+)
+
+#: The keys read as the arguments inside a block, in order of preference.
+ARGUMENT_KEYS: Final = ("arguments", "parameters", "args", "input")
+
+_OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+_NOTHING = object()
+_SPACE: Final = re.compile(r"[ \t\r\n]*")
+
+
+def _not_json(word: str) -> object:
+    raise ValueError(f"{word} is not JSON")
+
+
+# The stdlib decoder finds where a JSON value ends (msgspec only decodes whole
+# documents); NaN and Infinity are refused, as JSON does.
+_STRICT: Final = json.JSONDecoder(parse_constant=_not_json)
+_BROKEN = (
+    'a <tool_call> block must hold one JSON object, {"name": "tool_name", '
+    '"arguments": {...}}; this one is empty or not valid JSON'
+)
+
+
+def render(tools: Tools) -> str:
+    """The catalogue for the system prompt: :data:`PROTOCOL`, then each tool.
+
+    Each tool is its name and description, then one line per parameter with
+    its type, whether it is required, its default and its description.
+    Hidden tools are left out; with no tool left the result is ``""``.
+    """
+    return catalogue(PROTOCOL, tools, lambda tool: f"- {tool.name}", "{}")
+
+
+def render_call(call: ToolCall, tools: Tools = ()) -> str:
+    """``<tool_call>``, a newline, ``{"name": …, "arguments": …}``, a newline, ``</tool_call>``.
+
+    Arguments are the decoded object when they are one, else the raw string.
+    Envelope tags inside strings are written as ``\\u003c…``, so the block
+    cannot be closed or forged from inside. ``tools`` is accepted for
+    symmetry with the other dialects; the text does not depend on it.
+    """
+    arguments = arguments_of(call)
+    payload = {"name": call.name, "arguments": call.arguments if arguments is None else arguments}
+    return f"{_OPEN}\n{escape_json(json.dumps(payload, ensure_ascii=False))}\n{_CLOSE}"
+
+
+def parse(text: str, tools: Tools = ()) -> Parsed:
+    """Read the ``<tool_call>`` blocks in ``text``; see the module doc.
+
+    Args:
+        text: Model output.
+        tools: The tools offered (names are not checked here: dispatch does).
+
+    Returns:
+        The calls, the remaining prose, and each broken block as an invalid
+        ``ToolCall`` holding its raw text. Nothing is executed.
+    """
+    out, finder, pos = Collector(text), Finder(text), 0
+    while (start := finder.find(_OPEN, pos)) != -1 and not out.full:
+        block = _read(text, finder, start)
+        if block is None:
+            out.prose(pos, start + len(_OPEN))  # a mention of the tag, not a call
+            pos = start + len(_OPEN)
+            continue
+        out.prose(pos, start)
+        _record(out, text[start : block[0]], block[1])
+        pos = block[0]
+    if out.full:
+        out.rest(pos)
+    else:
+        out.prose(pos, len(text))
+    return out.parsed()
+
+
+def _read(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
+    """Where the block at ``start`` ends and its value (``_NOTHING`` when broken).
+
+    ``None`` when the tag is a mention: not closed, and no JSON follows it.
+    """
+    body = start + len(_OPEN)
+    close, after = finder.find(_CLOSE, body), finder.find(_OPEN, body)
+    limit = min(at for at in (close, after, len(text)) if at != -1)
+    first = _skip(text, body)
+    value, end = _strict_prefix(text, first)
+    if end != -1:  # strict JSON: the block ends at its closing tag, or right after it
+        tail = _skip(text, end)
+        if text.startswith(_CLOSE, tail):
+            return tail + len(_CLOSE), value
+        if limit != close:
+            return end, value
+    if limit == close:
+        return close + len(_CLOSE), _decode(text[body:close])
+    if not text.startswith(("{", "["), first):
+        return None
+    return limit, _decode(text[body:limit])
+
+
+def _skip(text: str, pos: int) -> int:
+    match = _SPACE.match(text, pos)
+    return pos if match is None else match.end()
+
+
+def _strict_prefix(text: str, pos: int) -> tuple[object, int]:
+    """The strict JSON value starting at ``pos`` and where it ends; ``-1`` when there is none."""
+    if not text.startswith(("{", "["), pos):
+        return _NOTHING, -1
+    try:
+        return _STRICT.raw_decode(text, pos)
+    except (ValueError, RecursionError):
+        return _NOTHING, -1
+
+
+def _decode(body: str) -> object:
+    """The body's JSON value: strict, else repaired (objects only), else ``_NOTHING``."""
+    if not body.strip():
+        return _NOTHING
+    try:
+        return msgspec.json.decode(body)
+    except (msgspec.MsgspecError, RecursionError, UnicodeError):
+        repaired = repair_relaxed_object(body)
+        return _NOTHING if repaired is None else repaired.value
+
+
+def _record(out: Collector, raw: str, value: object) -> None:
+    """Record the calls of one block, or its ``raw`` text as an error."""
+    if value is _NOTHING:
+        out.error("", raw, _BROKEN)
+        return
+    for item in value if isinstance(value, list) else [value]:
+        name, arguments = _call(item)
+        if isinstance(arguments, tuple):
+            out.error(name, raw, arguments[0])
+        else:
+            out.call(name, arguments)
+
+
+def _call(item: object) -> tuple[str, dict[str, object] | str | tuple[str]]:
+    """The name and arguments of one decoded call; a 1-tuple holds why it is broken."""
+    if not isinstance(item, dict):
+        return "", (f"a call must be a JSON object, not {_kind(item)}",)
+    name = item.get("name")
+    if not isinstance(name, str) or not name:
+        return "", ('the call has no "name" string',)
+    keys = [key for key in ARGUMENT_KEYS if key in item]
+    if len(keys) > 1:
+        return name, (f'the call gives both "{keys[0]}" and "{keys[1]}"; give only "arguments"',)
+    arguments = item[keys[0]] if keys else {}
+    if isinstance(arguments, str):
+        decoded = _decode(arguments)
+        return name, decoded if isinstance(decoded, dict) else arguments
+    if not isinstance(arguments, dict):
+        # Admission decodes it, normalises it where its policy says so, or rejects it.
+        return name, msgspec.json.encode(arguments).decode()
+    return name, arguments
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    names: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
+    return names.get(type(value), "a boolean" if isinstance(value, bool) else "a number")

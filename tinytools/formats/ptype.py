@@ -1,0 +1,523 @@
+"""The p-type text dialect: ``search("rust agents", 5)``.
+
+:func:`parse` reads Python-style calls:
+
+* **Bare calls** ``name(...)`` anywhere in the text, when ``name`` is one of
+  ``tools`` and comes right before the ``(`` (not after a letter, ``.`` or
+  ``def``). Several per reply, one after another.
+* **Pythonic lists** ``[f(a=1), g(b='x')]`` (Llama 3.2/4, vLLM's
+  "pythonic"): anywhere when the first call names a known tool, and with any
+  names when the list is the whole message.
+* **Wrapped** in ``<|python_start|>…<|python_end|>`` (Llama 4) or
+  ``<|tool_call_start|>…<|tool_call_end|>`` (LFM2), the closing marker
+  optional at the end: every call inside, bare or listed, whatever its name.
+
+Outside a list or a wrapper an unknown name is prose; inside one it is
+returned as written, for dispatch's unknown-tool policy to answer.
+
+**Arguments.** Positional ones map to the tool's declared order
+(``PType.parameters`` when the tool's format is ``PType``, else its schema's
+property order); keywords by name; ``**{"key": value}`` for keys that are
+not identifiers. Values are Python literals: strings, integers, floats,
+``True``/``False``/``None`` (and ``true``/``false``/``null``), lists, tuples
+(read as lists) and dicts with string keys; a raw newline inside a quoted
+string is read as ``\\n``. Anything else (a name, arithmetic, a call, a set,
+bytes) makes that call an error.
+
+**Safety.** Nothing is evaluated: a candidate is first checked by a small
+tokenizer that admits only literal-call syntax — no operators but a sign on
+a number, no attribute, subscript or call chains, at most one ``:`` per dict
+item — so the syntax tree is no deeper than the brackets. Then
+:func:`ast.parse` reads it and the argument nodes are converted one by one
+(the way :func:`ast.literal_eval` works, never ``eval``). A fragment longer
+than :data:`MAX_CHARS`, with more than :data:`MAX_TOKENS` tokens or nested
+deeper than :data:`MAX_DEPTH` is reported as an error without reaching
+``ast``. The scan is linear: a failed candidate is consumed as an error, and
+regular expressions only match anchored at one position.
+"""
+
+from __future__ import annotations
+
+import ast
+import keyword
+import math
+import re
+import warnings
+from typing import Final, TypeAlias
+
+from tinytools._format import PType
+from tinytools._registry import AnyTool
+from tinytools._wire import ToolCall
+
+from ._dialect import (
+    Collector,
+    Finder,
+    Tools,
+    arguments_of,
+    catalogue,
+    properties,
+    tool_map,
+)
+from ._envelope import escape_json
+from ._parsed import Parsed
+
+__all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_TOKENS", "PROTOCOL", "parse", "render", "render_call"]
+
+#: How to call a tool in this dialect; the first part of :func:`render`.
+PROTOCOL: Final = (
+    "To call a tool, write a Python-style call, for example "
+    'search("rust agents", 5) for a tool search(query, limit). Give arguments in the '
+    'listed order or by name (search(query="rust agents")). Values are Python literals: '
+    '"text", 5, 2.5, True, False, None, [lists] and {"key": value} dicts. '
+    "Write one call per line; you may make several calls in one reply."
+)
+
+#: The longest candidate fragment read, in characters.
+MAX_CHARS: Final = 1 << 20
+#: The most tokens (outside strings) in one candidate fragment.
+MAX_TOKENS: Final = 4096
+#: The deepest bracket nesting in one candidate fragment.
+MAX_DEPTH: Final = 32
+
+_PYTHON_START, _LFM2_START = "<|python_start|>", "<|tool_call_start|>"
+_WRAPPERS: Final = {_PYTHON_START: "<|python_end|>", _LFM2_START: "<|tool_call_end|>"}
+_NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_TOKEN: Final = re.compile(
+    r"""[ \t\r\n]+
+    | (?P<str>[rRbBuUfF]{0,2}(?:'''|\"\"\"|'|"))
+    | (?P<num>(?:0[xXoObB][0-9a-fA-F_]+|(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9][0-9_]*)
+               (?:[eE][+-]?[0-9_]+)?[jJ]?))
+    | (?P<name>[^\W\d][\w-]*)
+    | (?P<op>\*\*|[()\[\]{},:=+-])
+    | (?P<other>.)""",
+    re.VERBOSE | re.DOTALL,
+)
+_OPENERS: Final = {")": "(", "]": "[", "}": "{"}
+_AFTER_SEPARATOR: Final = frozenset({"start", "open", "sep"})
+_WORDS: Final[dict[str, object]] = {"true": True, "false": False, "null": None}
+
+_Span: TypeAlias = "tuple[int, int]"
+_TOO_LONG: Final = f"the call is longer than {MAX_CHARS} characters"
+
+
+def render(tools: Tools) -> str:
+    """The catalogue for the system prompt: :data:`PROTOCOL`, then each tool.
+
+    Each tool is its signature (positional parameters in order, then ``*``
+    and the keyword-only ones) and description, then one line per parameter
+    with its type, whether it is required, its default and its description.
+    Hidden tools are left out; with no tool left the result is ``""``.
+    """
+    return catalogue(PROTOCOL, tools, _signature, "{}")
+
+
+def _signature(tool: AnyTool) -> str:
+    order = _order(tool)
+    rest = [name for name in properties(tool) if name not in order]
+    return f"{tool.name}({', '.join([*order, *(['*', *rest] if rest else [])])})"
+
+
+def render_call(call: ToolCall, tools: Tools) -> str:
+    """The text a model writes for ``call``, which :func:`parse` reads back.
+
+    Leading arguments in the declared order are positional; the rest are
+    keywords, and keys that are not ASCII identifiers go in one
+    ``**{...}``. Strings are double-quoted with JSON escapes (envelope tags
+    written ``\\u003c…``). Arguments that are not an object are written raw.
+    """
+    arguments = arguments_of(call)
+    if arguments is None:
+        return escape_json(f"{call.name}({call.arguments})")
+    order = _order(tool_map(tools).get(call.name))
+    parts: list[str] = []
+    for key in order:
+        if key not in arguments:
+            break
+        parts.append(_literal_text(arguments[key]))
+    rest = [key for key in arguments if key not in order[: len(parts)]]
+    plain = [k for k in rest if k.isascii() and _plain_name(k)]
+    parts += [f"{key}={_literal_text(arguments[key])}" for key in plain]
+    if len(plain) < len(rest):
+        parts.append("**" + _literal_text({k: arguments[k] for k in rest if k not in plain}))
+    return escape_json(f"{call.name}({', '.join(parts)})")
+
+
+def _literal_text(value: object) -> str:
+    if isinstance(value, str):
+        return '"' + value.translate(_ESCAPES) + '"'
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal_text(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = (f"{_literal_text(str(k))}: {_literal_text(v)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
+    raise TypeError(f"{type(value).__name__} is not a JSON value")
+
+
+# JSON-style escapes Python reads the same way; lone surrogates escaped so the
+# source can be encoded.
+_ESCAPES: Final = str.maketrans(
+    {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+    | {chr(c): f"\\x{c:02x}" for c in [*range(32), 127] if chr(c) not in "\n\r\t"}
+    | {chr(c): f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
+)
+
+
+def _order(tool: AnyTool | None) -> tuple[str, ...]:
+    """The names positional arguments map to."""
+    if tool is None:
+        return ()
+    if isinstance(tool.format, PType):
+        return tool.format.parameters
+    return tuple(properties(tool))
+
+
+def parse(text: str, tools: Tools = ()) -> Parsed:
+    """Read the calls in ``text``; see the module doc for the forms and values.
+
+    Args:
+        text: Model output.
+        tools: The tools offered; their names start bare calls and give the
+            order of positional arguments.
+
+    Returns:
+        The calls, the remaining prose, and each broken call as an invalid
+        ``ToolCall`` holding its raw text. Nothing is executed.
+    """
+    return _Reader(text, tool_map(tools)).run()
+
+
+class _Broken(Exception):
+    """A value or call that the dialect does not allow."""
+
+
+class _Scan:
+    """Checks a candidate token by token and tracks its brackets.
+
+    ``prev`` is the class of the previous token: ``start``, ``open``, ``sep``
+    (``,`` ``:`` ``=`` ``**``), ``sign``, ``name``, ``str`` or ``value``. A
+    value may only follow a separator (or a string a string, a number a
+    sign), so no operator, attribute, subscript or call chain gets through.
+    """
+
+    def __init__(self, prev: str, call_depth: int) -> None:
+        self.prev, self.call_depth = prev, call_depth
+        self.stack: list[str] = []
+        self.items: list[str] = []  # per open bracket, separators seen in the current item
+        self.problem: str | None = None
+        self.names: list[str] = []  # names of the calls at call_depth, in order
+        self.renamed: list[_Span] = []  # spans of those names Python cannot read
+        self._name: tuple[str, _Span] | None = None
+
+    def _check(self, ok: bool, token: str) -> None:
+        if not ok and self.problem is None:
+            self.problem = f"`{token[:20]}` is not allowed here: arguments must be literal values"
+
+    def token(self, kind: str, token: str, span: _Span) -> bool:
+        """Take one token; True once the outermost bracket is closed (or mismatched)."""
+        name, self._name = self._name, None
+        at_call = token == "(" and len(self.stack) == self.call_depth
+        if name is not None and "-" in name[0] and not at_call:
+            self._check(False, name[0])
+        if kind == "op":
+            if at_call and name is not None:
+                self.names.append(name[0])
+                self.renamed += [] if _plain_name(name[0]) else [name[1]]
+            return self._op(token)
+        after_value = (kind == "str" and self.prev == "str") or (
+            kind == "num" and self.prev == "sign"
+        )
+        self._check(kind != "other" and (self.prev in _AFTER_SEPARATOR or after_value), token)
+        self.prev = {"num": "value", "other": "value"}.get(kind, kind)
+        self._name = (token, span) if kind == "name" else None
+        return False
+
+    def _op(self, token: str) -> bool:
+        if token in "([{":
+            self._check(
+                self.prev in _AFTER_SEPARATOR or (token == "(" and self.prev == "name"), token
+            )
+            self.stack.append(token)
+            self.items.append("")
+            self.prev = "open"
+            return False
+        if token in ")]}":
+            if not self.stack or self.stack[-1] != _OPENERS[token]:
+                self.problem = "the brackets do not match"
+                return True
+            self.stack.pop()
+            self.items.pop()
+            self.prev = "value"
+            return not self.stack
+        inner, seen = (self.stack[-1], self.items[-1]) if self.stack else ("", "")
+        if token == ":":
+            self._check(inner == "{" and ":" not in seen, token)
+        elif token == "=":
+            self._check(inner == "(" and self.prev == "name" and "=" not in seen, token)
+        else:  # "+", "-", "**", ","
+            self._check(token == "," or self.prev in _AFTER_SEPARATOR, token)
+        if self.stack:
+            self.items[-1] = "" if token == "," else seen + token
+        self.prev = "sign" if token in "+-" else "sep"
+        return False
+
+
+def _scan(text: str, at: int, limit: int, scan: _Scan) -> tuple[int, list[tuple[int, int, str]]]:
+    """Tokenize from the bracket at ``at`` to its match; the end and source fixes.
+
+    The fixes escape raw newlines inside quoted strings. ``scan.problem`` is
+    set when the fragment is not allowed.
+    """
+    end, tokens, pos = min(limit, at + MAX_CHARS), 0, at
+    fixes: list[tuple[int, int, str]] = []
+    while pos < end:
+        match = _TOKEN.match(text, pos, end)
+        if match is None:  # pragma: no cover - `other` matches any character
+            break
+        kind, token, pos = match.lastgroup, match.group(), match.end()
+        if kind is None:
+            continue
+        tokens += 1
+        if kind == "str":
+            quote, prefix = token.lstrip("rRbBuUfF"), token.lower()
+            close = _string_end(text, pos, quote, end)
+            if close == -1:
+                scan.problem = _TOO_LONG if end < limit else "a string is never closed"
+                return end, fixes
+            scan._check("f" not in prefix, token)
+            content = (pos, close - len(quote))
+            if len(quote) == 1 and "r" not in prefix and _has_newline(text, *content):
+                raw = text[content[0] : content[1]]
+                fixes.append((*content, raw.replace("\r", "\\r").replace("\n", "\\n")))
+            pos = close
+        if scan.token(kind, token, match.span()):
+            return pos, fixes
+        if len(scan.stack) > MAX_DEPTH or tokens > MAX_TOKENS:
+            scan.problem = f"nested deeper than {MAX_DEPTH} or longer than {MAX_TOKENS} tokens"
+            return pos, fixes
+    scan.problem = _TOO_LONG if end < limit else "the call is never closed"
+    return pos, fixes
+
+
+def _has_newline(text: str, start: int, end: int) -> bool:
+    return text.find("\n", start, end) != -1 or text.find("\r", start, end) != -1
+
+
+def _string_end(text: str, pos: int, quote: str, end: int) -> int:
+    """The index after the quote closing a string whose content starts at ``pos``; -1 if none."""
+    content = pos
+    while (found := text.find(quote, pos, end)) != -1:
+        back = found
+        while back > content and text[back - 1] == "\\":
+            back -= 1
+        if (found - back) % 2 == 0:
+            return found + len(quote)
+        pos = found + 1
+    return -1
+
+
+def _plain_name(name: str) -> bool:
+    """True when Python reads ``name`` as an identifier (not ``get-x``, not ``if``)."""
+    return name.isidentifier() and not keyword.iskeyword(name)
+
+
+def _list_start(text: str, start: int, floor: int) -> int | None:
+    """The ``[`` opening a list whose first item is the call starting at ``start``."""
+    at = start
+    while at > floor and start - at < 32 and text[at - 1] in " \t\r\n":
+        at -= 1
+    return at - 1 if at > floor and text[at - 1] == "[" else None
+
+
+def _name_start(text: str, at: int) -> int | None:
+    """Where the call name ending at ``at`` starts, if one does (at a word boundary)."""
+    start = at
+    while start > 0 and at - start < 64 and text[start - 1] in _NAME_CHARS:
+        start -= 1
+    if start == at or text[start] in "0123456789-":
+        return None
+    if start > 0 and (text[start - 1] in _NAME_CHARS or text[start - 1] == "."):
+        return None
+    return None if text[max(0, start - 4) : start] == "def " else start
+
+
+def _source(text: str, start: int, end: int, fixes: list[tuple[int, int, str]]) -> str:
+    parts, pos = [], start
+    for fix_start, fix_end, replacement in sorted(fixes):
+        parts += [text[pos:fix_start], replacement]
+        pos = fix_end
+    return "".join([*parts, text[pos:end]])
+
+
+def _expression(source: str) -> ast.expr | str:
+    """The parsed expression, or why it does not parse."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences are the model's business
+            return ast.parse(source, mode="eval").body
+    except SyntaxError as error:
+        return f"not a valid call: {error.msg}"
+    except (ValueError, MemoryError, RecursionError, OverflowError) as error:
+        return f"not a valid call: {error}"
+
+
+def _literal(node: ast.expr) -> object:
+    """The JSON value of a literal node (the way ``ast.literal_eval`` reads it)."""
+    if isinstance(node, ast.Constant):
+        return _constant(node.value)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        operand = node.operand
+        if isinstance(operand, ast.Constant) and type(operand.value) in (int, float):
+            number = _constant(operand.value)
+            return -number if isinstance(node.op, ast.USub) else number  # type: ignore[operator]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(item) for item in node.elts]
+    if isinstance(node, ast.Dict):
+        keys = [_literal(key) if key is not None else None for key in node.keys]
+        if not all(isinstance(key, str) for key in keys):
+            raise _Broken("dict keys must be strings")
+        return {str(key): _literal(value) for key, value in zip(keys, node.values, strict=True)}
+    if isinstance(node, ast.Name) and node.id in _WORDS:
+        return _WORDS[node.id]
+    shown = ast.unparse(node)
+    raise _Broken(f"`{shown[:40]}` is not a literal value (quote text: {shown[:40]!r})")
+
+
+def _constant(value: object) -> object:
+    if value is None or isinstance(value, (str, bool, int)):
+        return value
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    raise _Broken(f"{value!r:.40} is not a JSON value")
+
+
+class _Reader:
+    def __init__(self, text: str, tools: dict[str, AnyTool]) -> None:
+        self.text, self.tools = text, tools
+        self.finder = Finder(text)
+        self.out = Collector(text)
+        self.whole = (len(text) - len(text.lstrip()), len(text.rstrip()))
+        # Outside a wrapper and away from the start a call name is a tool name,
+        # so a "(" after any other character is dismissed at once.
+        self.last_chars = {name[-1] for name in tools}
+
+    def run(self) -> Parsed:
+        end = self._region(0, len(self.text), wrapped=False)
+        if self.out.full:
+            self.out.rest(end)
+        return self.out.parsed()
+
+    def _region(self, pos: int, end: int, *, wrapped: bool) -> int:
+        """Read ``text[pos:end]`` (calls, wrappers outside one, prose); where reading stopped."""
+        text, scan, near = self.text, pos, self.whole[0] + 65
+        last_chars = _NAME_CHARS if wrapped else self.last_chars
+        # The next "(" and "<|" at or after `scan`, found again only once passed.
+        paren, mark = text.find("(", pos, end), -1 if wrapped else self._marker(pos, end)
+        while not self.out.full:
+            paren = text.find("(", scan, end) if -1 < paren < scan else paren
+            mark = self._marker(scan, end) if -1 < mark < scan else mark
+            at, stop = paren, None
+            if mark != -1 and (at == -1 or mark < at):
+                at, stop = mark, self._wrapper(mark, pos)
+            elif at == -1:
+                break
+            elif at and (
+                text[at - 1] in last_chars or (at <= near and text[at - 1] in _NAME_CHARS)
+            ):
+                stop = self._candidate(at, end, wrapped, pos)
+            pos = pos if stop is None else stop
+            scan = at + 1 if stop is None else stop
+        if not self.out.full:
+            self.out.prose(pos, end)
+        return pos
+
+    def _marker(self, pos: int, end: int) -> int:
+        """The next wrapper marker in ``text[pos:end]``, or -1."""
+        found = [at for m in _WRAPPERS if -1 < (at := self.finder.find(m, pos)) < end]
+        return min(found, default=-1)
+
+    def _wrapper(self, at: int, prose: int) -> int | None:
+        """Read a ``<|python_start|>``-style block at ``at``; where it ends."""
+        if self.text.startswith(_PYTHON_START, at):
+            marker = _PYTHON_START
+        elif self.text.startswith(_LFM2_START, at):
+            marker = _LFM2_START
+        else:
+            return None
+        self.out.prose(prose, at)
+        body, closer = at + len(marker), _WRAPPERS[marker]
+        close = self.finder.find(closer, body)
+        inner = len(self.text) if close == -1 else close
+        stop = self._region(body, inner, wrapped=True)
+        if self.out.full:
+            return stop
+        return inner if close == -1 else close + len(closer)
+
+    def _candidate(self, at: int, end: int, wrapped: bool, prose: int) -> int | None:
+        """Read a call or list whose first ``(`` is at ``at``; its end, or ``None`` for prose."""
+        text = self.text
+        start = _name_start(text, at)
+        if start is None:
+            return None
+        name, bracket = text[start:at], _list_start(text, start, prose)
+        first = start if bracket is None else bracket
+        certain = wrapped or name in self.tools
+        if not certain and first != self.whole[0]:
+            return None
+        scan = _Scan("name", -1) if bracket is None else _Scan("start", 1)
+        stop, fixes = _scan(text, at if bracket is None else bracket, end, scan)
+        if not certain and (scan.problem is not None or stop != self.whole[1]):
+            return None  # not the whole message after all: prose
+        self.out.prose(prose, first)
+        if scan.problem is not None:
+            self.out.error(name, text[first:stop], scan.problem)
+        elif bracket is None:
+            self._calls(text[start:stop], [name], _source(text, at, stop, fixes), name)
+        else:
+            fixes += [(a, b, "_" * (b - a)) for a, b in scan.renamed]
+            self._calls(text[first:stop], scan.names, _source(text, first, stop, fixes), None)
+        return stop
+
+    def _calls(self, raw: str, names: list[str], source: str, bare: str | None) -> None:
+        """Record the calls of a parsed fragment (``bare``: the name of a bare call)."""
+        if bare is not None:
+            source = (bare if _plain_name(bare) else "_" * len(bare)) + source
+        node = _expression(source)
+        if isinstance(node, str):
+            self.out.error(names[0] if names else "", raw, node)
+            return
+        elements = [node] if bare is not None else node.elts if isinstance(node, ast.List) else []
+        calls = iter(names)
+        for element in elements:
+            name = next(calls, "") if isinstance(element, ast.Call) else ""
+            try:
+                self.out.call(name, self._arguments(element, name))
+            except _Broken as broken:
+                self.out.error(name, ast.get_source_segment(source, element) or raw, str(broken))
+
+    def _arguments(self, node: ast.expr, name: str) -> dict[str, object]:
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
+            raise _Broken("expected a call, such as tool_name(argument=value)")
+        order = _order(self.tools.get(name))
+        if len(node.args) > len(order):
+            if name not in self.tools:
+                raise _Broken(f"`{name}` is not a known tool, so give its arguments by name")
+            raise _Broken(
+                f"`{name}` takes at most {len(order)} positional arguments ({', '.join(order)})"
+            )
+        arguments: dict[str, object] = {}
+        given: list[object] = [
+            {key: _literal(arg)} for key, arg in zip(order, node.args, strict=False)
+        ]
+        given += [
+            {kw.arg: _literal(kw.value)} if kw.arg else _literal(kw.value) for kw in node.keywords
+        ]
+        for part in given:
+            if not isinstance(part, dict):
+                raise _Broken("`**` must be followed by a dict")
+            for key, value in part.items():
+                if key in arguments:
+                    raise _Broken(f"argument `{key}` is given twice")
+                arguments[key] = value
+        return arguments

@@ -1,0 +1,434 @@
+"""The XML text dialect: ``<tool_name><field>value</field></tool_name>``.
+
+:func:`parse` reads three forms, freely mixed in one text:
+
+* **Native** — ``<search><query>rust agents</query><limit>5</limit></search>``
+  (whitespace allowed between elements; ``<tool/>`` for no arguments). Only a
+  tag naming one of ``tools`` starts a call, and only when the next non-space
+  text is a tag: ``<div>`` and ``use <search> to…`` stay prose.
+* **Qwen3-Coder** — ``<function=f><parameter=p>value</parameter></function>``,
+  with or without an outer ``<tool_call>``. A missing ``</parameter>`` ends at
+  the next ``<parameter=`` or ``</function>``, as vLLM reads it (so such a
+  value cannot contain those two tags).
+* **GLM** — ``<tool_call>f<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>``.
+
+The function and GLM forms say unambiguously that a call is meant, so a name
+not among ``tools`` is returned as written, for dispatch's unknown-tool
+policy to answer. An outer ``<tool_call>`` holds one or more calls (native or
+function form) or one GLM call; one holding JSON is an error (that is the
+``json_in_tag`` dialect). A closing tag missing at the end of the text is
+tolerated.
+
+**Values.** A value is the text between its tags, minus one ``\\n`` right
+after the opening tag and one right before the closing tag (``\\r`` and other
+whitespace are kept). When the parameter's schema admits a string, or gives
+no type, that text is the value, verbatim. Otherwise it is read as JSON
+(integers, numbers, booleans, null, arrays, objects; ``True``/``False``/
+``None``; relaxed JSON for an object) and, when that fails or gives a type
+the schema does not admit, kept as the string, so validation reports the
+mismatch. A native value ends at its closing tag and never runs past the
+call's own closing tag. Two rules keep :func:`render_call` reversible: a
+value may be a run of ``<![CDATA[…]]>`` sections (used for text holding
+either closing tag), and the envelope escape of ``&lt;tool_call`` and
+``&lt;tool_result`` is undone, so a call written back into a transcript
+cannot forge the envelope.
+
+Reading is linear in the text: searches are ``str.find`` from positions that
+only move forward (memoised for fixed tags), and each regular expression is
+matched anchored at one position.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Final, TypeAlias
+
+import msgspec
+
+from tinytools._spec import NAME_PATTERN
+from tinytools._wire import ToolCall
+
+from ._dialect import (
+    Collector,
+    Finder,
+    Tools,
+    arguments_of,
+    catalogue,
+    convert_text,
+    properties,
+    tool_map,
+)
+from ._envelope import escape_body, escape_json, unescape_body
+from ._parsed import Parsed
+
+__all__ = ["PROTOCOL", "parse", "render", "render_call"]
+
+#: How to call a tool in this dialect; the first part of :func:`render`.
+PROTOCOL: Final = (
+    "To call a tool, write an element named after the tool, holding one element per "
+    "argument:\n"
+    "<tool_name>\n<parameter_name>value</parameter_name>\n</tool_name>\n"
+    "Write text values as they are, without quotes or escaping; write numbers, true/false, "
+    "null, arrays and objects as JSON. You may make several calls in one reply."
+)
+
+_WRAP, _WRAP_CLOSE = "<tool_call>", "</tool_call>"
+_FUNCTION, _FUNCTION_CLOSE = "<function=", "</function>"
+_PARAMETER, _PARAMETER_CLOSE = "<parameter=", "</parameter>"
+_CDATA, _CDATA_END = "<![CDATA[", "]]>"
+_MAX_NAME: Final = 256
+_REACH: Final = len(_FUNCTION) + _MAX_NAME + 1  # the farthest ">" of an opening tag
+_SPACE: Final = re.compile(r"[ \t\r\n]*")
+_LT_RUN: Final = re.compile(r"<+")
+_TAG_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+
+_Call: TypeAlias = "tuple[str, dict[str, object]]"
+_Found: TypeAlias = "tuple[list[_Call], int]"
+
+
+class _Broken(Exception):
+    """A call that cannot be read; ``pos`` is where reading stopped."""
+
+    def __init__(self, reason: str, pos: int, name: str = "") -> None:
+        super().__init__(reason)
+        self.reason, self.pos, self.name = reason, pos, name
+
+
+def render(tools: Tools) -> str:
+    """The catalogue for the system prompt: :data:`PROTOCOL`, then each tool.
+
+    Each tool is its tag and description, then one line per argument tag
+    with its type, whether it is required, its default and its description.
+    Hidden tools are left out; with no tool left the result is ``""``.
+    """
+    return catalogue(PROTOCOL, tools, lambda tool: f"<{tool.name}>", "<{}>")
+
+
+def render_call(call: ToolCall, tools: Tools) -> str:
+    """The text a model writes for ``call``, which :func:`parse` reads back.
+
+    The native form, one argument per line: a string as its text (in CDATA
+    when it holds its own closing tag), any other value as JSON, envelope
+    tags escaped. A name or argument name that cannot be a tag uses the
+    ``<function=…>`` form; arguments that are not an object are written raw
+    inside the tool's tag. ``tools`` is accepted for symmetry with the other
+    dialects; the text does not depend on it.
+    """
+    arguments = arguments_of(call)
+    if arguments is None:
+        return f"<{call.name}>{escape_body(str(call.arguments))}</{call.name}>"
+    native = NAME_PATTERN.fullmatch(call.name) and call.name != "tool_call"
+    if native and all(_field_ok(key) for key in arguments):
+        lines = [f"<{call.name}>"]
+        lines += [f"<{k}>{_field_text(call.name, k, v)}</{k}>" for k, v in arguments.items()]
+        return "\n".join([*lines, f"</{call.name}>"])
+    lines = [f"{_FUNCTION}{call.name}>"]
+    for key, value in arguments.items():
+        lines += [f"{_PARAMETER}{key}>", _plain(value), _PARAMETER_CLOSE]
+    return "\n".join([*lines, _FUNCTION_CLOSE])
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, str):
+        return escape_body(value)
+    # JSON has "<" only inside strings, where "\/" and "\u003c" are plain escapes.
+    return escape_json(msgspec.json.encode(value).decode()).replace("</", "<\\/")
+
+
+def _field_text(name: str, key: str, value: object) -> str:
+    text = _plain(value)
+    if not isinstance(value, str):
+        return text
+    if any(tag in text for tag in (f"</{key}>", f"</{name}>", _CDATA)):
+        return _CDATA + text.replace(_CDATA_END, "]]]]><![CDATA[>") + _CDATA_END
+    return ("\n" if text.startswith("\n") else "") + text + ("\n" if text.endswith("\n") else "")
+
+
+def _field_ok(name: str) -> bool:
+    return (
+        0 < len(name) <= _MAX_NAME
+        and not any(c in name for c in "<>\n")
+        and name[0] not in "/!?"
+        and not name.endswith("/")
+    )
+
+
+def _name_ok(name: str) -> bool:
+    return 0 < len(name) <= _MAX_NAME and "<" not in name and "\n" not in name
+
+
+def parse(text: str, tools: Tools = ()) -> Parsed:
+    """Read the calls in ``text``; see the module doc for the forms and values.
+
+    Args:
+        text: Model output.
+        tools: The tools offered; their names start native calls and their
+            schemas type the values.
+
+    Returns:
+        The calls, the remaining prose, and each broken call as an invalid
+        ``ToolCall`` holding its raw text. Nothing is executed.
+    """
+    return _Reader(text, tools).run()
+
+
+class _Reader:
+    def __init__(self, text: str, tools: Tools) -> None:
+        self.text = text
+        self.tools = tool_map(tools)
+        # What may follow "<" up to ">" in an opening tag, and which opener it is.
+        self.openers = {name + end: name for name in self.tools for end in ("", "/")}
+        self.openers["tool_call"] = _WRAP
+        self.find = Finder(text).find
+        self.out = Collector(text)
+
+    def run(self) -> Parsed:
+        text, pos, scan, openers = self.text, 0, 0, self.openers
+        while (lt := text.find("<", scan)) != -1:
+            if text.startswith("<<", lt):
+                lt = _LT_RUN.match(text, lt).end() - 1  # type: ignore[union-attr]  # "<+" matches
+            # An opening tag ends at the next ">", close by: skip "<"s too far from one,
+            # and dismiss the rest with one lookup (keeps "<a<a<a…" fast).
+            gt = self.find(">", lt + 1)
+            if gt == -1:
+                break
+            if gt - lt > _REACH:
+                scan = gt - _REACH
+                continue
+            kind = openers.get(text[lt + 1 : gt])
+            if kind is None and text.startswith(_FUNCTION, lt):
+                kind = _FUNCTION
+            end = None if kind is None else self._fragment(lt, kind, gt)
+            if end is None:
+                scan = lt + 1
+                continue
+            self.out.prose(pos, lt)
+            pos = scan = end
+            if self.out.full:
+                break
+        if self.out.full:
+            self.out.rest(pos)
+        else:
+            self.out.prose(pos, len(text))
+        return self.out.parsed()
+
+    def _fragment(self, start: int, kind: str, gt: int) -> int | None:
+        """Read the call opened by ``text[start:gt + 1]``: its end, or ``None`` for prose."""
+        text = self.text
+        reader: Callable[[int], _Found | None]
+        if kind == _WRAP:
+            reader, close = self._wrapper, _WRAP_CLOSE
+        elif kind == _FUNCTION:
+            reader, close = self._function_alone, _FUNCTION_CLOSE
+        elif text[gt - 1] == "/" or text.startswith("<", self._skip(gt + 1)):
+            reader, close = (lambda at: self._native(at, kind, None)), f"</{kind}>"
+        else:
+            return None
+        try:
+            found = reader(start)
+        except _Broken as broken:
+            end = self.find(close, broken.pos)
+            end = len(text) if end == -1 else end + len(close)
+            self.out.error(broken.name, text[start:end], broken.reason)
+            return end
+        if found is None:
+            return None
+        for name, arguments in found[0]:
+            self.out.call(name, arguments)
+        return found[1]
+
+    def _skip(self, pos: int) -> int:
+        match = _SPACE.match(self.text, pos)
+        return pos if match is None else match.end()
+
+    def _native_name(self, start: int) -> str | None:
+        """The tool named by a ``<tool>`` or ``<tool/>`` tag at ``start``, if any."""
+        match = _TAG_NAME.match(self.text, start + 1)
+        if match is None or match.group() not in self.tools:
+            return None
+        return match.group() if self.text.startswith((">", "/>"), match.end()) else None
+
+    def _native(self, start: int, name: str, stop: str | None) -> _Found:
+        text, after = self.text, start + 1 + len(name)
+        if text.startswith("/>", after):
+            return [(name, {})], after + 2
+        pos, close = after + 1, f"</{name}>"
+        schemas = properties(self.tools.get(name))
+        arguments: dict[str, object] = {}
+        while True:
+            pos = self._skip(pos)
+            if pos == len(text) or (stop is not None and text.startswith(stop, pos)):
+                return [(name, arguments)], pos
+            if text.startswith(close, pos):
+                return [(name, arguments)], pos + len(close)
+            if not text.startswith("<", pos) or text.startswith("</", pos):
+                raise _Broken(f"expected <argument>value</argument> or {close}", pos, name)
+            gt = text.find(">", pos + 1, pos + 2 + _MAX_NAME)
+            field = text[pos + 1 : gt] if gt != -1 else ""
+            if not _field_ok(field):
+                raise _Broken(f"expected <argument>value</argument> or {close}", pos, name)
+            raw, pos = self._field_value(gt + 1, field, close)
+            self._put(arguments, field, raw, schemas, (name, pos))
+
+    def _field_value(self, pos: int, field: str, call_close: str) -> tuple[str, int]:
+        """A value; outside CDATA it ends before the call's own closing tag."""
+        close = f"</{field}>"
+        cdata = self._cdata(pos, close)
+        if cdata is not None:
+            return cdata
+        limit = self.find(call_close, pos)
+        limit = len(self.text) if limit == -1 else limit
+        end = self.text.find(close, pos, limit + len(close))  # a field may share the name
+        if end == -1:
+            raise _Broken(f"<{field}> is never closed", limit, call_close[2:-1])
+        return _trim(self.text[pos:end]), end + len(close)
+
+    def _cdata(self, pos: int, close: str) -> tuple[str, int] | None:
+        text = self.text
+        at = pos + 1 if text.startswith("\n", pos) else pos
+        parts = []
+        while text.startswith(_CDATA, at):
+            end = self.find(_CDATA_END, at + len(_CDATA))
+            if end == -1:
+                return None
+            parts.append(text[at + len(_CDATA) : end])
+            at = end + len(_CDATA_END)
+        at = at + 1 if parts and text.startswith("\n", at) else at
+        return ("".join(parts), at + len(close)) if parts and text.startswith(close, at) else None
+
+    def _put(
+        self,
+        arguments: dict[str, object],
+        key: str,
+        raw: str,
+        schemas: Mapping[str, object],
+        where: tuple[str, int],
+    ) -> None:
+        if key in arguments:
+            raise _Broken(f"argument `{key}` is given twice", where[1], where[0])
+        value = convert_text(raw, schemas.get(key))
+        arguments[key] = unescape_body(value) if isinstance(value, str) else value
+
+    def _function_alone(self, start: int) -> _Found | None:
+        read = self._function(start, None)
+        return None if read is None else ([read[0]], read[1])
+
+    def _function(self, start: int, stop: str | None) -> tuple[_Call, int] | None:
+        """A ``<function=…>`` call; ``None`` when its opening tag is not well formed."""
+        text, head = self.text, start + len(_FUNCTION)
+        gt = text.find(">", head, head + _MAX_NAME + 1)
+        name = text[head:gt] if gt != -1 else ""
+        if not _name_ok(name):
+            return None
+        schemas = properties(self.tools.get(name))
+        arguments: dict[str, object] = {}
+        pos = gt + 1
+        while True:
+            pos = self._skip(pos)
+            if pos == len(text) or (stop is not None and text.startswith(stop, pos)):
+                return (name, arguments), pos
+            if text.startswith(_FUNCTION_CLOSE, pos):
+                return (name, arguments), pos + len(_FUNCTION_CLOSE)
+            key_at = pos + len(_PARAMETER)
+            gt = (
+                text.find(">", key_at, key_at + _MAX_NAME + 1)
+                if text.startswith(_PARAMETER, pos)
+                else -1
+            )
+            if gt == -1 or not _name_ok(text[key_at:gt]):
+                raise _Broken(
+                    "expected <parameter=name>value</parameter> or </function>", pos, name
+                )
+            raw, end = self._parameter_value(gt + 1, stop)
+            self._put(arguments, text[key_at:gt], raw, schemas, (name, pos))
+            pos = end
+
+    def _parameter_value(self, pos: int, stop: str | None) -> tuple[str, int]:
+        needles = (_PARAMETER_CLOSE, _PARAMETER, _FUNCTION_CLOSE) + ((stop,) if stop else ())
+        ends = [found for needle in needles if (found := self.find(needle, pos)) != -1]
+        end = min(ends, default=len(self.text))
+        raw = _trim(self.text[pos:end])
+        closed = self.text.startswith(_PARAMETER_CLOSE, end)
+        return raw, end + len(_PARAMETER_CLOSE) if closed else end
+
+    def _wrapper(self, start: int) -> _Found | None:
+        text = self.text
+        pos = self._skip(start + len(_WRAP))
+        if text.startswith(("{", "["), pos):
+            raise _Broken(
+                "this <tool_call> holds JSON; call a tool as "
+                "<tool_name><argument>value</argument></tool_name>",
+                pos,
+            )
+        if text.startswith("<", pos):
+            calls, pos = self._tagged(pos)
+        else:
+            glm = self._glm(pos)
+            if glm is None:
+                return None
+            calls, pos = [glm[0]], glm[1]
+        pos = self._skip(pos)
+        if text.startswith(_WRAP_CLOSE, pos):
+            return calls, pos + len(_WRAP_CLOSE)
+        if pos == len(text):
+            return calls, pos
+        raise _Broken(f"unexpected text inside <tool_call>: {text[pos : pos + 40]!r}", pos)
+
+    def _tagged(self, pos: int) -> _Found:
+        """The native or function-form calls inside one ``<tool_call>``."""
+        calls: list[_Call] = []
+        while True:
+            pos = self._skip(pos)
+            if self.text.startswith(_FUNCTION, pos):
+                read = self._function(pos, _WRAP_CLOSE)
+                if read is None:
+                    raise _Broken("a <function=…> tag has no name", pos)
+                calls.append(read[0])
+                pos = read[1]
+            elif (name := self._native_name(pos)) is not None:
+                found, pos = self._native(pos, name, _WRAP_CLOSE)
+                calls += found
+            elif calls:
+                return calls, pos
+            else:
+                raise _Broken("expected a call inside <tool_call>", pos)
+
+    def _glm(self, pos: int) -> tuple[_Call, int] | None:
+        """A GLM call: ``name<arg_key>k</arg_key><arg_value>v</arg_value>…``."""
+        text, limit = self.text, pos + 2 * _MAX_NAME
+        lt = text.find("<", pos, limit)
+        if lt == -1 and len(text) > limit:
+            return None
+        lt = len(text) if lt == -1 else lt
+        name = text[pos:lt].strip()
+        if not name or len(name.split()) != 1:
+            return None
+        if not text.startswith(("<arg_key>", _WRAP_CLOSE), lt):
+            return None  # `use <tool_call> tags` is prose
+        schemas = properties(self.tools.get(name))
+        arguments: dict[str, object] = {}
+        pos = lt
+        while text.startswith("<arg_key>", pos):
+            key, pos = self._between(pos, "<arg_key>", "</arg_key>", name)
+            pos = self._skip(pos)
+            if not text.startswith("<arg_value>", pos):
+                raise _Broken(f"<arg_key>{key}</arg_key> has no <arg_value>", pos, name)
+            raw, pos = self._between(pos, "<arg_value>", "</arg_value>", name)
+            self._put(arguments, key.strip(), raw, schemas, (name, pos))
+            pos = self._skip(pos)
+        return (name, arguments), pos
+
+    def _between(self, pos: int, opening: str, closing: str, name: str) -> tuple[str, int]:
+        start = pos + len(opening)
+        end = self.find(closing, start)
+        if end == -1:
+            raise _Broken(f"{opening} is never closed", len(self.text), name)
+        return _trim(self.text[start:end]), end + len(closing)
+
+
+def _trim(raw: str) -> str:
+    """Drop one ``\\n`` after the opening tag and one before the closing tag."""
+    start = 1 if raw.startswith("\n") else 0
+    end = len(raw) - 1 if raw.endswith("\n") and len(raw) > start else len(raw)
+    return raw[start:end]
