@@ -108,6 +108,18 @@ class Tool(Generic[P, R]):
     is_async: bool = attrs.field(
         default=attrs.Factory(lambda self: _is_async(self.fn), takes_self=True)
     )
+    # The raw-JSON decoder of a signature-built tool, kept on the tool itself so the
+    # hot path of `validate` is one attribute load away (None for schema-built tools).
+    _decode: Callable[[str], msgspec.Struct] | None = attrs.field(
+        init=False,
+        repr=False,
+        default=attrs.Factory(
+            lambda self: self._validator.decode
+            if isinstance(self._validator, StructValidator)
+            else None,
+            takes_self=True,
+        ),
+    )
 
     @property
     def injected(self) -> tuple[str, ...]:
@@ -147,15 +159,15 @@ class Tool(Generic[P, R]):
                 message, written for the model, names the JSON path, what was
                 expected and what was found.
         """
-        validator = self._validator
-        if type(arguments) is str and type(validator) is StructValidator:
+        decode = self._decode
+        if decode is not None and type(arguments) is str:
             # The hot path (raw JSON from a provider, a signature-built tool), inlined:
             # one decode into the Struct, one shallow dict. Errors take the full path.
             try:
-                return _asdict(validator.decode(arguments))
+                return _asdict(decode(arguments))
             except (msgspec.MsgspecError, RecursionError):
                 pass
-        return validator.validate(self.name, arguments)
+        return self._validator.validate(self.name, arguments)
 
     def __repr__(self) -> str:
         kind = "external" if self.fn is None else ("async" if self.is_async else "sync")
