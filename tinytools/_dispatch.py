@@ -482,7 +482,7 @@ async def dispatch(
     ):
         batch = calls if type(calls) is tuple else tuple(calls)
         if policy.max_concurrency == 1 or len(batch) == 1:
-            fast = await _fastpath.run_async(batch, tools, _promote_async(policy, context))
+            fast = await _fastpath.run_async(batch, tools, policy, context, _promote_async)
             if fast is not None:
                 return fast
         calls = batch
@@ -642,7 +642,7 @@ def dispatch_sync(
         policy, middleware, on_event, approvals, ledger, artifacts, cancellation, advertised
     ):
         batch = calls if type(calls) is tuple else tuple(calls)
-        fast = _fastpath.run_sync(batch, tools, _promote_sync(policy, context))
+        fast = _fastpath.run_sync(batch, tools, policy, context, _promote_sync)
         if fast is not None:
             return fast
     sink = _Sink(on_event)
@@ -736,35 +736,35 @@ def _settle(run: _Run, item: Admitted, outcome: Outcome) -> None:
         raise _abort(run, run.fatal)
 
 
-def _promote_sync(policy: RunPolicy, context: Context | None) -> _fastpath.PromoteSync:
-    def promote(plan: _fastpath.Plan, at: int, error: Exception) -> DispatchResult:
-        run, item = _promoted(policy, context, plan, at)
-        first = _first_outcome(error)
-        if isinstance(first, Exception):
-            first = continue_inline(run.attempts(item), item.arguments, first)
-        _settle(run, item, first)
-        for rest in run.admitted()[at + 1 :]:
-            _settle(run, rest, run_inline(run.attempts(rest), _UNSEEN))
-        return _assemble(run, why="cancelled")
+def _promote_sync(
+    plan: _fastpath.Plan, at: int, error: Exception, policy: RunPolicy, context: Context | None
+) -> DispatchResult:
+    """The general path takes over a fast ``dispatch_sync`` at call ``at``."""
+    run, item = _promoted(policy, context, plan, at)
+    first = _first_outcome(error)
+    if isinstance(first, Exception):
+        first = continue_inline(run.attempts(item), item.arguments, first)
+    _settle(run, item, first)
+    for rest in run.admitted()[at + 1 :]:
+        _settle(run, rest, run_inline(run.attempts(rest), _UNSEEN))
+    return _assemble(run, why="cancelled")
 
-    return promote
 
-
-def _promote_async(policy: RunPolicy, context: Context | None) -> _fastpath.PromoteAsync:
-    async def promote(plan: _fastpath.Plan, at: int, error: Exception) -> DispatchResult:
-        run, item = _promoted(policy, context, plan, at)
-        first = _first_outcome(error)
-        if isinstance(first, Exception):
-            first = await continue_async(run.attempts(item), item.arguments, first)
-        _settle(run, item, first)
-        rest = run.admitted()[at + 1 :]
-        handles = {i.index: Cancellation() for i in rest}
-        await _run_all(run, rest, handles, None, None)
-        if run.fatal is not None:
-            for handle in handles.values():
-                handle.cancel()
-            _interrupt(run, rest, "aborted")
-            raise _abort(run, run.fatal)
-        return _assemble(run, why="cancelled")
-
-    return promote
+async def _promote_async(
+    plan: _fastpath.Plan, at: int, error: Exception, policy: RunPolicy, context: Context | None
+) -> DispatchResult:
+    """The general path takes over a fast ``dispatch`` at call ``at``."""
+    run, item = _promoted(policy, context, plan, at)
+    first = _first_outcome(error)
+    if isinstance(first, Exception):
+        first = await continue_async(run.attempts(item), item.arguments, first)
+    _settle(run, item, first)
+    rest = run.admitted()[at + 1 :]
+    handles = {i.index: Cancellation() for i in rest}
+    await _run_all(run, rest, handles, None, None)
+    if run.fatal is not None:
+        for handle in handles.values():
+            handle.cancel()
+        _interrupt(run, rest, "aborted")
+        raise _abort(run, run.fatal)
+    return _assemble(run, why="cancelled")

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Collection, Iterable
 
 import anyio.lowlevel
-import attrs
 import msgspec
 
 from ._artifacts import ToolOutput
+from ._inject import Context
 from ._registry import AnyTool, Registry
 from ._result import DispatchResult
 from ._wire import ToolCall, ToolMessage, ToolResult
@@ -61,7 +61,7 @@ def eligible(
 ) -> bool:
     """Whether dispatch's other arguments leave room for the fast path (tools: a Registry)."""
     return (
-        middleware == ()
+        (middleware == () or middleware == [])
         and on_event is None
         and approvals is None
         and ledger is None
@@ -79,35 +79,45 @@ class Special(Exception):
         self.value = value
 
 
-@attrs.define
 class Plan:
-    """What the fast path admitted and has done so far."""
+    """What the fast path admitted and had done when it handed the batch over."""
 
-    batch: tuple[ToolCall, ...]
-    tools: Registry
-    admitted: list[tuple[ToolCall, AnyTool, dict[str, object]]]
-    events: list[Event] = attrs.Factory(list)
-    messages: list[ToolMessage] = attrs.Factory(list)
+    __slots__ = ("admitted", "batch", "events", "messages", "tools")
 
-    def result(self) -> DispatchResult:
-        executed = tuple(call.id for call in self.batch)
-        return DispatchResult(tuple(self.messages), tuple(self.events), None, (), {}, executed)
+    def __init__(
+        self,
+        batch: tuple[ToolCall, ...],
+        tools: Registry,
+        admitted: list[tuple[ToolCall, AnyTool, dict[str, object]]],
+        events: list[Event],
+        messages: list[ToolMessage],
+    ) -> None:
+        self.batch = batch
+        self.tools = tools
+        self.admitted = admitted
+        self.events = events
+        self.messages = messages
 
 
-#: Hands a plan to the general path at call ``at``, with what that call raised.
-PromoteSync = Callable[[Plan, int, Exception], DispatchResult]
-PromoteAsync = Callable[[Plan, int, Exception], Awaitable[DispatchResult]]
+#: Hands a plan to the general path at call ``at``, with what that call raised (and the
+#: dispatch's policy and context, so no closure is built per dispatch).
+PromoteSync = Callable[[Plan, int, Exception, RunPolicy, "Context | None"], DispatchResult]
+PromoteAsync = Callable[
+    [Plan, int, Exception, RunPolicy, "Context | None"], Awaitable[DispatchResult]
+]
 
 
-def _plan(batch: tuple[ToolCall, ...], tools: Registry, *, sync: bool) -> Plan | None:
+def _admit(
+    batch: tuple[ToolCall, ...], tools: Registry, *, sync: bool
+) -> list[tuple[ToolCall, AnyTool, dict[str, object]]] | None:
     """The admitted calls, or None when any call needs the general path's admission."""
+    if len(batch) > 1 and len({call.id for call in batch}) != len(batch):
+        return None  # repeated ids: the general path refuses them
     plain = tools._plain
     admitted: list[tuple[ToolCall, AnyTool, dict[str, object]]] = []
-    seen: set[str] = set()
     for call in batch:
-        if type(call) is not ToolCall or call.invalid is not None or call.id in seen:
+        if type(call) is not ToolCall or call.invalid is not None:
             return None
-        seen.add(call.id)
         tool = plain.get(call.name)
         if tool is None or (sync and tool.is_async):
             return None
@@ -116,10 +126,19 @@ def _plan(batch: tuple[ToolCall, ...], tools: Registry, *, sync: bool) -> Plan |
         except (ToolArgumentsError, UnicodeError):
             return None
         admitted.append((call, tool, arguments))
-    return Plan(batch, tools, admitted)
+    return admitted
 
 
-def _answer(plan: Plan, call: ToolCall, tool: AnyTool, value: object) -> None:
+def _result(
+    batch: tuple[ToolCall, ...], events: list[Event], messages: list[ToolMessage]
+) -> DispatchResult:
+    executed = tuple(call.id for call in batch)
+    return DispatchResult(tuple(messages), tuple(events), None, (), {}, executed)
+
+
+def _answer(
+    messages: list[ToolMessage], events: list[Event], call: ToolCall, tool: AnyTool, value: object
+) -> None:
     """Record a plain value's message and completion, as the fold would.
 
     Raises:
@@ -134,44 +153,58 @@ def _answer(plan: Plan, call: ToolCall, tool: AnyTool, value: object) -> None:
             content, output = _encode(value).decode(), ToolOutput(value, ())
         except (TypeError, ValueError):
             raise Special(value) from None
-    plan.messages.append(
+    messages.append(
         ToolMessage(tool_call_id=call.id, name=tool.name, content=content, artifact=output)
     )
-    plan.events.append(ToolCompleted(call_id=call.id, tool_name=tool.name, metadata={}))
+    events.append(ToolCompleted(call_id=call.id, tool_name=tool.name, metadata={}))
 
 
 def run_sync(
-    batch: tuple[ToolCall, ...], tools: Registry, promote: PromoteSync
+    batch: tuple[ToolCall, ...],
+    tools: Registry,
+    policy: RunPolicy,
+    context: Context | None,
+    promote: PromoteSync,
 ) -> DispatchResult | None:
     """Run a plain batch of sync tools inline; None (nothing run) when it is not plain."""
-    plan = _plan(batch, tools, sync=True)
-    if plan is None:
+    admitted = _admit(batch, tools, sync=True)
+    if admitted is None:
         return None
-    for index, (call, tool, arguments) in enumerate(plan.admitted):
-        plan.events.append(ToolStarted(call_id=call.id, tool_name=tool.name, arguments=arguments))
+    events: list[Event] = []
+    messages: list[ToolMessage] = []
+    for index, (call, tool, arguments) in enumerate(admitted):
+        events.append(ToolStarted(call_id=call.id, tool_name=tool.name, arguments=arguments))
         try:
-            _answer(plan, call, tool, tool.fn(**arguments))  # type: ignore[misc]
+            _answer(messages, events, call, tool, tool.fn(**arguments))  # type: ignore[misc]
         except Exception as error:
-            return promote(plan, index, error)
-    return plan.result()
+            plan = Plan(batch, tools, admitted, events, messages)
+            return promote(plan, index, error, policy, context)
+    return _result(batch, events, messages)
 
 
 async def run_async(
-    batch: tuple[ToolCall, ...], tools: Registry, promote: PromoteAsync
+    batch: tuple[ToolCall, ...],
+    tools: Registry,
+    policy: RunPolicy,
+    context: Context | None,
+    promote: PromoteAsync,
 ) -> DispatchResult | None:
     """Run a plain batch one call after another under the event loop (async tools awaited)."""
-    plan = _plan(batch, tools, sync=False)
-    if plan is None:
+    admitted = _admit(batch, tools, sync=False)
+    if admitted is None:
         return None
-    for index, (call, tool, arguments) in enumerate(plan.admitted):
-        plan.events.append(ToolStarted(call_id=call.id, tool_name=tool.name, arguments=arguments))
+    events: list[Event] = []
+    messages: list[ToolMessage] = []
+    for index, (call, tool, arguments) in enumerate(admitted):
+        events.append(ToolStarted(call_id=call.id, tool_name=tool.name, arguments=arguments))
         try:
             if tool.is_async:
                 value = await tool.fn(**arguments)  # type: ignore[misc]
             else:
                 await anyio.lowlevel.checkpoint()  # an inline tool never yields: yield first
                 value = tool.fn(**arguments)  # type: ignore[misc]
-            _answer(plan, call, tool, value)
+            _answer(messages, events, call, tool, value)
         except Exception as error:
-            return await promote(plan, index, error)
-    return plan.result()
+            plan = Plan(batch, tools, admitted, events, messages)
+            return await promote(plan, index, error, policy, context)
+    return _result(batch, events, messages)
