@@ -410,43 +410,20 @@ def _unknown(call: ToolCall, recovery: str) -> UnknownToolCall:
 def _arguments(
     index: int, call: ToolCall, tool: AnyTool, batch: _Batch
 ) -> dict[str, object] | Answered | Abort:
-    """The validated arguments, or the answer for malformed or invalid ones."""
-    raw = call.arguments
+    """The validated arguments, or the answer for malformed or invalid ones.
+
+    ``Tool.validate`` tells malformed text (a transport defect: repaired if it can be
+    without guessing, else answered with the parse error, whatever the invalid-args
+    policy says) from well-formed arguments that break the schema.
+    """
     try:
         if call.invalid is not None:
             raise ToolArgumentsError(tool.name, call.invalid, malformed=True)
-        return tool.validate(raw)
+        return tool.validate(call.arguments)
     except ToolArgumentsError as error:
-        if not error.malformed:
-            # msgspec's typed decoder reports the first ill-typed value before a syntax
-            # error further on (`0:`, a truncated `{"n": "x",`): malformed JSON is a
-            # transport defect, answered as such whatever the invalid-args policy says.
-            error = _parse_error(tool, raw) or error
         if error.malformed:
             return _repaired(index, call, tool, error, batch)
-        return _invalid(index, call, tool, error, raw, batch)
-    except (UnicodeError, msgspec.DecodeError) as error:
-        # Raw text that the validator chokes on instead of raising ToolArgumentsError
-        # (lone surrogates; `{"n": 1.5,}` on the integral-float retry) is malformed.
-        unreadable = _parse_error(tool, raw) or ToolArgumentsError(
-            tool.name, f"the arguments cannot be read ({error})", malformed=True
-        )
-        return _repaired(index, call, tool, unreadable, batch)
-
-
-def _parse_error(tool: AnyTool, raw: object) -> ToolArgumentsError | None:
-    """Why raw argument text is not JSON, or None when it is (or is not text)."""
-    if not isinstance(raw, (str, bytes)):
-        return None
-    try:
-        msgspec.json.decode(raw)
-    except msgspec.DecodeError as error:
-        detail = str(error).removeprefix("JSON is malformed: ")
-    except UnicodeError:
-        detail = "the text holds lone surrogates, which no JSON text can carry"
-    else:
-        return None
-    return ToolArgumentsError(tool.name, detail, malformed=True)
+        return _invalid(index, call, tool, error, call.arguments, batch)
 
 
 def _invalid_event(

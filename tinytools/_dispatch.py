@@ -411,17 +411,22 @@ async def _run_all(
     async with trio.open_nursery() if native else anyio.create_task_group() as group:
         stop = group.cancel_scope
 
-        async def one(item: Admitted) -> None:
-            if limiter is None:
+        async def one(item: Admitted, slot: object) -> None:
+            try:
                 fatal = await body(item)
-            else:
-                async with limiter:
-                    fatal = await body(item)
+            finally:
+                if limiter is not None:
+                    limiter.release_on_behalf_of(slot)
             if fatal:
                 (scope or stop).cancel()
 
         for item in admitted:
-            group.start_soon(one, item)
+            slot = object()
+            if limiter is not None:
+                # Taken here, in call order, not in the task: trio starts tasks in an
+                # arbitrary order, and calls should start (and be cut by a deadline) in order.
+                await limiter.acquire_on_behalf_of(slot)
+            group.start_soon(one, item, slot)
 
 
 def _interrupt(run: _Run, admitted: Sequence[Admitted], why: str) -> None:

@@ -115,7 +115,10 @@ class Attempts:
         self.attempt += 1
         policy = self.env.policy
         base = min(policy.retry_max_delay, policy.retry_base_delay * 2.0 ** (self.attempt - 1))
-        delay = base * (0.5 + random.random() / 2)  # jitter: spread retries of a herd
+        # Jitter spreads the retries of many calls; seeding it with the call and attempt
+        # keeps equal inputs giving equal events (ToolRetried.delay included).
+        jitter = random.Random(f"{self.item.call.id}:{self.attempt}").random()
+        delay = base * (0.5 + jitter / 2)
         self.emit(
             ToolRetried(
                 call_id=self.item.call.id,

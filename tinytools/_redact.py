@@ -77,7 +77,7 @@ class Redactor:
             return self.arguments(arguments)
         try:
             decoded = msgspec.json.decode(arguments)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeError, RecursionError):
             return MARKER, [arguments]
         if not isinstance(decoded, dict):
             return arguments, []

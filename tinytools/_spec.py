@@ -114,9 +114,9 @@ class Tool(Generic[P, R]):
         init=False,
         repr=False,
         default=attrs.Factory(
-            lambda self: self._validator.decode
-            if isinstance(self._validator, StructValidator)
-            else None,
+            lambda self: (
+                self._validator.decode if isinstance(self._validator, StructValidator) else None
+            ),
             takes_self=True,
         ),
     )
@@ -165,7 +165,7 @@ class Tool(Generic[P, R]):
             # one decode into the Struct, one shallow dict. Errors take the full path.
             try:
                 return _asdict(decode(arguments))
-            except (msgspec.MsgspecError, RecursionError):
+            except (msgspec.MsgspecError, RecursionError, UnicodeError):
                 pass
         return self._validator.validate(self.name, arguments)
 

@@ -101,7 +101,8 @@ class StructValidator:
         """The keyword arguments for the function, converted to the parameters' types.
 
         Raises:
-            ToolArgumentsError: The arguments are not valid JSON or break the schema.
+            ToolArgumentsError: The arguments are not valid JSON (``malformed``) or
+                break the schema.
         """
         try:
             if isinstance(arguments, (str, bytes)):
@@ -109,9 +110,15 @@ class StructValidator:
             else:
                 value = msgspec.convert(arguments, self._struct)
         except msgspec.ValidationError as error:
+            # The typed decoder reports the first ill-typed value before a syntax error
+            # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all is
+            # malformed, whatever its first value looked like.
+            _raise_if_not_json(tool_name, arguments)
             value = self._retry(tool_name, arguments, error)
         except msgspec.DecodeError as error:
             raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
+        except UnicodeError:
+            raise _unreadable(tool_name) from None
         except RecursionError:
             raise _too_deep(tool_name) from None
         return msgspec.structs.asdict(value)
@@ -129,6 +136,28 @@ class StructValidator:
             return msgspec.convert(_integral_floats_to_int(decoded), self._struct)
         except msgspec.ValidationError:
             raise _from_msgspec(tool_name, error) from None
+
+
+def _raise_if_not_json(tool_name: str, arguments: Arguments) -> None:
+    """Raise the parse error of raw text that is not JSON (decoded values pass)."""
+    if not isinstance(arguments, (str, bytes)):
+        return
+    try:
+        msgspec.json.decode(arguments)
+    except msgspec.DecodeError as error:
+        raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
+    except UnicodeError:
+        raise _unreadable(tool_name) from None
+    except RecursionError:
+        raise _too_deep(tool_name) from None
+
+
+def _unreadable(tool_name: str) -> ToolArgumentsError:
+    return ToolArgumentsError(
+        tool_name,
+        "the text holds lone surrogates, which no JSON text can carry",
+        malformed=True,
+    )
 
 
 def _too_deep(tool_name: str) -> ToolArgumentsError:
@@ -251,6 +280,8 @@ class SchemaValidator:
                 value: object = msgspec.json.decode(arguments)
             except msgspec.DecodeError as error:
                 raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
+            except UnicodeError:
+                raise _unreadable(tool_name) from None
             except RecursionError:
                 raise _too_deep(tool_name) from None
         else:

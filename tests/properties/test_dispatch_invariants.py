@@ -1,9 +1,10 @@
 """Property tests for the invariants of `tinytools.dispatch` (DESIGN.md, "Invariants").
 
 Each example draws a batch of calls against one registry mixing synchronous and async
-tools, a hidden, a deferred-exposure, a schema-built and an external tool, tools that
-raise (``ValueError``, ``ModelRetry``, ``RetryableError``, ``FatalToolError``) and a slow
-async tool; some calls leave the advertised set or the run's allow-list. Calls carry valid
+tools, a hidden, a deferred-exposure, a schema-built and an external tool, a tool with no
+required parameter (so ``{}`` would pass its schema), tools that raise (``ValueError``,
+``ModelRetry``, ``RetryableError``, ``FatalToolError``) and a slow async tool; some calls
+leave the advertised set or the run's allow-list. Calls carry valid
 arguments (as a dict, strict JSON or relaxed-but-repairable JSON), unknown names (also
 differing only by case or surrounding whitespace), malformed text and bytes, schema-invalid
 arguments, non-object and double-encoded JSON, and arguments naming an injected parameter.
@@ -12,10 +13,13 @@ execution and a per-call timeout.
 
 Every batch runs through `dispatch_sync`, and through `await dispatch` under trio (with an
 autojump mock clock, so the slow tool and retries take virtual time) and under asyncio.
-`check_dispatch_invariants` then checks invariants 1-4 and 7, the dispatch side of 5 and 6
-and the consistency of events, messages and ``executed`` against a journal of what the tool
-functions really received; `_predict` says what admission must do with each call and
-`_expected_outcome` what each admitted tool answers.
+`check_dispatch_invariants` then checks invariants 1-4 and 7 and the consistency of events,
+messages and ``executed`` against a journal of what the tool functions really received;
+`_predict` says what admission must do with each call and `_expected_outcome` what each
+admitted tool answers. The dispatch side of invariant 5 (a strictly valid document is never
+"repaired"; a relaxed one means what it was drawn from) and of invariant 6 (echoed text that
+imitates transcript markup stays the content of its own message) is checked too; repair and
+the envelope have their own tests (``tests/test_repair.py``, ``tests/formats``).
 """
 
 from __future__ import annotations
@@ -153,8 +157,8 @@ def decoded_arguments(call: ToolCall) -> tuple[object, bool]:
 
 def _candidates(call: ToolCall, item: Tool[..., object]) -> list[dict[str, object]]:
     """Every keyword-argument dict admission may legitimately derive from ``call``."""
-    value, _strict = decoded_arguments(call)
-    if value is None and isinstance(call.arguments, (str, bytes)):
+    value, strict = decoded_arguments(call)
+    if value is None and not strict and isinstance(call.arguments, (str, bytes)):
         return []  # malformed and unrecoverable: nothing may run (never `{}`)
     values = [value]
     normalized = normalize_arguments(value, item.parameters)
@@ -1132,7 +1136,8 @@ def _check_against_oracle(
         if message.status == "interrupted":
             assert aborted is not None, f"nothing interrupts an unaborted batch: {message!r}"
             assert fatal_seen or policy.max_concurrency > 1, (
-                f"serial, before the fatal call: {call!r}"
+                f"call {call.id!r} of a serial batch was interrupted though no fatal call ran "
+                f"before it (no Fail policy fired); the batch aborted with {aborted.reason!r}"
             )
             continue
         assert not (fatal_seen and policy.max_concurrency == 1), (
@@ -1173,7 +1178,7 @@ def _check_against_oracle(
 
 _SETTINGS = settings(
     deadline=None,
-    max_examples=200,
+    max_examples=400,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 
