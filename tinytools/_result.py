@@ -1,10 +1,16 @@
-"""What dispatch returns: :class:`DispatchResult` (and what it raises on abort)."""
+"""What dispatch returns: :class:`DispatchResult` (and what it raises on abort).
 
-from __future__ import annotations
+``DispatchResult`` and ``FollowUp`` are frozen msgspec Structs: a result is
+built on every dispatch (a Struct costs a fraction of an attrs instance), and
+it encodes to JSON with ``msgspec.json.encode`` like the rest of the wire data.
+Derive variants with ``msgspec.structs.replace``.
+"""
+
+# No `from __future__ import annotations` (see `tinytools/_wire.py`).
 
 from collections.abc import Mapping
 
-import attrs
+import msgspec
 
 from ._approvals import DeferredToolRequests
 from ._wire import ContentBlock, ToolMessage
@@ -14,16 +20,14 @@ from .events import Event
 __all__ = ["DispatchAborted", "DispatchResult", "FollowUp"]
 
 
-@attrs.frozen
-class FollowUp:
+class FollowUp(msgspec.Struct, frozen=True):
     """Content a tool asked the model to see as a later user message."""
 
     call_id: str
     content: tuple[ContentBlock, ...]
 
 
-@attrs.frozen
-class DispatchResult:
+class DispatchResult(msgspec.Struct, frozen=True):
     """The answer to one batch of calls.
 
     Attributes:
@@ -40,7 +44,7 @@ class DispatchResult:
     events: tuple[Event, ...]
     deferred: DeferredToolRequests | None = None
     follow_ups: tuple[FollowUp, ...] = ()
-    metadata: Mapping[str, Mapping[str, object]] = attrs.field(factory=dict)
+    metadata: Mapping[str, Mapping[str, object]] = msgspec.field(default_factory=dict)
     executed: tuple[str, ...] = ()
 
 
@@ -53,7 +57,7 @@ class DispatchAborted(TinytoolsError):
         reason: What aborted the batch.
     """
 
-    def __init__(self, reason: str, result: DispatchResult) -> None:
+    def __init__(self, reason: str, result: "DispatchResult") -> None:
         self.reason = reason
         self.result = result
         super().__init__(f"dispatch aborted: {reason}")

@@ -1391,11 +1391,13 @@ class TestCheckDispatchInvariants:
         calls, result, registry, ran = self._legit()
         messages = list(result.messages)
         if breakage == "drop_message":
-            result = attrs.evolve(result, messages=tuple(messages[1:]))
+            result = msgspec.structs.replace(result, messages=tuple(messages[1:]))
         elif breakage == "swap_messages":
-            result = attrs.evolve(result, messages=(messages[1], messages[0], messages[2]))
+            result = msgspec.structs.replace(
+                result, messages=(messages[1], messages[0], messages[2])
+            )
         elif breakage == "duplicate_message":
-            result = attrs.evolve(result, messages=(*messages, messages[0]))
+            result = msgspec.structs.replace(result, messages=(*messages, messages[0]))
         elif breakage == "hidden_ran":
             ran = [*ran, Entry("b", "hidden_op", {"x": 1})]
         elif breakage == "wrong_tool_ran":
@@ -1408,16 +1410,16 @@ class TestCheckDispatchInvariants:
         elif breakage == "forged_injection":
             calls = [ToolCall("a", "echo", {"text": "x", "call_id": "z"}), *calls[1:]]
         elif breakage == "silent_refusal":
-            result = attrs.evolve(
+            result = msgspec.structs.replace(
                 result, events=tuple(e for e in result.events if not isinstance(e, UnknownToolCall))
             )
         elif breakage == "executed_without_start":
-            result = attrs.evolve(result, executed=(*result.executed, "b"))
+            result = msgspec.structs.replace(result, executed=(*result.executed, "b"))
         elif breakage == "ran_but_not_executed":
-            result = attrs.evolve(result, executed=result.executed[1:])
+            result = msgspec.structs.replace(result, executed=result.executed[1:])
         elif breakage == "success_without_running":
             forged = msgspec.structs.replace(messages[1], is_error=False, status="ok")
-            result = attrs.evolve(result, messages=(messages[0], forged, messages[2]))
+            result = msgspec.structs.replace(result, messages=(messages[0], forged, messages[2]))
 
         with pytest.raises(AssertionError, match=complaint):
             check_dispatch_invariants(calls, result, registry, ran)
