@@ -89,10 +89,12 @@ def _struct(params: Sequence[Param]) -> type[msgspec.Struct]:
 
 
 def _schema(struct: type[msgspec.Struct], params: Sequence[Param]) -> dict[str, object]:
-    (_,), components = msgspec.json.schema_components(
+    (ref,), components = msgspec.json.schema_components(
         (struct,), schema_hook=_schema_hook, ref_template="#/$defs/{name}"
     )
-    schema = dict(components.pop(_STRUCT_NAME))
+    # msgspec renames colliding component names, so read the arguments' own name back.
+    name = str(ref["$ref"]).rpartition("/")[2]
+    schema = dict(components.pop(name))
     schema.pop("title", None)
     schema["additionalProperties"] = False
     properties = schema.get("properties")
