@@ -70,6 +70,16 @@ def example_tools():
 
 
 class TestDemo:
+    def test_dispatched_turn(self, capsys):
+        """The demo dispatches one turn: repaired, unknown, run, async and deferred calls."""
+        _, out, _ = run_main(capsys, "demo")
+        turn = out.split("dispatched", 1)[1]
+        assert "call_a     invalid_tool_args repaired" in turn
+        assert "call_b     [error] Unknown tool `get_wether`" in turn
+        assert "call_d     [ok]" in turn
+        assert "Deferred to the host: call_e" in turn
+        assert "Executed: call_a, call_c, call_d" in turn
+
     def test_exit_status(self, capsys):
         """The demo succeeds and writes only to stdout."""
         status, out, err = run_main(capsys, "demo")

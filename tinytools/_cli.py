@@ -112,7 +112,39 @@ def _demo(_args: argparse.Namespace, out: TextIO) -> int:
             accepted += 1
             _write(out, *_field("ok", pprint.pformat(kwargs, width=72, sort_dicts=False)), "")
     _write(out, f"{len(CALLS)} calls: {accepted} accepted, {len(CALLS) - accepted} rejected.")
+    _write(out, "", "")
+    _dispatch_turn(out)
     return 0
+
+
+def _dispatch_turn(out: TextIO) -> None:
+    """One model turn through dispatch_sync: the messages, the events, what was deferred."""
+    import msgspec
+
+    from . import Context, dispatch_sync
+    from ._demo import TOOLS, TURN, Cart
+
+    _write(out, *_heading(f"One turn of {len(TURN)} calls, dispatched", "="), "")
+    _write(
+        out,
+        "dispatch_sync admits every call (names, JSON, schemas), runs what may run in call",
+        "order, and answers each call with one message the model reads.",
+        "",
+    )
+    for call in TURN:
+        _write(out, *_field(call.id, f"{call.name} {call.arguments}"))
+    result = dispatch_sync(TURN, TOOLS, context=Context(run_id="demo-run", state=Cart()))
+    _write(out, "", "Messages, in call order:")
+    for message in result.messages:
+        _write(out, *_field(message.tool_call_id, f"[{message.status}] {message.content}"))
+    _write(out, "", "Events:")
+    for event in result.events:
+        fields = msgspec.to_builtins(event)
+        extra = fields.get("recovery") or fields.get("reason") or ""
+        _write(out, *_field(fields.get("call_id", ""), f"{fields['kind']} {extra}".rstrip()))
+    deferred = result.deferred.all if result.deferred else ()
+    _write(out, "", f"Deferred to the host: {', '.join(c.id for c in deferred) or 'nothing'}")
+    _write(out, f"Executed: {', '.join(result.executed)}")
 
 
 def _tool_lines(tool: AnyTool, source: str) -> list[str]:

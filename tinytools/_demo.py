@@ -22,7 +22,7 @@ from ._spec import Tool
 from ._wire import ToolCall
 from .errors import ModelRetry
 
-__all__ = ["CALLS", "EXAMPLES", "TOOLS", "DemoCall"]
+__all__ = ["CALLS", "EXAMPLES", "TOOLS", "TURN", "DemoCall"]
 
 
 # --- examples/weather.py -------------------------------------------------------
@@ -263,4 +263,20 @@ CALLS = _calls(
         False,
     ),
     ("lookup_order", '{"order_id": "12345"}', 'a "pattern", enforced with enforce="draft7"', False),
+)
+
+
+#: One model turn, run through ``dispatch_sync``: relaxed JSON repaired, a misspelt
+#: tool answered, sync and async tools run in call order, an external tool deferred.
+TURN = (
+    ToolCall("call_a", "get_weather", '{city: "Paris", days: 2,}'),
+    ToolCall("call_b", "get_wether", '{"city": "Rome"}'),
+    ToolCall("call_c", "add_to_cart", '{"items": [{"sku": "TEA-001", "quantity": 2}]}'),
+    ToolCall(
+        "call_d",
+        "checkout",
+        '{"shipping": {"address": {"name": "Ada Lovelace", "street": "12 St James\'s Square",'
+        ' "city": "London", "postcode": "SW1Y 4JH", "country": "GB"}}}',
+    ),
+    ToolCall("call_e", "create_issue", '{"owner": "octo-org", "repo": "shop", "title": "Hi"}'),
 )
