@@ -23,10 +23,10 @@ from typing import ParamSpec, Protocol, TypeVar, overload
 import attrs
 
 from ._docstrings import parse_docstring
-from ._format import Json, ToolFormat
+from ._format import ToolFormat
 from ._introspect import introspect
 from ._schema import build_arguments
-from ._spec import Exposure, Tool, check_name
+from ._spec import DEFAULT_FORMAT, DEFAULT_POLICY, Exposure, Tool, check_name
 from ._tool_policy import ToolPolicy
 from ._validate import StructValidator
 from .errors import ToolDefinitionError
@@ -190,7 +190,7 @@ def _build(fn: Callable[P, R], options: _Options) -> Tool[P, R]:
         injections=signature.injections,
         policy=policy,
         exposure=options.exposure,
-        format=options.format or Json(),
+        format=options.format or DEFAULT_FORMAT,
     )
 
 
@@ -201,7 +201,7 @@ _WRITES = ("writes_files", "installs_dependencies", "destructive", "payment")
 
 def _policy(options: _Options, *, is_async: bool) -> ToolPolicy | list[str]:
     """``options.policy`` with the shortcuts applied, or what contradicts what."""
-    policy = options.policy or ToolPolicy()
+    policy = options.policy or DEFAULT_POLICY
     effects = policy.side_effects
     problems = []
     if options.read_only:

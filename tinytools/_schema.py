@@ -85,6 +85,9 @@ def _struct(params: Sequence[Param]) -> type[msgspec.Struct]:
         [_field(p) for p in params],
         kw_only=True,
         forbid_unknown_fields=True,
+        # Never tracked by the garbage collector: an arguments struct lives only between
+        # decoding and the dict handed to the function, and nothing can point back to it.
+        gc=False,
     )
 
 

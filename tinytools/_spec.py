@@ -25,7 +25,18 @@ from ._tool_policy import ToolPolicy
 from ._validate import Arguments, Enforce, SchemaValidator, StructValidator
 from .errors import ToolDefinitionError
 
-__all__ = ["NAME_PATTERN", "Exposure", "Tool", "check_name"]
+__all__ = [
+    "DEFAULT_FORMAT",
+    "DEFAULT_POLICY",
+    "NAME_PATTERN",
+    "Exposure",
+    "Tool",
+    "check_name",
+]
+
+#: Shared, immutable defaults (building a policy runs every part's validators).
+DEFAULT_POLICY = ToolPolicy()
+DEFAULT_FORMAT = Json()
 
 P = ParamSpec("P")
 R = TypeVar("R", covariant=True)
@@ -260,9 +271,9 @@ class Tool(Generic[P, R]):
             fn,
             validator=SchemaValidator(schema, enforce),
             injections=injections,
-            policy=policy or ToolPolicy(),
+            policy=policy or DEFAULT_POLICY,
             exposure=exposure,
-            format=format or Json(),
+            format=format or DEFAULT_FORMAT,
         )
 
 
