@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 
 import anyio.lowlevel
 import msgspec
+from msgspec.structs import asdict as _asdict
 
 from ._artifacts import ToolOutput
 from ._inject import Context
@@ -121,18 +122,31 @@ def _admit(
         tool = plain.get(call.name)
         if tool is None or (sync and tool.is_async):
             return None
-        try:
-            arguments = tool.validate(call.arguments)
-        except (ToolArgumentsError, UnicodeError):
+        arguments = _validated(tool, call.arguments)
+        if arguments is None:
             return None
         admitted.append((call, tool, arguments))
     return admitted
 
 
+def _validated(tool: AnyTool, raw: dict[str, object] | str) -> dict[str, object] | None:
+    """``tool.validate(raw)`` with its raw-JSON hot path inlined; None when it refuses."""
+    decode = tool._decode
+    if decode is not None and type(raw) is str:
+        try:
+            return _asdict(decode(raw))
+        except (msgspec.MsgspecError, RecursionError, UnicodeError):
+            pass  # the full path decides (integral floats are integers there)
+    try:
+        return tool.validate(raw)
+    except ToolArgumentsError:
+        return None
+
+
 def _result(
     batch: tuple[ToolCall, ...], events: list[Event], messages: list[ToolMessage]
 ) -> DispatchResult:
-    executed = tuple(call.id for call in batch)
+    executed = tuple([call.id for call in batch])  # a list comprehension: no generator frame
     return DispatchResult(tuple(messages), tuple(events), None, (), {}, executed)
 
 
