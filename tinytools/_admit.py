@@ -227,6 +227,9 @@ async def admit_batch_async(
 ) -> list[Verdict]:
     """:func:`admit_batch`, awaiting what ``before_tool`` hooks return."""
     batch = _Batch(env, stack, emit, cancelled, expired, resume)
+    if not stack.befores and resume is None:
+        # No hook can return an awaitable: admit each call with a plain function call.
+        return [_admit_plain(index, call, batch) for index, call in enumerate(calls)]
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)

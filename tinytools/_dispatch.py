@@ -90,6 +90,11 @@ class _Sink:
             elif self._handler is not None:
                 self._handler(event)
 
+    @property
+    def pending(self) -> bool:
+        """Whether events wait for an async ``on_event``."""
+        return bool(self._pending)
+
     async def flush(self) -> None:
         while self._pending:
             with self._lock:
@@ -392,7 +397,8 @@ async def _run_all(
             await anyio.lowlevel.checkpoint()  # an inline tool never yields: yield before it
         outcome = await run_async(run.attempts(item), handles[item.index], deadline)
         run.finish(item, outcome)
-        await run.sink.flush()
+        if run.sink.pending:
+            await run.sink.flush()
         return run.is_fatal()
 
     if concurrency == 1 or len(admitted) <= 1:
