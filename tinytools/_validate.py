@@ -34,6 +34,7 @@ __all__ = [
     "Enforce",
     "SchemaValidator",
     "StructValidator",
+    "json_type",
     "local_schema",
 ]
 
@@ -113,8 +114,12 @@ class StructValidator:
             # The typed decoder reports the first ill-typed value before a syntax error
             # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all is
             # malformed, whatever its first value looked like.
-            _raise_if_not_json(tool_name, arguments)
-            value = self._retry(tool_name, arguments, error)
+            decoded = (
+                _decode_json(tool_name, arguments)
+                if isinstance(arguments, (str, bytes))
+                else arguments
+            )
+            value = self._retry(tool_name, decoded, error)
         except msgspec.DecodeError as error:
             raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
         except UnicodeError:
@@ -124,26 +129,21 @@ class StructValidator:
         return msgspec.structs.asdict(value)
 
     def _retry(
-        self, tool_name: str, arguments: Arguments, error: msgspec.ValidationError
+        self, tool_name: str, decoded: object, error: msgspec.ValidationError
     ) -> msgspec.Struct:
         """Accept integral floats for integers (JSON Schema's rule), else report ``error``."""
         if not str(error).split(" - at ", 1)[0].endswith("got `float`"):
             raise _from_msgspec(tool_name, error) from None
-        decoded = (
-            msgspec.json.decode(arguments) if isinstance(arguments, (str, bytes)) else arguments
-        )
         try:
             return msgspec.convert(_integral_floats_to_int(decoded), self._struct)
         except msgspec.ValidationError:
             raise _from_msgspec(tool_name, error) from None
 
 
-def _raise_if_not_json(tool_name: str, arguments: Arguments) -> None:
-    """Raise the parse error of raw text that is not JSON (decoded values pass)."""
-    if not isinstance(arguments, (str, bytes)):
-        return
+def _decode_json(tool_name: str, text: str | bytes) -> object:
+    """Raw text decoded as JSON, or the ``malformed`` error that says why it is not JSON."""
     try:
-        msgspec.json.decode(arguments)
+        return msgspec.json.decode(text)
     except msgspec.DecodeError as error:
         raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
     except UnicodeError:
@@ -275,19 +275,11 @@ class SchemaValidator:
             ToolArgumentsError: The arguments are not valid JSON, not an
                 object, or break the schema.
         """
-        if isinstance(arguments, (str, bytes)):
-            try:
-                value: object = msgspec.json.decode(arguments)
-            except msgspec.DecodeError as error:
-                raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
-            except UnicodeError:
-                raise _unreadable(tool_name) from None
-            except RecursionError:
-                raise _too_deep(tool_name) from None
-        else:
-            value = arguments
+        value = (
+            _decode_json(tool_name, arguments) if isinstance(arguments, (str, bytes)) else arguments
+        )
         if not isinstance(value, Mapping):
-            raise ToolArgumentsError(tool_name, f"Expected `object`, got `{_json_type(value)}`")
+            raise ToolArgumentsError(tool_name, f"Expected `object`, got `{json_type(value)}`")
         value = dict(value)
         check = self.compile(tool_name)
         try:
@@ -299,7 +291,8 @@ class SchemaValidator:
         return value
 
 
-def _json_type(value: object) -> str:
+def json_type(value: object) -> str:
+    """The JSON Schema type name of a decoded value (its Python name when it has none)."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -343,7 +336,7 @@ def _from_fastjsonschema(
     if rule == "type":
         expected = definition.get("type")
         names = " | ".join(expected) if isinstance(expected, list) else str(expected)
-        detail = f"Expected `{names}`, got `{_json_type(value)}`"
+        detail = f"Expected `{names}`, got `{json_type(value)}`"
     elif rule == "required" and isinstance(value, Mapping):
         missing = [k for k in definition.get("required", ()) if k not in value]
         detail = f"Object missing required field `{missing[0] if missing else '?'}`"

@@ -14,17 +14,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from typing import Final, Protocol, TypeAlias, cast
+from collections.abc import Callable, Mapping
+from typing import Final, cast
 
 import msgspec
 
 from tinytools._registry import AnyTool
-from tinytools._spec import Exposure, Tool
+from tinytools._validate import json_type
 from tinytools._wire import ToolCall
 from tinytools.repair import repair_relaxed_object
 
 from ._parsed import Parsed, synthetic_id
+from ._tools import Tools, all_tools, exposed_tools
 
 __all__ = [
     "MAX_CALLS",
@@ -45,14 +46,6 @@ __all__ = [
 ]
 
 
-class _HasTools(Protocol):
-    def tools(self) -> Iterable[AnyTool]: ...
-
-
-#: What the dialects accept as ``tools``: a ``Registry`` (or any toolset with a
-#: ``tools()`` method), or any iterable of ``Tool``.
-Tools: TypeAlias = _HasTools | Iterable[AnyTool]
-
 # Type names some schemas use in place of JSON Schema's (vLLM reads them the same way).
 _TYPE_ALIASES: Final = {
     "float": "number",
@@ -66,24 +59,13 @@ _TYPE_ALIASES: Final = {
 _NOTHING = object()
 
 
-def _all_tools(tools: Tools) -> list[AnyTool]:
-    method = getattr(tools, "tools", None)
-    source = cast("Iterable[object]", method() if callable(method) else tools)
-    found: list[AnyTool] = []
-    for item in source:
-        if not isinstance(item, Tool):
-            raise TypeError(f"{item!r} is not a Tool; decorate it with @tool first")
-        found.append(item)
-    return found
-
-
 def tool_map(tools: Tools) -> dict[str, AnyTool]:
     """Every tool by name (hidden ones too: dispatch decides what may run).
 
     Raises:
         TypeError: An item is not a ``Tool``.
     """
-    return {tool.name: tool for tool in _all_tools(tools)}
+    return {tool.name: tool for tool in all_tools(tools)}
 
 
 def visible_tools(tools: Tools) -> list[AnyTool]:
@@ -92,7 +74,7 @@ def visible_tools(tools: Tools) -> list[AnyTool]:
     Raises:
         TypeError: An item is not a ``Tool``.
     """
-    return [tool for tool in _all_tools(tools) if tool.exposure is not Exposure.Hidden]
+    return list(exposed_tools(tools))
 
 
 #: The most calls and broken fragments one parse returns; the text after the
@@ -199,19 +181,6 @@ def required(tool: AnyTool) -> frozenset[str]:
     )
 
 
-def _value_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    names: dict[type, str] = {str: "string", list: "array", dict: "object"}
-    return names.get(type(value), "")
-
-
 def schema_types(schema: object, depth: int = 0) -> frozenset[str]:
     """The JSON types a schema admits, read from ``type``, ``anyOf``/``oneOf``,
     ``enum``, ``const`` and ``nullable``; empty when it says nothing."""
@@ -230,9 +199,9 @@ def schema_types(schema: object, depth: int = 0) -> frozenset[str]:
             for option in options:
                 found |= schema_types(option, depth + 1)
     if not found and isinstance(schema.get("enum"), list):
-        found = {_value_type(v) for v in cast("list[object]", schema["enum"])}
+        found = {json_type(v) for v in cast("list[object]", schema["enum"])}
     if not found and "const" in schema:
-        found = {_value_type(schema["const"])}
+        found = {json_type(schema["const"])}
     if schema.get("nullable") is True:
         found.add("null")
     return frozenset(found - {""})
@@ -266,7 +235,7 @@ def convert_text(raw: str, schema: object) -> object:
     value = _decode(raw.strip(), types)
     if isinstance(value, float) and "integer" in types and "number" not in types:
         value = int(value) if value.is_integer() else value
-    kind = _value_type(value)
+    kind = json_type(value)
     if value is not _NOTHING and (kind in types or (kind == "integer" and "number" in types)):
         return value
     return raw

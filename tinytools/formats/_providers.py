@@ -15,16 +15,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Protocol, TypeAlias, cast
+from collections.abc import Mapping
 
 import msgspec
 
 from tinytools._registry import AnyTool
-from tinytools._spec import Exposure, Tool
 from tinytools._wire import ToolCall
 
 from ._parsed import synthetic_id
+from ._tools import Tools, exposed_tools
 
 __all__ = [
     "Tools",
@@ -37,32 +36,6 @@ __all__ = [
     "openai_function",
     "strict_schema",
 ]
-
-
-class _HasTools(Protocol):
-    def tools(self) -> Iterable[AnyTool]: ...
-
-
-#: What ``declarations()`` accepts: a ``Registry`` (or any toolset with a
-#: ``tools()`` method), or any iterable of ``Tool``.
-Tools: TypeAlias = _HasTools | Iterable[AnyTool]
-
-
-def exposed_tools(tools: Tools) -> tuple[AnyTool, ...]:
-    """The tools in order, without the hidden ones (which are never declared).
-
-    Raises:
-        TypeError: An item is not a ``Tool``.
-    """
-    method = getattr(tools, "tools", None)
-    source = cast("Iterable[object]", method() if callable(method) else tools)
-    found: list[AnyTool] = []
-    for item in source:
-        if not isinstance(item, Tool):
-            raise TypeError(f"{item!r} is not a Tool; decorate it with @tool first")
-        if item.exposure is not Exposure.Hidden:
-            found.append(item)
-    return tuple(found)
 
 
 def as_data(value: object) -> object:

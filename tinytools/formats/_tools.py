@@ -1,0 +1,44 @@
+"""What the formats accept as ``tools``, and how they read it (shared by all of them)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Protocol, TypeAlias, cast
+
+from tinytools._registry import AnyTool
+from tinytools._spec import Exposure, Tool
+
+__all__ = ["Tools", "all_tools", "exposed_tools"]
+
+
+class _HasTools(Protocol):
+    def tools(self) -> Iterable[AnyTool]: ...
+
+
+#: A ``Registry`` (or any toolset with a ``tools()`` method), or any iterable of ``Tool``.
+Tools: TypeAlias = _HasTools | Iterable[AnyTool]
+
+
+def all_tools(tools: Tools) -> list[AnyTool]:
+    """Every tool, in order, hidden ones included.
+
+    Raises:
+        TypeError: An item is not a ``Tool``.
+    """
+    method = getattr(tools, "tools", None)
+    source = cast("Iterable[object]", method() if callable(method) else tools)
+    found: list[AnyTool] = []
+    for item in source:
+        if not isinstance(item, Tool):
+            raise TypeError(f"{item!r} is not a Tool; decorate it with @tool first")
+        found.append(item)
+    return found
+
+
+def exposed_tools(tools: Tools) -> tuple[AnyTool, ...]:
+    """The tools in order, without the hidden ones (which are never shown to a model).
+
+    Raises:
+        TypeError: An item is not a ``Tool``.
+    """
+    return tuple(tool for tool in all_tools(tools) if tool.exposure is not Exposure.Hidden)
