@@ -149,6 +149,17 @@ class _Run:
             self.fatal = outcome.message
 
 
+class _Options(msgspec.Struct, frozen=True):
+    """The dispatch arguments every stage reads (a resumed batch shares them too)."""
+
+    policy: RunPolicy
+    middleware: Iterable[object]
+    context: Context | None
+    advertised: Collection[str] | None
+    ledger: EffectLedger | None
+    artifacts: ArtifactStore | None
+
+
 def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
     return tools if isinstance(tools, Registry) else Registry(tools)
 
@@ -156,15 +167,12 @@ def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
 def _prepare(
     calls: Iterable[ToolCall],
     tools: Registry | Iterable[AnyTool],
-    policy: RunPolicy,
-    middleware: Iterable[object],
-    context: Context | None,
-    advertised: Collection[str] | None,
+    o: _Options,
     approvals: DeferredToolResults | None,
-    ledger: EffectLedger | None,
     sink: _Sink,
-    artifacts: ArtifactStore | None,
 ) -> _Run:
+    """Check the inputs and build the run's state (registry, callable names, middleware)."""
+    policy, middleware, advertised = o.policy, o.middleware, o.advertised
     batch = tuple(calls)
     for call in batch:
         if not isinstance(call, ToolCall):
@@ -173,9 +181,9 @@ def _prepare(
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
     registry = _registry(tools)
     offered = None if advertised is None else frozenset(advertised)
-    env = DispatchEnv(registry, policy, context or Context(), offered)
+    env = DispatchEnv(registry, policy, o.context or Context(), offered)
     stack = _NO_MIDDLEWARE if middleware == () else compose(middleware)
-    return _Run(batch, env, stack, sink, artifacts, ledger, approvals)
+    return _Run(batch, env, stack, sink, o.artifacts, o.ledger, approvals)
 
 
 _NO_MIDDLEWARE = Stack()
@@ -510,17 +518,6 @@ async def dispatch(
     return _merge(tuple(calls) if not isinstance(calls, tuple) else calls, result, resumed, sink)
 
 
-class _Options(msgspec.Struct, frozen=True):
-    """The arguments a resumed batch shares with the first one."""
-
-    policy: RunPolicy
-    middleware: Iterable[object]
-    context: Context | None
-    advertised: Collection[str] | None
-    ledger: EffectLedger | None
-    artifacts: ArtifactStore | None
-
-
 async def _dispatch_async(
     calls: Iterable[ToolCall],
     tools: Registry | Iterable[AnyTool],
@@ -529,18 +526,7 @@ async def _dispatch_async(
     sink: _Sink,
     cancellation: Cancellation | None,
 ) -> DispatchResult:
-    run = _prepare(
-        calls,
-        tools,
-        o.policy,
-        o.middleware,
-        o.context,
-        o.advertised,
-        approvals,
-        o.ledger,
-        sink,
-        o.artifacts,
-    )
+    run = _prepare(calls, tools, o, approvals, sink)
     start = anyio.current_time()
     deadline = None if o.policy.deadline is None else start + o.policy.deadline
     abort = await _admit_async(
@@ -679,18 +665,7 @@ def _dispatch_sync(
     sink: _Sink,
     cancellation: Cancellation | None,
 ) -> DispatchResult:
-    run = _prepare(
-        calls,
-        tools,
-        o.policy,
-        o.middleware,
-        o.context,
-        o.advertised,
-        approvals,
-        o.ledger,
-        sink,
-        o.artifacts,
-    )
+    run = _prepare(calls, tools, o, approvals, sink)
     start = time.monotonic()
     deadline = None if o.policy.deadline is None else start + o.policy.deadline
     abort = _admit_sync(
@@ -721,7 +696,8 @@ def _promoted(
     """A general-path run holding what the fast path did, up to call ``at`` (which ran)."""
     sink = _Sink(None)
     sink.events = plan.events
-    run = _prepare(plan.batch, plan.tools, policy, (), context, None, None, None, sink, None)
+    options = _Options(policy, (), context, None, None, None)
+    run = _prepare(plan.batch, plan.tools, options, None, sink)
     run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(plan.admitted)]
     for i, message in enumerate(plan.messages):
         run.folded[i] = Folded(message, ())
