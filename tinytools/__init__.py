@@ -16,10 +16,12 @@ private; its public names are re-exported here):
 * policy — ``_policy_middleware`` (``ToolPolicyMiddleware``, ``Workspace``),
   ``_human`` (``HumanApprovalMiddleware``), ``_approvals`` (deferred calls and
   their resolution), ``_redact`` (secret argument values)
-* execute — ``_execute`` (inject, run, timeout, retry, classify)
+* execute — ``_execute`` (inject, run, timeout, retry, classify),
+  ``_concurrency`` (serial or bounded, deadline, cancellation), ``_fastpath``
+  (plain batches without the pipeline's bookkeeping, equal results)
 * fold — ``_fold`` (result → message, byte limits), ``_artifacts`` (stores),
-  ``_result`` (``DispatchResult``), ``_dispatch`` (``dispatch``,
-  ``dispatch_sync``), ``_effects`` (the ledger hook)
+  ``_result`` (``DispatchResult``), ``_run`` (one dispatch's state),
+  ``_dispatch`` (``dispatch``, ``dispatch_sync``), ``_effects`` (the ledger hook)
 * public modules — ``errors``, ``events``, ``policies``, ``repair``, ``formats``
 """
 

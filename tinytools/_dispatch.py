@@ -16,17 +16,12 @@ from __future__ import annotations
 
 import functools
 import inspect
-import math
-import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-import attrs
-import msgspec
-import sniffio
 import trio
 
 from . import _fastpath
@@ -38,126 +33,33 @@ from ._admit import (
     HookFailed,
     Resolved,
     Skipped,
-    Verdict,
     admit_batch,
     admit_batch_async,
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
+from ._concurrency import execute, interrupt, run_all
 from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger
-from ._execute import Attempts, continue_async, continue_inline, run_async, run_inline, threaded
-from ._fold import Failed, Fatal, Folded, Outcome, Ran, fold, fold_resolved
+from ._execute import continue_async, continue_inline, run_inline, threaded
+from ._fold import Folded, Outcome, Ran, fold_resolved
 from ._inject import Cancellation, Context, check_context
 from ._middleware import Stack, compose
 from ._redact import Redactor
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
+from ._run import EventHandler, Options, Run, Sink
 from ._wire import MessageStatus, ToolCall, ToolMessage, wrap_return
-from .events import Event, ToolStarted
+from .events import ToolStarted
 from .policies import RunPolicy
 
 __all__ = ["DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]
 
-#: What ``on_event`` may be: a plain callable, or an async one.
-EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
 #: Resolves a batch's deferred calls inline (sync, or async under ``dispatch``).
 DeferredToolHandler = (
     Callable[[DeferredToolRequests], DeferredToolResults]
     | Callable[[DeferredToolRequests], Awaitable[DeferredToolResults]]
 )
-
-
-class _Sink:
-    """Collects events in order and hands them to ``on_event`` live."""
-
-    def __init__(self, on_event: EventHandler | None) -> None:
-        self.events: list[Event] = []
-        self._lock = threading.Lock()
-        self._async = on_event is not None and inspect.iscoroutinefunction(on_event)
-        self._handler = on_event
-        self._pending: list[Event] = []
-
-    @property
-    def is_async(self) -> bool:
-        return self._async
-
-    def emit(self, event: Event) -> None:
-        with self._lock:
-            self.events.append(event)
-            if self._async:
-                self._pending.append(event)
-            elif self._handler is not None:
-                self._handler(event)
-
-    @property
-    def pending(self) -> bool:
-        """Whether events wait for an async ``on_event``."""
-        return bool(self._pending)
-
-    async def flush(self) -> None:
-        while self._pending:
-            with self._lock:
-                batch, self._pending = self._pending, []
-            for event in batch:
-                await self._handler(event)  # type: ignore[misc]
-
-
-@attrs.define
-class _Run:
-    """One dispatch's state: built by :func:`_prepare`, filled as calls finish."""
-
-    calls: tuple[ToolCall, ...]
-    env: DispatchEnv
-    stack: Stack
-    sink: _Sink
-    store: ArtifactStore | None
-    ledger: EffectLedger | None
-    resume: DeferredToolResults | None = None
-    verdicts: list[Verdict] = attrs.Factory(list)
-    folded: dict[int, Folded] = attrs.Factory(dict)
-    resolved: dict[int, Folded] = attrs.Factory(dict)
-    started: set[int] = attrs.Factory(set)
-    fatal: str | None = None
-    _admitted: list[Admitted] | None = None
-
-    def is_fatal(self) -> bool:
-        return self.fatal is not None
-
-    def admitted(self) -> list[Admitted]:
-        if self._admitted is None:
-            self._admitted = [v for v in self.verdicts if isinstance(v, Admitted)]
-        return self._admitted
-
-    def attempts(self, item: Admitted) -> Attempts:
-        def emit(event: Event) -> None:
-            if event.__class__.__name__ == "ToolStarted":
-                self.started.add(item.index)
-            self.sink.emit(event)
-
-        return Attempts(item, self.env, emit)
-
-    def finish(self, item: Admitted, outcome: Outcome) -> None:
-        """Fold a call's outcome, record it, emit its events, settle the ledger."""
-        folded = fold(item, outcome, self.env, self.stack, self.store)
-        self.folded[item.index] = folded
-        for event in folded.events:
-            self.sink.emit(event)
-        if self.ledger is not None and folded.message is not None:
-            self.ledger.settled(self.env.context.run_id, item.call.id, folded.message.status)
-        if isinstance(outcome, Fatal) and self.fatal is None:
-            self.fatal = outcome.message
-
-
-class _Options(msgspec.Struct, frozen=True):
-    """The dispatch arguments every stage reads (a resumed batch shares them too)."""
-
-    policy: RunPolicy
-    middleware: Iterable[object]
-    context: Context | None
-    advertised: Collection[str] | None
-    ledger: EffectLedger | None
-    artifacts: ArtifactStore | None
 
 
 def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
@@ -167,10 +69,10 @@ def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
 def _prepare(
     calls: Iterable[ToolCall],
     tools: Registry | Iterable[AnyTool],
-    o: _Options,
+    o: Options,
     approvals: DeferredToolResults | None,
-    sink: _Sink,
-) -> _Run:
+    sink: Sink,
+) -> Run:
     """Check the inputs and build the run's state (registry, callable names, middleware)."""
     policy, middleware, advertised = o.policy, o.middleware, o.advertised
     batch = tuple(calls)
@@ -183,7 +85,7 @@ def _prepare(
     offered = None if advertised is None else frozenset(advertised)
     env = DispatchEnv(registry, policy, o.context or Context(), offered)
     stack = _NO_MIDDLEWARE if middleware == () else compose(middleware)
-    return _Run(batch, env, stack, sink, o.artifacts, o.ledger, approvals)
+    return Run(batch, env, stack, sink, o.artifacts, o.ledger, approvals)
 
 
 _NO_MIDDLEWARE = Stack()
@@ -197,7 +99,7 @@ def _message(call: ToolCall, text: str, status: MessageStatus) -> ToolMessage:
 
 
 def _admit_sync(
-    run: _Run, cancellation: Cancellation | None, expired: Callable[[], bool]
+    run: Run, cancellation: Cancellation | None, expired: Callable[[], bool]
 ) -> Abort | None:
     """Admit every call without an event loop; returns the first ``Fail`` verdict, if any."""
     try:
@@ -216,7 +118,7 @@ def _admit_sync(
 
 
 async def _admit_async(
-    run: _Run, cancellation: Cancellation | None, expired: Callable[[], bool]
+    run: Run, cancellation: Cancellation | None, expired: Callable[[], bool]
 ) -> Abort | None:
     """Admit every call, awaiting async hooks; returns the first ``Fail`` verdict, if any."""
     try:
@@ -239,7 +141,7 @@ def _cancelled(cancellation: Cancellation | None) -> Callable[[], bool]:
     return (lambda: False) if cancellation is None else (lambda: cancellation.cancelled)
 
 
-def _admitted(run: _Run) -> Abort | None:
+def _admitted(run: Run) -> Abort | None:
     """After admission: the abort verdict, else answer resolved calls and check injections."""
     if all(type(v) is Admitted for v in run.verdicts):  # the common case: one pass
         run._admitted = run.verdicts  # type: ignore[assignment]
@@ -262,7 +164,7 @@ def _admitted(run: _Run) -> Abort | None:
     return None
 
 
-def _answer_resolved(run: _Run, verdict: Resolved) -> None:
+def _answer_resolved(run: Run, verdict: Resolved) -> None:
     """A denied or host-answered call: started, after-middleware, completed — never executed."""
     call = verdict.call
     arguments = call.arguments if isinstance(call.arguments, dict) else {}
@@ -276,7 +178,7 @@ def _answer_resolved(run: _Run, verdict: Resolved) -> None:
         run.sink.emit(event)
 
 
-def _abort(run: _Run, reason: str) -> DispatchAborted:
+def _abort(run: Run, reason: str) -> DispatchAborted:
     """The exception for an aborted batch, its result answering every call."""
     return DispatchAborted(reason, _assemble(run, aborted=reason))
 
@@ -284,7 +186,7 @@ def _abort(run: _Run, reason: str) -> DispatchAborted:
 _INTERRUPTED = "Tool call not run: the batch was {why}."
 
 
-def _assemble(run: _Run, *, aborted: str | None = None, why: str = "cancelled") -> DispatchResult:
+def _assemble(run: Run, *, aborted: str | None = None, why: str = "cancelled") -> DispatchResult:
     """The result in call order; calls left unanswered are answered as interrupted."""
     why = "aborted" if aborted is not None else why
     messages: list[ToolMessage] = []
@@ -344,113 +246,6 @@ def _meta(folded: Folded) -> dict[str, object]:
     return dict(getattr(folded.events[0], "metadata", {}))
 
 
-# --- async execution ----------------------------------------------------------
-
-
-async def _execute(run: _Run, cancellation: Cancellation | None, deadline: float | None) -> str:
-    """Run the admitted calls under the batch's deadline and cancellation.
-
-    Returns why unfinished calls stopped (``"cancelled"`` or ``"past its deadline"``).
-    """
-    admitted = run.admitted()
-    handles = {item.index: Cancellation() for item in admitted}
-    if cancellation is None and deadline is None:
-        # Nothing can cancel the batch from outside: no batch scope, no loop token.
-        await _run_all(run, admitted, handles, deadline, None)
-        if run.fatal is None:
-            return "cancelled"
-        for handle in handles.values():
-            handle.cancel()
-        _interrupt(run, admitted, "aborted")
-        return "aborted"
-    loop_thread, token = threading.get_ident(), anyio.lowlevel.current_token()
-    with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
-
-        def cancel_from_anywhere() -> None:
-            if threading.get_ident() == loop_thread:
-                scope.cancel()
-            else:
-                anyio.from_thread.run_sync(scope.cancel, token=token)
-
-        forget = cancellation.on_cancel(cancel_from_anywhere) if cancellation else lambda: None
-        try:
-            await _run_all(run, admitted, handles, deadline, scope)
-        finally:
-            forget()
-    if scope.cancel_called:
-        for handle in handles.values():
-            handle.cancel()
-        why = "cancelled" if cancellation is not None and cancellation.cancelled else None
-        if why is None and run.fatal is None:
-            why = "past its deadline"
-        _interrupt(run, admitted, why or "aborted")
-        return why or "aborted"
-    return "cancelled"
-
-
-async def _run_all(
-    run: _Run,
-    admitted: Sequence[Admitted],
-    handles: dict[int, Cancellation],
-    deadline: float | None,
-    scope: anyio.CancelScope | None,
-) -> None:
-    concurrency = run.env.policy.max_concurrency
-
-    async def body(item: Admitted) -> bool:
-        """Run one call; True when it aborted the batch."""
-        if run.fatal is not None:
-            return True
-        if not item.tool.is_async:
-            await anyio.lowlevel.checkpoint()  # an inline tool never yields: yield before it
-        outcome = await run_async(run.attempts(item), handles[item.index], deadline)
-        run.finish(item, outcome)
-        if run.sink.pending:
-            await run.sink.flush()
-        return run.is_fatal()
-
-    if concurrency == 1 or len(admitted) <= 1:
-        # Serial: the loop itself bounds concurrency (no limiter, no task group).
-        for item in admitted:
-            if await body(item):
-                if scope is not None:
-                    scope.cancel()
-                return
-        return
-    # A limiter only when it can bind: fewer slots than calls.
-    limiter = anyio.CapacityLimiter(concurrency) if concurrency < len(admitted) else None
-    # Under trio, trio's own nursery: anyio's task group adds a cancel scope and a wrapper
-    # coroutine per task (~15 us each on trio).
-    native = sniffio.current_async_library() == "trio"
-    async with trio.open_nursery() if native else anyio.create_task_group() as group:
-        stop = group.cancel_scope
-
-        async def one(item: Admitted, slot: object) -> None:
-            try:
-                fatal = await body(item)
-            finally:
-                if limiter is not None:
-                    limiter.release_on_behalf_of(slot)
-            if fatal:
-                (scope or stop).cancel()
-
-        for item in admitted:
-            slot = object()
-            if limiter is not None:
-                # Taken here, in call order, not in the task: trio starts tasks in an
-                # arbitrary order, and calls should start (and be cut by a deadline) in order.
-                await limiter.acquire_on_behalf_of(slot)
-            group.start_soon(one, item, slot)
-
-
-def _interrupt(run: _Run, admitted: Sequence[Admitted], why: str) -> None:
-    """Answer started-but-unfinished calls as interrupted (their events included)."""
-    for item in admitted:
-        if item.index in run.started and item.index not in run.folded:
-            text = f"Tool call interrupted: the batch was {why}."
-            run.finish(item, Failed("Cancelled", text, status="interrupted"))
-
-
 async def dispatch(
     calls: Iterable[ToolCall],
     tools: Registry | Iterable[AnyTool],
@@ -505,8 +300,8 @@ async def dispatch(
             if fast is not None:
                 return fast
         calls = batch
-    sink = _Sink(on_event)
-    options = _Options(policy, middleware, context, advertised, ledger, artifacts)
+    sink = Sink(on_event)
+    options = Options(policy, middleware, context, advertised, ledger, artifacts)
     result = await _dispatch_async(calls, tools, options, approvals, sink, cancellation)
     if result.deferred is None or on_deferred is None:
         return result
@@ -521,9 +316,9 @@ async def dispatch(
 async def _dispatch_async(
     calls: Iterable[ToolCall],
     tools: Registry | Iterable[AnyTool],
-    o: _Options,
+    o: Options,
     approvals: DeferredToolResults | None,
-    sink: _Sink,
+    sink: Sink,
     cancellation: Cancellation | None,
 ) -> DispatchResult:
     run = _prepare(calls, tools, o, approvals, sink)
@@ -538,7 +333,7 @@ async def _dispatch_async(
 
 
 def _merge(
-    calls: Sequence[ToolCall], first: DispatchResult, resumed: DispatchResult, sink: _Sink
+    calls: Sequence[ToolCall], first: DispatchResult, resumed: DispatchResult, sink: Sink
 ) -> DispatchResult:
     """The first pass and its inline resolution as one result, in call order."""
     answers: dict[str, list[ToolMessage]] = {}
@@ -568,10 +363,10 @@ def _merge(
 
 
 async def _finish_async(
-    run: _Run, cancellation: Cancellation | None, deadline: float | None
+    run: Run, cancellation: Cancellation | None, deadline: float | None
 ) -> DispatchResult:
     try:
-        why = await _execute(run, cancellation, deadline)
+        why = await execute(run, cancellation, deadline)
     except Exception as error:  # an after_tool hook raised
         raise _abort(run, f"after_tool middleware raised {error!r}") from error
     await run.sink.flush()
@@ -583,13 +378,13 @@ async def _finish_async(
 # --- sync execution ------------------------------------------------------------
 
 
-def _needs_loop(run: _Run) -> bool:
+def _needs_loop(run: Run) -> bool:
     return run.sink.is_async or any(
         item.tool.is_async or threaded(item, run.env) for item in run.admitted()
     )
 
 
-def _execute_inline(run: _Run, cancellation: Cancellation | None, deadline: float | None) -> str:
+def _execute_inline(run: Run, cancellation: Cancellation | None, deadline: float | None) -> str:
     """Run every admitted (synchronous) call inline, in order; returns why any stopped."""
     for item in run.admitted():
         if cancellation is not None and cancellation.cancelled:
@@ -642,8 +437,8 @@ def dispatch_sync(
         fast = _fastpath.run_sync(batch, tools, policy, context, _promote_sync)
         if fast is not None:
             return fast
-    sink = _Sink(on_event)
-    options = _Options(policy, middleware, context, advertised, ledger, artifacts)
+    sink = Sink(on_event)
+    options = Options(policy, middleware, context, advertised, ledger, artifacts)
     batch = tuple(calls)
     result = _dispatch_sync(batch, tools, options, approvals, sink, cancellation)
     if result.deferred is None or on_deferred is None:
@@ -660,9 +455,9 @@ def dispatch_sync(
 def _dispatch_sync(
     calls: Iterable[ToolCall],
     tools: Registry | Iterable[AnyTool],
-    o: _Options,
+    o: Options,
     approvals: DeferredToolResults | None,
-    sink: _Sink,
+    sink: Sink,
     cancellation: Cancellation | None,
 ) -> DispatchResult:
     run = _prepare(calls, tools, o, approvals, sink)
@@ -680,7 +475,7 @@ def _dispatch_sync(
 
 
 async def _finish_in_trio(
-    run: _Run, cancellation: Cancellation | None, remaining: float | None
+    run: Run, cancellation: Cancellation | None, remaining: float | None
 ) -> DispatchResult:
     await run.sink.flush()
     deadline = None if remaining is None else anyio.current_time() + remaining
@@ -692,11 +487,11 @@ async def _finish_in_trio(
 
 def _promoted(
     policy: RunPolicy, context: Context | None, plan: _fastpath.Plan, at: int
-) -> tuple[_Run, Admitted]:
+) -> tuple[Run, Admitted]:
     """A general-path run holding what the fast path did, up to call ``at`` (which ran)."""
-    sink = _Sink(None)
+    sink = Sink(None)
     sink.events = plan.events
-    options = _Options(policy, (), context, None, None, None)
+    options = Options(policy, (), context, None, None, None)
     run = _prepare(plan.batch, plan.tools, options, None, sink)
     run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(plan.admitted)]
     for i, message in enumerate(plan.messages):
@@ -717,7 +512,7 @@ def _first_outcome(error: Exception) -> Outcome | Exception:
     return error
 
 
-def _settle(run: _Run, item: Admitted, outcome: Outcome) -> None:
+def _settle(run: Run, item: Admitted, outcome: Outcome) -> None:
     run.finish(item, outcome)
     if run.fatal is not None:
         raise _abort(run, run.fatal)
@@ -748,10 +543,10 @@ async def _promote_async(
     _settle(run, item, first)
     rest = run.admitted()[at + 1 :]
     handles = {i.index: Cancellation() for i in rest}
-    await _run_all(run, rest, handles, None, None)
+    await run_all(run, rest, handles, None, None)
     if run.fatal is not None:
         for handle in handles.values():
             handle.cancel()
-        _interrupt(run, rest, "aborted")
+        interrupt(run, rest, "aborted")
         raise _abort(run, run.fatal)
     return _assemble(run, why="cancelled")
