@@ -6,8 +6,14 @@ import dataclasses
 import datetime
 import decimal
 import enum
+import sys
 import uuid
-from typing import Annotated, Literal, NotRequired, TypedDict
+from typing import Annotated, Literal
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired, TypedDict
+else:  # typing.TypedDict only understands NotRequired from 3.11 on
+    from typing_extensions import NotRequired, TypedDict
 
 import attrs
 import msgspec
