@@ -41,7 +41,7 @@ from ._artifacts import ArtifactStore
 from ._concurrency import execute, interrupt, run_all
 from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger
-from ._execute import continue_async, continue_inline, run_inline, threaded
+from ._execute import classify, continue_async, continue_inline, run_inline, threaded
 from ._fold import Folded, Outcome, Ran, fold_resolved
 from ._inject import Cancellation, Context, check_context
 from ._middleware import Stack, compose
@@ -50,6 +50,7 @@ from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._run import EventHandler, Options, Run, Sink
 from ._wire import MessageStatus, ToolCall, ToolMessage, wrap_return
+from .errors import FatalToolError, RetryableError
 from .events import ToolStarted
 from .policies import RunPolicy
 
@@ -297,8 +298,12 @@ async def dispatch(
         batch = calls if type(calls) is tuple else tuple(calls)
         if policy.max_concurrency == 1 or len(batch) == 1:
             fast = await _fastpath.run_async(batch, tools, policy, context, _promote_async)
-            if fast is not None:
-                return fast
+        elif policy.max_concurrency >= len(batch):
+            fast = await _fastpath.run_concurrent(batch, tools, policy, context, _promote_spread)
+        else:
+            fast = None
+        if fast is not None:
+            return fast
         calls = batch
     sink = Sink(on_event)
     options = Options(policy, middleware, context, advertised, ledger, artifacts)
@@ -548,5 +553,42 @@ async def _promote_async(
         for handle in handles.values():
             handle.cancel()
         interrupt(run, rest, "aborted")
+        raise _abort(run, run.fatal)
+    return _assemble(run, why="cancelled")
+
+
+async def _promote_spread(
+    spread: _fastpath.Spread, policy: RunPolicy, context: Context | None
+) -> DispatchResult:
+    """The general path finishes a concurrent fast batch whose calls did not all end plainly.
+
+    Calls that raised are classified (retrying a ``RetryableError`` with backoff, unless a
+    ``FatalToolError`` stopped the batch, which interrupts them as it does there); calls
+    cut off by a fatal sibling are answered as interrupted.
+    """
+    sink = Sink(None)
+    sink.events = spread.events
+    options = Options(policy, (), context, None, None, None)
+    run = _prepare(spread.batch, spread.tools, options, None, sink)
+    run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(spread.admitted)]
+    admitted = run.admitted()
+    for index, message in enumerate(spread.slots):
+        if message is not None:
+            run.folded[index] = Folded(message, ())
+    run.started.update(spread.started)
+    fatal = any(isinstance(e, FatalToolError) for e in spread.errors.values())
+    for index in sorted(spread.errors):
+        item = admitted[index]
+        first = _first_outcome(spread.errors[index])
+        if isinstance(first, Exception):
+            if fatal and isinstance(first, RetryableError):
+                continue  # its retry would have been cut off: interrupted below
+            if fatal:
+                first = classify(first, item.tool.name)
+            else:
+                first = await continue_async(run.attempts(item), item.arguments, first)
+        run.finish(item, first)
+    if run.fatal is not None:
+        interrupt(run, admitted, "aborted")
         raise _abort(run, run.fatal)
     return _assemble(run, why="cancelled")

@@ -21,8 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Collection, Iterable
 
+import anyio
 import anyio.lowlevel
 import msgspec
+import sniffio
+import trio
 from msgspec.structs import asdict as _asdict
 
 from ._artifacts import ToolOutput
@@ -30,11 +33,22 @@ from ._inject import Context
 from ._registry import AnyTool, Registry
 from ._result import DispatchResult
 from ._wire import ToolCall, ToolMessage, ToolResult
-from .errors import ToolArgumentsError
+from .errors import FatalToolError, ToolArgumentsError
 from .events import Event, ToolCompleted, ToolStarted
 from .policies import RunPolicy
 
-__all__ = ["Plan", "PromoteAsync", "PromoteSync", "Special", "eligible", "run_async", "run_sync"]
+__all__ = [
+    "Plan",
+    "PromoteAsync",
+    "PromoteSpread",
+    "PromoteSync",
+    "Special",
+    "Spread",
+    "eligible",
+    "run_async",
+    "run_concurrent",
+    "run_sync",
+]
 
 _DEFAULT_POLICY = RunPolicy()
 _encode = msgspec.json.encode
@@ -150,10 +164,8 @@ def _result(
     return DispatchResult(tuple(messages), tuple(events), None, (), {}, executed)
 
 
-def _answer(
-    messages: list[ToolMessage], events: list[Event], call: ToolCall, tool: AnyTool, value: object
-) -> None:
-    """Record a plain value's message and completion, as the fold would.
+def _message_for(call: ToolCall, tool: AnyTool, value: object) -> ToolMessage:
+    """The message for a plain return value, as the fold would make it.
 
     Raises:
         Special: The value needs the full fold.
@@ -167,9 +179,14 @@ def _answer(
             content, output = _encode(value).decode(), ToolOutput(value, ())
         except (TypeError, ValueError):
             raise Special(value) from None
-    messages.append(
-        ToolMessage(tool_call_id=call.id, name=tool.name, content=content, artifact=output)
-    )
+    return ToolMessage(tool_call_id=call.id, name=tool.name, content=content, artifact=output)
+
+
+def _answer(
+    messages: list[ToolMessage], events: list[Event], call: ToolCall, tool: AnyTool, value: object
+) -> None:
+    """Record a plain value's message and completion (raises ``Special`` as above)."""
+    messages.append(_message_for(call, tool, value))
     events.append(ToolCompleted(call_id=call.id, tool_name=tool.name, metadata={}))
 
 
@@ -222,3 +239,73 @@ async def run_async(
             plan = Plan(batch, tools, admitted, events, messages)
             return await promote(plan, index, error, policy, context)
     return _result(batch, events, messages)
+
+
+class Spread:
+    """What a concurrent fast batch did: per call, its message or what it raised."""
+
+    __slots__ = ("admitted", "batch", "errors", "events", "slots", "started", "tools")
+
+    def __init__(
+        self,
+        batch: tuple[ToolCall, ...],
+        tools: Registry,
+        admitted: list[tuple[ToolCall, AnyTool, dict[str, object]]],
+    ) -> None:
+        self.batch = batch
+        self.tools = tools
+        self.admitted = admitted
+        self.events: list[Event] = []
+        self.slots: list[ToolMessage | None] = [None] * len(admitted)
+        self.errors: dict[int, Exception] = {}
+        self.started: set[int] = set()
+
+
+#: Hands a concurrent batch that did not end plainly to the general path.
+PromoteSpread = Callable[[Spread, RunPolicy, "Context | None"], Awaitable[DispatchResult]]
+
+
+async def run_concurrent(
+    batch: tuple[ToolCall, ...],
+    tools: Registry,
+    policy: RunPolicy,
+    context: Context | None,
+    promote: PromoteSpread,
+) -> DispatchResult | None:
+    """Run a plain batch of async tools all at once (``max_concurrency`` >= the batch).
+
+    Returns None, having run nothing, when the batch is not plain or holds a sync tool.
+    A call that raises or returns something the fold must handle is finished by the
+    general path afterwards (``promote``); a ``FatalToolError`` cancels the others, as
+    it does there.
+    """
+    admitted = _admit(batch, tools, sync=False)
+    if admitted is None or not all(tool.is_async for _, tool, _ in admitted):
+        return None
+    spread = Spread(batch, tools, admitted)
+    native = sniffio.current_async_library() == "trio"
+    async with trio.open_nursery() if native else anyio.create_task_group() as group:
+        for index in range(len(admitted)):
+            group.start_soon(_one, spread, index, group.cancel_scope)
+    if spread.errors or None in spread.slots:
+        return await promote(spread, policy, context)
+    executed = tuple([call.id for call in batch])
+    messages = tuple(spread.slots)
+    return DispatchResult(messages, tuple(spread.events), None, (), {}, executed)  # type: ignore[arg-type]
+
+
+async def _one(spread: Spread, index: int, scope: trio.CancelScope | anyio.CancelScope) -> None:
+    call, tool, arguments = spread.admitted[index]
+    spread.started.add(index)
+    spread.events.append(ToolStarted(call_id=call.id, tool_name=tool.name, arguments=arguments))
+    try:
+        value = await tool.fn(**arguments)  # type: ignore[misc]
+        spread.slots[index] = _message_for(call, tool, value)
+    except FatalToolError as error:
+        spread.errors[index] = error
+        scope.cancel()  # as the general path does: a fatal call stops its siblings
+        return
+    except Exception as error:
+        spread.errors[index] = error
+        return
+    spread.events.append(ToolCompleted(call_id=call.id, tool_name=tool.name, metadata={}))

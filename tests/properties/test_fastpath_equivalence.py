@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import anyio.lowlevel
 import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinytools import (
+    DispatchAborted,
+    FatalToolError,
     ModelRetry,
     Registry,
     RetryableError,
@@ -75,7 +78,39 @@ async def later(a: int) -> int:
     return a * 2
 
 
-TOOLS = Registry.of(add, shout, broken, picky, flaky, rich, opaque, later)
+@tool
+async def a_broken(a: int) -> int:
+    """An async tool that raises."""
+    await anyio.lowlevel.checkpoint()
+    raise ValueError(f"bad {a}")
+
+
+@tool(max_retries=2)
+async def a_flaky(key: str) -> str:
+    """An async tool that fails once per key, then succeeds."""
+    await anyio.lowlevel.checkpoint()
+    attempts["a" + key] = attempts.get("a" + key, 0) + 1
+    if attempts["a" + key] == 1:
+        raise RetryableError("busy")
+    return "ok"
+
+
+@tool
+async def a_rich(a: int) -> ToolResult:
+    """An async tool returning a full result."""
+    await anyio.lowlevel.checkpoint()
+    return ToolResult.success(f"rich {a}", metadata={"a": a})
+
+
+@tool
+async def a_fatal(a: int) -> int:
+    """An async tool that aborts the batch."""
+    raise FatalToolError("stop everything")
+
+
+TOOLS = Registry.of(
+    add, shout, broken, picky, flaky, rich, opaque, later, a_broken, a_flaky, a_rich, a_fatal
+)
 POLICY = RunPolicy(retry_base_delay=0)
 GENERAL = [before_tool(lambda call, env: call)]  # any middleware forces the general path
 
@@ -88,7 +123,11 @@ ARGS = {
     "rich": st.fixed_dictionaries({"a": st.integers(0, 3)}),
     "opaque": st.fixed_dictionaries({"a": st.integers(0, 3)}),
     "later": st.fixed_dictionaries({"a": st.integers(0, 3)}),
+    "a_broken": st.fixed_dictionaries({"a": st.integers(0, 3)}),
+    "a_flaky": st.fixed_dictionaries({"key": st.sampled_from(["k1", "k2"])}),
+    "a_rich": st.fixed_dictionaries({"a": st.integers(0, 3)}),
 }
+ASYNC = ["later", "a_broken", "a_flaky", "a_rich"]
 
 
 @st.composite
@@ -122,7 +161,22 @@ def comparable(result: object) -> object:
     )
 
 
-SYNC = [n for n in ARGS if n != "later"]
+SYNC = [n for n in ARGS if n not in ASYNC]
+CONCURRENT = RunPolicy(retry_base_delay=0, max_concurrency=8)
+
+
+def unordered(result: object) -> object:
+    """A result whose events are compared as a multiset (concurrent order is arbitrary)."""
+    messages, events, *rest = comparable(result)  # type: ignore[misc]
+    return (messages, sorted(map(repr, events)), *rest)
+
+
+async def outcome(batch: list[ToolCall], **kwargs: object) -> object:
+    """The result of ``dispatch``, or the result its ``DispatchAborted`` carries."""
+    try:
+        return await dispatch(batch, TOOLS, **kwargs)  # type: ignore[arg-type]
+    except DispatchAborted as aborted:
+        return aborted.result
 
 
 class TestFastPathEquivalence:
@@ -146,3 +200,32 @@ class TestFastPathEquivalence:
         attempts.clear()
         general = await dispatch(batch, TOOLS, policy=POLICY, middleware=GENERAL)
         assert comparable(general) == comparable(fast)
+
+    @pytest.mark.anyio
+    @settings(max_examples=150, deadline=None)
+    @given(batch=calls(ASYNC), fatal=st.booleans())
+    async def test_dispatch_concurrent(self, batch: list[ToolCall], fatal: bool) -> None:
+        """A concurrent batch of async tools gives the same answers on both paths."""
+        # Concurrent calls must not share a flaky key: which one fails first would then
+        # depend on scheduling, on either path.
+        batch = [
+            msgspec.structs.replace(c, arguments=f'{{"key": "{c.id}"}}')
+            if c.name == "a_flaky" and c.arguments != "{not json"
+            else c
+            for c in batch
+        ]
+        if fatal and batch:
+            batch = [*batch, ToolCall("fatal", "a_fatal", '{"a": 1}')]
+        attempts.clear()
+        fast = await outcome(batch, policy=CONCURRENT)
+        attempts.clear()
+        general = await outcome(batch, policy=CONCURRENT, middleware=GENERAL)
+        if fatal and batch:
+            # Which siblings a fatal call cuts off depends on scheduling: compare the rest.
+            assert [m.tool_call_id for m in general.messages] == [  # type: ignore[attr-defined]
+                m.tool_call_id
+                for m in fast.messages  # type: ignore[attr-defined]
+            ]
+            assert general.messages[-1] == fast.messages[-1]  # type: ignore[attr-defined]
+            return
+        assert unordered(general) == unordered(fast)
