@@ -9,7 +9,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
@@ -450,3 +450,21 @@ class TestNormalizeArguments:
     def test_bare_object_schema_declares_no_properties(self) -> None:
         """A schema with just type object declares no properties, so "Paris" is ignored."""
         assert Normalized({}, "ignored_value") == normalize_arguments("Paris", self.OBJECT)
+
+
+class TestBulkSingleQuotes:
+    @settings(max_examples=500, deadline=None)
+    @given(st.text(st.sampled_from(list("ab'\"\\ \nxu0{}:,")), max_size=40))
+    def test_bulk_equals_one_by_one(self, text: str) -> None:
+        """Converting all single-quoted strings at once equals converting each in turn."""
+        from tinytools.repair import _STRING, _convert_single_quoted, _convert_string
+
+        tokens = [
+            t
+            for t in _STRING.split(text)[1::2]
+            if t[0] == "'" and len(t) >= 2 and t.endswith("'") and not t.endswith("\\'")
+        ]
+        if tokens:
+            bulk = _convert_single_quoted(tokens)
+            assert bulk is not None
+            assert [_convert_string(t) for t in tokens] == bulk

@@ -234,7 +234,14 @@ def _rewrite(text: str, found: set[RepairKind]) -> str | None:
     parts = _STRING.split(text)
     if not parts[-1]:
         return None  # a string never closed and ran over the final "}"
-    quotes = set(map(itemgetter(0), parts[1::2])) - {'"'}  # which other syntaxes occur
+    openers = set(map(itemgetter(0), parts[1::2]))
+    quotes = openers - {'"'}  # which other syntaxes occur
+    if openers == {"'"}:
+        found.add("single_quotes")
+        converted = _convert_single_quoted(parts[1::2])
+        if converted is not None:
+            parts[1::2] = converted
+            quotes = set()
     if quotes:
         found.update(_QUOTE_KINDS[quote] for quote in quotes)
         # Inlined for the two common cases: a JSON string, and a single-quoted string
@@ -252,6 +259,39 @@ def _rewrite(text: str, found: set[RepairKind]) -> str | None:
         return None
     parts[0::2] = between.split(_PLACEHOLDER)
     return "".join(parts)
+
+
+# Stand-ins for the bulk conversion; raw control characters cannot occur in a string a
+# strict decode accepts, and a text holding one takes the token-by-token way instead.
+_BULK_MARKS: Final = "\x00\x01\x03"
+_BULK_SEPARATOR: Final = "\x02"
+
+
+def _convert_single_quoted(tokens: list[str]) -> list[str] | None:
+    """Every token single-quoted: convert them all with a few C-speed replaces, or None.
+
+    Equivalent to :func:`_convert_string` token by token: an escaped backslash stays, an
+    escaped ' becomes ', an escaped or bare " ends up escaped, other escapes stay as they
+    are for the strict decode to judge, and the delimiters become ". In a single-quoted
+    token every unescaped ' is a delimiter (the first one closes it).
+    """
+    joined = _BULK_SEPARATOR.join(tokens)
+    if (
+        any(mark in joined for mark in _BULK_MARKS)
+        or joined.count(_BULK_SEPARATOR) != len(tokens) - 1
+    ):
+        return None
+    converted = (
+        joined.replace("\\\\", "\x00")
+        .replace("\\'", "\x01")
+        .replace('\\"', "\x03")
+        .replace('"', '\\"')
+        .replace("\x03", '\\"')
+        .replace("'", '"')
+        .replace("\x01", "'")
+        .replace("\x00", "\\\\")
+    )
+    return converted.split(_BULK_SEPARATOR)
 
 
 def _convert_string(token: str) -> str:
