@@ -18,7 +18,8 @@ private; its public names are re-exported here):
   their resolution), ``_redact`` (secret argument values)
 * execute — ``_execute`` (inject, run, timeout, retry, classify),
   ``_concurrency`` (serial or bounded, deadline, cancellation), ``_fastpath``
-  (plain batches without the pipeline's bookkeeping, equal results)
+  (plain batches without the pipeline's bookkeeping, equal results), ``_handover``
+  (the fast path handing a batch to the general one)
 * fold — ``_fold`` (result → message, byte limits), ``_artifacts`` (stores),
   ``_result`` (``DispatchResult``), ``_run`` (one dispatch's state),
   ``_dispatch`` (``dispatch``, ``dispatch_sync``), ``_effects`` (the ledger hook)

@@ -28,29 +28,24 @@ from . import _fastpath
 from ._admit import (
     Abort,
     Admitted,
-    Answered,
-    Deferred,
     HookFailed,
     Resolved,
-    Skipped,
     admit_batch,
     admit_batch_async,
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
-from ._concurrency import execute, interrupt, run_all
-from ._dispatch_env import DispatchEnv
+from ._concurrency import execute
 from ._effects import EffectLedger
-from ._execute import classify, continue_async, continue_inline, run_inline, threaded
-from ._fold import Folded, Outcome, Ran, fold_resolved
+from ._execute import run_inline, threaded
+from ._fold import fold_resolved
+from ._handover import promote_async, promote_spread, promote_sync
 from ._inject import Cancellation, Context, check_context
-from ._middleware import Stack, compose
 from ._redact import Redactor
 from ._registry import AnyTool, Registry
-from ._result import DispatchAborted, DispatchResult, FollowUp
-from ._run import EventHandler, Options, Run, Sink
-from ._wire import MessageStatus, ToolCall, ToolMessage, wrap_return
-from .errors import FatalToolError, RetryableError
+from ._result import DispatchResult
+from ._run import EventHandler, Options, Run, Sink, abort_batch, assemble, prepare
+from ._wire import ToolCall, ToolMessage
 from .events import ToolStarted
 from .policies import RunPolicy
 
@@ -62,41 +57,7 @@ DeferredToolHandler = (
     | Callable[[DeferredToolRequests], Awaitable[DeferredToolResults]]
 )
 
-
-def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
-    return tools if isinstance(tools, Registry) else Registry(tools)
-
-
-def _prepare(
-    calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
-    o: Options,
-    approvals: DeferredToolResults | None,
-    sink: Sink,
-) -> Run:
-    """Check the inputs and build the run's state (registry, callable names, middleware)."""
-    policy, middleware, advertised = o.policy, o.middleware, o.advertised
-    batch = tuple(calls)
-    for call in batch:
-        if not isinstance(call, ToolCall):
-            raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
-    if approvals is not None and not isinstance(approvals, DeferredToolResults):
-        raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
-    registry = _registry(tools)
-    offered = None if advertised is None else frozenset(advertised)
-    env = DispatchEnv(registry, policy, o.context or Context(), offered)
-    stack = _NO_MIDDLEWARE if middleware == () else compose(middleware)
-    return Run(batch, env, stack, sink, o.artifacts, o.ledger, approvals)
-
-
-_NO_MIDDLEWARE = Stack()
 _UNSEEN = Cancellation()
-
-
-def _message(call: ToolCall, text: str, status: MessageStatus) -> ToolMessage:
-    return ToolMessage(
-        tool_call_id=call.id, name=call.name, content=text, is_error=True, status=status
-    )
 
 
 def _admit_sync(
@@ -114,7 +75,7 @@ def _admit_sync(
             resume=run.resume,
         )
     except HookFailed as failed:
-        raise _abort(run, str(failed)) from failed.error
+        raise abort_batch(run, str(failed)) from failed.error
     return _admitted(run)
 
 
@@ -133,7 +94,7 @@ async def _admit_async(
             resume=run.resume,
         )
     except HookFailed as failed:
-        raise _abort(run, str(failed)) from failed.error
+        raise abort_batch(run, str(failed)) from failed.error
     await run.sink.flush()
     return _admitted(run)
 
@@ -173,78 +134,10 @@ def _answer_resolved(run: Run, verdict: Resolved) -> None:
     try:
         folded = fold_resolved(verdict, run.env, run.stack, run.store)
     except Exception as error:
-        raise _abort(run, f"after_tool middleware raised {error!r}") from error
+        raise abort_batch(run, f"after_tool middleware raised {error!r}") from error
     run.resolved[verdict.index] = folded
     for event in folded.events:
         run.sink.emit(event)
-
-
-def _abort(run: Run, reason: str) -> DispatchAborted:
-    """The exception for an aborted batch, its result answering every call."""
-    return DispatchAborted(reason, _assemble(run, aborted=reason))
-
-
-_INTERRUPTED = "Tool call not run: the batch was {why}."
-
-
-def _assemble(run: Run, *, aborted: str | None = None, why: str = "cancelled") -> DispatchResult:
-    """The result in call order; calls left unanswered are answered as interrupted."""
-    why = "aborted" if aborted is not None else why
-    messages: list[ToolMessage] = []
-    deferred_calls: list[ToolCall] = []
-    approvals: list[ToolCall] = []
-    deferred_meta: dict[str, dict[str, object]] = {}
-    follow_ups: list[FollowUp] = []
-    metadata: dict[str, dict[str, object]] = {}
-    executed: list[str] = []
-    for index, call in enumerate(run.calls):
-        verdict = run.verdicts[index] if index < len(run.verdicts) else None
-        folded = run.folded.get(index)
-        if isinstance(verdict, Skipped):
-            continue
-        if isinstance(verdict, (Answered, Abort)):
-            messages.append(verdict.message)
-        elif isinstance(verdict, Resolved) and index in run.resolved:
-            answer = run.resolved[index].message
-            assert answer is not None
-            messages.append(answer)
-        elif isinstance(verdict, Deferred) and aborted is None:
-            (approvals if verdict.kind == "approval" else deferred_calls).append(verdict.call)
-            deferred_meta[call.id] = verdict.metadata
-        elif folded is not None:
-            executed.append(call.id)
-            if folded.message is None:
-                postponed = verdict.call if isinstance(verdict, Admitted) else call
-                target = approvals if _kind(folded) == "approval" else deferred_calls
-                target.append(postponed)
-                deferred_meta[call.id] = _meta(folded)
-                continue
-            messages.append(folded.message)
-            if folded.follow_up:
-                follow_ups.append(FollowUp(call.id, folded.follow_up))
-            if folded.metadata:
-                metadata[call.id] = folded.metadata
-        else:
-            messages.append(_message(call, _INTERRUPTED.format(why=why), "interrupted"))
-    deferred = None
-    if deferred_calls or approvals:
-        deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
-    return DispatchResult(
-        tuple(messages),
-        tuple(run.sink.events),
-        deferred,
-        tuple(follow_ups),
-        metadata,
-        tuple(executed),
-    )
-
-
-def _kind(folded: Folded) -> str:
-    return str(getattr(folded.events[0], "reason", "deferred"))
-
-
-def _meta(folded: Folded) -> dict[str, object]:
-    return dict(getattr(folded.events[0], "metadata", {}))
 
 
 async def dispatch(
@@ -297,9 +190,9 @@ async def dispatch(
     ):
         batch = calls if type(calls) is tuple else tuple(calls)
         if policy.max_concurrency == 1 or len(batch) == 1:
-            fast = await _fastpath.run_async(batch, tools, policy, context, _promote_async)
+            fast = await _fastpath.run_async(batch, tools, policy, context, promote_async)
         elif policy.max_concurrency >= len(batch):
-            fast = await _fastpath.run_concurrent(batch, tools, policy, context, _promote_spread)
+            fast = await _fastpath.run_concurrent(batch, tools, policy, context, promote_spread)
         else:
             fast = None
         if fast is not None:
@@ -326,14 +219,14 @@ async def _dispatch_async(
     sink: Sink,
     cancellation: Cancellation | None,
 ) -> DispatchResult:
-    run = _prepare(calls, tools, o, approvals, sink)
+    run = prepare(calls, tools, o, approvals, sink)
     start = anyio.current_time()
     deadline = None if o.policy.deadline is None else start + o.policy.deadline
     abort = await _admit_async(
         run, cancellation, lambda: deadline is not None and anyio.current_time() >= deadline
     )
     if abort is not None:
-        raise _abort(run, abort.reason)
+        raise abort_batch(run, abort.reason)
     return await _finish_async(run, cancellation, deadline)
 
 
@@ -373,11 +266,11 @@ async def _finish_async(
     try:
         why = await execute(run, cancellation, deadline)
     except Exception as error:  # an after_tool hook raised
-        raise _abort(run, f"after_tool middleware raised {error!r}") from error
+        raise abort_batch(run, f"after_tool middleware raised {error!r}") from error
     await run.sink.flush()
     if run.fatal is not None:
-        raise _abort(run, run.fatal)
-    return _assemble(run, why=why)
+        raise abort_batch(run, run.fatal)
+    return assemble(run, why=why)
 
 
 # --- sync execution ------------------------------------------------------------
@@ -404,9 +297,9 @@ def _execute_inline(run: Run, cancellation: Cancellation | None, deadline: float
             outcome = run_inline(run.attempts(item), handle)
             run.finish(item, outcome)
         except Exception as error:  # an after_tool hook raised
-            raise _abort(run, f"after_tool middleware raised {error!r}") from error
+            raise abort_batch(run, f"after_tool middleware raised {error!r}") from error
         if run.fatal is not None:
-            raise _abort(run, run.fatal)
+            raise abort_batch(run, run.fatal)
     return "cancelled"
 
 
@@ -439,7 +332,7 @@ def dispatch_sync(
         policy, middleware, on_event, approvals, ledger, artifacts, cancellation, advertised
     ):
         batch = calls if type(calls) is tuple else tuple(calls)
-        fast = _fastpath.run_sync(batch, tools, policy, context, _promote_sync)
+        fast = _fastpath.run_sync(batch, tools, policy, context, promote_sync)
         if fast is not None:
             return fast
     sink = Sink(on_event)
@@ -465,16 +358,16 @@ def _dispatch_sync(
     sink: Sink,
     cancellation: Cancellation | None,
 ) -> DispatchResult:
-    run = _prepare(calls, tools, o, approvals, sink)
+    run = prepare(calls, tools, o, approvals, sink)
     start = time.monotonic()
     deadline = None if o.policy.deadline is None else start + o.policy.deadline
     abort = _admit_sync(
         run, cancellation, lambda: deadline is not None and time.monotonic() >= deadline
     )
     if abort is not None:
-        raise _abort(run, abort.reason)
+        raise abort_batch(run, abort.reason)
     if not _needs_loop(run):
-        return _assemble(run, why=_execute_inline(run, cancellation, deadline))
+        return assemble(run, why=_execute_inline(run, cancellation, deadline))
     remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
     return trio.run(functools.partial(_finish_in_trio, run, cancellation, remaining))
 
@@ -485,110 +378,3 @@ async def _finish_in_trio(
     await run.sink.flush()
     deadline = None if remaining is None else anyio.current_time() + remaining
     return await _finish_async(run, cancellation, deadline)
-
-
-# --- carrying the fast path's state into the general path ---------------------------
-
-
-def _promoted(
-    policy: RunPolicy, context: Context | None, plan: _fastpath.Plan, at: int
-) -> tuple[Run, Admitted]:
-    """A general-path run holding what the fast path did, up to call ``at`` (which ran)."""
-    sink = Sink(None)
-    sink.events = plan.events
-    options = Options(policy, (), context, None, None, None)
-    run = _prepare(plan.batch, plan.tools, options, None, sink)
-    run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(plan.admitted)]
-    for i, message in enumerate(plan.messages):
-        run.folded[i] = Folded(message, ())
-    run.started.add(at)
-    item = run.verdicts[at]
-    assert isinstance(item, Admitted)
-    return run, item
-
-
-def _first_outcome(error: Exception) -> Outcome | Exception:
-    """What the call at the promotion point produced: a special result, or an error to retry."""
-    if isinstance(error, _fastpath.Special):
-        try:
-            return Ran(wrap_return(error.value))
-        except Exception as caught:
-            return caught
-    return error
-
-
-def _settle(run: Run, item: Admitted, outcome: Outcome) -> None:
-    run.finish(item, outcome)
-    if run.fatal is not None:
-        raise _abort(run, run.fatal)
-
-
-def _promote_sync(
-    plan: _fastpath.Plan, at: int, error: Exception, policy: RunPolicy, context: Context | None
-) -> DispatchResult:
-    """The general path takes over a fast ``dispatch_sync`` at call ``at``."""
-    run, item = _promoted(policy, context, plan, at)
-    first = _first_outcome(error)
-    if isinstance(first, Exception):
-        first = continue_inline(run.attempts(item), item.arguments, first)
-    _settle(run, item, first)
-    for rest in run.admitted()[at + 1 :]:
-        _settle(run, rest, run_inline(run.attempts(rest), _UNSEEN))
-    return _assemble(run, why="cancelled")
-
-
-async def _promote_async(
-    plan: _fastpath.Plan, at: int, error: Exception, policy: RunPolicy, context: Context | None
-) -> DispatchResult:
-    """The general path takes over a fast ``dispatch`` at call ``at``."""
-    run, item = _promoted(policy, context, plan, at)
-    first = _first_outcome(error)
-    if isinstance(first, Exception):
-        first = await continue_async(run.attempts(item), item.arguments, first)
-    _settle(run, item, first)
-    rest = run.admitted()[at + 1 :]
-    handles = {i.index: Cancellation() for i in rest}
-    await run_all(run, rest, handles, None, None)
-    if run.fatal is not None:
-        for handle in handles.values():
-            handle.cancel()
-        interrupt(run, rest, "aborted")
-        raise _abort(run, run.fatal)
-    return _assemble(run, why="cancelled")
-
-
-async def _promote_spread(
-    spread: _fastpath.Spread, policy: RunPolicy, context: Context | None
-) -> DispatchResult:
-    """The general path finishes a concurrent fast batch whose calls did not all end plainly.
-
-    Calls that raised are classified (retrying a ``RetryableError`` with backoff, unless a
-    ``FatalToolError`` stopped the batch, which interrupts them as it does there); calls
-    cut off by a fatal sibling are answered as interrupted.
-    """
-    sink = Sink(None)
-    sink.events = spread.events
-    options = Options(policy, (), context, None, None, None)
-    run = _prepare(spread.batch, spread.tools, options, None, sink)
-    run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(spread.admitted)]
-    admitted = run.admitted()
-    for index, message in enumerate(spread.slots):
-        if message is not None:
-            run.folded[index] = Folded(message, ())
-    run.started.update(spread.started)
-    fatal = any(isinstance(e, FatalToolError) for e in spread.errors.values())
-    for index in sorted(spread.errors):
-        item = admitted[index]
-        first = _first_outcome(spread.errors[index])
-        if isinstance(first, Exception):
-            if fatal and isinstance(first, RetryableError):
-                continue  # its retry would have been cut off: interrupted below
-            if fatal:
-                first = classify(first, item.tool.name)
-            else:
-                first = await continue_async(run.attempts(item), item.arguments, first)
-        run.finish(item, first)
-    if run.fatal is not None:
-        interrupt(run, admitted, "aborted")
-        raise _abort(run, run.fatal)
-    return _assemble(run, why="cancelled")

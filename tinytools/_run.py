@@ -1,7 +1,10 @@
-"""One dispatch's state: the event sink, the options, and the run being filled in.
+"""One dispatch's state: the event sink, the options, the run being filled in.
 
-Built once per batch by ``_dispatch._prepare`` and passed to every stage; nothing
-here decides anything (admission, execution and folding do).
+:func:`prepare` builds it once per batch and every stage fills it; nothing here
+decides anything (admission, execution and folding do). :func:`assemble` turns
+it into the ``DispatchResult`` in call order, answering whatever is left
+unanswered as interrupted, and :func:`abort_batch` wraps that in the
+``DispatchAborted`` an aborted batch raises.
 """
 
 from __future__ import annotations
@@ -13,20 +16,22 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 import attrs
 import msgspec
 
-from ._admit import Admitted, Verdict
-from ._approvals import DeferredToolResults
+from ._admit import Abort, Admitted, Answered, Deferred, Resolved, Skipped, Verdict
+from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger
 from ._execute import Attempts
 from ._fold import Fatal, Folded, Outcome, fold
 from ._inject import Context
-from ._middleware import Stack
-from ._wire import ToolCall
+from ._middleware import Stack, compose
+from ._registry import AnyTool, Registry
+from ._result import DispatchAborted, DispatchResult, FollowUp
+from ._wire import MessageStatus, ToolCall, ToolMessage
 from .events import Event
 from .policies import RunPolicy
 
-__all__ = ["EventHandler", "Options", "Run", "Sink"]
+__all__ = ["EventHandler", "Options", "Run", "Sink", "abort_batch", "assemble", "prepare"]
 
 #: What ``on_event`` may be: a plain callable, or an async one.
 EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
@@ -122,3 +127,106 @@ class Options(msgspec.Struct, frozen=True):
     advertised: Collection[str] | None
     ledger: EffectLedger | None
     artifacts: ArtifactStore | None
+
+
+def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
+    return tools if isinstance(tools, Registry) else Registry(tools)
+
+
+def prepare(
+    calls: Iterable[ToolCall],
+    tools: Registry | Iterable[AnyTool],
+    o: Options,
+    approvals: DeferredToolResults | None,
+    sink: Sink,
+) -> Run:
+    """Check the inputs and build the run's state (registry, callable names, middleware)."""
+    policy, middleware, advertised = o.policy, o.middleware, o.advertised
+    batch = tuple(calls)
+    for call in batch:
+        if not isinstance(call, ToolCall):
+            raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
+    if approvals is not None and not isinstance(approvals, DeferredToolResults):
+        raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
+    registry = _registry(tools)
+    offered = None if advertised is None else frozenset(advertised)
+    env = DispatchEnv(registry, policy, o.context or Context(), offered)
+    stack = _NO_MIDDLEWARE if middleware == () else compose(middleware)
+    return Run(batch, env, stack, sink, o.artifacts, o.ledger, approvals)
+
+
+_NO_MIDDLEWARE = Stack()
+
+
+def _message(call: ToolCall, text: str, status: MessageStatus) -> ToolMessage:
+    return ToolMessage(
+        tool_call_id=call.id, name=call.name, content=text, is_error=True, status=status
+    )
+
+
+def abort_batch(run: Run, reason: str) -> DispatchAborted:
+    """The exception for an aborted batch, its result answering every call."""
+    return DispatchAborted(reason, assemble(run, aborted=reason))
+
+
+_INTERRUPTED = "Tool call not run: the batch was {why}."
+
+
+def assemble(run: Run, *, aborted: str | None = None, why: str = "cancelled") -> DispatchResult:
+    """The result in call order; calls left unanswered are answered as interrupted."""
+    why = "aborted" if aborted is not None else why
+    messages: list[ToolMessage] = []
+    deferred_calls: list[ToolCall] = []
+    approvals: list[ToolCall] = []
+    deferred_meta: dict[str, dict[str, object]] = {}
+    follow_ups: list[FollowUp] = []
+    metadata: dict[str, dict[str, object]] = {}
+    executed: list[str] = []
+    for index, call in enumerate(run.calls):
+        verdict = run.verdicts[index] if index < len(run.verdicts) else None
+        folded = run.folded.get(index)
+        if isinstance(verdict, Skipped):
+            continue
+        if isinstance(verdict, (Answered, Abort)):
+            messages.append(verdict.message)
+        elif isinstance(verdict, Resolved) and index in run.resolved:
+            answer = run.resolved[index].message
+            assert answer is not None
+            messages.append(answer)
+        elif isinstance(verdict, Deferred) and aborted is None:
+            (approvals if verdict.kind == "approval" else deferred_calls).append(verdict.call)
+            deferred_meta[call.id] = verdict.metadata
+        elif folded is not None:
+            executed.append(call.id)
+            if folded.message is None:
+                postponed = verdict.call if isinstance(verdict, Admitted) else call
+                target = approvals if _kind(folded) == "approval" else deferred_calls
+                target.append(postponed)
+                deferred_meta[call.id] = _meta(folded)
+                continue
+            messages.append(folded.message)
+            if folded.follow_up:
+                follow_ups.append(FollowUp(call.id, folded.follow_up))
+            if folded.metadata:
+                metadata[call.id] = folded.metadata
+        else:
+            messages.append(_message(call, _INTERRUPTED.format(why=why), "interrupted"))
+    deferred = None
+    if deferred_calls or approvals:
+        deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
+    return DispatchResult(
+        tuple(messages),
+        tuple(run.sink.events),
+        deferred,
+        tuple(follow_ups),
+        metadata,
+        tuple(executed),
+    )
+
+
+def _kind(folded: Folded) -> str:
+    return str(getattr(folded.events[0], "reason", "deferred"))
+
+
+def _meta(folded: Folded) -> dict[str, object]:
+    return dict(getattr(folded.events[0], "metadata", {}))
