@@ -19,8 +19,9 @@ an ``int`` is expected, on a slow path taken only after the fast one failed.
 
 from __future__ import annotations
 
+import contextlib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Literal, TypeAlias
 
 import fastjsonschema
@@ -105,27 +106,22 @@ class StructValidator:
             ToolArgumentsError: The arguments are not valid JSON (``malformed``) or
                 break the schema.
         """
-        try:
-            if isinstance(arguments, (str, bytes)):
-                value = self._decode(arguments)
-            else:
-                value = msgspec.convert(arguments, self._struct)
-        except msgspec.ValidationError as error:
-            # The typed decoder reports the first ill-typed value before a syntax error
-            # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all is
-            # malformed, whatever its first value looked like.
-            decoded = (
-                _decode_json(tool_name, arguments)
-                if isinstance(arguments, (str, bytes))
-                else arguments
-            )
-            value = self._retry(tool_name, decoded, error)
-        except msgspec.DecodeError as error:
-            raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
-        except UnicodeError:
-            raise _unreadable(tool_name) from None
-        except RecursionError:
-            raise _too_deep(tool_name) from None
+        with _reading(tool_name):
+            try:
+                if isinstance(arguments, (str, bytes)):
+                    value = self._decode(arguments)
+                else:
+                    value = msgspec.convert(arguments, self._struct)
+            except msgspec.ValidationError as error:
+                # The typed decoder reports the first ill-typed value before a syntax
+                # error further on (`0:`, a truncated `{"n": "x",`): text that is not
+                # JSON at all is malformed, whatever its first value looked like.
+                decoded = (
+                    msgspec.json.decode(arguments)
+                    if isinstance(arguments, (str, bytes))
+                    else arguments
+                )
+                value = self._retry(tool_name, decoded, error)
         return msgspec.structs.asdict(value)
 
     def _retry(
@@ -140,16 +136,25 @@ class StructValidator:
             raise _from_msgspec(tool_name, error) from None
 
 
-def _decode_json(tool_name: str, text: str | bytes) -> object:
-    """Raw text decoded as JSON, or the ``malformed`` error that says why it is not JSON."""
+@contextlib.contextmanager
+def _reading(tool_name: str) -> Iterator[None]:
+    """Turn every way raw text can fail to be JSON into a ``malformed`` argument error."""
     try:
-        return msgspec.json.decode(text)
+        yield
+    except msgspec.ValidationError:
+        raise  # a schema violation, reported by the caller
     except msgspec.DecodeError as error:
         raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
     except UnicodeError:
         raise _unreadable(tool_name) from None
     except RecursionError:
         raise _too_deep(tool_name) from None
+
+
+def _decode_json(tool_name: str, text: str | bytes) -> object:
+    """Raw text decoded as JSON, or the ``malformed`` error that says why it is not JSON."""
+    with _reading(tool_name):
+        return msgspec.json.decode(text)
 
 
 def _unreadable(tool_name: str) -> ToolArgumentsError:
