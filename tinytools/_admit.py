@@ -194,9 +194,8 @@ def admit_batch(
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
     batch = _Batch(env, stack, emit, cancelled, expired, resume)
-    if not stack.befores and resume is None:
-        # No hook can return an awaitable: admit each call with a plain function call.
-        return [_admit_plain(index, call, batch) for index, call in enumerate(calls)]
+    if not stack.befores:
+        return _admit_all_plain(calls, batch)
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -227,9 +226,8 @@ async def admit_batch_async(
 ) -> list[Verdict]:
     """:func:`admit_batch`, awaiting what ``before_tool`` hooks return."""
     batch = _Batch(env, stack, emit, cancelled, expired, resume)
-    if not stack.befores and resume is None:
-        # No hook can return an awaitable: admit each call with a plain function call.
-        return [_admit_plain(index, call, batch) for index, call in enumerate(calls)]
+    if not stack.befores:
+        return _admit_all_plain(calls, batch)
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -251,6 +249,11 @@ async def admit_batch_async(
     return verdicts
 
 
+def _admit_all_plain(calls: Sequence[ToolCall], batch: _Batch) -> list[Verdict]:
+    # No hook can return an awaitable: admit each call with a plain function call.
+    return [_admit_plain(index, call, batch) for index, call in enumerate(calls)]
+
+
 def _repeated(index: int, call: ToolCall, batch: _Batch) -> Answered | None:
     """The answer for a call whose id an earlier call of the batch already used."""
     if call.id not in batch.seen:
@@ -266,7 +269,11 @@ def _repeated(index: int, call: ToolCall, batch: _Batch) -> Answered | None:
     return Answered(index, _message(call, text))
 
 
-def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
+def _opening(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
+    """Repeated ids, the host's decision on resume, the limits: the call going on, or its verdict.
+
+    A call going on has taken its ``max_tool_calls`` slot.
+    """
     repeated = _repeated(index, call, batch)
     if repeated is not None:
         return repeated
@@ -279,6 +286,15 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
     if limit is not None:
         return Answered(index, limit)
     batch.used += 1
+    return call
+
+
+def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
+    """Admit one call through the ``before_tool`` hooks (yielding what they await)."""
+    opened = _opening(index, call, batch)
+    if not isinstance(opened, ToolCall):
+        return opened
+    call = opened
     for hook in batch.stack.befores:
         try:
             outcome: object = hook(call, batch.env)
@@ -310,15 +326,9 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
 
 
 def _admit_plain(index: int, call: ToolCall, batch: _Batch) -> Verdict:
-    """:func:`_admit` for a batch with no before hooks and no decisions to resume."""
-    repeated = _repeated(index, call, batch)
-    if repeated is not None:
-        return repeated
-    limit = _limits(call, batch)
-    if limit is not None:
-        return Answered(index, limit)
-    batch.used += 1
-    return _checked(index, call, batch)
+    """:func:`_admit` for a batch with no hooks: a plain call, no generator to drive."""
+    opened = _opening(index, call, batch)
+    return _checked(index, opened, batch) if isinstance(opened, ToolCall) else opened
 
 
 def _decided(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
