@@ -498,3 +498,27 @@ class TestEventsAndContext:
         assert ["unknown_tool_call", "invalid_tool_args", "tool_deferred"] == kinds(result.events)[
             :3
         ]
+
+
+class TestInputs:
+    def test_calls_as_an_iterator(self) -> None:
+        """Calls given as a one-shot iterator are all answered, on every path."""
+        calls = [call("1", "add", '{"a": 1}'), call("2", "nope")]
+        assert ["1", "2"] == [m.tool_call_id for m in dispatch_sync(iter(calls), TOOLS).messages]
+        gated = [call("1", "add", '{"a": 1}'), call("2", "pay", '{"amount": 1}')]
+        result = dispatch_sync(
+            iter(gated), TOOLS, on_deferred=lambda requests: requests.approve_all()
+        )
+        assert ["1", "2"] == [m.tool_call_id for m in result.messages]
+
+    def test_cancellation_handle_reused(self) -> None:
+        """A handle reused across batches does not accumulate the batches' callbacks."""
+        from tinytools import Cancellation
+
+        handle = Cancellation()
+        context = Context(store={"k": "v"})
+        for _ in range(20):
+            dispatch_sync(
+                [call("c", "stored", '{"key": "k"}')], TOOLS, context=context, cancellation=handle
+            )
+        assert [] == handle._callbacks

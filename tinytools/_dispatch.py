@@ -185,10 +185,10 @@ async def dispatch(
         ToolDefinitionError: An admitted tool's injection cannot be satisfied
             by ``context`` (raised before any tool runs).
     """
+    batch = calls if type(calls) is tuple else tuple(calls)  # read an iterator once
     if type(tools) is Registry and _fastpath.eligible(
         policy, middleware, on_event, approvals, ledger, artifacts, cancellation, advertised
     ):
-        batch = calls if type(calls) is tuple else tuple(calls)
         if policy.max_concurrency == 1 or len(batch) == 1:
             fast = await _fastpath.run_async(batch, tools, policy, context, promote_async)
         elif policy.max_concurrency >= len(batch):
@@ -197,10 +197,9 @@ async def dispatch(
             fast = None
         if fast is not None:
             return fast
-        calls = batch
     sink = Sink(on_event)
     options = Options(policy, middleware, context, advertised, ledger, artifacts)
-    result = await _dispatch_async(calls, tools, options, approvals, sink, cancellation)
+    result = await _dispatch_async(batch, tools, options, approvals, sink, cancellation)
     if result.deferred is None or on_deferred is None:
         return result
     decided = on_deferred(result.deferred)
@@ -208,7 +207,7 @@ async def dispatch(
         decided = await decided
     pending = result.deferred.all
     resumed = await _dispatch_async(pending, tools, options, decided, sink, cancellation)
-    return _merge(tuple(calls) if not isinstance(calls, tuple) else calls, result, resumed, sink)
+    return _merge(batch, result, resumed, sink)
 
 
 async def _dispatch_async(
@@ -291,13 +290,19 @@ def _execute_inline(run: Run, cancellation: Cancellation | None, deadline: float
             return "past its deadline"
         # Only an injecting tool can see its handle: the others share one that never fires.
         handle = Cancellation() if item.tool.injections else _UNSEEN
-        if cancellation is not None and item.tool.injections:
+        forget = (
             cancellation.on_cancel(handle.cancel)
+            if cancellation is not None and item.tool.injections
+            else None
+        )
         try:
             outcome = run_inline(run.attempts(item), handle)
             run.finish(item, outcome)
         except Exception as error:  # an after_tool hook raised
             raise abort_batch(run, f"after_tool middleware raised {error!r}") from error
+        finally:
+            if forget is not None:
+                forget()  # the caller's handle must not keep this call's handle alive
         if run.fatal is not None:
             raise abort_batch(run, run.fatal)
     return "cancelled"
@@ -328,16 +333,15 @@ def dispatch_sync(
     ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do
     not call it from inside a running event loop: await :func:`dispatch`.
     """
+    batch = calls if type(calls) is tuple else tuple(calls)  # read an iterator once
     if type(tools) is Registry and _fastpath.eligible(
         policy, middleware, on_event, approvals, ledger, artifacts, cancellation, advertised
     ):
-        batch = calls if type(calls) is tuple else tuple(calls)
         fast = _fastpath.run_sync(batch, tools, policy, context, promote_sync)
         if fast is not None:
             return fast
     sink = Sink(on_event)
     options = Options(policy, middleware, context, advertised, ledger, artifacts)
-    batch = tuple(calls)
     result = _dispatch_sync(batch, tools, options, approvals, sink, cancellation)
     if result.deferred is None or on_deferred is None:
         return result
