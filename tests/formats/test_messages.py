@@ -414,3 +414,18 @@ class TestPairToolCycles:
         assert out == pair_tool_cycles(out)
         kept = [m for m in messages if m.get("role") in ("system", "user")]
         assert kept == [m for m in out if m.get("role") in ("system", "user")]
+
+
+class TestUnreadableArguments:
+    def test_coalesce_never_raises_on_argument_text(self) -> None:
+        """Arguments with lone surrogates or absurd nesting are kept as text, not a crash."""
+        for raw in ['"\ud800"', "[" * 100_000]:
+            turn = {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {"id": "c", "type": "function", "function": {"name": "f", "arguments": raw}}
+                ],
+            }
+            result = coalesce_tool_results([turn])
+            assert 1 == len(result)

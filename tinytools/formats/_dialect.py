@@ -22,19 +22,22 @@ import msgspec
 from tinytools._registry import AnyTool
 from tinytools._validate import json_type
 from tinytools._wire import ToolCall
-from tinytools.repair import repair_relaxed_object
+from tinytools.repair import recover_relaxed_object
 
 from ._parsed import Parsed, synthetic_id
 from ._tools import Tools, all_tools, exposed_tools
 
 __all__ = [
     "MAX_CALLS",
+    "NOTHING",
     "Collector",
     "Finder",
     "Tools",
     "arguments_of",
     "catalogue",
     "convert_text",
+    "decode_relaxed",
+    "decode_strict",
     "describe",
     "one_line",
     "parameter_lines",
@@ -56,7 +59,25 @@ _TYPE_ALIASES: Final = {
     "list": "array",
     "str": "string",
 }
-_NOTHING = object()
+#: What the decoders return for text that holds no value they accept.
+NOTHING: Final = object()
+
+
+def decode_strict(text: str) -> object:
+    """The text's JSON value, or :data:`NOTHING` (never raises, whatever the text)."""
+    try:
+        return msgspec.json.decode(text)
+    except (msgspec.MsgspecError, RecursionError, UnicodeError):
+        return NOTHING
+
+
+def decode_relaxed(text: str) -> object:
+    """The text's JSON value, else the object relaxed repair makes of it, else :data:`NOTHING`."""
+    value = decode_strict(text)
+    if value is NOTHING:
+        repaired = recover_relaxed_object(text)
+        return NOTHING if repaired is None else repaired
+    return value
 
 
 def tool_map(tools: Tools) -> dict[str, AnyTool]:
@@ -208,16 +229,15 @@ def schema_types(schema: object, depth: int = 0) -> frozenset[str]:
 
 
 def _decode(text: str, types: frozenset[str]) -> object:
-    try:
-        return msgspec.json.decode(text)
-    except (msgspec.MsgspecError, RecursionError, UnicodeError):
-        pass
+    value = decode_strict(text)
+    if value is not NOTHING:
+        return value
     words: dict[str, object] = {"True": True, "False": False, "None": None}
     if text in words:
         return words[text]
-    if "object" in types and (repaired := repair_relaxed_object(text)) is not None:
-        return repaired.value
-    return _NOTHING
+    if "object" in types and (repaired := recover_relaxed_object(text)) is not None:
+        return repaired
+    return NOTHING
 
 
 def convert_text(raw: str, schema: object) -> object:
@@ -236,7 +256,7 @@ def convert_text(raw: str, schema: object) -> object:
     if isinstance(value, float) and "integer" in types and "number" not in types:
         value = int(value) if value.is_integer() else value
     kind = json_type(value)
-    if value is not _NOTHING and (kind in types or (kind == "integer" and "number" in types)):
+    if value is not NOTHING and (kind in types or (kind == "integer" and "number" in types)):
         return value
     return raw
 
@@ -245,11 +265,7 @@ def arguments_of(call: ToolCall) -> dict[str, object] | None:
     """The call's arguments as an object, decoding raw JSON text; ``None`` if not an object."""
     if isinstance(call.arguments, dict):
         return call.arguments
-    try:
-        value = msgspec.json.decode(call.arguments)
-    except (msgspec.MsgspecError, RecursionError, UnicodeError):
-        repaired = repair_relaxed_object(call.arguments)
-        value = None if repaired is None else repaired.value
+    value = decode_relaxed(call.arguments)
     return value if isinstance(value, dict) else None
 
 

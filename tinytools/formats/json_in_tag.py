@@ -38,9 +38,8 @@ from typing import Final
 import msgspec
 
 from tinytools._wire import ToolCall
-from tinytools.repair import repair_relaxed_object
 
-from ._dialect import Collector, Finder, Tools, arguments_of, catalogue
+from ._dialect import NOTHING, Collector, Finder, Tools, arguments_of, catalogue, decode_relaxed
 from ._envelope import escape_json
 from ._parsed import Parsed
 
@@ -60,7 +59,6 @@ PROTOCOL: Final = (
 ARGUMENT_KEYS: Final = ("arguments", "parameters", "args", "input")
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
-_NOTHING = object()
 _SPACE: Final = re.compile(r"[ \t\r\n]*")
 
 
@@ -129,7 +127,7 @@ def parse(text: str, tools: Tools = ()) -> Parsed:
 
 
 def _read(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
-    """Where the block at ``start`` ends and its value (``_NOTHING`` when broken).
+    """Where the block at ``start`` ends and its value (``NOTHING`` when broken).
 
     ``None`` when the tag is a mention: not closed, and no JSON follows it.
     """
@@ -159,27 +157,21 @@ def _skip(text: str, pos: int) -> int:
 def _strict_prefix(text: str, pos: int) -> tuple[object, int]:
     """The strict JSON value starting at ``pos`` and where it ends; ``-1`` when there is none."""
     if not text.startswith(("{", "["), pos):
-        return _NOTHING, -1
+        return NOTHING, -1
     try:
         return _STRICT.raw_decode(text, pos)
     except (ValueError, RecursionError):
-        return _NOTHING, -1
+        return NOTHING, -1
 
 
 def _decode(body: str) -> object:
-    """The body's JSON value: strict, else repaired (objects only), else ``_NOTHING``."""
-    if not body.strip():
-        return _NOTHING
-    try:
-        return msgspec.json.decode(body)
-    except (msgspec.MsgspecError, RecursionError, UnicodeError):
-        repaired = repair_relaxed_object(body)
-        return _NOTHING if repaired is None else repaired.value
+    """The body's JSON value: strict, else repaired (objects only), else ``NOTHING``."""
+    return decode_relaxed(body) if body.strip() else NOTHING
 
 
 def _record(out: Collector, raw: str, value: object) -> None:
     """Record the calls of one block, or its ``raw`` text as an error."""
-    if value is _NOTHING:
+    if value is NOTHING:
         out.error("", raw, _BROKEN)
         return
     for item in value if isinstance(value, list) else [value]:

@@ -18,10 +18,9 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
-import msgspec
-
 from tinytools._wire import ToolCall
 
+from ._dialect import decode_strict
 from ._envelope import json_call_block, result_block
 
 __all__ = [
@@ -96,10 +95,7 @@ def _to_tool_call(entry: object) -> ToolCall:
         arguments = dict(raw)
     else:
         arguments = raw if isinstance(raw, str) else ""
-        try:
-            decoded = msgspec.json.decode(arguments)
-        except msgspec.DecodeError:
-            decoded = None
+        decoded = decode_strict(arguments)  # never raises: text a model sent may be anything
         if isinstance(decoded, dict):
             arguments = decoded
     return ToolCall(_str(entry.get("id")), _str(function.get("name")), arguments)
