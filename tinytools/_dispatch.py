@@ -41,7 +41,7 @@ from ._execute import run_inline, threaded
 from ._fold import fold_resolved
 from ._handover import promote_async, promote_spread, promote_sync
 from ._inject import Cancellation, Context, check_context
-from ._redact import Redactor
+from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
 from ._result import DispatchResult
 from ._run import EventHandler, Options, Run, Sink, abort_batch, assemble, prepare
@@ -119,9 +119,7 @@ def _admitted(run: Run) -> Abort | None:
         check_context(injecting, run.env.context)
     if run.ledger is not None:
         for item in run.admitted():
-            arguments = item.arguments
-            if item.tool.policy.redact:
-                arguments = Redactor(item.tool.policy.redact).arguments(arguments)[0]
+            arguments = shown_arguments(item.tool, item.arguments)
             run.ledger.started(run.env.context.run_id, item.call.id, item.tool.name, arguments)
     return None
 

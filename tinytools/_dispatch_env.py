@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import attrs
 
 from ._inject import Context
@@ -11,28 +9,7 @@ from ._registry import AnyTool, Registry
 from ._spec import Exposure
 from .policies import RunPolicy
 
-__all__ = ["DispatchEnv", "callable_names"]
-
-
-def callable_names(
-    tools: Registry, policy: RunPolicy, advertised: Iterable[str] | None
-) -> frozenset[str]:
-    """The names the model may call this turn (fail closed).
-
-    A tool is callable when it is registered, not hidden, advertised (when an
-    ``advertised`` set is given; a deferred tool only when advertised) and
-    allowed by the run's allow-list.
-    """
-    offered = None if advertised is None else frozenset(advertised)
-    names = []
-    for name, tool in tools.items():
-        if tool.exposure is Exposure.Hidden or not policy.allows(name):
-            continue
-        if offered is None and tool.exposure is Exposure.Deferred:
-            continue
-        if offered is None or name in offered:
-            names.append(name)
-    return frozenset(names)
+__all__ = ["DispatchEnv"]
 
 
 @attrs.frozen
@@ -70,4 +47,4 @@ class DispatchEnv:
     @property
     def callable(self) -> frozenset[str]:
         """Every name the model may call this turn (computed on demand, for messages)."""
-        return callable_names(self.tools, self.policy, self.advertised)
+        return frozenset(name for name in self.tools if self.lookup(name) is not None)

@@ -32,7 +32,7 @@ from ._admit import Admitted
 from ._dispatch_env import DispatchEnv
 from ._fold import Failed, Fatal, Outcome, Postponed, Ran
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
-from ._redact import Redactor
+from ._redact import shown_arguments
 from ._wire import wrap_return
 from .errors import (
     ApprovalRequired,
@@ -89,6 +89,8 @@ class Attempts:
     item: Admitted
     env: DispatchEnv
     emit: Callable[[Event], None]
+    #: Indexes of the calls that started; this call's joins it when it starts.
+    started_calls: set[int] = attrs.Factory(set)
     attempt: int = 0
 
     def runtime(self, cancellation: Cancellation, deadline: float | None) -> CallRuntime:
@@ -132,9 +134,8 @@ class Attempts:
 
     def started(self) -> None:
         item = self.item
-        arguments = item.arguments
-        if item.tool.policy.redact:
-            arguments = Redactor(item.tool.policy.redact).arguments(arguments)[0]
+        self.started_calls.add(item.index)
+        arguments = shown_arguments(item.tool, item.arguments)
         self.emit(ToolStarted(call_id=item.call.id, tool_name=item.tool.name, arguments=arguments))
 
 

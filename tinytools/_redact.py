@@ -16,7 +16,9 @@ from collections.abc import Mapping
 
 import msgspec
 
-__all__ = ["MARKER", "Redactor"]
+from ._registry import AnyTool
+
+__all__ = ["MARKER", "Redactor", "shown_arguments"]
 
 #: What a redacted value is replaced with.
 MARKER = "[redacted]"
@@ -30,9 +32,6 @@ class Redactor:
     def __init__(self, paths: tuple[str, ...]) -> None:
         self._names = frozenset(p for p in paths if not p.startswith("$"))
         self._paths = frozenset(p for p in paths if p.startswith("$"))
-
-    def __bool__(self) -> bool:
-        return bool(self._names or self._paths)
 
     def _hit(self, key: str, path: str) -> bool:
         return key in self._names or path in self._paths
@@ -101,3 +100,10 @@ class Redactor:
                 if form:
                     text = text.replace(form, MARKER)
         return text
+
+
+def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, object]:
+    """A call's validated arguments as events and the ledger may show them."""
+    if not tool.policy.redact:
+        return arguments
+    return Redactor(tool.policy.redact).arguments(arguments)[0]

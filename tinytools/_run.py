@@ -99,12 +99,7 @@ class Run:
         return self._admitted
 
     def attempts(self, item: Admitted) -> Attempts:
-        def emit(event: Event) -> None:
-            if event.__class__.__name__ == "ToolStarted":
-                self.started.add(item.index)
-            self.sink.emit(event)
-
-        return Attempts(item, self.env, emit)
+        return Attempts(item, self.env, self.sink.emit, self.started)
 
     def finish(self, item: Admitted, outcome: Outcome) -> None:
         """Fold a call's outcome, record it, emit its events, settle the ledger."""
