@@ -62,6 +62,7 @@ __all__ = [
     "Skipped",
     "Verdict",
     "admit_batch",
+    "error_message",
     "admit_batch_async",
 ]
 
@@ -139,7 +140,8 @@ def _short(value: object, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _message(call: ToolCall, content: str, status: MessageStatus = "error") -> ToolMessage:
+def error_message(call: ToolCall, content: str, status: MessageStatus = "error") -> ToolMessage:
+    """The error message answering ``call`` without running its tool."""
     return ToolMessage(
         tool_call_id=call.id, name=call.name, content=content, is_error=True, status=status
     )
@@ -266,7 +268,7 @@ def _repeated(index: int, call: ToolCall, batch: _Batch) -> Answered | None:
         "batch; every call needs its own id."
     )
     batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=text))
-    return Answered(index, _message(call, text))
+    return Answered(index, error_message(call, text))
 
 
 def _opening(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
@@ -307,7 +309,7 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
                 raise HookFailed(hook, error) from error
         if isinstance(outcome, Reject):
             batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
-            return Answered(index, _message(call, outcome.message, "denied"))
+            return Answered(index, error_message(call, outcome.message, "denied"))
         if isinstance(outcome, Defer):
             return _defer(index, call, outcome.kind, outcome.metadata, batch)
         if isinstance(outcome, Approved):
@@ -368,12 +370,14 @@ def _checked(index: int, call: ToolCall, batch: _Batch) -> Verdict:
 
 def _limits(call: ToolCall, batch: _Batch) -> ToolMessage | None:
     if batch.cancelled():
-        return _message(call, "Tool call not run: the batch was cancelled.", "interrupted")
+        return error_message(call, "Tool call not run: the batch was cancelled.", "interrupted")
     if batch.expired():
-        return _message(call, "Tool call not run: the batch's deadline passed.", "interrupted")
+        return error_message(call, "Tool call not run: the batch's deadline passed.", "interrupted")
     if batch.over_budget():
         limit = batch.env.policy.max_tool_calls
-        return _message(call, f"Tool call not run: the limit of {limit} tool calls was reached.")
+        return error_message(
+            call, f"Tool call not run: the limit of {limit} tool calls was reached."
+        )
     return None
 
 
@@ -410,8 +414,8 @@ def _resolve(
         f"Available tools: {names}. Arguments received: {_short(call.arguments)}."
     )
     if recovery == "fail":
-        return Abort(index, _message(call, text), f"unknown tool {call.name!r}")
-    return Answered(index, _message(call, text))
+        return Abort(index, error_message(call, text), f"unknown tool {call.name!r}")
+    return Answered(index, error_message(call, text))
 
 
 def _unknown(call: ToolCall, recovery: str) -> UnknownToolCall:
@@ -462,7 +466,7 @@ def _error_answer(index: int, call: ToolCall, tool: AnyTool, error: ToolArgument
     if tool.policy.redact:
         redactor = Redactor(tool.policy.redact)
         text = redactor.scrub(text, redactor.raw(call.arguments)[1])
-    return Answered(index, _message(call, text))
+    return Answered(index, error_message(call, text))
 
 
 def _repaired(

@@ -24,7 +24,7 @@ from ._fold import Failed
 from ._inject import Cancellation
 from ._run import Run
 
-__all__ = ["execute", "interrupt", "run_all"]
+__all__ = ["execute", "interrupt", "run_all", "run_unscoped"]
 
 
 async def execute(run: Run, cancellation: Cancellation | None, deadline: float | None) -> str:
@@ -33,16 +33,10 @@ async def execute(run: Run, cancellation: Cancellation | None, deadline: float |
     Returns why unfinished calls stopped (``"cancelled"`` or ``"past its deadline"``).
     """
     admitted = run.admitted()
-    handles = {item.index: Cancellation() for item in admitted}
     if cancellation is None and deadline is None:
         # Nothing can cancel the batch from outside: no batch scope, no loop token.
-        await run_all(run, admitted, handles, deadline, None)
-        if run.fatal is None:
-            return "cancelled"
-        for handle in handles.values():
-            handle.cancel()
-        interrupt(run, admitted, "aborted")
-        return "aborted"
+        return await run_unscoped(run, admitted)
+    handles = {item.index: Cancellation() for item in admitted}
     loop_thread, token = threading.get_ident(), anyio.lowlevel.current_token()
     with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
 
@@ -66,6 +60,18 @@ async def execute(run: Run, cancellation: Cancellation | None, deadline: float |
         interrupt(run, admitted, why or "aborted")
         return why or "aborted"
     return "cancelled"
+
+
+async def run_unscoped(run: Run, items: Sequence[Admitted]) -> str:
+    """Run ``items`` with nothing outside able to stop them; ``"aborted"`` if one was fatal."""
+    handles = {item.index: Cancellation() for item in items}
+    await run_all(run, items, handles, None, None)
+    if run.fatal is None:
+        return "cancelled"
+    for handle in handles.values():
+        handle.cancel()
+    interrupt(run, items, "aborted")
+    return "aborted"
 
 
 async def run_all(

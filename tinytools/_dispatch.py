@@ -37,7 +37,7 @@ from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._concurrency import execute
 from ._effects import EffectLedger
-from ._execute import run_inline, threaded
+from ._execute import UNSEEN, run_inline, threaded
 from ._fold import fold_resolved
 from ._handover import promote_async, promote_spread, promote_sync
 from ._inject import Cancellation, Context, check_context
@@ -56,8 +56,6 @@ DeferredToolHandler = (
     Callable[[DeferredToolRequests], DeferredToolResults]
     | Callable[[DeferredToolRequests], Awaitable[DeferredToolResults]]
 )
-
-_UNSEEN = Cancellation()
 
 
 def _admit_sync(
@@ -287,7 +285,7 @@ def _execute_inline(run: Run, cancellation: Cancellation | None, deadline: float
         if deadline is not None and time.monotonic() >= deadline:
             return "past its deadline"
         # Only an injecting tool can see its handle: the others share one that never fires.
-        handle = Cancellation() if item.tool.injections else _UNSEEN
+        handle = Cancellation() if item.tool.injections else UNSEEN
         forget = (
             cancellation.on_cancel(handle.cancel)
             if cancellation is not None and item.tool.injections
@@ -302,7 +300,7 @@ def _execute_inline(run: Run, cancellation: Cancellation | None, deadline: float
             if forget is not None:
                 forget()  # the caller's handle must not keep this call's handle alive
         if run.fatal is not None:
-            raise abort_batch(run, run.fatal)
+            raise abort_batch(run, run.fatal)  # outside the try: it is no hook's failure
     return "cancelled"
 
 

@@ -43,7 +43,21 @@ from .errors import (
 )
 from .events import Custom, Event, ToolRetried, ToolStarted
 
-__all__ = ["Attempts", "classify", "run_async", "run_inline", "timeout_of", "threaded"]
+__all__ = [
+    "UNSEEN",
+    "Attempts",
+    "classify",
+    "continue_async",
+    "continue_inline",
+    "run_async",
+    "run_inline",
+    "threaded",
+    "timeout_of",
+]
+
+#: The cancellation handle of a call whose tool injects nothing: nobody can see it, so
+#: one shared handle that never fires serves them all.
+UNSEEN = Cancellation()
 
 
 def timeout_of(item: Admitted, env: DispatchEnv) -> float | None:

@@ -84,6 +84,7 @@ class Folded(msgspec.Struct, frozen=True):
     events: tuple[Event, ...]
     follow_up: tuple[ContentBlock, ...] = ()
     metadata: dict[str, object] | None = None
+    postponed: Postponed | None = None
 
 
 def _block_text(block: ContentBlock) -> str:
@@ -201,7 +202,7 @@ def _fold(
         deferred = ToolDeferred(
             call_id=call.id, tool_name=name, reason=outcome.kind, metadata=outcome.metadata
         )
-        return Folded(None, (deferred,))
+        return Folded(None, (deferred,), postponed=outcome)
     if isinstance(outcome, Ran):
         result, status = outcome.result, "ok"
     else:

@@ -8,39 +8,42 @@ never running a call twice.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from . import _fastpath
 from ._admit import Admitted
-from ._concurrency import interrupt, run_all
-from ._execute import classify, continue_async, continue_inline, run_inline
+from ._concurrency import interrupt, run_unscoped
+from ._execute import UNSEEN, classify, continue_async, continue_inline, run_inline
 from ._fold import Folded, Outcome, Ran
-from ._inject import Cancellation, Context
+from ._inject import Context
+from ._registry import AnyTool, Registry
 from ._result import DispatchResult
 from ._run import Options, Run, Sink, abort_batch, assemble, prepare
-from ._wire import wrap_return
+from ._wire import ToolCall, ToolMessage, wrap_return
 from .errors import FatalToolError, RetryableError
+from .events import Event
 from .policies import RunPolicy
 
 __all__ = ["promote_async", "promote_spread", "promote_sync"]
 
-#: The cancellation handle of a call whose tool injects nothing: nobody sees it.
-_UNSEEN = Cancellation()
 
-
-def _promoted(
-    policy: RunPolicy, context: Context | None, plan: _fastpath.Plan, at: int
-) -> tuple[Run, Admitted]:
-    """A general-path run holding what the fast path did, up to call ``at`` (which ran)."""
+def _rebuild(
+    batch: tuple[ToolCall, ...],
+    tools: Registry,
+    admitted: list[tuple[ToolCall, AnyTool, dict[str, object]]],
+    events: list[Event],
+    answered: Iterable[tuple[int, ToolMessage]],
+    policy: RunPolicy,
+    context: Context | None,
+) -> Run:
+    """A general-path run holding what the fast path did: admitted calls, events, answers."""
     sink = Sink(None)
-    sink.events = plan.events
-    options = Options(policy, (), context, None, None, None)
-    run = prepare(plan.batch, plan.tools, options, None, sink)
-    run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(plan.admitted)]
-    for i, message in enumerate(plan.messages):
-        run.folded[i] = Folded(message, ())
-    run.started.add(at)
-    item = run.verdicts[at]
-    assert isinstance(item, Admitted)
-    return run, item
+    sink.events = events
+    run = prepare(batch, tools, Options(policy, (), context, None, None, None), None, sink)
+    run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(admitted)]
+    for index, message in answered:
+        run.folded[index] = Folded(message, ())
+    return run
 
 
 def _first_outcome(error: Exception) -> Outcome | Exception:
@@ -53,23 +56,27 @@ def _first_outcome(error: Exception) -> Outcome | Exception:
     return error
 
 
-def _settle(run: Run, item: Admitted, outcome: Outcome) -> None:
-    run.finish(item, outcome)
-    if run.fatal is not None:
-        raise abort_batch(run, run.fatal)
+def _from_plan(
+    plan: _fastpath.Plan, at: int, policy: RunPolicy, context: Context | None
+) -> tuple[Run, Admitted]:
+    """The run of a serial fast batch, up to call ``at`` (which ran), and that call."""
+    answered = enumerate(plan.messages)
+    run = _rebuild(plan.batch, plan.tools, plan.admitted, plan.events, answered, policy, context)
+    run.started.add(at)
+    return run, run.admitted()[at]
 
 
 def promote_sync(
     plan: _fastpath.Plan, at: int, error: Exception, policy: RunPolicy, context: Context | None
 ) -> DispatchResult:
     """The general path takes over a fast ``dispatch_sync`` at call ``at``."""
-    run, item = _promoted(policy, context, plan, at)
+    run, item = _from_plan(plan, at, policy, context)
     first = _first_outcome(error)
     if isinstance(first, Exception):
         first = continue_inline(run.attempts(item), item.arguments, first)
-    _settle(run, item, first)
+    run.settle(item, first)
     for rest in run.admitted()[at + 1 :]:
-        _settle(run, rest, run_inline(run.attempts(rest), _UNSEEN))
+        run.settle(rest, run_inline(run.attempts(rest), UNSEEN))
     return assemble(run, why="cancelled")
 
 
@@ -77,18 +84,13 @@ async def promote_async(
     plan: _fastpath.Plan, at: int, error: Exception, policy: RunPolicy, context: Context | None
 ) -> DispatchResult:
     """The general path takes over a fast ``dispatch`` at call ``at``."""
-    run, item = _promoted(policy, context, plan, at)
+    run, item = _from_plan(plan, at, policy, context)
     first = _first_outcome(error)
     if isinstance(first, Exception):
         first = await continue_async(run.attempts(item), item.arguments, first)
-    _settle(run, item, first)
-    rest = run.admitted()[at + 1 :]
-    handles = {i.index: Cancellation() for i in rest}
-    await run_all(run, rest, handles, None, None)
-    if run.fatal is not None:
-        for handle in handles.values():
-            handle.cancel()
-        interrupt(run, rest, "aborted")
+    run.settle(item, first)
+    if await run_unscoped(run, run.admitted()[at + 1 :]) == "aborted":
+        assert run.fatal is not None
         raise abort_batch(run, run.fatal)
     return assemble(run, why="cancelled")
 
@@ -102,16 +104,12 @@ async def promote_spread(
     ``FatalToolError`` stopped the batch, which interrupts them as it does there); calls
     cut off by a fatal sibling are answered as interrupted.
     """
-    sink = Sink(None)
-    sink.events = spread.events
-    options = Options(policy, (), context, None, None, None)
-    run = prepare(spread.batch, spread.tools, options, None, sink)
-    run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(spread.admitted)]
-    admitted = run.admitted()
-    for index, message in enumerate(spread.slots):
-        if message is not None:
-            run.folded[index] = Folded(message, ())
+    answered = ((i, m) for i, m in enumerate(spread.slots) if m is not None)
+    run = _rebuild(
+        spread.batch, spread.tools, spread.admitted, spread.events, answered, policy, context
+    )
     run.started.update(spread.started)
+    admitted = run.admitted()
     fatal = any(isinstance(e, FatalToolError) for e in spread.errors.values())
     for index in sorted(spread.errors):
         item = admitted[index]

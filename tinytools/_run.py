@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 import attrs
 import msgspec
 
-from ._admit import Abort, Admitted, Answered, Deferred, Resolved, Skipped, Verdict
+from ._admit import Abort, Admitted, Answered, Deferred, Resolved, Skipped, Verdict, error_message
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
@@ -27,7 +27,7 @@ from ._inject import Context
 from ._middleware import Stack, compose
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
-from ._wire import MessageStatus, ToolCall, ToolMessage
+from ._wire import ToolCall, ToolMessage
 from .events import Event
 from .policies import RunPolicy
 
@@ -101,6 +101,16 @@ class Run:
     def attempts(self, item: Admitted) -> Attempts:
         return Attempts(item, self.env, self.sink.emit, self.started)
 
+    def settle(self, item: Admitted, outcome: Outcome) -> None:
+        """:meth:`finish`, then abort the batch if the call was fatal.
+
+        Raises:
+            DispatchAborted: The call raised ``FatalToolError``.
+        """
+        self.finish(item, outcome)
+        if self.fatal is not None:
+            raise abort_batch(self, self.fatal)
+
     def finish(self, item: Admitted, outcome: Outcome) -> None:
         """Fold a call's outcome, record it, emit its events, settle the ledger."""
         folded = fold(item, outcome, self.env, self.stack, self.store)
@@ -153,12 +163,6 @@ def prepare(
 _NO_MIDDLEWARE = Stack()
 
 
-def _message(call: ToolCall, text: str, status: MessageStatus) -> ToolMessage:
-    return ToolMessage(
-        tool_call_id=call.id, name=call.name, content=text, is_error=True, status=status
-    )
-
-
 def abort_batch(run: Run, reason: str) -> DispatchAborted:
     """The exception for an aborted batch, its result answering every call."""
     return DispatchAborted(reason, assemble(run, aborted=reason))
@@ -193,19 +197,20 @@ def assemble(run: Run, *, aborted: str | None = None, why: str = "cancelled") ->
             deferred_meta[call.id] = verdict.metadata
         elif folded is not None:
             executed.append(call.id)
-            if folded.message is None:
-                postponed = verdict.call if isinstance(verdict, Admitted) else call
-                target = approvals if _kind(folded) == "approval" else deferred_calls
-                target.append(postponed)
-                deferred_meta[call.id] = _meta(folded)
+            if folded.postponed is not None:
+                assert isinstance(verdict, Admitted)  # only admitted calls are folded
+                kind = folded.postponed.kind
+                (approvals if kind == "approval" else deferred_calls).append(verdict.call)
+                deferred_meta[call.id] = folded.postponed.metadata
                 continue
+            assert folded.message is not None
             messages.append(folded.message)
             if folded.follow_up:
                 follow_ups.append(FollowUp(call.id, folded.follow_up))
             if folded.metadata:
                 metadata[call.id] = folded.metadata
         else:
-            messages.append(_message(call, _INTERRUPTED.format(why=why), "interrupted"))
+            messages.append(error_message(call, _INTERRUPTED.format(why=why), "interrupted"))
     deferred = None
     if deferred_calls or approvals:
         deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
@@ -217,11 +222,3 @@ def assemble(run: Run, *, aborted: str | None = None, why: str = "cancelled") ->
         metadata,
         tuple(executed),
     )
-
-
-def _kind(folded: Folded) -> str:
-    return str(getattr(folded.events[0], "reason", "deferred"))
-
-
-def _meta(folded: Folded) -> dict[str, object]:
-    return dict(getattr(folded.events[0], "metadata", {}))
