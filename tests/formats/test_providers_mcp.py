@@ -107,3 +107,19 @@ class TestToolResults:
         """An artifact that is not JSON is never sent."""
         message = ToolMessage(tool_call_id="7", name="f", content="x", artifact={"f": object()})
         assert "structuredContent" not in mcp.tool_results([message])[0]
+
+
+class TestResultsFromDispatch:
+    def test_structured_output_of_a_dispatched_call(self) -> None:
+        """A dict a tool returned through dispatch becomes the result's structuredContent."""
+        from tinytools import ToolCall, dispatch_sync, tool
+        from tinytools.formats import mcp as mcp_format
+
+        @tool
+        def weather(city: str) -> dict[str, object]:
+            """Weather."""
+            return {"city": city, "t": 21}
+
+        result = dispatch_sync([ToolCall("1", "weather", '{"city": "Oslo"}')], [weather])
+        [answer] = mcp_format.tool_results(result.messages)
+        assert {"city": "Oslo", "t": 21} == answer["structuredContent"]

@@ -32,8 +32,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable, Mapping
 
-import msgspec
-
+from tinytools._artifacts import ToolOutput
 from tinytools._registry import AnyTool
 from tinytools._wire import ToolCall, ToolMessage
 
@@ -111,8 +110,10 @@ def tool_results(
 
     Args:
         messages: The messages, such as ``dispatch(...).messages``.
-        structured: Add ``structuredContent`` from an ``artifact`` that is a
-            JSON object; turn off to keep artifacts on the host.
+        structured: Add ``structuredContent`` when the tool's structured output
+            (``ToolOutput.structured`` on the message's ``artifact``, as dispatch
+            makes it, or an ``artifact`` that is itself a mapping) is a JSON
+            object; turn off to keep it on the host.
     """
     results: list[dict[str, object]] = []
     for m in messages:
@@ -120,8 +121,9 @@ def tool_results(
             "content": [{"type": "text", "text": m.content}],
             "isError": m.is_error,
         }
-        if structured and isinstance(m.artifact, dict):
+        output = m.artifact.structured if isinstance(m.artifact, ToolOutput) else m.artifact
+        if structured and isinstance(output, Mapping):
             with contextlib.suppress(TypeError, ValueError, OverflowError):  # else kept on the host
-                result["structuredContent"] = msgspec.json.decode(msgspec.json.encode(m.artifact))
+                result["structuredContent"] = copy_schema(output)  # a JSON deep copy
         results.append(result)
     return results
