@@ -1,6 +1,6 @@
 """Machinery shared by the text dialects (``xml``, ``ptype``, ``json_in_tag``).
 
-* :func:`tool_map` and :func:`visible_tools` read the ``tools`` argument.
+* :func:`tool_map` reads the ``tools`` argument.
 * :class:`Collector` gathers prose, calls and broken fragments in the order
   they appear and numbers them into a :class:`~tinytools.formats.Parsed`;
   past :data:`MAX_CALLS` of them the rest of the text is one more error.
@@ -24,7 +24,8 @@ from tinytools._validate import json_type
 from tinytools._wire import ToolCall
 from tinytools.repair import recover_relaxed_object
 
-from ._parsed import Parsed, synthetic_id
+from ._parsed import Parsed, id_prefix
+from ._providers import json_text
 from ._tools import Tools, all_tools, exposed_tools
 
 __all__ = [
@@ -45,7 +46,6 @@ __all__ = [
     "required",
     "schema_types",
     "tool_map",
-    "visible_tools",
 ]
 
 
@@ -89,15 +89,6 @@ def tool_map(tools: Tools) -> dict[str, AnyTool]:
     return {tool.name: tool for tool in all_tools(tools)}
 
 
-def visible_tools(tools: Tools) -> list[AnyTool]:
-    """The tools a catalogue shows, in order: all but the hidden ones.
-
-    Raises:
-        TypeError: An item is not a ``Tool``.
-    """
-    return list(exposed_tools(tools))
-
-
 #: The most calls and broken fragments one parse returns; the text after the
 #: last of them becomes one more error (a bound on work, far above real replies).
 MAX_CALLS: Final = 1024
@@ -112,11 +103,7 @@ class Collector:
         self._calls: list[ToolCall] = []
         self._errors: list[ToolCall] = []
         self._count = 0
-        # Hash the text once, not once per call (ids are `<prefix>_<index>`);
-        # should `synthetic_id` ever change shape, it is called for every id.
-        first = synthetic_id(text, 0)
-        prefix = first[:-2] if first.endswith("_0") else ""
-        self._prefix = prefix if prefix and synthetic_id(text, 1) == f"{prefix}_1" else None
+        self._prefix = id_prefix(text)  # hashed once, not once per call
 
     @property
     def full(self) -> bool:
@@ -130,9 +117,7 @@ class Collector:
 
     def _next_id(self) -> str:
         self._count += 1
-        if self._prefix is None:
-            return synthetic_id(self._text, self._count - 1)
-        return f"{self._prefix}_{self._count - 1}"
+        return f"{self._prefix}_{self._count - 1}"  # as synthetic_id(text, index) makes it
 
     def call(self, name: str, arguments: dict[str, object] | str) -> None:
         """Record a well-formed call."""
@@ -278,18 +263,11 @@ def catalogue(protocol: str, tools: Tools, head: Callable[[AnyTool], str], label
     """``protocol``, ``Available tools:``, then per visible tool its head line
     (and ``: description``) and :func:`parameter_lines`; ``""`` with no tool."""
     entries = []
-    for tool in visible_tools(tools):
+    for tool in exposed_tools(tools):
         about = one_line(tool.description)
         lines = [f"{head(tool)}: {about}" if about else head(tool), *parameter_lines(tool, label)]
         entries.append("\n".join(lines))
     return f"{protocol}\n\nAvailable tools:\n" + "\n".join(entries) if entries else ""
-
-
-def _json(value: object) -> str:
-    try:
-        return msgspec.json.encode(value).decode()
-    except (TypeError, ValueError, OverflowError):
-        return repr(value)
 
 
 def describe(schema: object, depth: int = 0) -> str:
@@ -297,9 +275,9 @@ def describe(schema: object, depth: int = 0) -> str:
     if not isinstance(schema, Mapping) or depth > 3:
         return "any"
     if isinstance(schema.get("enum"), list):
-        return " | ".join(_json(v) for v in cast("list[object]", schema["enum"]))
+        return " | ".join(json_text(v) for v in cast("list[object]", schema["enum"]))
     if "const" in schema:
-        return _json(schema["const"])
+        return json_text(schema["const"])
     options = schema.get("anyOf", schema.get("oneOf"))
     if isinstance(options, list) and "type" not in schema:
         return " | ".join(describe(option, depth + 1) for option in options)
@@ -338,7 +316,7 @@ def parameter_lines(tool: AnyTool, label: str = "{}") -> list[str]:
     for name, schema in properties(tool).items():
         facts = [describe(schema), "required" if name in needed else "optional"]
         if "default" in schema:
-            facts.append(f"default {_json(schema['default'])}")
+            facts.append(f"default {json_text(schema['default'])}")
         line = f"  {label.format(name)} ({', '.join(facts)})"
         note = schema.get("description")
         lines.append(f"{line}: {one_line(note)}" if isinstance(note, str) and note else line)

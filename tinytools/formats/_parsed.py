@@ -19,7 +19,7 @@ from typing import NamedTuple
 
 from tinytools._wire import ToolCall
 
-__all__ = ["Parsed", "synthetic_id"]
+__all__ = ["Parsed", "id_prefix", "synthetic_id"]
 
 
 class Parsed(NamedTuple):
@@ -36,7 +36,12 @@ class Parsed(NamedTuple):
     errors: tuple[ToolCall, ...]
 
 
+def id_prefix(text: str) -> str:
+    """What every synthetic id of calls found in ``text`` starts with (hash it once)."""
+    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
+    return f"call_{digest}"
+
+
 def synthetic_id(text: str, index: int) -> str:
     """A deterministic call id for the ``index``-th call found in ``text``."""
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
-    return f"call_{digest}_{index}"
+    return f"{id_prefix(text)}_{index}"

@@ -31,10 +31,13 @@ __all__ = [
     "copy_schema",
     "exposed_tools",
     "json_text",
+    "kind_of",
     "make_call",
     "note",
     "openai_function",
+    "preview",
     "strict_schema",
+    "typed_calls",
 ]
 
 
@@ -54,7 +57,40 @@ def json_text(value: object) -> str:
         return repr(value)
 
 
-def _kind(value: object) -> str:
+def typed_calls(
+    items: list[object],
+    source: str,
+    *,
+    kind: str,
+    id_key: str,
+    arguments_key: str,
+    raw_string: bool = False,
+) -> list[ToolCall]:
+    """The calls among a response's typed items (``{"type": kind, ...}``), in order."""
+    calls: list[ToolCall] = []
+    for item in items:
+        data = as_data(item)
+        if isinstance(data, Mapping) and data.get("type") == kind:
+            calls.append(
+                make_call(
+                    data.get(id_key),
+                    data.get("name"),
+                    data.get(arguments_key),
+                    source=source,
+                    index=len(calls),
+                    raw_string=raw_string,
+                )
+            )
+    return calls
+
+
+def preview(data: object) -> str:
+    """A short view of a response that had the wrong shape, for an error message."""
+    return json_text(data)[:80] if isinstance(data, Mapping) else type(data).__name__
+
+
+def kind_of(value: object) -> str:
+    """The JSON kind of ``value`` for an error message: ``an object``, ``a string``, …"""
     if value is None:
         return "null"
     if isinstance(value, (list, tuple)):
@@ -97,7 +133,7 @@ def make_call(
         call_id = synthetic_id(source, index)
     problems = [problem] if problem else []
     if not (isinstance(name, str) and name):
-        found = "" if name == "" else f" (found {_kind(name)})"
+        found = "" if name == "" else f" (found {kind_of(name)})"
         problems.append(f"the call has no tool name{found}")
         name = ""
     if raw_string and isinstance(arguments, str):
@@ -106,7 +142,7 @@ def make_call(
         args = dict(arguments)
     else:
         expected = "JSON text or an object" if raw_string else "a JSON object"
-        problems.append(f"the arguments must be {expected}, not {_kind(arguments)}")
+        problems.append(f"the arguments must be {expected}, not {kind_of(arguments)}")
         args = json_text(arguments)
     return ToolCall(call_id, name, args, "; ".join(problems) or None)
 
@@ -221,7 +257,7 @@ def strict_schema(parameters: Mapping[str, object]) -> dict[str, object]:
 
 def _strict(node: object, path: str, *, root: bool = False) -> dict[str, object]:
     if not isinstance(node, Mapping):
-        raise ValueError(f"{path}: strict mode needs a schema object here, not {_kind(node)}")
+        raise ValueError(f"{path}: strict mode needs a schema object here, not {kind_of(node)}")
     if bad := sorted(node.keys() & _INEXPRESSIBLE):
         raise ValueError(f"{path}: strict mode cannot express {', '.join(bad)}")
     out: dict[str, object] = {}

@@ -22,7 +22,15 @@ from collections.abc import Iterable, Mapping
 
 from tinytools._wire import ToolCall, ToolMessage
 
-from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call
+from ._providers import (
+    Tools,
+    as_data,
+    copy_schema,
+    exposed_tools,
+    json_text,
+    preview,
+    typed_calls,
+)
 
 __all__ = ["declarations", "parse_calls", "tool_results"]
 
@@ -47,23 +55,9 @@ def parse_calls(response: object) -> list[ToolCall]:
     data = as_data(response)
     blocks = data.get("content") if isinstance(data, Mapping) else data
     if not isinstance(blocks, list):
-        shown = json_text(data)[:80] if isinstance(data, Mapping) else type(data).__name__
+        shown = preview(data)
         raise ValueError(f"expected an Anthropic message or its content list, not {shown}")
-    source = json_text(data)
-    calls: list[ToolCall] = []
-    for block in blocks:
-        block = as_data(block)
-        if isinstance(block, Mapping) and block.get("type") == "tool_use":
-            calls.append(
-                make_call(
-                    block.get("id"),
-                    block.get("name"),
-                    block.get("input"),
-                    source=source,
-                    index=len(calls),
-                )
-            )
-    return calls
+    return typed_calls(blocks, json_text(data), kind="tool_use", id_key="id", arguments_key="input")
 
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:

@@ -51,7 +51,16 @@ from collections.abc import Iterable, Mapping
 
 from tinytools._wire import ToolCall, ToolMessage
 
-from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call, note
+from ._providers import (
+    Tools,
+    as_data,
+    copy_schema,
+    exposed_tools,
+    json_text,
+    make_call,
+    note,
+    preview,
+)
 
 __all__ = ["declarations", "parse_calls", "subset_schema", "tool_results"]
 
@@ -285,7 +294,7 @@ def _parts(data: object) -> list[object]:
     if isinstance(node, Mapping):
         node = node.get("parts") or []
     if not isinstance(node, list):
-        shown = json_text(data)[:80] if isinstance(data, Mapping) else type(data).__name__
+        shown = preview(data)
         raise ValueError(f"expected a Gemini response, candidate, content or parts, not {shown}")
     return node
 

@@ -40,8 +40,9 @@ import msgspec
 from tinytools._wire import ToolCall
 
 from ._dialect import NOTHING, Collector, Finder, Tools, arguments_of, catalogue, decode_relaxed
-from ._envelope import escape_json
+from ._envelope import json_call_block
 from ._parsed import Parsed
+from ._providers import kind_of
 
 __all__ = ["ARGUMENT_KEYS", "PROTOCOL", "parse", "render", "render_call"]
 
@@ -94,8 +95,7 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     symmetry with the other dialects; the text does not depend on it.
     """
     arguments = arguments_of(call)
-    payload = {"name": call.name, "arguments": call.arguments if arguments is None else arguments}
-    return f"{_OPEN}\n{escape_json(json.dumps(payload, ensure_ascii=False))}\n{_CLOSE}"
+    return json_call_block(call if arguments is None else ToolCall(call.id, call.name, arguments))
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:
@@ -185,7 +185,7 @@ def _record(out: Collector, raw: str, value: object) -> None:
 def _call(item: object) -> tuple[str, dict[str, object] | str | tuple[str]]:
     """The name and arguments of one decoded call; a 1-tuple holds why it is broken."""
     if not isinstance(item, dict):
-        return "", (f"a call must be a JSON object, not {_kind(item)}",)
+        return "", (f"a call must be a JSON object, not {kind_of(item)}",)
     name = item.get("name")
     if not isinstance(name, str) or not name:
         return "", ('the call has no "name" string',)
@@ -200,10 +200,3 @@ def _call(item: object) -> tuple[str, dict[str, object] | str | tuple[str]]:
         # Admission decodes it, normalises it where its policy says so, or rejects it.
         return name, msgspec.json.encode(arguments).decode()
     return name, arguments
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    names: dict[type, str] = {dict: "an object", list: "an array", str: "a string"}
-    return names.get(type(value), "a boolean" if isinstance(value, bool) else "a number")

@@ -21,7 +21,15 @@ from collections.abc import Iterable, Mapping
 
 from tinytools._wire import ToolCall, ToolMessage
 
-from ._providers import Tools, as_data, exposed_tools, json_text, make_call, openai_function
+from ._providers import (
+    Tools,
+    as_data,
+    exposed_tools,
+    json_text,
+    openai_function,
+    preview,
+    typed_calls,
+)
 
 __all__ = ["declarations", "parse_calls", "tool_results"]
 
@@ -54,27 +62,15 @@ def parse_calls(response: object) -> list[ToolCall]:
     data = as_data(response)
     items = data.get("output") if isinstance(data, Mapping) else data
     if not isinstance(items, list):
-        raise ValueError(f"expected a Responses response or its output list, not {_what(data)}")
-    source = json_text(data)
-    calls: list[ToolCall] = []
-    for item in items:
-        item = as_data(item)
-        if isinstance(item, Mapping) and item.get("type") == "function_call":
-            calls.append(
-                make_call(
-                    item.get("call_id"),
-                    item.get("name"),
-                    item.get("arguments"),
-                    source=source,
-                    index=len(calls),
-                    raw_string=True,
-                )
-            )
-    return calls
-
-
-def _what(data: object) -> str:
-    return json_text(data)[:80] if isinstance(data, Mapping) else type(data).__name__
+        raise ValueError(f"expected a Responses response or its output list, not {preview(data)}")
+    return typed_calls(
+        items,
+        json_text(data),
+        kind="function_call",
+        id_key="call_id",
+        arguments_key="arguments",
+        raw_string=True,
+    )
 
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
