@@ -40,6 +40,7 @@ from ._dispatch_env import DispatchEnv
 from ._middleware import Approved, Defer, Reject, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
+from ._validate import preview
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult
 from .errors import ToolArgumentsError
 from .events import (
@@ -127,17 +128,6 @@ Verdict: TypeAlias = "Admitted | Answered | Resolved | Deferred | Skipped | Abor
 Emit: TypeAlias = Callable[[Event], None]
 #: One call's admission: yields awaitables from hooks, returns the verdict.
 _Admission: TypeAlias = Generator[Awaitable[object], object, Verdict]
-
-
-def _short(value: object, limit: int = 200) -> str:
-    if isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = msgspec.json.encode(value).decode()
-        except (TypeError, ValueError):
-            text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def error_message(call: ToolCall, content: str, status: MessageStatus = "error") -> ToolMessage:
@@ -409,9 +399,10 @@ def _resolve(
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
     batch.emit(_unknown(call, recovery))
     names = ", ".join(f"`{n}`" for n in sorted(batch.env.callable)) or "none"
+    received = preview(call.arguments, 200, raw_text=True)
     text = (
         f"Unknown tool `{call.name}`: no tool of that name can be called this turn. "
-        f"Available tools: {names}. Arguments received: {_short(call.arguments)}."
+        f"Available tools: {names}. Arguments received: {received}."
     )
     if recovery == "fail":
         return Abort(index, error_message(call, text), f"unknown tool {call.name!r}")

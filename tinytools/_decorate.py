@@ -16,7 +16,6 @@ default changes nothing; none of them removes what ``policy=`` states.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import ParamSpec, Protocol, TypeVar, overload
 
@@ -26,7 +25,14 @@ from ._docstrings import parse_docstring
 from ._format import ToolFormat
 from ._introspect import introspect
 from ._schema import build_arguments
-from ._spec import DEFAULT_FORMAT, DEFAULT_POLICY, Exposure, Tool, check_name
+from ._spec import (
+    DEFAULT_FORMAT,
+    DEFAULT_POLICY,
+    Exposure,
+    Tool,
+    check_name,
+    is_async_function,
+)
 from ._tool_policy import ToolPolicy
 from ._validate import StructValidator
 from .errors import ToolDefinitionError
@@ -170,7 +176,8 @@ def _build(fn: Callable[P, R], options: _Options) -> Tool[P, R]:
     built = build_arguments(signature.params)
     if isinstance(built, list):
         problems += built
-    policy = _policy(options, is_async=inspect.iscoroutinefunction(inspect.unwrap(fn)))
+    is_async = is_async_function(fn)
+    policy = _policy(options, is_async=is_async)
     if isinstance(policy, list):
         problems += policy
     name = options.name if options.name is not None else getattr(fn, "__name__", None)
@@ -191,6 +198,7 @@ def _build(fn: Callable[P, R], options: _Options) -> Tool[P, R]:
         policy=policy,
         exposure=options.exposure,
         format=options.format or DEFAULT_FORMAT,
+        is_async=is_async,
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
-from ._spec import Exposure, Tool, check_name
+from ._spec import Exposure, Tool
 from ._tool_policy import ToolPolicy
 from .errors import ToolDefinitionError
 
@@ -58,9 +58,8 @@ class Registry(Mapping[str, AnyTool]):
             if not isinstance(item, Tool):
                 problems.append(f"{item!r} is not a Tool; decorate it with @tool first")
                 continue
-            if (problem := check_name(item.name)) is not None:
-                problems.append(problem)
-            elif item.name in found:
+            # The name itself was checked when the Tool was built (attrs validator).
+            if item.name in found:
                 problems.append(
                     f"two tools are named {item.name!r}; rename one "
                     "(attrs.evolve(tool, name=...) or @tool(name=...))"

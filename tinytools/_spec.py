@@ -32,6 +32,7 @@ __all__ = [
     "Exposure",
     "Tool",
     "check_name",
+    "is_async_function",
 ]
 
 #: Shared, immutable defaults (building a policy runs every part's validators).
@@ -82,7 +83,8 @@ def _exposure(value: Exposure | str) -> Exposure:
     return value if isinstance(value, Exposure) else Exposure(value)
 
 
-def _is_async(fn: Callable[..., object] | None) -> bool:
+def is_async_function(fn: Callable[..., object] | None) -> bool:
+    """Whether calling ``fn`` returns an awaitable (decorators unwrapped)."""
     return fn is not None and inspect.iscoroutinefunction(inspect.unwrap(fn))
 
 
@@ -117,7 +119,7 @@ class Tool(Generic[P, R]):
     exposure: Exposure = attrs.field(default=Exposure.Direct, converter=_exposure)
     format: ToolFormat = attrs.field(factory=Json)
     is_async: bool = attrs.field(
-        default=attrs.Factory(lambda self: _is_async(self.fn), takes_self=True)
+        default=attrs.Factory(lambda self: is_async_function(self.fn), takes_self=True)
     )
     # The raw-JSON decoder of a signature-built tool, kept on the tool itself so the
     # hot path of `validate` is one attribute load away (None for schema-built tools).

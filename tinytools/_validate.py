@@ -36,6 +36,7 @@ __all__ = [
     "SchemaValidator",
     "StructValidator",
     "json_type",
+    "preview",
     "local_schema",
 ]
 
@@ -92,12 +93,12 @@ def _integral_floats_to_int(value: object) -> object:
 class StructValidator:
     """Validates and converts arguments through a generated msgspec ``Struct``."""
 
-    __slots__ = ("_decode", "_struct", "decode")
+    __slots__ = ("_struct", "decode")
 
     def __init__(self, struct: type[msgspec.Struct]) -> None:
         self._struct = struct
         #: Decode raw JSON straight into the Struct (raises msgspec's errors as they are).
-        self.decode = self._decode = msgspec.json.Decoder(struct).decode
+        self.decode = msgspec.json.Decoder(struct).decode
 
     def validate(self, tool_name: str, arguments: Arguments) -> dict[str, object]:
         """The keyword arguments for the function, converted to the parameters' types.
@@ -109,7 +110,7 @@ class StructValidator:
         with _reading(tool_name):
             try:
                 if isinstance(arguments, (str, bytes)):
-                    value = self._decode(arguments)
+                    value = self.decode(arguments)
                 else:
                     value = msgspec.convert(arguments, self._struct)
             except msgspec.ValidationError as error:
@@ -313,12 +314,19 @@ def json_type(value: object) -> str:
     return "object" if isinstance(value, Mapping) else type(value).__name__
 
 
-def _short(value: object) -> str:
-    try:
-        text = msgspec.json.encode(value).decode()
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+def preview(value: object, limit: int = 60, *, raw_text: bool = False) -> str:
+    """``value`` as JSON text (``repr`` if it is not JSON), cut to ``limit`` characters.
+
+    With ``raw_text``, a string is shown as itself (raw arguments as the model sent them).
+    """
+    if raw_text and isinstance(value, str):
+        text = value
+    else:
+        try:
+            text = msgspec.json.encode(value).decode()
+        except (TypeError, ValueError, OverflowError):
+            text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _json_path(data: object, segments: list[str]) -> str:
@@ -329,7 +337,7 @@ def _json_path(data: object, segments: list[str]) -> str:
             index = int(segment)
             path, node = f"{path}[{index}]", node[index]
         else:
-            path += f".{segment}" if segment.isidentifier() else f"[{_short(segment)}]"
+            path += f".{segment}" if segment.isidentifier() else f"[{preview(segment)}]"
             node = node.get(segment) if isinstance(node, Mapping) else None
     return path
 
@@ -350,10 +358,10 @@ def _from_fastjsonschema(
         extra = sorted(k for k in value if k not in allowed)
         detail = f"Object contains unknown field `{extra[0] if extra else '?'}`"
     elif rule == "enum":
-        options = ", ".join(_short(v) for v in definition.get("enum", ()))
-        detail = f"Expected one of [{options}], got {_short(value)}"
+        options = ", ".join(preview(v) for v in definition.get("enum", ()))
+        detail = f"Expected one of [{options}], got {preview(value)}"
     elif rule == "const":
-        detail = f"Expected {_short(definition.get('const'))}, got {_short(value)}"
+        detail = f"Expected {preview(definition.get('const'))}, got {preview(value)}"
     else:
         detail = (error.message or "invalid value").replace(error.name or "data", "value", 1)
     return ToolArgumentsError(tool_name, detail, path=_json_path(data, list(error.path or [])))
