@@ -127,6 +127,7 @@ class TestContext:
     def test_fresh_run_ids(self) -> None:
         """Each context gets its own run id unless one is given."""
         assert Context().run_id != Context().run_id
+        assert Context(run_id=None).run_id not in (None, Context(run_id=None).run_id)
         assert Context(run_id="r").run_id == "r"
 
     def test_values_frozen(self) -> None:

@@ -98,6 +98,11 @@ def _new_run_id() -> str:
     return f"run-{_RUN_PREFIX}-{next(_RUN_COUNTER)}"
 
 
+def _run_id(value: str | None) -> str:
+    # `Context(run_id=None)` (DESIGN's spelling of the default) also gets a fresh id.
+    return _new_run_id() if value is None else value
+
+
 _NO_VALUES: Mapping[type[object], object] = types.MappingProxyType({})
 
 
@@ -118,7 +123,7 @@ class Context:
         values: Type → instance, injected for ``Inject[ThatType]``.
     """
 
-    run_id: str = attrs.field(factory=_new_run_id)
+    run_id: str = attrs.field(default=None, converter=_run_id)
     thread_id: str | None = None
     depth: int = 0
     state: object = None
