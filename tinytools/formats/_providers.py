@@ -58,24 +58,43 @@ def json_text(value: object) -> str:
 
 
 def typed_calls(
-    items: list[object],
-    source: str,
+    response: object,
     *,
+    list_key: str,
+    what: str,
     kind: str,
     id_key: str,
     arguments_key: str,
     raw_string: bool = False,
 ) -> list[ToolCall]:
-    """The calls among a response's typed items (``{"type": kind, ...}``), in order."""
+    """The calls among a response's typed items (``{"type": kind, ...}``), in order.
+
+    Args:
+        response: The response (SDK object or dict), or the list under ``list_key``.
+        list_key: Where the response keeps its items.
+        what: How to name the expected response in an error.
+        kind: The ``type`` of the items that are calls.
+        id_key: The item key holding the call id.
+        arguments_key: The item key holding the arguments.
+        raw_string: The provider sends arguments as JSON text.
+
+    Raises:
+        ValueError: The response has no such list.
+    """
+    data = as_data(response)
+    items = data.get(list_key) if isinstance(data, Mapping) else data
+    if not isinstance(items, list):
+        raise ValueError(f"expected {what} or its {list_key} list, not {preview(data)}")
+    source = json_text(data)
     calls: list[ToolCall] = []
     for item in items:
-        data = as_data(item)
-        if isinstance(data, Mapping) and data.get("type") == kind:
+        fields = as_data(item)
+        if isinstance(fields, Mapping) and fields.get("type") == kind:
             calls.append(
                 make_call(
-                    data.get(id_key),
-                    data.get("name"),
-                    data.get(arguments_key),
+                    fields.get(id_key),
+                    fields.get("name"),
+                    fields.get(arguments_key),
                     source=source,
                     index=len(calls),
                     raw_string=raw_string,

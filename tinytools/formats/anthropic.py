@@ -18,17 +18,14 @@ A message may be the SDK's ``Message`` or a plain dict, or just its
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._providers import (
     Tools,
-    as_data,
     copy_schema,
     exposed_tools,
-    json_text,
-    preview,
     typed_calls,
 )
 
@@ -52,12 +49,14 @@ def parse_calls(response: object) -> list[ToolCall]:
     Raises:
         ValueError: ``response`` has no ``content`` list.
     """
-    data = as_data(response)
-    blocks = data.get("content") if isinstance(data, Mapping) else data
-    if not isinstance(blocks, list):
-        shown = preview(data)
-        raise ValueError(f"expected an Anthropic message or its content list, not {shown}")
-    return typed_calls(blocks, json_text(data), kind="tool_use", id_key="id", arguments_key="input")
+    return typed_calls(
+        response,
+        list_key="content",
+        what="an Anthropic message",
+        kind="tool_use",
+        id_key="id",
+        arguments_key="input",
+    )
 
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:

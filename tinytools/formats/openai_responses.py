@@ -17,17 +17,14 @@ Calls fail closed as in ``openai_chat``; a response may be the SDK's
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._providers import (
     Tools,
-    as_data,
     exposed_tools,
-    json_text,
     openai_function,
-    preview,
     typed_calls,
 )
 
@@ -59,13 +56,10 @@ def parse_calls(response: object) -> list[ToolCall]:
     Raises:
         ValueError: ``response`` has no ``output`` list.
     """
-    data = as_data(response)
-    items = data.get("output") if isinstance(data, Mapping) else data
-    if not isinstance(items, list):
-        raise ValueError(f"expected a Responses response or its output list, not {preview(data)}")
     return typed_calls(
-        items,
-        json_text(data),
+        response,
+        list_key="output",
+        what="a Responses response",
         kind="function_call",
         id_key="call_id",
         arguments_key="arguments",
