@@ -53,7 +53,6 @@ the event loops and worker threads require):
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import functools
 import gc
@@ -62,10 +61,8 @@ import inspect
 import itertools
 import json
 import math
-import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from importlib import metadata
 from types import ModuleType
 from typing import Literal
 
@@ -78,7 +75,16 @@ from tinytools import ToolCall
 from tinytools.policies import RunPolicy
 
 from ._data import BIG, SMALL, Shape, async_twin
-from .bench_foundation import REPEAT, RUN_SECONDS, _duration, _machine, _ratio, _table
+from .bench_foundation import (
+    REPEAT,
+    RUN_SECONDS,
+    _duration,
+    _machine,
+    _ratio,
+    _table,
+    options,
+    versions,
+)
 
 __all__ = ["main"]
 
@@ -672,28 +678,12 @@ def render(results: Sequence[Result], found: Sequence[Goal]) -> str:
     return f"{main}\n\n{detail}\n\n{targets}"
 
 
-def _versions() -> dict[str, str | None]:
-    found: dict[str, str | None] = {"python": sys.version.split()[0]}
-    for name in VERSIONS:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = None
-    return found
-
-
 def main() -> None:
     """Run every scenario and print the tables (or, with ``--json``, one JSON document)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.bench_dispatch",
-        description="Benchmarks for dispatch and dispatch_sync, beside the floor and the peers.",
+    args = options(
+        "python -m benchmarks.bench_dispatch",
+        "Benchmarks for dispatch and dispatch_sync, beside the floor and the peers.",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON document, one line")
-    parser.add_argument(
-        "--repeat", type=int, default=REPEAT, help=f"runs per operation (default {REPEAT})"
-    )
-    # Unknown options belong to other benchmark modules when run through `python -m benchmarks`.
-    args, _ = parser.parse_known_args(sys.argv[1:])
     machine = _machine()
     started = time.perf_counter()
     results = run(args.repeat)
@@ -707,7 +697,7 @@ def main() -> None:
         document = {
             "benchmark": "dispatch",
             "method": method,
-            "versions": _versions(),
+            "versions": versions(VERSIONS),
             "machine": machine,
             "elapsed_s": elapsed,
             "results": [r.to_json() for r in results],
@@ -715,8 +705,8 @@ def main() -> None:
         }
         print(json.dumps(document))
         return
-    versions = ", ".join(f"{k} {v}" for k, v in _versions().items() if v is not None)
-    print(f"tinytools dispatch benchmarks ({versions})")
+    shown = ", ".join(f"{k} {v}" for k, v in versions(VERSIONS).items() if v is not None)
+    print(f"tinytools dispatch benchmarks ({shown})")
     print(
         f"{method}; {machine['cpus']} CPUs, load {machine['load_1min']} at start; "
         f"{elapsed:.0f} s in all\n"

@@ -457,14 +457,27 @@ def render(rows: Sequence[Row], references: Sequence[Reference]) -> str:
     return f"{main}\n\n{detail}"
 
 
-def _versions() -> dict[str, str | None]:
+def versions(names: Sequence[str]) -> dict[str, str | None]:
+    """Python's version and each installed package's (None when it is not installed)."""
     found: dict[str, str | None] = {"python": platform.python_version()}
-    for name in ("tinytools", *VERSIONS):
+    for name in names:
         try:
             found[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             found[name] = None
     return found
+
+
+def options(prog: str, description: str, repeat: int = REPEAT) -> argparse.Namespace:
+    """The options every benchmark module takes: ``--json`` and ``--repeat``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--json", action="store_true", help="print one JSON document, one line")
+    parser.add_argument(
+        "--repeat", type=int, default=repeat, help=f"runs per operation (default {repeat})"
+    )
+    # Unknown options belong to other benchmark modules when run through `python -m benchmarks`.
+    args, _ = parser.parse_known_args(sys.argv[1:])
+    return args
 
 
 def _machine() -> dict[str, object]:
@@ -474,16 +487,10 @@ def _machine() -> dict[str, object]:
 
 def main() -> None:
     """Run every scenario and print the tables (or, with ``--json``, one JSON document)."""
-    parser = argparse.ArgumentParser(
-        prog="python -m benchmarks.bench_foundation",
-        description="Benchmarks for @tool, Registry and Tool.validate, beside floors and peers.",
+    args = options(
+        "python -m benchmarks.bench_foundation",
+        "Benchmarks for @tool, Registry and Tool.validate, beside floors and peers.",
     )
-    parser.add_argument("--json", action="store_true", help="print one JSON document, one line")
-    parser.add_argument(
-        "--repeat", type=int, default=REPEAT, help=f"runs per operation (default {REPEAT})"
-    )
-    # Unknown options belong to other benchmark modules when run through `python -m benchmarks`.
-    args, _ = parser.parse_known_args(sys.argv[1:])
     machine = _machine()
     started = time.perf_counter()
     rows, references = run(args.repeat)
@@ -493,7 +500,7 @@ def main() -> None:
         document = {
             "benchmark": "foundation",
             "method": method,
-            "versions": _versions(),
+            "versions": versions(("tinytools", *VERSIONS)),
             "machine": machine,
             "elapsed_s": elapsed,
             "rows": [row.to_json() for row in rows],
@@ -501,8 +508,10 @@ def main() -> None:
         }
         print(json.dumps(document))
         return
-    versions = ", ".join(f"{k} {v}" for k, v in _versions().items() if v is not None)
-    print(f"tinytools foundation benchmarks ({versions})")
+    shown = ", ".join(
+        f"{k} {v}" for k, v in versions(("tinytools", *VERSIONS)).items() if v is not None
+    )
+    print(f"tinytools foundation benchmarks ({shown})")
     print(
         f"{method}; {machine['cpus']} CPUs, load {machine['load_1min']} at start; "
         f"{elapsed:.0f} s in all\n"

@@ -31,7 +31,6 @@ Calls slower than half a second are timed once.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import importlib
 import json
@@ -43,6 +42,8 @@ import attrs
 import msgspec
 
 from tinytools.repair import recover_relaxed_object
+
+from .bench_foundation import options
 
 __all__ = ["Row", "document", "main", "measure", "python_repr", "records", "run"]
 
@@ -214,15 +215,14 @@ def print_table(rows: list[Row], repeat: int) -> None:
 
 def main() -> None:
     """Run the benchmark and print a table, or one JSON document with ``--json``."""
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.bench_repair")
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
-    parser.add_argument("--repeat", type=int, default=5, help="runs per operation (best kept)")
-    options, _ = parser.parse_known_args()  # `python -m benchmarks` passes shared options
-    rows = run(options.repeat)
-    if options.json:
+    args = options(
+        "python -m benchmarks.bench_repair", "Relaxed-JSON repair beside msgspec and json_repair."
+    )
+    rows = run(args.repeat)
+    if args.json:
         print(json.dumps({"benchmark": "repair", "rows": [attrs.asdict(row) for row in rows]}))
     else:
-        print_table(rows, options.repeat)
+        print_table(rows, args.repeat)
 
 
 if __name__ == "__main__":
