@@ -19,7 +19,10 @@ Three timings per input:
 
 * the **floor**: ``msgspec.json.decode`` of the strict equivalent, what a well-formed call
   costs;
-* **tinytools**: ``tinytools.repair.recover_relaxed_object`` of the relaxed text;
+* **tinytools**: ``tinytools.repair.recover_relaxed_object`` of the relaxed text, with
+  the compiled scanner (built at install when a C compiler is there);
+* **pure Python**: the same with the pure-Python scanner, what an install without a C
+  compiler runs;
 * the **peer**: ``json_repair.loads`` of the relaxed text, imported lazily ("not
   installed" otherwise); the table says whether it returns the same value.
 
@@ -41,6 +44,7 @@ from functools import partial
 import attrs
 import msgspec
 
+from tinytools import _relaxed, repair
 from tinytools.repair import recover_relaxed_object
 
 from .bench_foundation import options
@@ -136,6 +140,7 @@ class Row:
     strict_bytes: int
     floor: float
     tinytools: float
+    pure_python: float
     json_repair: float | None
     json_repair_same: bool | None
 
@@ -163,6 +168,7 @@ def run(repeat: int) -> list[Row]:
             ops: dict[str, Callable[[], object]] = {
                 "floor": partial(msgspec.json.decode, strict),
                 "tinytools": partial(recover_relaxed_object, relaxed),
+                "pure_python": partial(repair._repair, relaxed, _relaxed.rewrite),
             }
             if peer is not None:
                 ops["json_repair"] = partial(peer, relaxed)
@@ -175,6 +181,7 @@ def run(repeat: int) -> list[Row]:
                     strict_bytes=len(strict),
                     floor=times["floor"],
                     tinytools=times["tinytools"],
+                    pure_python=times["pure_python"],
                     json_repair=times.get("json_repair"),
                     json_repair_same=None if peer is None else peer(relaxed) == expected,
                 )
@@ -188,12 +195,20 @@ def _cell(seconds: float | None, size: int, floor: float) -> str:
     return f"{seconds * 1e3:9.3f} ms {size / seconds / 1e6:7.2f} MB/s x{seconds / floor:7.1f}"
 
 
+def _short_cell(seconds: float, floor: float) -> str:
+    return f"{seconds * 1e3:9.3f} ms x{seconds / floor:6.1f}"
+
+
 def print_table(rows: list[Row], repeat: int) -> None:
     """Print the rows as a table, then the growth and the 1 MB target per shape."""
-    print(f"tinytools.repair: relaxed JSON -> object (thread CPU time, best of {repeat})")
+    scanner = "pure Python" if repair._scan is _relaxed.rewrite else "compiled"
+    print(
+        f"tinytools.repair: relaxed JSON -> object (thread CPU time, best of {repeat}; "
+        f"the installed scanner: {scanner})"
+    )
     print(
         f"{'shape':9} {'size':6} {'floor: msgspec, strict':>25}   "
-        f"{'tinytools':<34}   {'json_repair':<34}   same value"
+        f"{'tinytools':<34}   {'pure Python':<20}   {'json_repair':<34}   same value"
     )
     for row in rows:
         floor_rate = row.strict_bytes / row.floor / 1e6
@@ -201,6 +216,7 @@ def print_table(rows: list[Row], repeat: int) -> None:
         print(
             f"{row.shape:9} {row.size:6} {row.floor * 1e3:9.3f} ms {floor_rate:7.1f} MB/s   "
             f"{_cell(row.tinytools, row.bytes, row.floor)}   "
+            f"{_short_cell(row.pure_python, row.floor)}   "
             f"{_cell(row.json_repair, row.bytes, row.floor)}   {same}"
         )
     for shape in SHAPES:

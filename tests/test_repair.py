@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
-from hypothesis.strategies import SearchStrategy
+from json_strategies import JSONISH_TEXT, json_objects, json_values, relaxed_pairs
 
+from tinytools import _relaxed, repair
 from tinytools.repair import (
     REPAIR_KINDS,
     Normalized,
@@ -22,117 +22,28 @@ from tinytools.repair import (
     repair_relaxed_object,
 )
 
-# --- Strategies (a later issue moves relaxed_json to tinytools.testing.relaxed_json) ---
+# --- Scanners --------------------------------------------------------------------------------
 
-_IDENTIFIER = re.compile(r"(?:[^\W\d]|\$)[\w$-]*")
-_RESERVED = frozenset({"true", "false", "null", "True", "False", "None"})
-_TEMPLATE_QUOTES = ('<|"|>', '<|">')
-_JSON_SPACE = st.sampled_from(["", "", " ", "\n", "\t", "  ", "\r\n"])
-_SURROUNDING_SPACE = st.sampled_from(["", " ", "\n\n", "\u00a0", "\u3000", "\x0c"])
-
-
-def json_values() -> SearchStrategy[object]:
-    """Any JSON value msgspec round-trips exactly."""
-    scalars = (
-        st.none()
-        | st.booleans()
-        | st.integers(min_value=-(2**63), max_value=2**64 - 1)
-        | st.floats(allow_nan=False, allow_infinity=False)
-        | st.text()
-    )
-    return st.recursive(
-        scalars,
-        lambda children: (
-            st.lists(children, max_size=4)
-            | st.dictionaries(st.text(max_size=8), children, max_size=4)
-        ),
-        max_leaves=12,
-    )
+try:
+    from tinytools import _relaxed_speedups
+except ImportError:  # installed without a C compiler
+    _relaxed_speedups = None  # type: ignore[assignment]
 
 
-def json_objects() -> SearchStrategy[dict[str, object]]:
-    """Any JSON object, with identifier-like keys well represented."""
-    keys = st.text(max_size=8) | st.from_regex(r"[A-Za-z_$][A-Za-z0-9_$-]{0,6}", fullmatch=True)
-    return st.dictionaries(keys, json_values(), max_size=5)
-
-
-def relaxed_json(obj: Mapping[str, object]) -> SearchStrategy[str]:
-    """Texts that mean ``obj`` under every meaning-preserving malformation, combined.
-
-    Unquoted identifier keys, redundant wrapping braces, trailing commas, single quotes,
-    chat-template quote tokens, Python literals, a markdown fence, a BOM and whitespace.
-    """
-    if not isinstance(obj, Mapping):
-        raise TypeError(f"relaxed_json() takes a JSON object, not {type(obj).__name__}")
-    return _relaxed_documents(obj)
-
-
-@st.composite
-def _relaxed_documents(draw: st.DrawFn, obj: Mapping[str, object]) -> str:
-    def space() -> str:
-        return draw(_JSON_SPACE)
-
-    def string(text: str) -> str:
-        forms = ["double", "single"]
-        if not any(token in text for token in _TEMPLATE_QUOTES):
-            forms.append("template")
-        form = draw(st.sampled_from(forms))
-        strict = msgspec.json.encode(text).decode()
-        if form == "double":
-            return strict
-        if form == "single":
-            # JSON escapes every ", so each \" is a quote: unescape it, escape each '.
-            body = strict[1:-1].replace('\\"', '"').replace("'", "\\'")
-            return f"'{body}'"
-        opening, closing = (
-            draw(st.sampled_from(_TEMPLATE_QUOTES)),
-            draw(st.sampled_from(_TEMPLATE_QUOTES)),
-        )
-        return opening + text + closing
-
-    def key(name: str) -> str:
-        bare = _IDENTIFIER.fullmatch(name) is not None and name not in _RESERVED
-        return name if bare and draw(st.booleans()) else string(name)
-
-    def container(items: list[str], opening: str, closing: str) -> str:
-        trailing = "," + space() if draw(st.booleans()) and items else ""
-        inner = ("," + space()).join(space() + item + space() for item in items)
-        return opening + space() + inner + trailing + closing
-
-    def value(item: object) -> str:
-        if item is None or isinstance(item, bool):
-            python = {None: "None", True: "True", False: "False"}[item]
-            return python if draw(st.booleans()) else msgspec.json.encode(item).decode()
-        if isinstance(item, str):
-            return string(item)
-        if isinstance(item, list):
-            return container([value(element) for element in item], "[", "]")
-        if isinstance(item, Mapping):
-            members = [key(name) + space() + ":" + space() + value(v) for name, v in item.items()]
-            document = container(members, "{", "}")
-            for _ in range(draw(st.integers(0, 2))):
-                comma = "," if draw(st.booleans()) else ""
-                document = "{" + space() + document + comma + space() + "}"
-            return document
-        return msgspec.json.encode(item).decode()
-
-    document = value(obj)
-    if draw(st.booleans()):
-        info = draw(st.sampled_from(["", "json", "JSON", "json5"]))
-        document = f"```{info}{draw(st.sampled_from(['', ' ', chr(10)]))}{document}\n```"
-    document = draw(_SURROUNDING_SPACE) + document + draw(_SURROUNDING_SPACE)
-    return ("\ufeff" if draw(st.booleans()) else "") + document
-
-
-def _relaxed_pairs() -> SearchStrategy[tuple[dict[str, object], str]]:
-    return json_objects().flatmap(lambda obj: st.tuples(st.just(obj), relaxed_json(obj)))
-
-
-_JSONISH_PIECES = ["<|", '<|"|>', '<|">', "```", "json", "True", "None", "null", "a", "key", "1"]
-_JSONISH_TEXT = st.lists(
-    st.sampled_from([*"{}[]:,'\"\\ \n", *_JSONISH_PIECES, "-2.5e3", "\ufeff", "\u00a0", "é"]),
-    max_size=40,
-).map("".join)
+@pytest.fixture(autouse=True, scope="module", params=["compiled", "pure-python"])
+def scanner(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Run every test of this module with each scanner `repair` can use."""
+    if request.param == "compiled":
+        if _relaxed_speedups is None:
+            pytest.skip("the compiled scanner is not built (no C compiler at install time)")
+        yield request.param
+        return
+    compiled = repair._scan
+    repair._scan = _relaxed.rewrite
+    try:
+        yield request.param
+    finally:
+        repair._scan = compiled
 
 
 # --- Corpus ---------------------------------------------------------------------------------
@@ -284,13 +195,13 @@ class TestRecoverRelaxedObject:
         """Repairing the strict encoding of any object gives that object back."""
         assert obj == recover_relaxed_object(msgspec.json.encode(obj).decode())
 
-    @given(_relaxed_pairs())
+    @given(relaxed_pairs())
     def test_relaxed_objects_are_recovered(self, pair: tuple[dict[str, object], str]) -> None:
         """Every combination of meaning-preserving malformations is undone exactly."""
         obj, raw = pair
         assert obj == recover_relaxed_object(raw)
 
-    @given(_relaxed_pairs(), st.data())
+    @given(relaxed_pairs(), st.data())
     def test_truncation_never_changes_meaning(
         self, pair: tuple[dict[str, object], str], data: st.DataObject
     ) -> None:
@@ -299,7 +210,7 @@ class TestRecoverRelaxedObject:
         prefix = raw[: data.draw(st.integers(0, len(raw)))]
         assert recover_relaxed_object(prefix) in (None, obj)
 
-    @given(st.text() | _JSONISH_TEXT)
+    @given(st.text() | JSONISH_TEXT)
     def test_arbitrary_text_never_raises(self, raw: str) -> None:
         """Any text gives an object or None."""
         result = recover_relaxed_object(raw)
@@ -357,7 +268,7 @@ class TestRepairRelaxedObject:
         """A refused document gives None rather than an empty report."""
         assert None is repair_relaxed_object('{"a": 1')
 
-    @given(_relaxed_pairs())
+    @given(relaxed_pairs())
     def test_agrees_with_recover(self, pair: tuple[dict[str, object], str]) -> None:
         """The reported value is what recover_relaxed_object returns."""
         _, raw = pair
@@ -450,21 +361,3 @@ class TestNormalizeArguments:
     def test_bare_object_schema_declares_no_properties(self) -> None:
         """A schema with just type object declares no properties, so "Paris" is ignored."""
         assert Normalized({}, "ignored_value") == normalize_arguments("Paris", self.OBJECT)
-
-
-class TestBulkSingleQuotes:
-    @settings(max_examples=500, deadline=None)
-    @given(st.text(st.sampled_from(list("ab'\"\\ \nxu0{}:,")), max_size=40))
-    def test_bulk_equals_one_by_one(self, text: str) -> None:
-        """Converting all single-quoted strings at once equals converting each in turn."""
-        from tinytools.repair import _STRING, _convert_single_quoted, _convert_string
-
-        tokens = [
-            t
-            for t in _STRING.split(text)[1::2]
-            if t[0] == "'" and len(t) >= 2 and t.endswith("'") and not t.endswith("\\'")
-        ]
-        if tokens:
-            bulk = _convert_single_quoted(tokens)
-            assert bulk is not None
-            assert [_convert_string(t) for t in tokens] == bulk

@@ -1,0 +1,85 @@
+"""Tests for the relaxed-JSON scanner: the compiled one agrees with the pure-Python one.
+
+`tests/test_repair.py` runs every repair test with each scanner; this module compares
+the two directly, on any text.
+"""
+
+from __future__ import annotations
+
+import os
+from types import ModuleType
+
+import msgspec
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from json_strategies import JSONISH_TEXT, relaxed_pairs
+
+from tinytools import _relaxed
+
+_NOT_BUILT = "the compiled scanner is not built (no C compiler at install time)"
+
+
+@pytest.fixture(scope="module")
+def compiled() -> ModuleType:
+    """The compiled scanner; its tests skip where it was not built."""
+    try:
+        from tinytools import _relaxed_speedups
+    except ImportError:
+        pytest.skip(_NOT_BUILT)
+    return _relaxed_speedups
+
+
+def _answer(result: tuple[str | bytes, int] | None) -> tuple[object, int] | None:
+    """A scanner's answer: the decoded value (or the decode error's class) and the bits."""
+    if result is None:
+        return None
+    text, bits = result
+    try:
+        return msgspec.json.decode(text), bits
+    except msgspec.DecodeError:
+        return msgspec.DecodeError, bits
+
+
+_PIECES = ['<|"|>', '<|">', "True", "None", "null", "true", "\U0001f600"]
+# Texts dense in what the scanner decides on: quotes, escapes, template tokens, words
+# (Unicode letters and digits, Python literals, reserved words), brackets and commas.
+_SCANNER_TEXT = st.lists(
+    st.sampled_from([*"{}[],: \n'\"\\<|>aé1-$_x\u00b2\u0663\u00a0\x01", *_PIECES]),
+    max_size=60,
+).map("".join)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TINYTOOLS_REQUIRE_SPEEDUPS"), reason="TINYTOOLS_REQUIRE_SPEEDUPS unset"
+)
+def test_compiled_scanner_is_built() -> None:
+    """Where a C compiler is known to exist (CI sets the variable), the install built it."""
+    try:
+        from tinytools import _relaxed_speedups  # noqa: F401
+    except ImportError:
+        pytest.fail(_NOT_BUILT)
+
+
+@settings(max_examples=1500)
+@given(
+    st.text()
+    | JSONISH_TEXT
+    | _SCANNER_TEXT
+    | relaxed_pairs().map(lambda pair: pair[1].strip(" \n\t\r\ufeff\u00a0\u3000\x0c`json"))
+)
+def test_compiled_and_pure_python_agree(compiled: ModuleType, raw: str) -> None:
+    """Both scanners refuse the same documents and rewrite the rest to the same value."""
+    text = raw if raw.startswith("{") else "{" + raw + "}"
+    try:
+        data = text.encode()
+    except UnicodeEncodeError:
+        assume(False)  # repair never gives the compiled scanner a lone surrogate
+        raise
+    assert _answer(_relaxed.rewrite(text)) == _answer(compiled.rewrite(data))
+
+
+def test_compiled_scanner_takes_bytes(compiled: ModuleType) -> None:
+    """Given a str, the compiled scanner says what it takes."""
+    with pytest.raises(TypeError, match="takes bytes, not str"):
+        compiled.rewrite("{}")

@@ -1,0 +1,569 @@
+/*
+ * The relaxed-JSON scanner of tinytools/_relaxed.py, compiled.
+ *
+ * rewrite(data: bytes) -> tuple[bytes, int] | None
+ *
+ * `data` is the UTF-8 encoding of an unwrapped document (it starts with "{" and ends
+ * with "}"). The result is the strict JSON text and the bits of what changed (the
+ * values of _relaxed.py), or None when the document is refused. The state machine is
+ * the one _relaxed.py documents, token for token; tests/test_repair.py checks that both
+ * give the same answer on any text. The output is the input with edits at a few points:
+ * unchanged runs are copied with memcpy when an edit is reached.
+ *
+ * One pass, no recursion: a whitespace run is read at most twice (once by a peek),
+ * every other byte once, and the only memory beyond the output is one flag per open
+ * brace.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <string.h>
+
+enum {
+    KEYS = 1,
+    BRACES = 2,
+    TEMPLATE_TOKENS = 4,
+    COMMAS = 8,
+    SINGLE_QUOTES = 16,
+    LITERALS = 32,
+};
+
+/* A growable byte buffer. */
+typedef struct {
+    char *data;
+    Py_ssize_t length;
+    Py_ssize_t capacity;
+} Buffer;
+
+static int
+buffer_reserve(Buffer *buffer, Py_ssize_t extra)
+{
+    if (buffer->length + extra <= buffer->capacity) {
+        return 0;
+    }
+    Py_ssize_t capacity = buffer->capacity ? buffer->capacity : 64;
+    while (capacity < buffer->length + extra) {
+        if (capacity > PY_SSIZE_T_MAX / 2) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        capacity *= 2;
+    }
+    char *data = PyMem_Realloc(buffer->data, (size_t)capacity);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    buffer->data = data;
+    buffer->capacity = capacity;
+    return 0;
+}
+
+static int
+buffer_write(Buffer *buffer, const char *bytes, Py_ssize_t size)
+{
+    if (buffer_reserve(buffer, size) < 0) {
+        return -1;
+    }
+    memcpy(buffer->data + buffer->length, bytes, (size_t)size);
+    buffer->length += size;
+    return 0;
+}
+
+static int
+buffer_put(Buffer *buffer, char byte)
+{
+    return buffer_write(buffer, &byte, 1);
+}
+
+/* The scan: the input, the output, and how much of the input is already copied. */
+typedef struct {
+    const unsigned char *text;
+    Py_ssize_t size;
+    Buffer out;
+    Py_ssize_t copied; /* text[copied:] is not yet in out */
+} Scan;
+
+/* Copy the unchanged input up to `end`, then skip to `resume`. */
+static int
+copy_until(Scan *scan, Py_ssize_t end, Py_ssize_t resume)
+{
+    if (buffer_write(&scan->out, (const char *)scan->text + scan->copied,
+                     end - scan->copied) < 0) {
+        return -1;
+    }
+    scan->copied = resume;
+    return 0;
+}
+
+static inline int
+is_space(unsigned char byte)
+{
+    return byte == ' ' || byte == '\t' || byte == '\r' || byte == '\n';
+}
+
+/* The first byte at or after `at` that is not JSON whitespace, or 0 at the end. */
+static unsigned char
+next_byte(const Scan *scan, Py_ssize_t at)
+{
+    while (at < scan->size && is_space(scan->text[at])) {
+        at++;
+    }
+    return at < scan->size ? scan->text[at] : 0;
+}
+
+/*
+ * The UTF-8 character at `at`: its code point and byte length. The input comes from
+ * str.encode(), so it is well formed; a malformed sequence reads as one byte U+FFFD.
+ */
+static Py_ssize_t
+decode_character(const Scan *scan, Py_ssize_t at, Py_UCS4 *code_point)
+{
+    const unsigned char *text = scan->text + at;
+    Py_ssize_t left = scan->size - at;
+    unsigned char lead = text[0];
+    Py_ssize_t length;
+    Py_UCS4 value;
+    if (lead < 0x80) {
+        *code_point = lead;
+        return 1;
+    }
+    if (lead >= 0xF0) {
+        length = 4;
+        value = lead & 0x07;
+    }
+    else if (lead >= 0xE0) {
+        length = 3;
+        value = lead & 0x0F;
+    }
+    else if (lead >= 0xC0) {
+        length = 2;
+        value = lead & 0x1F;
+    }
+    else {
+        length = 0;
+        value = 0;
+    }
+    if (length == 0 || length > left) {
+        *code_point = 0xFFFD;
+        return 1;
+    }
+    for (Py_ssize_t i = 1; i < length; i++) {
+        if ((text[i] & 0xC0) != 0x80) {
+            *code_point = 0xFFFD;
+            return 1;
+        }
+        value = (value << 6) | (text[i] & 0x3F);
+    }
+    *code_point = value;
+    return length;
+}
+
+/* Whether a code point is a word character: Python's \w, "$" or "-". */
+static inline int
+is_word(Py_UCS4 code_point)
+{
+    if (code_point < 0x80) {
+        return (code_point >= 'a' && code_point <= 'z') ||
+               (code_point >= 'A' && code_point <= 'Z') ||
+               (code_point >= '0' && code_point <= '9') || code_point == '_' ||
+               code_point == '$' || code_point == '-';
+    }
+    return Py_UNICODE_ISALNUM(code_point);
+}
+
+/* The end of the word starting at `at` (at == the result when there is none). */
+static Py_ssize_t
+word_end(const Scan *scan, Py_ssize_t at)
+{
+    while (at < scan->size) {
+        Py_UCS4 code_point;
+        Py_ssize_t length = decode_character(scan, at, &code_point);
+        if (!is_word(code_point)) {
+            break;
+        }
+        at += length;
+    }
+    return at;
+}
+
+/* The end of the double-quoted string opened at `at`, or -1 if it is never closed. */
+static Py_ssize_t
+double_quoted_end(const Scan *scan, Py_ssize_t at)
+{
+    const unsigned char *text = scan->text;
+    for (Py_ssize_t i = at + 1; i < scan->size; i++) {
+        if (text[i] == '\\') {
+            i++;
+        }
+        else if (text[i] == '"') {
+            return i + 1;
+        }
+    }
+    return -1;
+}
+
+/* Rewrite the single-quoted string opened at `at`; the end, or 0 if never closed. */
+static Py_ssize_t
+single_quoted(Scan *scan, Py_ssize_t at)
+{
+    const unsigned char *text = scan->text;
+    Py_ssize_t end = -1;
+    for (Py_ssize_t i = at + 1; i < scan->size; i++) {
+        if (text[i] == '\\') {
+            i++;
+        }
+        else if (text[i] == '\'') {
+            end = i;
+            break;
+        }
+    }
+    if (end < 0) {
+        return 0;
+    }
+    if (copy_until(scan, at, end + 1) < 0 || buffer_reserve(&scan->out, 2 * (end - at)) < 0) {
+        return -1;
+    }
+    Buffer *out = &scan->out;
+    out->data[out->length++] = '"';
+    for (Py_ssize_t i = at + 1; i < end; i++) {
+        unsigned char byte = text[i];
+        if (byte == '\\') {
+            /* An escape stays as it is, for the strict decode to judge, except \'. */
+            i++;
+            if (text[i] != '\'') {
+                out->data[out->length++] = '\\';
+            }
+            out->data[out->length++] = (char)text[i];
+        }
+        else {
+            if (byte == '"') {
+                out->data[out->length++] = '\\';
+            }
+            out->data[out->length++] = (char)byte;
+        }
+    }
+    out->data[out->length++] = '"';
+    return end + 1;
+}
+
+/* The length of a template quote token (<|"|> or <|">) at `at`, or 0. */
+static Py_ssize_t
+template_token(const Scan *scan, Py_ssize_t at)
+{
+    const unsigned char *text = scan->text + at;
+    Py_ssize_t left = scan->size - at;
+    if (left >= 4 && text[0] == '<' && text[1] == '|' && text[2] == '"') {
+        if (text[3] == '>') {
+            return 4;
+        }
+        if (left >= 5 && text[3] == '|' && text[4] == '>') {
+            return 5;
+        }
+    }
+    return 0;
+}
+
+/* Rewrite the template-token string opened at `at`; the end, or 0 if never closed. */
+static Py_ssize_t
+template_quoted(Scan *scan, Py_ssize_t at, Py_ssize_t opener)
+{
+    static const char hex[] = "0123456789abcdef";
+    const unsigned char *text = scan->text;
+    Py_ssize_t start = at + opener;
+    Py_ssize_t end = start;
+    Py_ssize_t closer = 0;
+    for (; end < scan->size; end++) {
+        if (text[end] == '<' && (closer = template_token(scan, end)) > 0) {
+            break;
+        }
+    }
+    if (closer == 0) {
+        return 0;
+    }
+    /* The body is verbatim text: escape what JSON needs, at most 6 bytes for one. */
+    if (copy_until(scan, at, end + closer) < 0 || buffer_reserve(&scan->out, 6 * (end - start) + 2) < 0) {
+        return -1;
+    }
+    Buffer *out = &scan->out;
+    out->data[out->length++] = '"';
+    for (Py_ssize_t i = start; i < end; i++) {
+        unsigned char byte = text[i];
+        if (byte == '"' || byte == '\\') {
+            out->data[out->length++] = '\\';
+            out->data[out->length++] = (char)byte;
+        }
+        else if (byte < 0x20) {
+            memcpy(out->data + out->length, "\\u00", 4);
+            out->data[out->length + 4] = hex[byte >> 4];
+            out->data[out->length + 5] = hex[byte & 0xF];
+            out->length += 6;
+        }
+        else {
+            out->data[out->length++] = (char)byte;
+        }
+    }
+    out->data[out->length++] = '"';
+    return end + closer;
+}
+
+/* A Python literal's JSON spelling, or NULL. */
+static const char *
+python_literal(const unsigned char *word, Py_ssize_t length)
+{
+    if (length == 4 && memcmp(word, "True", 4) == 0) {
+        return "true";
+    }
+    if (length == 5 && memcmp(word, "False", 5) == 0) {
+        return "false";
+    }
+    if (length == 4 && memcmp(word, "None", 4) == 0) {
+        return "null";
+    }
+    return NULL;
+}
+
+/* Whether a word may not become a key: a JSON or Python literal, or a bad first character. */
+static int
+reserved_key(const Scan *scan, Py_ssize_t at, Py_ssize_t length)
+{
+    const unsigned char *word = scan->text + at;
+    if (python_literal(word, length) != NULL ||
+        (length == 4 && (memcmp(word, "true", 4) == 0 || memcmp(word, "null", 4) == 0)) ||
+        (length == 5 && memcmp(word, "false", 5) == 0) || word[0] == '-') {
+        return 1;
+    }
+    Py_UCS4 first;
+    decode_character(scan, at, &first);
+    return Py_UNICODE_ISDECIMAL(first);
+}
+
+/* The open braces: one flag each, whether it wraps exactly one object. */
+typedef struct {
+    unsigned char *flags;
+    Py_ssize_t depth;
+    Py_ssize_t capacity;
+} Stack;
+
+static int
+stack_push(Stack *stack, unsigned char flag)
+{
+    if (stack->depth == stack->capacity) {
+        Py_ssize_t capacity = stack->capacity ? 2 * stack->capacity : 64;
+        unsigned char *flags = PyMem_Realloc(stack->flags, (size_t)capacity);
+        if (flags == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        stack->flags = flags;
+        stack->capacity = capacity;
+    }
+    stack->flags[stack->depth++] = flag;
+    return 0;
+}
+
+enum { REFUSED = 0, FAILED = -1, DONE = 1 };
+
+/* The scan itself: DONE with the output in scan->out, REFUSED, or FAILED (an error is set). */
+static int
+scan_document(Scan *scan, Stack *stack, long *found)
+{
+    const unsigned char *text = scan->text;
+    unsigned char last = 0; /* the last significant token: punctuation, or 'v' */
+    int closing = 0;        /* the next significant token must be a wrapper's "}" */
+    Py_ssize_t i = 0;
+    while (i < scan->size) {
+        unsigned char byte = text[i];
+        if (is_space(byte)) {
+            i++;
+            continue;
+        }
+        if (closing) {
+            if (byte == ',' && next_byte(scan, i + 1) == '}') {
+                *found |= COMMAS; /* the wrapped object's trailing comma: "{{a: 1},}" */
+            }
+            else if (byte == '}') {
+                stack->depth--; /* the wrapper, whose "}" is dropped */
+                closing = stack->depth > 0 && stack->flags[stack->depth - 1];
+                last = '}';
+            }
+            else {
+                return REFUSED; /* a wrapper around more than one object */
+            }
+            if (copy_until(scan, i, i + 1) < 0) {
+                return FAILED;
+            }
+            i++;
+            continue;
+        }
+        Py_ssize_t end;
+        switch (byte) {
+        case '{': {
+            int wraps = next_byte(scan, i + 1) == '{';
+            if (stack_push(stack, (unsigned char)wraps) < 0) {
+                return FAILED;
+            }
+            if (wraps) {
+                *found |= BRACES;
+                if (copy_until(scan, i, i + 1) < 0) {
+                    return FAILED;
+                }
+            }
+            last = '{';
+            i++;
+            continue;
+        }
+        case '}':
+            if (stack->depth == 0) {
+                return REFUSED;
+            }
+            stack->depth--;
+            closing = stack->depth > 0 && stack->flags[stack->depth - 1];
+            last = '}';
+            i++;
+            continue;
+        case ',': {
+            unsigned char next = next_byte(scan, i + 1);
+            if (next == '}' || next == ']') {
+                if (last == '{' || last == '[') {
+                    return REFUSED; /* "[,]" is a one-hole array in JavaScript, not [] */
+                }
+                *found |= COMMAS;
+                if (copy_until(scan, i, i + 1) < 0) {
+                    return FAILED;
+                }
+            }
+            last = ',';
+            i++;
+            continue;
+        }
+        case '[':
+        case ']':
+        case ':':
+            last = byte;
+            i++;
+            continue;
+        case '"':
+            end = double_quoted_end(scan, i);
+            if (end < 0) {
+                return REFUSED;
+            }
+            break;
+        case '\'':
+            end = single_quoted(scan, i);
+            if (end <= 0) {
+                return end < 0 ? FAILED : REFUSED;
+            }
+            *found |= SINGLE_QUOTES;
+            break;
+        case '<': {
+            Py_ssize_t opener = template_token(scan, i);
+            if (opener == 0) {
+                end = i + 1;
+                break;
+            }
+            end = template_quoted(scan, i, opener);
+            if (end <= 0) {
+                return end < 0 ? FAILED : REFUSED;
+            }
+            *found |= TEMPLATE_TOKENS;
+            break;
+        }
+        default: {
+            Py_UCS4 code_point;
+            Py_ssize_t length = decode_character(scan, i, &code_point);
+            if (!is_word(code_point)) {
+                end = i + length;
+                break;
+            }
+            end = word_end(scan, i);
+            if ((last == '{' || last == ',') && next_byte(scan, end) == ':') {
+                if (reserved_key(scan, i, end - i)) {
+                    return REFUSED;
+                }
+                *found |= KEYS;
+                if (copy_until(scan, i, i) < 0 || buffer_put(&scan->out, '"') < 0 ||
+                    copy_until(scan, end, end) < 0 || buffer_put(&scan->out, '"') < 0) {
+                    return FAILED;
+                }
+                break;
+            }
+            const char *literal = python_literal(text + i, end - i);
+            if (literal != NULL) {
+                *found |= LITERALS;
+                if (copy_until(scan, i, end) < 0 ||
+                    buffer_write(&scan->out, literal, end - i) < 0) {
+                    return FAILED;
+                }
+            }
+            break;
+        }
+        }
+        last = 'v';
+        i = end;
+    }
+    if (stack->depth > 0) {
+        return REFUSED;
+    }
+    return copy_until(scan, scan->size, scan->size) < 0 ? FAILED : DONE;
+}
+
+static PyObject *
+rewrite(PyObject *module, PyObject *arg)
+{
+    (void)module;
+    if (!PyBytes_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "rewrite() takes bytes, not %.100s",
+                     Py_TYPE(arg)->tp_name);
+        return NULL;
+    }
+    Scan scan = {(const unsigned char *)PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg),
+                 {NULL, 0, 0}, 0};
+    Stack stack = {NULL, 0, 0};
+    long found = 0;
+    PyObject *result = NULL;
+    int outcome = buffer_reserve(&scan.out, scan.size + 16) < 0
+                      ? FAILED
+                      : scan_document(&scan, &stack, &found);
+    if (outcome == DONE) {
+        result = Py_BuildValue("(y#l)", scan.out.data, scan.out.length, found);
+    }
+    else if (outcome == REFUSED) {
+        result = Py_NewRef(Py_None);
+    }
+    PyMem_Free(scan.out.data);
+    PyMem_Free(stack.flags);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"rewrite", rewrite, METH_O,
+     "rewrite(data: bytes) -> tuple[bytes, int] | None\n\n"
+     "Rewrite a relaxed-JSON object document (UTF-8) into strict JSON, with the bits of "
+     "what changed, or None when it is refused."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyModuleDef_Slot slots[] = {
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+#ifdef Py_GIL_DISABLED
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tinytools._relaxed_speedups",
+    .m_doc = "The relaxed-JSON scanner of tinytools._relaxed, compiled.",
+    .m_size = 0,
+    .m_methods = methods,
+    .m_slots = slots,
+};
+
+PyMODINIT_FUNC
+PyInit__relaxed_speedups(void)
+{
+    return PyModuleDef_Init(&module_definition);
+}
