@@ -49,22 +49,24 @@ SINGLE_QUOTES: Final = 16
 LITERALS: Final = 32
 
 # One token per match; the alternatives are tried in order and the last one takes any
-# character, so consecutive matches cover the whole text. Each string alternative needs
-# its closing quote: an unclosed string falls through to "open", which refuses the
-# document, so a failed string match (linear in what it read) happens at most once.
+# character, so consecutive matches cover the whole text. No match can fail once its
+# first character matched, so the engine never backtracks: a string runs to its closing
+# quote, which an optional group takes, or to the end of the text, where that group is
+# empty and the string is known to be unclosed.
 _TOKEN: Final = re.compile(
     r"""
       (?P<space>[ \t\r\n]+)
-    | (?P<double>"[^"\\]*(?:\\.[^"\\]*)*")
-    | (?P<single>'[^'\\]*(?:\\.[^'\\]*)*')
-    | (?P<template><\|"\|?>[^<]*(?:<(?!\|"\|?>)[^<]*)*<\|"\|?>)
+    | (?P<double>"[^"\\]*(?:\\.[^"\\]*)*(?P<double_end>")?)
+    | (?P<single>'[^'\\]*(?:\\.[^'\\]*)*(?P<single_end>')?)
+    | (?P<template><\|"\|?>[^<]*(?:<(?!\|"\|?>)[^<]*)*(?P<template_end><\|"\|?>)?)
     | (?P<word>[\w$-]+)
     | (?P<punctuation>[{}\[\],:])
-    | (?P<open>["']|<\|"\|?>)
     | (?P<other>.)
     """,
     re.DOTALL | re.VERBOSE,
 )
+# Each string syntax and the group that holds its closing quote.
+_STRINGS: Final = {"double": "double_end", "single": "single_end", "template": "template_end"}
 _SPACE: Final = re.compile(r"[ \t\r\n]*")
 # Inside single quotes: an escape (kept, except \' which becomes ') or a bare ".
 _SINGLE_QUOTED_ESCAPE: Final = re.compile(r'\\(.)|"', re.DOTALL)
@@ -128,6 +130,8 @@ def rewrite(text: str) -> tuple[str, int] | None:
             last = token
             continue
         previous, last = last, "v"
+        if kind in _STRINGS and match.group(_STRINGS[kind]) is None:
+            return None  # a string that is never closed
         if kind == "word":
             if previous in ("{", ",") and _next_character(text, match.end()) == ":":
                 if token in _RESERVED or token[0] == "-" or token[0].isdecimal():
@@ -145,8 +149,6 @@ def rewrite(text: str) -> tuple[str, int] | None:
         elif kind == "template":
             found |= TEMPLATE_TOKENS
             out.append(_template_quoted(token))
-        elif kind == "open":
-            return None  # a string that is never closed
         else:
             out.append(token)
     if wrappers:
