@@ -83,3 +83,37 @@ def test_compiled_scanner_takes_bytes(compiled: ModuleType) -> None:
     """Given a str, the compiled scanner says what it takes."""
     with pytest.raises(TypeError, match="takes bytes, not str"):
         compiled.rewrite("{}")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected", "bits"),
+    [
+        pytest.param(
+            "{'a': '" + '"' * 10_000 + "'}",
+            {"a": '"' * 10_000},
+            _relaxed.SINGLE_QUOTES,
+            id="bare-quotes",
+        ),
+        pytest.param(
+            "{'a': '" + "\\'" * 10_000 + "'}",
+            {"a": "'" * 10_000},
+            _relaxed.SINGLE_QUOTES,
+            id="escaped-quotes",
+        ),
+        pytest.param(
+            '{a: <|"|>' + '\x01\\"\n' * 10_000 + '<|">}',
+            {"a": '\x01\\"\n' * 10_000},
+            _relaxed.KEYS | _relaxed.TEMPLATE_TOKENS,
+            id="template-escapes",
+        ),
+        pytest.param(
+            "{" + "k: 1, " * 10_000 + "z: 2}", {"k": 1, "z": 2}, _relaxed.KEYS, id="many-keys"
+        ),
+    ],
+)
+def test_output_longer_than_input(
+    compiled: ModuleType, text: str, expected: object, bits: int
+) -> None:
+    """Rewrites that make the text much longer agree, and decode to the value."""
+    assert (expected, bits) == _answer(_relaxed.rewrite(text))
+    assert (expected, bits) == _answer(compiled.rewrite(text.encode()))

@@ -49,10 +49,11 @@ SINGLE_QUOTES: Final = 16
 LITERALS: Final = 32
 
 # One token per match; the alternatives are tried in order and the last one takes any
-# character, so consecutive matches cover the whole text. No match can fail once its
-# first character matched, so the engine never backtracks: a string runs to its closing
-# quote, which an optional group takes, or to the end of the text, where that group is
-# empty and the string is known to be unclosed.
+# character, so consecutive matches cover the whole text. A string's match cannot fail
+# once its opening quote matched, so the engine never backtracks over a string: it runs
+# to its closing quote, which an optional group takes, or to the end of the text, where
+# that group is empty and the string is known to be unclosed. The only alternative that
+# can fail part-way is a template token's opening (at most five characters: "<|"x").
 _TOKEN: Final = re.compile(
     r"""
       (?P<space>[ \t\r\n]+)
@@ -114,6 +115,7 @@ def rewrite(text: str) -> tuple[str, int] | None:
                 wrappers.append(wraps)
                 if wraps:
                     found |= BRACES
+                    last = "{"
                     continue  # dropped
             elif token == "}":
                 if not wrappers:

@@ -6,8 +6,9 @@
  * `data` is the UTF-8 encoding of an unwrapped document (it starts with "{" and ends
  * with "}"). The result is the strict JSON text and the bits of what changed (the
  * values of _relaxed.py), or None when the document is refused. The state machine is
- * the one _relaxed.py documents, token for token; tests/test_repair.py checks that both
- * give the same answer on any text. The output is the input with edits at a few points:
+ * the one _relaxed.py documents, token for token; tests/test_relaxed.py checks that both
+ * give the same answer on any text, and tests/test_repair.py runs every repair test with
+ * each. The output is the input with edits at a few points:
  * unchanged runs are copied with memcpy when an edit is reached.
  *
  * One pass, no recursion: a whitespace run is read at most twice (once by a peek),
@@ -37,6 +38,10 @@ typedef struct {
 static int
 buffer_reserve(Buffer *buffer, Py_ssize_t extra)
 {
+    if (extra > PY_SSIZE_T_MAX - buffer->length) {
+        PyErr_NoMemory();
+        return -1;
+    }
     if (buffer->length + extra <= buffer->capacity) {
         return 0;
     }
@@ -113,7 +118,8 @@ next_byte(const Scan *scan, Py_ssize_t at)
 
 /*
  * The UTF-8 character at `at`: its code point and byte length. The input comes from
- * str.encode(), so it is well formed; a malformed sequence reads as one byte U+FFFD.
+ * str.encode(), so it is well formed; a truncated sequence, or a lead byte without its
+ * continuation bytes, reads as one byte U+FFFD (never a word character).
  */
 static Py_ssize_t
 decode_character(const Scan *scan, Py_ssize_t at, Py_UCS4 *code_point)
@@ -202,7 +208,10 @@ double_quoted_end(const Scan *scan, Py_ssize_t at)
     return -1;
 }
 
-/* Rewrite the single-quoted string opened at `at`; the end, or 0 if never closed. */
+/*
+ * Rewrite the single-quoted string opened at `at`. Returns where it ends, 0 if it is never
+ * closed, or -1 on a memory error.
+ */
 static Py_ssize_t
 single_quoted(Scan *scan, Py_ssize_t at)
 {
@@ -219,6 +228,11 @@ single_quoted(Scan *scan, Py_ssize_t at)
     }
     if (end < 0) {
         return 0;
+    }
+    /* Each body byte becomes at most two (a bare " is escaped), plus the two quotes. */
+    if (end - at > PY_SSIZE_T_MAX / 2) {
+        PyErr_NoMemory();
+        return -1;
     }
     if (copy_until(scan, at, end + 1) < 0 || buffer_reserve(&scan->out, 2 * (end - at)) < 0) {
         return -1;
@@ -263,7 +277,10 @@ template_token(const Scan *scan, Py_ssize_t at)
     return 0;
 }
 
-/* Rewrite the template-token string opened at `at`; the end, or 0 if never closed. */
+/*
+ * Rewrite the template-token string opened at `at`. Returns where it ends, 0 if it is
+ * never closed, or -1 on a memory error.
+ */
 static Py_ssize_t
 template_quoted(Scan *scan, Py_ssize_t at, Py_ssize_t opener)
 {
@@ -280,8 +297,13 @@ template_quoted(Scan *scan, Py_ssize_t at, Py_ssize_t opener)
     if (closer == 0) {
         return 0;
     }
-    /* The body is verbatim text: escape what JSON needs, at most 6 bytes for one. */
-    if (copy_until(scan, at, end + closer) < 0 || buffer_reserve(&scan->out, 6 * (end - start) + 2) < 0) {
+    /* The body is verbatim text: JSON needs " and \ escaped (2 bytes each) and control
+       characters written as \u00XX (6 bytes each). Reserve exactly that. */
+    Py_ssize_t size = end - start + 2;
+    for (Py_ssize_t i = start; i < end; i++) {
+        size += text[i] < 0x20 ? 5 : (text[i] == '"' || text[i] == '\\');
+    }
+    if (copy_until(scan, at, end + closer) < 0 || buffer_reserve(&scan->out, size) < 0) {
         return -1;
     }
     Buffer *out = &scan->out;
@@ -408,7 +430,7 @@ scan_document(Scan *scan, Stack *stack, long *found)
                     return FAILED;
                 }
             }
-            last = '{';
+            last = '{'; /* for a dropped wrapper too: the next token is its object's "{" */
             i++;
             continue;
         }

@@ -7,8 +7,11 @@ Both are meant for text that failed a strict decode, and both only ever return a
 
 Repairs, composed freely and at any depth (`RepairKind` labels, reported in this order):
 
-- ``unquoted_keys``: a bare identifier (letters, digits, ``_``, ``$``, ``-``; no leading
-  digit) after ``{`` or ``,`` and before ``:`` becomes a key. ``true``, ``false``,
+- ``unquoted_keys``: a bare identifier after ``{`` or ``,`` and before ``:`` becomes a
+  key. An identifier is a run of word characters (what ``str.isalnum()`` accepts, ``_``,
+  ``$``, ``-``) that does not start with ``-`` or a decimal digit (``str.isdecimal()``):
+  ``{a-b: 1}``, ``{$ref: 1}``, ``{città: 1}`` and ``{²: 1}`` are repaired, ``{1a: 1}``
+  and ``{-a: 1}`` refused. ``true``, ``false``,
   ``null``, ``True``, ``False`` and ``None`` are refused as keys: JavaScript reads
   ``{true: 1}`` as the key ``"true"``, Python as a boolean.
 - ``redundant_braces``: a brace pair that wraps exactly one object (``{{...}}``) is
