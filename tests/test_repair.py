@@ -30,9 +30,9 @@ except ImportError:  # installed without a C compiler
     _relaxed_speedups = None  # type: ignore[assignment]
 
 
-@pytest.fixture(autouse=True, scope="module", params=["compiled", "pure-python"])
+@pytest.fixture(scope="module", params=["compiled", "pure-python"])
 def scanner(request: pytest.FixtureRequest) -> Iterator[str]:
-    """Run every test of this module with each scanner `repair` can use."""
+    """Run a test class with each scanner `repair` can use."""
     if request.param == "compiled":
         if _relaxed_speedups is None:
             pytest.skip("the compiled scanner is not built (no C compiler at install time)")
@@ -55,6 +55,7 @@ def _argument_cases(corpora: Path) -> list[dict[str, object]]:
     return [case for case in cases if case["scope"] == "arguments" and case["intended"] is not None]
 
 
+@pytest.mark.usefixtures("scanner")
 class TestRecoverRelaxedObject:
     def test_corpus_is_recovered_exactly_or_refused(self, corpora: Path) -> None:
         """Each real malformed argument payload repairs to its intended object or to None."""
@@ -222,6 +223,7 @@ class TestRecoverRelaxedObject:
         assert None is recover_relaxed_object(msgspec.json.encode(value).decode())
 
 
+@pytest.mark.usefixtures("scanner")
 class TestRepairRelaxedObject:
     def test_kinds_order(self) -> None:
         """The repair kinds are reported in the order the module documents."""

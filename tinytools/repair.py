@@ -76,12 +76,12 @@ from . import _relaxed
 
 #: A relaxed-JSON scanner: the unwrapped document in, strict JSON and the bits of what
 #: changed out, or None when the document is refused.
-Scanner = Callable[[str], "tuple[str | bytes, int] | None"]
+_Scanner = Callable[[str], tuple[str | bytes, int] | None]
 
 try:
     from ._relaxed_speedups import rewrite as _rewrite_utf8
 except ImportError:  # pragma: no cover - installed without a C compiler
-    _scan: Scanner = _relaxed.rewrite
+    _scan: _Scanner = _relaxed.rewrite
 else:
 
     def _scan_utf8(text: str) -> tuple[bytes, int] | None:
@@ -177,7 +177,7 @@ def repair_relaxed_object(raw: str) -> Repaired | None:
     return _repair(raw, _scan)
 
 
-def _repair(raw: str, scan: Scanner) -> Repaired | None:
+def _repair(raw: str, scan: _Scanner) -> Repaired | None:
     """`repair_relaxed_object` with a given scanner (the benchmarks time both)."""
     found: set[RepairKind] = set()
     text = _unwrap_document(raw, found)
