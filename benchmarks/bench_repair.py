@@ -27,17 +27,16 @@ Three timings per input:
   installed" otherwise); the table says whether it returns the same value.
 
 Throughput is the input's UTF-8 size over the time; ratios are times over the floor's.
-Time is this thread's CPU time (the machines are shared), the best of ``--repeat`` runs of
-the mean per call, runs sized to about 0.05 s, rounds interleaved, garbage collector off.
-Calls slower than half a second are timed once.
+Time is measured as the foundation benchmarks measure it (``bench_foundation.measure``):
+this thread's CPU time, the best of ``--repeat`` runs of the mean per call, runs of about
+0.05 s, rounds interleaved, garbage collector off. Calls slower than half a second are
+timed once.
 """
 
 from __future__ import annotations
 
-import gc
 import importlib
 import json
-import time
 from collections.abc import Callable
 from functools import partial
 
@@ -47,44 +46,47 @@ import msgspec
 from tinytools import _relaxed, repair
 from tinytools.repair import recover_relaxed_object
 
-from .bench_foundation import options
+from .bench_foundation import measure, once, options
 
-__all__ = ["Row", "document", "main", "measure", "python_repr", "records", "run"]
+__all__ = ["Row", "document", "main", "python_repr", "records", "run"]
 
-CLOCK = time.thread_time
 SIZES = {"1 KB": 1_000, "100 KB": 100_000, "1 MB": 1_000_000}
 TARGET_1MB = 0.050  # seconds, from the issue
 SLOW = 0.5  # seconds: a call this slow is timed once
 
 
-def records(size: int) -> str:
-    """Relaxed records of about ``size`` characters, every repair on every record."""
+def _rows(size: int, row: Callable[[int], str]) -> str:
+    """``row(0)``, ``row(1)``... joined by ", ", about ``size`` characters in all."""
     rows: list[str] = []
     length = 0
     while length < size:
-        i = len(rows)
-        row = (
+        rows.append(row(len(rows)))
+        length += len(rows[-1]) + 2
+    return ", ".join(rows)
+
+
+def records(size: int) -> str:
+    """Relaxed records of about ``size`` characters, every repair on every record."""
+    body = _rows(
+        size,
+        lambda i: (
             f"{{id: {i}, name: 'user {i}', active: True, manager: None, tags: ['a', 'b',], "
             f'score: {i}.5, note: "x y z", bio: <|"|>said "hi" at {i}<|"|>,}}'
-        )
-        rows.append(row)
-        length += len(row) + 2
-    return "{records: [" + ", ".join(rows) + "],}"
+        ),
+    )
+    return "{records: [" + body + "],}"
 
 
 def python_repr(size: int) -> str:
     """A Python ``repr`` of records of about ``size`` characters: single quotes, literals."""
-    rows: list[str] = []
-    length = 0
-    while length < size:
-        i = len(rows)
-        row = (
+    body = _rows(
+        size,
+        lambda i: (
             f"{{'id': {i}, 'name': 'user {i}', 'active': True, 'manager': None, "
             f"'tags': ['a', 'b'], 'score': {i}.5, 'note': 'it\\'s \"quoted\"'}}"
-        )
-        rows.append(row)
-        length += len(row) + 2
-    return "{'records': [" + ", ".join(rows) + "]}"
+        ),
+    )
+    return "{'records': [" + body + "]}"
 
 
 def document(size: int) -> str:
@@ -102,32 +104,15 @@ SHAPES: dict[str, Callable[[int], str]] = {
 }
 
 
-def _mean_per_call(op: Callable[[], object], number: int) -> float:
-    start = CLOCK()
-    for _ in range(number):
-        op()
-    return (CLOCK() - start) / number
-
-
-def measure(ops: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
-    """Best-of-``repeat`` mean CPU time per call of each operation, rounds interleaved."""
-    best: dict[str, float] = {}
-    numbers: dict[str, int] = {}
-    for name, op in ops.items():
-        once = _mean_per_call(op, 1)  # also warms caches, as in a live process
-        if once > SLOW:
-            best[name] = once
-        else:
-            numbers[name] = max(1, int(0.05 / max(once, 1e-9)))
-    gc.disable()
-    try:
-        for _ in range(repeat):
-            for name, number in numbers.items():
-                seconds = _mean_per_call(ops[name], number)
-                best[name] = min(best.get(name, seconds), seconds)
-    finally:
-        gc.enable()
-    return best
+def _timings(ops: dict[str, Callable[[], object]], repeat: int) -> dict[str, float]:
+    """Seconds per call of each operation: one timed call for those slower than ``SLOW``
+    (json_repair on 1 MB takes seconds), the foundation benchmarks' measure for the rest."""
+    first = {name: once(op) for name, op in ops.items()}  # also warms caches
+    slow = {name for name, seconds in first.items() if seconds > SLOW}
+    fast = {name: op for name, op in ops.items() if name not in slow}
+    timings = measure(fast, collect=False, repeat=repeat)
+    timings.update({name: first[name] for name in slow})
+    return timings
 
 
 @attrs.frozen
@@ -172,7 +157,7 @@ def run(repeat: int) -> list[Row]:
             }
             if peer is not None:
                 ops["json_repair"] = partial(peer, relaxed)
-            times = measure(ops, repeat)
+            times = _timings(ops, repeat)
             rows.append(
                 Row(
                     shape=shape,
