@@ -99,16 +99,15 @@ def rewrite(text: str) -> tuple[str, int] | None:
         if kind == "space":
             out.append(token)
             continue
-        if closing:
-            if token == "," and _next_character(text, match.end()) == "}":
-                found |= COMMAS  # the wrapped object's trailing comma: "{{a: 1},}"
-                continue
-            if token != "}":
-                return None  # a wrapper around more than one object
-            wrappers.pop()  # and its "}" is dropped
-            closing = bool(wrappers) and wrappers[-1]
-            last = "}"
+        if token == "," and _next_character(text, match.end()) in ("}", "]"):
+            # A trailing comma is dropped, after a wrapped object too: "{{a: 1},}".
+            if last in ("{", "["):
+                return None  # "[,]" is a one-hole array in JavaScript, not []
+            found |= COMMAS
+            last = ","
             continue
+        if closing and token != "}":
+            return None  # a wrapper around more than one object
         if kind == "punctuation":
             if token == "{":
                 wraps = _next_character(text, match.end()) == "{"
@@ -121,13 +120,10 @@ def rewrite(text: str) -> tuple[str, int] | None:
                 if not wrappers:
                     return None
                 wrappers.pop()
-                closing = bool(wrappers) and wrappers[-1]
-            elif token == "," and _next_character(text, match.end()) in ("}", "]"):
-                if last in ("{", "["):
-                    return None  # "[,]" is a one-hole array in JavaScript, not []
-                found |= COMMAS
-                last = ","
-                continue  # dropped
+                wrapper_closed, closing = closing, bool(wrappers) and wrappers[-1]
+                if wrapper_closed:
+                    last = "}"
+                    continue  # dropped
             out.append(token)
             last = token
             continue

@@ -399,23 +399,24 @@ scan_document(Scan *scan, Stack *stack, long *found)
             i++;
             continue;
         }
-        if (closing) {
-            if (byte == ',' && next_byte(scan, i + 1) == '}') {
-                *found |= COMMAS; /* the wrapped object's trailing comma: "{{a: 1},}" */
+        if (byte == ',') {
+            unsigned char next = next_byte(scan, i + 1);
+            if (next == '}' || next == ']') {
+                /* A trailing comma is dropped, after a wrapped object too: "{{a: 1},}". */
+                if (last == '{' || last == '[') {
+                    return REFUSED; /* "[,]" is a one-hole array in JavaScript, not [] */
+                }
+                *found |= COMMAS;
+                if (copy_until(scan, i, i + 1) < 0) {
+                    return FAILED;
+                }
+                last = ',';
+                i++;
+                continue;
             }
-            else if (byte == '}') {
-                stack->depth--; /* the wrapper, whose "}" is dropped */
-                closing = stack->depth > 0 && stack->flags[stack->depth - 1];
-                last = '}';
-            }
-            else {
-                return REFUSED; /* a wrapper around more than one object */
-            }
-            if (copy_until(scan, i, i + 1) < 0) {
-                return FAILED;
-            }
-            i++;
-            continue;
+        }
+        if (closing && byte != '}') {
+            return REFUSED; /* a wrapper around more than one object */
         }
         Py_ssize_t end;
         switch (byte) {
@@ -438,26 +439,15 @@ scan_document(Scan *scan, Stack *stack, long *found)
             if (stack->depth == 0) {
                 return REFUSED;
             }
+            if (closing && copy_until(scan, i, i + 1) < 0) { /* a wrapper's, dropped */
+                return FAILED;
+            }
             stack->depth--;
             closing = stack->depth > 0 && stack->flags[stack->depth - 1];
             last = '}';
             i++;
             continue;
-        case ',': {
-            unsigned char next = next_byte(scan, i + 1);
-            if (next == '}' || next == ']') {
-                if (last == '{' || last == '[') {
-                    return REFUSED; /* "[,]" is a one-hole array in JavaScript, not [] */
-                }
-                *found |= COMMAS;
-                if (copy_until(scan, i, i + 1) < 0) {
-                    return FAILED;
-                }
-            }
-            last = ',';
-            i++;
-            continue;
-        }
+        case ',':
         case '[':
         case ']':
         case ':':
