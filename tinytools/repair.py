@@ -11,9 +11,9 @@ Repairs, composed freely and at any depth (`RepairKind` labels, reported in this
   key. An identifier is a run of word characters (what ``str.isalnum()`` accepts, ``_``,
   ``$``, ``-``) that does not start with ``-`` or a decimal digit (``str.isdecimal()``):
   ``{a-b: 1}``, ``{$ref: 1}``, ``{città: 1}`` and ``{²: 1}`` are repaired, ``{1a: 1}``
-  and ``{-a: 1}`` refused. ``true``, ``false``,
-  ``null``, ``True``, ``False`` and ``None`` are refused as keys: JavaScript reads
-  ``{true: 1}`` as the key ``"true"``, Python as a boolean.
+  and ``{-a: 1}`` refused. ``true``, ``false``, ``null``, ``True``, ``False`` and
+  ``None`` are refused as keys: JavaScript reads ``{true: 1}`` as the key ``"true"``,
+  Python as a boolean.
 - ``redundant_braces``: a brace pair that wraps exactly one object (``{{...}}``) is
   dropped, layer by layer; a pair that wraps anything else is refused.
 - ``template_quote_tokens``: a string delimited by a leaked chat-template quote token
