@@ -176,9 +176,11 @@ def _message_for(call: ToolCall, tool: AnyTool, value: object) -> ToolMessage:
         if isinstance(value, ToolResult):
             raise Special(value)
         try:
-            content, output = _encode(value).decode(), ToolOutput(value, ())
+            content = _encode(value).decode()
         except (TypeError, ValueError):
             raise Special(value) from None
+        # As the fold: a structured output only when there is something structured.
+        output = None if value is None else ToolOutput(value, ())
     return ToolMessage(tool_call_id=call.id, name=tool.name, content=content, artifact=output)
 
 

@@ -73,6 +73,11 @@ def opaque(a: int) -> object:
 
 
 @tool
+def nothing(a: int) -> None:
+    """Return None (no structured output)."""
+
+
+@tool
 async def later(a: int) -> int:
     """An async tool."""
     return a * 2
@@ -103,13 +108,32 @@ async def a_rich(a: int) -> ToolResult:
 
 
 @tool
+async def a_nothing(a: int) -> None:
+    """An async tool returning None."""
+    await anyio.lowlevel.checkpoint()
+
+
+@tool
 async def a_fatal(a: int) -> int:
     """An async tool that aborts the batch."""
     raise FatalToolError("stop everything")
 
 
 TOOLS = Registry.of(
-    add, shout, broken, picky, flaky, rich, opaque, later, a_broken, a_flaky, a_rich, a_fatal
+    add,
+    shout,
+    broken,
+    picky,
+    flaky,
+    rich,
+    opaque,
+    nothing,
+    later,
+    a_broken,
+    a_flaky,
+    a_rich,
+    a_nothing,
+    a_fatal,
 )
 POLICY = RunPolicy(retry_base_delay=0)
 GENERAL = [before_tool(lambda call, env: call)]  # any middleware forces the general path
@@ -122,12 +146,14 @@ ARGS = {
     "flaky": st.fixed_dictionaries({"key": st.sampled_from(["k1", "k2"])}),
     "rich": st.fixed_dictionaries({"a": st.integers(0, 3)}),
     "opaque": st.fixed_dictionaries({"a": st.integers(0, 3)}),
+    "nothing": st.fixed_dictionaries({"a": st.integers(0, 3)}),
     "later": st.fixed_dictionaries({"a": st.integers(0, 3)}),
     "a_broken": st.fixed_dictionaries({"a": st.integers(0, 3)}),
     "a_flaky": st.fixed_dictionaries({"key": st.sampled_from(["k1", "k2"])}),
     "a_rich": st.fixed_dictionaries({"a": st.integers(0, 3)}),
+    "a_nothing": st.fixed_dictionaries({"a": st.integers(0, 3)}),
 }
-ASYNC = ["later", "a_broken", "a_flaky", "a_rich"]
+ASYNC = ["later", "a_broken", "a_flaky", "a_rich", "a_nothing"]
 
 
 @st.composite
