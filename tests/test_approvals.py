@@ -8,13 +8,16 @@ from tinytools import (
     ApprovalRequired,
     DeferredToolRequests,
     DeferredToolResults,
+    DispatchEnv,
     Inject,
     Registry,
+    Reject,
     RunContext,
     Tool,
     ToolCall,
     ToolPolicy,
     ToolResult,
+    before_tool,
     dispatch,
     dispatch_sync,
     tool,
@@ -173,6 +176,23 @@ class TestInlineHandler:
         assert {"1": "denied", "4": "ok"} == {m.tool_call_id: m.status for m in result.messages}
         assert result.deferred is not None
         assert ["2", "3"] == [c.id for c in result.deferred.approvals]
+
+    @pytest.mark.parametrize("kind", ["list", "generator"])
+    def test_middleware_also_judges_the_resumed_calls(self, kind: str) -> None:
+        """The inline resume runs the same middleware, even when it came as a generator."""
+
+        def gate(call: ToolCall, env: DispatchEnv) -> object:
+            return Reject("still refused") if env.is_call_approved(call.id) else call
+
+        hooks = [before_tool(gate)]
+        middleware = hooks if kind == "list" else (hook for hook in hooks)
+        result = dispatch_sync(
+            calls(), TOOLS, middleware=middleware, on_deferred=lambda r: r.approve_all()
+        )
+        assert [] == ran  # every approved call was rejected by the gate, none ran
+        assert {"1": "denied", "2": "denied", "3": "denied"} == {
+            m.tool_call_id: m.status for m in result.messages
+        }
 
     def test_async_handler_refused_by_dispatch_sync(self) -> None:
         """dispatch_sync cannot await an async handler and says so."""

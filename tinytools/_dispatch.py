@@ -44,7 +44,16 @@ from ._inject import Cancellation, Context, check_context
 from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
 from ._result import DispatchResult
-from ._run import EventHandler, Options, Run, Sink, abort_batch, assemble, prepare
+from ._run import (
+    EventHandler,
+    Options,
+    Run,
+    Sink,
+    abort_batch,
+    assemble,
+    middleware_stack,
+    prepare,
+)
 from ._wire import ToolCall, ToolMessage
 from .events import ToolStarted
 from .policies import RunPolicy
@@ -194,7 +203,7 @@ async def dispatch(
         if fast is not None:
             return fast
     sink = Sink(on_event)
-    options = Options(policy, middleware, context, advertised, ledger, artifacts)
+    options = Options(policy, middleware_stack(middleware), context, advertised, ledger, artifacts)
     result = await _dispatch_async(batch, tools, options, approvals, sink, cancellation)
     if result.deferred is None or on_deferred is None:
         return result
@@ -337,7 +346,7 @@ def dispatch_sync(
         if fast is not None:
             return fast
     sink = Sink(on_event)
-    options = Options(policy, middleware, context, advertised, ledger, artifacts)
+    options = Options(policy, middleware_stack(middleware), context, advertised, ledger, artifacts)
     result = _dispatch_sync(batch, tools, options, approvals, sink, cancellation)
     if result.deferred is None or on_deferred is None:
         return result

@@ -18,7 +18,7 @@ from ._fold import Folded, Outcome, Ran
 from ._inject import Context
 from ._registry import AnyTool, Registry
 from ._result import DispatchResult
-from ._run import Options, Run, Sink, abort_batch, assemble, prepare
+from ._run import NO_MIDDLEWARE, Options, Run, Sink, abort_batch, assemble, prepare
 from ._wire import ToolCall, ToolMessage, wrap_return
 from .errors import FatalToolError, RetryableError
 from .events import Event
@@ -39,7 +39,9 @@ def _rebuild(
     """A general-path run holding what the fast path did: admitted calls, events, answers."""
     sink = Sink(None)
     sink.events = events
-    run = prepare(batch, tools, Options(policy, (), context, None, None, None), None, sink)
+    run = prepare(
+        batch, tools, Options(policy, NO_MIDDLEWARE, context, None, None, None), None, sink
+    )
     run.verdicts = [Admitted(i, c, t, a) for i, (c, t, a) in enumerate(admitted)]
     for index, message in answered:
         run.folded[index] = Folded(message, ())

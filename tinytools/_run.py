@@ -31,7 +31,17 @@ from ._wire import ToolCall, ToolMessage
 from .events import Event
 from .policies import RunPolicy
 
-__all__ = ["EventHandler", "Options", "Run", "Sink", "abort_batch", "assemble", "prepare"]
+__all__ = [
+    "EventHandler",
+    "NO_MIDDLEWARE",
+    "Options",
+    "Run",
+    "Sink",
+    "abort_batch",
+    "assemble",
+    "middleware_stack",
+    "prepare",
+]
 
 #: What ``on_event`` may be: a plain callable, or an async one.
 EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
@@ -127,7 +137,7 @@ class Options(msgspec.Struct, frozen=True):
     """The dispatch arguments every stage reads (a resumed batch shares them too)."""
 
     policy: RunPolicy
-    middleware: Iterable[object]
+    stack: Stack  # the middleware, composed once: a resumed batch reads an iterator too
     context: Context | None
     advertised: Collection[str] | None
     ledger: EffectLedger | None
@@ -146,7 +156,7 @@ def prepare(
     sink: Sink,
 ) -> Run:
     """Check the inputs and build the run's state (registry, callable names, middleware)."""
-    policy, middleware, advertised = o.policy, o.middleware, o.advertised
+    policy, advertised = o.policy, o.advertised
     batch = tuple(calls)
     for call in batch:
         if not isinstance(call, ToolCall):
@@ -156,11 +166,15 @@ def prepare(
     registry = _registry(tools)
     offered = None if advertised is None else frozenset(advertised)
     env = DispatchEnv(registry, policy, o.context or Context(), offered)
-    stack = _NO_MIDDLEWARE if middleware == () else compose(middleware)
-    return Run(batch, env, stack, sink, o.artifacts, o.ledger, approvals)
+    return Run(batch, env, o.stack, sink, o.artifacts, o.ledger, approvals)
 
 
-_NO_MIDDLEWARE = Stack()
+NO_MIDDLEWARE = Stack()
+
+
+def middleware_stack(middleware: Iterable[object]) -> Stack:
+    """Compose ``dispatch``'s middleware argument once (see :func:`compose`)."""
+    return NO_MIDDLEWARE if middleware == () else compose(middleware)
 
 
 def abort_batch(run: Run, reason: str) -> DispatchAborted:
