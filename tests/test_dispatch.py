@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import anyio
 import msgspec
 import pytest
 import trio
@@ -433,6 +434,23 @@ class TestEventsAndContext:
 
         result = await dispatch([call("c", "add", '{"a": 1}')], TOOLS, on_event=record)
         assert list(result.events) == seen
+
+    @pytest.mark.anyio
+    async def test_on_event_object_with_async_call(self) -> None:
+        """An object whose __call__ is async is awaited like an async function."""
+
+        class Recorder:
+            def __init__(self) -> None:
+                self.kinds: list[str] = []
+
+            async def __call__(self, event: Event) -> None:
+                await anyio.lowlevel.checkpoint()
+                self.kinds.append(type(event).__name__)
+
+        recorder = Recorder()
+        result = await dispatch([call("c", "add", '{"a": 1}')], TOOLS, on_event=recorder)
+        assert [type(e).__name__ for e in result.events] == recorder.kinds
+        assert ["ToolStarted", "ToolCompleted"] == recorder.kinds
 
     def test_unsatisfiable_injection(self) -> None:
         """A tool whose injection the context cannot satisfy fails before anything runs."""

@@ -36,6 +36,7 @@ from ._approvals import Deny
 from ._middleware import Approved, Defer, Reject
 from ._policy_middleware import resolve
 from ._registry import AnyTool
+from ._spec import is_async_function
 from ._wire import ToolCall
 
 if TYPE_CHECKING:
@@ -55,12 +56,6 @@ ApprovalOutcome: TypeAlias = Allow | Deny | Defer
 ApprovalCallback: TypeAlias = Callable[
     [ToolCall, AnyTool | None], ApprovalOutcome | Awaitable[ApprovalOutcome]
 ]
-
-
-def _is_async(callback: object) -> bool:
-    return inspect.iscoroutinefunction(callback) or inspect.iscoroutinefunction(
-        getattr(callback, "__call__", None)  # noqa: B004 - an object's async __call__
-    )
 
 
 def _translate(call: ToolCall, outcome: object) -> Approved | Reject | Defer:
@@ -92,7 +87,7 @@ class HumanApprovalMiddleware:
     _async: bool = attrs.field(
         init=False,
         eq=False,
-        default=attrs.Factory(lambda self: _is_async(self.callback), takes_self=True),
+        default=attrs.Factory(lambda self: is_async_function(self.callback), takes_self=True),
     )
 
     def before_tool(

@@ -9,7 +9,6 @@ unanswered as interrupted, and :func:`abort_batch` wraps that in the
 
 from __future__ import annotations
 
-import inspect
 import threading
 from collections.abc import Awaitable, Callable, Collection, Iterable
 
@@ -27,6 +26,7 @@ from ._inject import Context
 from ._middleware import Stack, compose
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
+from ._spec import is_async_function
 from ._wire import ToolCall, ToolMessage
 from .events import Event
 from .policies import RunPolicy
@@ -53,7 +53,7 @@ class Sink:
     def __init__(self, on_event: EventHandler | None) -> None:
         self.events: list[Event] = []
         self._lock = threading.Lock()
-        self._async = on_event is not None and inspect.iscoroutinefunction(on_event)
+        self._async = is_async_function(on_event)
         self._handler = on_event
         self._pending: list[Event] = []
 

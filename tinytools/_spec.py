@@ -83,9 +83,15 @@ def _exposure(value: Exposure | str) -> Exposure:
     return value if isinstance(value, Exposure) else Exposure(value)
 
 
-def is_async_function(fn: Callable[..., object] | None) -> bool:
-    """Whether calling ``fn`` returns an awaitable (decorators unwrapped)."""
-    return fn is not None and inspect.iscoroutinefunction(inspect.unwrap(fn))
+def is_async_function(fn: object) -> bool:
+    """Whether calling ``fn`` returns an awaitable: a coroutine function (decorators
+    unwrapped), or an object whose ``__call__`` is one."""
+    if fn is None:
+        return False
+    if inspect.iscoroutinefunction(inspect.unwrap(fn)):  # type: ignore[arg-type]
+        return True
+    call = getattr(fn, "__call__", None)  # noqa: B004 - an object's async __call__
+    return inspect.ismethod(call) and inspect.iscoroutinefunction(call)
 
 
 @attrs.frozen(eq=False, repr=False)
