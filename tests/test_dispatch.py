@@ -540,3 +540,23 @@ class TestInputs:
                 [call("c", "stored", '{"key": "k"}')], TOOLS, context=context, cancellation=handle
             )
         assert [] == handle._callbacks
+
+
+class TestRunPolicyLimits:
+    @pytest.mark.parametrize("field", ["deadline", "tool_timeout"])
+    @pytest.mark.parametrize("value", [0, -1, float("inf"), float("nan"), True, "1"], ids=repr)
+    def test_bad_seconds(self, field: str, value: object) -> None:
+        """A time limit is a finite number of seconds > 0; the error names the field."""
+        with pytest.raises(ValueError, match=f"{field} must be a finite number of seconds > 0"):
+            RunPolicy(**{field: value})  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("value", [0, -1, 1.5, True, "1"], ids=repr)
+    def test_bad_result_bytes(self, value: object) -> None:
+        """A result limit is an int > 0 (a float would later fail to cut the text)."""
+        with pytest.raises(ValueError, match="max_result_bytes must be an int > 0"):
+            RunPolicy(max_result_bytes=value)  # type: ignore[arg-type]
+
+    def test_good_limits(self) -> None:
+        """Positive limits, or None, are accepted as given."""
+        policy = RunPolicy(deadline=1.5, tool_timeout=2, max_result_bytes=10)
+        assert (1.5, 2, 10) == (policy.deadline, policy.tool_timeout, policy.max_result_bytes)

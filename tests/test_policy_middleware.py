@@ -363,6 +363,21 @@ class TestEnforceResultBytes:
         assert long_text() == self.run(M.enforce_result_bytes())
         assert long_text() == self.run(M.require_sandbox())
 
+    def test_lone_surrogate_is_cut_not_fatal(self) -> None:
+        """Text holding a lone surrogate (a model's "\\udc80", decoded) is cut, not an abort."""
+
+        @tool(policy=READ_ONLY)
+        def odd() -> str:
+            """Echo a lone surrogate."""
+            return "\udc80" + "x" * 100
+
+        result = dispatch_sync(
+            [ToolCall("c1", "odd", {})], Registry.of(odd), middleware=[M.enforce_result_bytes(60)]
+        )
+        (message,) = result.messages
+        assert message.content.startswith("x")  # the cut drops what UTF-8 cannot hold
+        assert "[truncated: 103 bytes" in message.content
+
     def test_blocks_cut_as_rendered(self) -> None:
         """Mixed blocks are cut as the model reads them: one text block of the rendering."""
         blocks = (

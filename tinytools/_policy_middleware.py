@@ -46,7 +46,7 @@ from ._inject import Context
 from ._middleware import Defer, Reject
 from ._registry import AnyTool, Registry
 from ._spec import Exposure
-from ._tool_policy import ToolPolicy
+from ._tool_policy import BYTES, ToolPolicy
 from ._wire import ContentBlock, TextBlock, ToolCall, ToolResult
 from .policies import Rewrite
 
@@ -148,11 +148,6 @@ class _builder(Generic[_P]):  # lower case: used as a decorator, like `classmeth
         return cast("Callable[_P, ToolPolicyMiddleware]", types.MethodType(self._fn, target))
 
 
-def _positive(_: object, attribute: attrs.Attribute[int | None], value: int | None) -> None:
-    if value is not None and (type(value) is not int or value <= 0):
-        raise ValueError(f"{attribute.name} must be an int > 0, or None; got {value!r}")
-
-
 def _side_effects(kinds: Iterable[str]) -> tuple[SideEffect, ...]:
     chosen = set(kinds)
     if unknown := sorted(chosen - set(_SIDE_EFFECTS)):
@@ -186,7 +181,7 @@ class ToolPolicyMiddleware:
     background_safe: bool = False
     denied: tuple[SideEffect, ...] = attrs.field(default=(), converter=_side_effects)
     result_bytes: bool = False
-    max_result_bytes: int | None = attrs.field(default=None, validator=_positive)
+    max_result_bytes: int | None = attrs.field(default=None, validator=BYTES)
 
     @_builder
     def strict(self) -> ToolPolicyMiddleware:
@@ -339,6 +334,5 @@ def _cut(blocks: tuple[ContentBlock, ...], limit: int) -> tuple[ContentBlock, ..
     placeholders), so cutting the rendering keeps exactly what it would read.
     """
     text = render(blocks)
-    if len(text.encode()) <= limit:
-        return blocks
-    return (TextBlock(truncate(text, limit)),)
+    cut = truncate(text, limit)
+    return blocks if cut is text else (TextBlock(cut),)

@@ -33,7 +33,9 @@ if TYPE_CHECKING:
     from attrs import Attribute
 
 __all__ = [
+    "BYTES",
     "ReplayMode",
+    "SECONDS",
     "SandboxMode",
     "ToolAccess",
     "ToolPolicy",
@@ -97,9 +99,10 @@ _STRINGS = _check(
     "a sequence of strings such as ('a', 'b')",
     TypeError,
 )
-_SECONDS = _check(_is_seconds, "a finite number of seconds > 0, or None for no limit")
+#: attrs validators shared with RunPolicy and ToolPolicyMiddleware.
+SECONDS = _check(_is_seconds, "a finite number of seconds > 0, or None for no limit")
 _RETRIES = _check(lambda n: _is_int(n) and n >= 0, "an int >= 0 (0 means no retries)")
-_BYTES = _check(lambda n: n is None or (_is_int(n) and n > 0), "an int > 0, or None for no limit")
+BYTES = _check(lambda n: n is None or (_is_int(n) and n > 0), "an int > 0, or None for no limit")
 _KEY = _check(lambda f: f is None or callable(f), "a function of the arguments, or None", TypeError)
 _REDACTABLE = _check(
     lambda entries: all(map(_REDACT_ENTRY.fullmatch, entries)),
@@ -170,10 +173,10 @@ class ToolRuntime:
     """
 
     sandbox: SandboxMode = attrs.field(default="inherit", validator=_one_of(SandboxMode))
-    timeout: float | None = attrs.field(default=None, converter=_as_seconds, validator=_SECONDS)
+    timeout: float | None = attrs.field(default=None, converter=_as_seconds, validator=SECONDS)
     max_retries: int = attrs.field(default=0, validator=_RETRIES)
     idempotent: bool = _flag()
-    max_result_bytes: int | None = attrs.field(default=None, validator=_BYTES)
+    max_result_bytes: int | None = attrs.field(default=None, validator=BYTES)
     replay: ReplayMode = attrs.field(default="never", validator=_one_of(ReplayMode))
     blocking: bool = _flag()
     # msgspec encodes only public attributes, so the underscore keeps the function out of

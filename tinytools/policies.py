@@ -13,11 +13,12 @@ answered (after a conservative repair attempt) with a parse-error message.
 # No `from __future__ import annotations`: attrs and msgspec read these
 # annotations at run time from the facade module (see `tinytools/_wire.py`).
 
-import math
 from collections.abc import Collection
 from typing import Any, TypeAlias
 
 import attrs
+
+from ._tool_policy import BYTES, SECONDS
 
 __all__ = [
     "Fail",
@@ -66,14 +67,6 @@ class NormalizeThenReturnToolError:
 UnknownToolPolicy: TypeAlias = ReturnToolError | Fail | Rewrite
 #: What to do with well-formed arguments that break the tool's schema.
 InvalidArgsPolicy: TypeAlias = ReturnToolError | Fail | NormalizeThenReturnToolError
-
-
-def _positive_or_none(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> None:
-    if value is None:
-        return
-    number_ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number_ok or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{attribute.name} must be a positive number or None; got {value!r}")
 
 
 def _at_least_one(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> None:
@@ -143,9 +136,9 @@ class RunPolicy:
     )
     max_tool_calls: int | None = attrs.field(default=None)
     max_concurrency: int = attrs.field(default=1, validator=_at_least_one)
-    deadline: float | None = attrs.field(default=None, validator=_positive_or_none)
-    tool_timeout: float | None = attrs.field(default=None, validator=_positive_or_none)
-    max_result_bytes: int | None = attrs.field(default=None, validator=_positive_or_none)
+    deadline: float | None = attrs.field(default=None, validator=SECONDS)
+    tool_timeout: float | None = attrs.field(default=None, validator=SECONDS)
+    max_result_bytes: int | None = attrs.field(default=None, validator=BYTES)
     allowlist: frozenset[str] | None = attrs.field(default=None, converter=_names)
     fail_closed_allowlist: bool = True
     retry_base_delay: float = 0.1
