@@ -149,7 +149,7 @@ async def dispatch(
     calls: Iterable[ToolCall],
     tools: Registry | Iterable[AnyTool],
     *,
-    policy: RunPolicy = RunPolicy(),  # noqa: B008 - frozen, so sharing it is safe
+    policy: RunPolicy = _fastpath.DEFAULT_POLICY,
     middleware: Iterable[object] = (),
     context: Context | None = None,
     advertised: Collection[str] | None = None,
@@ -317,7 +317,7 @@ def dispatch_sync(
     calls: Iterable[ToolCall],
     tools: Registry | Iterable[AnyTool],
     *,
-    policy: RunPolicy = RunPolicy(),  # noqa: B008 - frozen, so sharing it is safe
+    policy: RunPolicy = _fastpath.DEFAULT_POLICY,
     middleware: Iterable[object] = (),
     context: Context | None = None,
     advertised: Collection[str] | None = None,

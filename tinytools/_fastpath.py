@@ -38,6 +38,7 @@ from .events import Event, ToolCompleted, ToolStarted
 from .policies import RunPolicy
 
 __all__ = [
+    "DEFAULT_POLICY",
     "Plan",
     "PromoteAsync",
     "PromoteSpread",
@@ -50,12 +51,13 @@ __all__ = [
     "run_sync",
 ]
 
-_DEFAULT_POLICY = RunPolicy()
+#: dispatch's default policy: one object, so the plain-policy check is one identity test.
+DEFAULT_POLICY = RunPolicy()
 _encode = msgspec.json.encode
 
 
 def _plain_policy(policy: RunPolicy) -> bool:
-    return policy is _DEFAULT_POLICY or (
+    return policy is DEFAULT_POLICY or (
         policy.deadline is None
         and policy.max_tool_calls is None
         and policy.tool_timeout is None
