@@ -8,7 +8,7 @@ from __future__ import annotations
 import nox
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
-PYTHONS = ["3.10", "3.11", "3.12", "3.13"]
+PYTHONS = nox.project.python_versions(PYPROJECT)  # from the classifiers
 
 nox.options.sessions = ["tests", "lint", "typecheck"]
 nox.options.error_on_missing_interpreters = False

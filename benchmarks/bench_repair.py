@@ -15,7 +15,7 @@ Each input is valid-but-relaxed JSON of about 1 KB, 100 KB and 1 MB, in three sh
 * ``document``: a Gemma-style file-writing call in a markdown fence, with wrapping braces,
   unquoted keys and one long template-token string holding source code.
 
-Three timings per input:
+Four timings per input:
 
 * the **floor**: ``msgspec.json.decode`` of the strict equivalent, what a well-formed call
   costs;

@@ -217,9 +217,10 @@ class TestAttacks:
             asked.append(call.name)
             return Allow() if call.name == "send_email" else Deny("no")
 
-        dispatch_sync(
+        result = dispatch_sync(
             [call("send_email"), call("wire_money")],
             TOOLS,
             middleware=[HumanApprovalMiddleware(allow_email)],
         )
-        assert ["send_email"] == ran
+        assert (["send_email"], ["send_email"]) == (asked, ran)
+        assert ["ok", "error"] == [message.status for message in result.messages]
