@@ -10,7 +10,16 @@ from typing import TypedDict
 import msgspec
 import pytest
 
-from tinytools import Tool, ToolArgumentsError, ToolDefinitionError, tool
+from tinytools import (
+    CallId,
+    Inject,
+    Tool,
+    ToolArgumentsError,
+    ToolCall,
+    ToolDefinitionError,
+    dispatch_sync,
+    tool,
+)
 
 
 class Size(enum.Enum):
@@ -186,6 +195,22 @@ class TestSchemaValidator:
         schema["properties"]["a"]["type"] = "string"  # type: ignore[index]
         assert t.validate({"a": 1}) == {"a": 1}
         assert t.parameters["properties"]["a"]["type"] == "integer"  # type: ignore[index]
+
+    def test_open_schema_cannot_set_an_injected_parameter(self) -> None:
+        """An open schema still refuses the name of an injected parameter, as a violation."""
+
+        def fn(q: str, cid: Inject[CallId]) -> str:
+            return f"{q} {cid}"
+
+        t = Tool.from_schema(
+            "t", "", {"type": "object", "properties": {"q": {"type": "string"}}}, fn
+        )
+        assert {"q": "a", "other": 1} == t.validate({"q": "a", "other": 1})
+        error = error_of(t, {"q": "a", "cid": "forged"})
+        assert ("$", "Object contains unknown field `cid`") == (error.path, error.detail)
+        result = dispatch_sync([ToolCall("1", "t", {"q": "a", "cid": "forged"})], [t])
+        assert ["error"] == [message.status for message in result.messages]
+        assert () == result.executed
 
     def test_top_level_must_be_object(self) -> None:
         """A schema whose top level is not an object schema is refused."""

@@ -277,7 +277,7 @@ class Tool(Generic[P, R]):
             description,
             schema,
             fn,
-            validator=SchemaValidator(schema, enforce),
+            validator=SchemaValidator(schema, enforce, frozenset(i.name for i in injections)),
             injections=injections,
             policy=policy or DEFAULT_POLICY,
             exposure=exposure,

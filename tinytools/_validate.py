@@ -247,11 +247,16 @@ class SchemaValidator:
     code), so a registry of many imported tools compiles only what it calls.
     """
 
-    __slots__ = ("_check", "enforce", "schema")
+    __slots__ = ("_check", "enforce", "injected", "schema")
 
-    def __init__(self, schema: Mapping[str, object], enforce: Enforce) -> None:
+    def __init__(
+        self, schema: Mapping[str, object], enforce: Enforce, injected: frozenset[str] = frozenset()
+    ) -> None:
         self.schema = schema
         self.enforce: Enforce = enforce
+        # The function's injected parameters: an open schema would let the model send
+        # one, and injection must never be overridable (DESIGN: a schema violation).
+        self.injected = injected
         self._check: Callable[[object], object] | None = None
 
     def compile(self, tool_name: str) -> Callable[[object], object]:
@@ -287,6 +292,9 @@ class SchemaValidator:
         if not isinstance(value, Mapping):
             raise ToolArgumentsError(tool_name, f"Expected `object`, got `{json_type(value)}`")
         value = dict(value)
+        if self.injected and not self.injected.isdisjoint(value):
+            forged = min(self.injected.intersection(value))
+            raise ToolArgumentsError(tool_name, f"Object contains unknown field `{forged}`")
         check = self.compile(tool_name)
         try:
             check(value)
