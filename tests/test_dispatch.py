@@ -348,6 +348,39 @@ class TestMiddleware:
         assert ["interrupted"] == [m.status for m in info.value.result.messages]
         assert isinstance(info.value.__cause__, RuntimeError)
 
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("concurrency", [1, 2])
+    async def test_abort_names_the_failing_hook(self, concurrency: int) -> None:
+        """A raising after_tool hook aborts with a reason naming it, serial or concurrent."""
+
+        def broken(c: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            if c.id == "c":
+                raise RuntimeError("bug")
+            return result
+
+        with pytest.raises(DispatchAborted) as info:
+            await dispatch(
+                [call("c", "add", '{"a": 1}'), call("d", "add", '{"a": 2}')],
+                TOOLS,
+                policy=RunPolicy(max_concurrency=concurrency),
+                middleware=[after_tool(broken)],
+            )
+        assert info.value.reason.startswith("after_tool hook ")
+        assert "RuntimeError('bug')" in info.value.reason
+        assert isinstance(info.value.__cause__, RuntimeError)
+
+    def test_abort_by_a_host_callback_is_not_blamed_on_middleware(self) -> None:
+        """An on_event handler that raises aborts the batch, and the reason says so."""
+
+        def fussy(event: Event) -> None:
+            if isinstance(event, ToolCompleted):
+                raise ValueError("disk full")
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, on_event=fussy)
+        assert "ValueError('disk full') was raised outside the tools" in info.value.reason
+        assert "middleware" not in info.value.reason
+
     def test_not_a_middleware(self) -> None:
         """An object without hooks is refused with the fix."""
         with pytest.raises(TypeError, match="before_tool"):

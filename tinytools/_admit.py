@@ -37,7 +37,7 @@ import msgspec
 from . import repair
 from ._approvals import Approve, ApproveWithArgs, DeferredToolResults, Deny, Respond
 from ._dispatch_env import DispatchEnv
-from ._middleware import Approved, Defer, Reject, Stack
+from ._middleware import Approved, Defer, HookFailed, Reject, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
 from ._validate import preview
@@ -58,7 +58,6 @@ __all__ = [
     "Admitted",
     "Answered",
     "Deferred",
-    "HookFailed",
     "Resolved",
     "Skipped",
     "Verdict",
@@ -66,14 +65,6 @@ __all__ = [
     "error_message",
     "admit_batch_async",
 ]
-
-
-class HookFailed(Exception):
-    """A ``before_tool`` hook raised: dispatch aborts the batch (``__cause__`` is the error)."""
-
-    def __init__(self, hook: object, error: Exception) -> None:
-        self.error = error
-        super().__init__(f"before_tool hook {hook!r} raised {error!r}")
 
 
 class Admitted(msgspec.Struct, frozen=True):
@@ -291,12 +282,12 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
         try:
             outcome: object = hook(call, batch.env)
         except Exception as error:
-            raise HookFailed(hook, error) from error
+            raise HookFailed("before_tool", hook, error) from error
         if inspect.isawaitable(outcome):
             try:
                 outcome = yield outcome
             except Exception as error:
-                raise HookFailed(hook, error) from error
+                raise HookFailed("before_tool", hook, error) from error
         if isinstance(outcome, Reject):
             batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
             return Answered(index, error_message(call, outcome.message, "denied"))

@@ -28,7 +28,6 @@ from . import _fastpath
 from ._admit import (
     Abort,
     Admitted,
-    HookFailed,
     Resolved,
     admit_batch,
     admit_batch_async,
@@ -41,9 +40,10 @@ from ._execute import UNSEEN, run_inline, threaded
 from ._fold import fold_resolved
 from ._handover import promote_async, promote_spread, promote_sync
 from ._inject import Cancellation, Context, check_context
+from ._middleware import HookFailed
 from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
-from ._result import DispatchResult
+from ._result import DispatchAborted, DispatchResult
 from ._run import (
     EventHandler,
     Options,
@@ -106,6 +106,40 @@ async def _admit_async(
     return _admitted(run)
 
 
+def _aborted(run: Run, error: Exception) -> DispatchAborted:
+    """The abort for an error raised while settling calls, saying where it came from.
+
+    Concurrent execution raises what its tasks raised inside an exception group: the
+    reason names the first of them (:func:`_cause` says what to raise it from).
+    """
+    leaves = _leaves(error)
+    first = leaves[0]
+    if isinstance(first, HookFailed):
+        reason = str(first)
+    else:  # not a tool (their errors are answers) and not a hook: the host's own callbacks
+        where = "an on_event handler, the effect ledger or the artifact store"
+        reason = f"{first!r} was raised outside the tools, by {where}"
+    if len(leaves) > 1:
+        reason += f" (and {len(leaves) - 1} more errors)"
+    return abort_batch(run, reason)
+
+
+def _cause(error: Exception) -> BaseException:
+    """What an abort by ``error`` is raised from: the one failure inside, or the group."""
+    leaves = _leaves(error)
+    if len(leaves) > 1:
+        return error
+    return leaves[0].error if isinstance(leaves[0], HookFailed) else leaves[0]
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    """The errors inside an exception group (nested ones included), or ``[error]``."""
+    inner = getattr(error, "exceptions", None)  # BaseExceptionGroup, or its 3.10 backport
+    if not isinstance(inner, tuple) or not inner:
+        return [error]
+    return [leaf for member in inner for leaf in _leaves(member)]
+
+
 def _cancelled(cancellation: Cancellation | None) -> Callable[[], bool]:
     return (lambda: False) if cancellation is None else (lambda: cancellation.cancelled)
 
@@ -139,7 +173,7 @@ def _answer_resolved(run: Run, verdict: Resolved) -> None:
     try:
         folded = fold_resolved(verdict, run.env, run.stack, run.store)
     except Exception as error:
-        raise abort_batch(run, f"after_tool middleware raised {error!r}") from error
+        raise _aborted(run, error) from _cause(error)
     run.resolved[verdict.index] = folded
     for event in folded.events:
         run.sink.emit(event)
@@ -269,8 +303,8 @@ async def _finish_async(
 ) -> DispatchResult:
     try:
         why = await execute(run, cancellation, deadline)
-    except Exception as error:  # an after_tool hook raised
-        raise abort_batch(run, f"after_tool middleware raised {error!r}") from error
+    except Exception as error:
+        raise _aborted(run, error) from _cause(error)
     await run.sink.flush()
     if run.fatal is not None:
         raise abort_batch(run, run.fatal)
@@ -303,8 +337,8 @@ def _execute_inline(run: Run, cancellation: Cancellation | None, deadline: float
         try:
             outcome = run_inline(run.attempts(item), handle)
             run.finish(item, outcome)
-        except Exception as error:  # an after_tool hook raised
-            raise abort_batch(run, f"after_tool middleware raised {error!r}") from error
+        except Exception as error:
+            raise _aborted(run, error) from _cause(error)
         finally:
             if forget is not None:
                 forget()  # the caller's handle must not keep this call's handle alive

@@ -16,7 +16,7 @@ import msgspec
 from ._admit import Admitted, Resolved
 from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput
 from ._dispatch_env import DispatchEnv
-from ._middleware import Stack
+from ._middleware import HookFailed, Stack
 from ._wire import (
     Artifact,
     ContentBlock,
@@ -209,7 +209,10 @@ def _fold(
         result = ToolResult.error(outcome.message)
         status = outcome.status if isinstance(outcome, Failed) else "error"
     for hook in stack.afters:
-        result = hook(call, result, env)
+        try:
+            result = hook(call, result, env)
+        except Exception as error:
+            raise HookFailed("after_tool", hook, error) from error
     artifacts = _persist(result.artifacts, store, env.context.run_id, call.id)
     output = None
     if result.structured is not None or artifacts:

@@ -37,6 +37,7 @@ __all__ = [
     "Before",
     "BeforeOutcome",
     "Defer",
+    "HookFailed",
     "Middleware",
     "Reject",
     "Stack",
@@ -123,6 +124,14 @@ class Stack:
 
     befores: tuple[Before, ...] = ()
     afters: tuple[After, ...] = ()
+
+
+class HookFailed(Exception):
+    """A middleware hook raised: dispatch aborts the batch (``__cause__`` is the error)."""
+
+    def __init__(self, kind: Literal["before_tool", "after_tool"], hook: object, error: Exception):
+        self.error = error
+        super().__init__(f"{kind} hook {hook!r} raised {error!r}")
 
 
 def compose(middleware: Iterable[object]) -> Stack:
