@@ -113,11 +113,14 @@ class TestJsonInTagParse:
         assert 'both "args" and "input"' in str(parsed.errors[0].invalid)
 
     def test_arguments_as_json_string(self) -> None:
-        """A JSON string holding an object is decoded; any other string is passed on raw."""
+        """A JSON string holding a strict object is decoded; any other string is passed on
+        raw, relaxed JSON included, so that admission repairs it and reports the repair."""
         good = '<tool_call>{"name": "s", "arguments": "{\\"q\\": 1}"}</tool_call>'
         bad = '<tool_call>{"name": "s", "arguments": "{\\"q\\": "}</tool_call>'
+        relaxed = '<tool_call>{"name": "s", "arguments": "{q: 1,}"}</tool_call>'
         assert [("s", {"q": 1})] == calls(json_in_tag.parse(good))
         assert [("s", '{"q": ')] == calls(json_in_tag.parse(bad))
+        assert [("s", "{q: 1,}")] == calls(json_in_tag.parse(relaxed))
 
     @pytest.mark.parametrize("value", ["null", "[1, 2]", "3"])
     def test_arguments_not_an_object(self, value: str) -> None:

@@ -5,16 +5,17 @@ each ``<tool_call>`` block:
 
 * The body is one JSON object with a ``name`` (or a JSON array of such
   objects, read as several calls). A body that fails the strict decode is
-  repaired through :func:`tinytools.repair.repair_relaxed_object`
+  repaired through :func:`tinytools.repair.recover_relaxed_object`
   (single quotes, trailing commas, Python literals, a code fence…), never
   guessed at.
 * The arguments are under ``arguments``, or under one of the aliases
   ``parameters``, ``args`` or ``input`` — accepted only here, inside the tag:
   JSON in prose is never read as a call. Two of them at once is an error;
-  none means no arguments. Arguments given as a JSON string holding an
-  object are decoded; any other string, and any other JSON value (``null``,
-  an array…, as JSON text), is passed on as the raw arguments, for
-  admission to repair, normalise or reject under its policies.
+  none means no arguments. Arguments given as a JSON string holding a
+  strictly valid object are decoded; any other string (relaxed JSON
+  included), and any other JSON value (``null``, an array…, as JSON text), is
+  passed on as the raw arguments, for admission to repair (with an event),
+  normalise or reject under its policies.
 * A block holding strict JSON ends at its closing tag, or, when it has none
   before the next block (the final block of a reply, or one cut short by the
   next), right after the JSON: text after it stays prose, and a
@@ -39,7 +40,16 @@ import msgspec
 
 from tinytools._wire import ToolCall
 
-from ._dialect import NOTHING, Collector, Finder, Tools, arguments_of, catalogue, decode_relaxed
+from ._dialect import (
+    NOTHING,
+    Collector,
+    Finder,
+    Tools,
+    arguments_of,
+    catalogue,
+    decode_relaxed,
+    decode_strict,
+)
 from ._envelope import json_call_block
 from ._parsed import Parsed
 from ._providers import kind_of
@@ -143,10 +153,10 @@ def _read(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
         if limit != close:
             return end, value
     if limit == close:
-        return close + len(_CLOSE), _decode(text[body:close])
+        return close + len(_CLOSE), decode_relaxed(text[body:close])
     if not text.startswith(("{", "["), first):
         return None
-    return limit, _decode(text[body:limit])
+    return limit, decode_relaxed(text[body:limit])
 
 
 def _skip(text: str, pos: int) -> int:
@@ -162,11 +172,6 @@ def _strict_prefix(text: str, pos: int) -> tuple[object, int]:
         return _STRICT.raw_decode(text, pos)
     except (ValueError, RecursionError):
         return NOTHING, -1
-
-
-def _decode(body: str) -> object:
-    """The body's JSON value: strict, else repaired (objects only), else ``NOTHING``."""
-    return decode_relaxed(body) if body.strip() else NOTHING
 
 
 def _record(out: Collector, raw: str, value: object) -> None:
@@ -194,7 +199,9 @@ def _call(item: object) -> tuple[str, dict[str, object] | str | tuple[str]]:
         return name, (f'the call gives both "{keys[0]}" and "{keys[1]}"; give only "arguments"',)
     arguments = item[keys[0]] if keys else {}
     if isinstance(arguments, str):
-        decoded = _decode(arguments)
+        # Strictly decoded only: relaxed arguments stay text, so that admission repairs
+        # them and says so (an InvalidToolArgs event with recovery "repaired").
+        decoded = decode_strict(arguments)
         return name, decoded if isinstance(decoded, dict) else arguments
     if not isinstance(arguments, dict):
         # Admission decodes it, normalises it where its policy says so, or rejects it.
