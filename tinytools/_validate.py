@@ -19,9 +19,8 @@ an ``int`` is expected, on a slow path taken only after the fast one failed.
 
 from __future__ import annotations
 
-import contextlib
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Literal, TypeAlias
 
 import fastjsonschema
@@ -107,22 +106,23 @@ class StructValidator:
             ToolArgumentsError: The arguments are not valid JSON (``malformed``) or
                 break the schema.
         """
-        with _reading(tool_name):
-            try:
-                if isinstance(arguments, (str, bytes)):
-                    value = self.decode(arguments)
-                else:
-                    value = msgspec.convert(arguments, self._struct)
-            except msgspec.ValidationError as error:
-                # The typed decoder reports the first ill-typed value before a syntax
-                # error further on (`0:`, a truncated `{"n": "x",`): text that is not
-                # JSON at all is malformed, whatever its first value looked like.
-                decoded = (
-                    msgspec.json.decode(arguments)
-                    if isinstance(arguments, (str, bytes))
-                    else arguments
-                )
-                value = self._retry(tool_name, decoded, error)
+        try:
+            if isinstance(arguments, (str, bytes)):
+                value = self.decode(arguments)
+            else:
+                value = msgspec.convert(arguments, self._struct)
+        except msgspec.ValidationError as error:  # before DecodeError, its base class
+            # The typed decoder reports the first ill-typed value before a syntax error
+            # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all
+            # is malformed, whatever its first value looked like.
+            decoded = (
+                _decode_json(tool_name, arguments)
+                if isinstance(arguments, (str, bytes))
+                else arguments
+            )
+            value = self._retry(tool_name, decoded, error)
+        except (msgspec.DecodeError, UnicodeError, RecursionError) as error:
+            raise _not_json(tool_name, error) from None
         return msgspec.structs.asdict(value)
 
     def _retry(
@@ -137,25 +137,23 @@ class StructValidator:
             raise _from_msgspec(tool_name, error) from None
 
 
-@contextlib.contextmanager
-def _reading(tool_name: str) -> Iterator[None]:
-    """Turn every way raw text can fail to be JSON into a ``malformed`` argument error."""
-    try:
-        yield
-    except msgspec.ValidationError:
-        raise  # a schema violation, reported by the caller
-    except msgspec.DecodeError as error:
-        raise ToolArgumentsError(tool_name, _decode_detail(error), malformed=True) from None
-    except UnicodeError:
-        raise _unreadable(tool_name) from None
-    except RecursionError:
-        raise _too_deep(tool_name) from None
-
-
 def _decode_json(tool_name: str, text: str | bytes) -> object:
     """Raw text decoded as JSON, or the ``malformed`` error that says why it is not JSON."""
-    with _reading(tool_name):
+    try:
         return msgspec.json.decode(text)
+    except (msgspec.DecodeError, UnicodeError, RecursionError) as error:
+        raise _not_json(tool_name, error) from None
+
+
+def _not_json(
+    tool_name: str, error: msgspec.DecodeError | UnicodeError | RecursionError
+) -> ToolArgumentsError:
+    """The argument error for text that cannot be read as JSON (or nests too deep)."""
+    if isinstance(error, UnicodeError):
+        return _unreadable(tool_name)
+    if isinstance(error, RecursionError):
+        return _too_deep(tool_name)
+    return ToolArgumentsError(tool_name, _decode_detail(error), malformed=True)
 
 
 def _unreadable(tool_name: str) -> ToolArgumentsError:
