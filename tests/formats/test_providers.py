@@ -8,6 +8,7 @@ import pytest
 from tinytools import Exposure, Json, PType, Registry, Tool, ToolCall, Xml, tool
 from tinytools.formats import _parsed, anthropic, gemini, mcp, openai_chat, openai_responses
 from tinytools.formats._choose import Exposed, split_by_format
+from tinytools.formats._parsed import SyntheticIds
 from tinytools.formats._providers import exposed_tools, make_call
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -75,22 +76,38 @@ class TestExposedTools:
 class TestMakeCall:
     def test_well_formed(self) -> None:
         """A complete call is kept as given."""
-        call = make_call("c1", "get_weather", {"city": "Oslo"}, source="", index=0)
+        call = make_call("c1", "get_weather", {"city": "Oslo"}, ids=SyntheticIds(""), index=0)
         assert ToolCall("c1", "get_weather", {"city": "Oslo"}) == call
 
     def test_missing_id_is_synthetic_and_deterministic(self) -> None:
         """A call without an id gets the synthetic id of its source and position."""
-        call = make_call(None, "f", {}, source="response", index=2)
+        call = make_call(None, "f", {}, ids=SyntheticIds("response"), index=2)
         assert _parsed.synthetic_id("response", 2) == call.id
-        assert call == make_call(None, "f", {}, source="response", index=2)
+        assert call == make_call(None, "f", {}, ids=SyntheticIds("response"), index=2)
+
+    def test_ids_are_derived_only_when_missing(self) -> None:
+        """The response text is made for synthetic ids only when a call lacks an id."""
+        made: list[str] = []
+
+        def text() -> str:
+            made.append("text")
+            return "response"
+
+        ids = SyntheticIds(text)
+        make_call("c1", "f", {}, ids=ids, index=0)
+        assert [] == made
+        first, second = (make_call(None, "f", {}, ids=ids, index=i).id for i in (0, 1))
+        assert (["text"], _parsed.synthetic_id("response", 1)) == (made, second)
+        assert _parsed.is_synthetic(first)
+        assert not _parsed.is_synthetic("call_abc")
 
     def test_integer_id_as_text(self) -> None:
         """A numeric id (JSON-RPC) is kept as its text."""
-        assert "7" == make_call(7, "f", {}, source="", index=0).id
+        assert "7" == make_call(7, "f", {}, ids=SyntheticIds(""), index=0).id
 
     def test_missing_name_fails_closed(self) -> None:
         """A call without a name keeps the empty name and says why it is invalid."""
-        call = make_call("c1", None, {"a": 1}, source="", index=0)
+        call = make_call("c1", None, {"a": 1}, ids=SyntheticIds(""), index=0)
         assert ("", {"a": 1}) == (call.name, call.arguments)
         assert "no tool name" in str(call.invalid)
 
@@ -102,13 +119,13 @@ class TestMakeCall:
         self, arguments: object, text: str, kind: str
     ) -> None:
         """Arguments that are not an object are kept as JSON text, never replaced by {}."""
-        call = make_call("c1", "f", arguments, source="", index=0)
+        call = make_call("c1", "f", arguments, ids=SyntheticIds(""), index=0)
         assert text == call.arguments
         assert f"must be a JSON object, not {kind}" in str(call.invalid)
 
     def test_raw_string_kept_verbatim(self) -> None:
         """With raw_string, malformed JSON text is kept exactly and not judged here."""
-        call = make_call("c1", "f", '{"city": "Par', source="", index=0, raw_string=True)
+        call = make_call("c1", "f", '{"city": "Par', ids=SyntheticIds(""), index=0, raw_string=True)
         assert ToolCall("c1", "f", '{"city": "Par') == call
 
 

@@ -24,7 +24,7 @@ from tinytools._validate import json_type
 from tinytools._wire import ToolCall
 from tinytools.repair import recover_relaxed_object
 
-from ._parsed import Parsed, id_prefix
+from ._parsed import Parsed, SyntheticIds
 from ._providers import json_text
 from ._tools import Tools, all_tools, exposed_tools
 
@@ -103,7 +103,7 @@ class Collector:
         self._calls: list[ToolCall] = []
         self._errors: list[ToolCall] = []
         self._count = 0
-        self._prefix = id_prefix(text)  # hashed once, not once per call
+        self._ids = SyntheticIds(text)
 
     @property
     def full(self) -> bool:
@@ -117,7 +117,7 @@ class Collector:
 
     def _next_id(self) -> str:
         self._count += 1
-        return f"{self._prefix}_{self._count - 1}"  # as synthetic_id(text, index) makes it
+        return self._ids(self._count - 1)
 
     def call(self, name: str, arguments: dict[str, object] | str) -> None:
         """Record a well-formed call."""

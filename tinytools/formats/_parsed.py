@@ -15,11 +15,13 @@ one could be read, else ``""`` (parsers never invent a name).
 from __future__ import annotations
 
 import hashlib
-from typing import NamedTuple
+import re
+from collections.abc import Callable
+from typing import Final, NamedTuple
 
 from tinytools._wire import ToolCall
 
-__all__ = ["Parsed", "id_prefix", "synthetic_id"]
+__all__ = ["Parsed", "SyntheticIds", "is_synthetic", "synthetic_id"]
 
 
 class Parsed(NamedTuple):
@@ -36,12 +38,36 @@ class Parsed(NamedTuple):
     errors: tuple[ToolCall, ...]
 
 
-def id_prefix(text: str) -> str:
-    """What every synthetic id of calls found in ``text`` starts with (hash it once)."""
-    digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6).hexdigest()
-    return f"call_{digest}"
+class SyntheticIds:
+    """The synthetic ids of one text's calls: ``ids(index)`` is ``synthetic_id(text, index)``.
+
+    The text is made (``text`` may be a function returning it) and hashed only when a
+    call first needs an id, and only once: a provider response whose calls all carry
+    ids is never encoded for this.
+    """
+
+    __slots__ = ("_prefix", "_text")
+
+    def __init__(self, text: str | Callable[[], str]) -> None:
+        self._text = text
+        self._prefix: str | None = None
+
+    def __call__(self, index: int) -> str:
+        if self._prefix is None:
+            text = self._text if isinstance(self._text, str) else self._text()
+            digest = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=6)
+            self._prefix = f"call_{digest.hexdigest()}"
+        return f"{self._prefix}_{index}"
 
 
 def synthetic_id(text: str, index: int) -> str:
     """A deterministic call id for the ``index``-th call found in ``text``."""
-    return f"{id_prefix(text)}_{index}"
+    return SyntheticIds(text)(index)
+
+
+_SYNTHETIC: Final = re.compile(r"call_[0-9a-f]{12}_[0-9]+")
+
+
+def is_synthetic(call_id: str) -> bool:
+    """Whether ``call_id`` has the form :func:`synthetic_id` gives (a provider never sent it)."""
+    return _SYNTHETIC.fullmatch(call_id) is not None

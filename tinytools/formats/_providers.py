@@ -22,7 +22,7 @@ import msgspec
 from tinytools._registry import AnyTool
 from tinytools._wire import ToolCall
 
-from ._parsed import synthetic_id
+from ._parsed import SyntheticIds
 from ._tools import Tools, exposed_tools
 
 __all__ = [
@@ -85,7 +85,7 @@ def typed_calls(
     items = data.get(list_key) if isinstance(data, Mapping) else data
     if not isinstance(items, list):
         raise ValueError(f"expected {what} or its {list_key} list, not {preview(data)}")
-    source = json_text(data)
+    ids = SyntheticIds(lambda: json_text(data))
     calls: list[ToolCall] = []
     for item in items:
         fields = as_data(item)
@@ -95,7 +95,7 @@ def typed_calls(
                     fields.get(id_key),
                     fields.get("name"),
                     fields.get(arguments_key),
-                    source=source,
+                    ids=ids,
                     index=len(calls),
                     raw_string=raw_string,
                 )
@@ -126,7 +126,7 @@ def make_call(
     name: object,
     arguments: object,
     *,
-    source: str,
+    ids: SyntheticIds,
     index: int,
     raw_string: bool = False,
     problem: str | None = None,
@@ -135,10 +135,10 @@ def make_call(
 
     Args:
         raw_id: The provider's call id; an int is kept as its text, anything
-            else missing gets :func:`~tinytools.formats.synthetic_id` of ``source``.
+            else missing gets the synthetic id ``ids(index)``.
         name: The tool name; a missing or non-string name becomes ``""``.
         arguments: The arguments as the provider sent them.
-        source: The text synthetic ids are derived from (the whole response).
+        ids: The synthetic ids of the response's calls (derived from its whole text).
         index: The call's position in the response.
         raw_string: True when the provider sends arguments as JSON text (kept
             verbatim; an object is accepted too); else they must be an object.
@@ -149,7 +149,7 @@ def make_call(
     elif isinstance(raw_id, int) and not isinstance(raw_id, bool):
         call_id = str(raw_id)
     else:
-        call_id = synthetic_id(source, index)
+        call_id = ids(index)
     problems = [problem] if problem else []
     if not (isinstance(name, str) and name):
         found = "" if name == "" else f" (found {kind_of(name)})"

@@ -46,11 +46,11 @@ Pass ``json_schema=True`` to send the schema unchanged as
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._parsed import SyntheticIds, is_synthetic
 from ._providers import (
     Tools,
     as_data,
@@ -84,7 +84,6 @@ _FORMATS = {
     "integer": ("int32", "int64"),
 }
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
-_SYNTHETIC = re.compile(r"call_[0-9a-f]{12}_[0-9]+")
 
 
 def declarations(tools: Tools, *, json_schema: bool = False) -> list[dict[str, object]]:
@@ -261,7 +260,7 @@ def parse_calls(response: object) -> list[ToolCall]:
     """
     data = as_data(response)
     parts = _parts(data)
-    source = json_text(data)
+    ids = SyntheticIds(lambda: json_text(data))
     calls: list[ToolCall] = []
     for part in parts:
         part = as_data(part)
@@ -277,7 +276,7 @@ def parse_calls(response: object) -> list[ToolCall]:
                 call.get("id"),
                 call.get("name"),
                 {} if args is None else args,
-                source=source,
+                ids=ids,
                 index=len(calls),
             )
         )
@@ -309,7 +308,7 @@ def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
     for m in messages:
         response: dict[str, object] = {"name": m.name}
         response["response"] = {"error": m.content} if m.is_error else {"output": m.content}
-        if _SYNTHETIC.fullmatch(m.tool_call_id) is None:
+        if not is_synthetic(m.tool_call_id):
             response["id"] = m.tool_call_id
         parts.append({"functionResponse": response})
     return [{"role": "user", "parts": parts}] if parts else []

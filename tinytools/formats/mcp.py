@@ -31,11 +31,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterable, Mapping
+from functools import partial
 
 from tinytools._artifacts import ToolOutput
 from tinytools._registry import AnyTool
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._parsed import SyntheticIds
 from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call
 
 __all__ = ["declarations", "hints", "parse_calls", "tool_results"]
@@ -96,7 +98,7 @@ def parse_calls(request: object) -> list[ToolCall]:
                 item.get("id"),
                 params.get("name"),
                 {} if arguments is None and "params" in item else arguments,
-                source=json_text(item),
+                ids=SyntheticIds(partial(json_text, item)),
                 index=len(calls),
             )
         )

@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._parsed import SyntheticIds
 from ._providers import (
     Tools,
     as_data,
@@ -84,8 +85,8 @@ def parse_calls(response: object) -> list[ToolCall]:
         return []
     if not isinstance(items, list):
         raise ValueError(f"`tool_calls` must be a list, not {json_text(items)[:80]}")
-    source = json_text(data)
-    return [_call(item, source, index) for index, item in enumerate(items)]
+    ids = SyntheticIds(lambda: json_text(data))
+    return [_call(item, ids, index) for index, item in enumerate(items)]
 
 
 def _message(data: object) -> Mapping[str, object]:
@@ -103,9 +104,9 @@ def _message(data: object) -> Mapping[str, object]:
     return data
 
 
-def _call(item: object, source: str, index: int) -> ToolCall:
+def _call(item: object, ids: SyntheticIds, index: int) -> ToolCall:
     if not isinstance(item, Mapping):
-        return make_call(None, None, item, source=source, index=index, problem="not a tool call")
+        return make_call(None, None, item, ids=ids, index=index, problem="not a tool call")
     kind = item.get("type") or "function"
     body = item.get(kind) if isinstance(kind, str) else None
     body = body if isinstance(body, Mapping) else {}
@@ -120,7 +121,7 @@ def _call(item: object, source: str, index: int) -> ToolCall:
         item.get("id"),
         body.get("name"),
         arguments,
-        source=source,
+        ids=ids,
         index=index,
         raw_string=True,
         problem=problem,
@@ -199,16 +200,16 @@ class ToolCallAccumulator:
     def calls(self) -> list[ToolCall]:
         """The calls so far, by index; each ``arguments`` is the joined string, verbatim."""
         slots = [self._slots[index] for index in sorted(self._slots)]
-        source = json_text([[slot.id, slot.name, "".join(slot.pieces)] for slot in slots])
+        ids = SyntheticIds(
+            lambda: json_text([[slot.id, slot.name, "".join(slot.pieces)] for slot in slots])
+        )
         calls = []
         for position, slot in enumerate(slots):
             arguments: object = "".join(slot.pieces)
             if slot.odd:  # a server that streams an object instead of JSON text
                 arguments = slot.odd[0] if len(slot.odd) == 1 and not slot.pieces else slot.odd
             calls.append(
-                make_call(
-                    slot.id, slot.name, arguments, source=source, index=position, raw_string=True
-                )
+                make_call(slot.id, slot.name, arguments, ids=ids, index=position, raw_string=True)
             )
         return calls
 
