@@ -325,14 +325,16 @@ def preview(value: object, limit: int = 60, *, raw_text: bool = False) -> str:
 
     With ``raw_text``, a string is shown as itself (raw arguments as the model sent them).
     """
-    if raw_text and isinstance(value, str):
-        text = value
-    else:
-        try:
-            text = msgspec.json.encode(value).decode()
-        except (TypeError, ValueError, OverflowError):
-            text = repr(value)
+    text = value if raw_text and isinstance(value, str) else json_text(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def json_text(value: object) -> str:
+    """Compact JSON text for ``value`` (its ``repr`` if it is not JSON)."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError):
+        return repr(value)
 
 
 def _json_path(data: object, segments: list[str]) -> str:

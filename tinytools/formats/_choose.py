@@ -21,7 +21,8 @@ from tinytools._format import Json, PType, ToolFormat, Xml
 from tinytools._registry import AnyTool
 from tinytools._spec import Exposure
 
-from ._providers import Tools, exposed_tools
+from ._providers import Tools
+from ._tools import all_tools
 
 __all__ = ["Exposed", "split_by_format"]
 
@@ -67,7 +68,7 @@ def split_by_format(tools: Tools, *, native_tool_calling: bool) -> Exposed:
         ``Json`` tools as ``native`` when there is a native channel; every
         other direct tool as ``prompted``. Order is kept within each part.
     """
-    direct = [t for t in exposed_tools(tools) if t.exposure is Exposure.Direct]
+    direct = [t for t in all_tools(tools) if t.exposure is Exposure.Direct]
     if not native_tool_calling:
         return Exposed((), tuple(direct))
     return Exposed(

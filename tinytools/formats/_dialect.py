@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Final, cast
 
@@ -45,6 +46,7 @@ __all__ = [
     "properties",
     "required",
     "schema_types",
+    "skip_space",
     "tool_map",
 ]
 
@@ -69,6 +71,16 @@ def decode_strict(text: str) -> object:
         return msgspec.json.decode(text)
     except (msgspec.MsgspecError, RecursionError, UnicodeError):
         return NOTHING
+
+
+_SPACE: Final = re.compile(r"[ \t\r\n]*")
+
+
+def skip_space(text: str, pos: int) -> int:
+    """The first position at or after ``pos`` that is not JSON whitespace."""
+    match = _SPACE.match(text, pos)
+    assert match is not None  # the pattern matches the empty string too
+    return match.end()
 
 
 def decode_relaxed(text: str) -> object:

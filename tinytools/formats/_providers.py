@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from typing import Final
 
 import msgspec
 
 from tinytools._registry import AnyTool
+from tinytools._validate import json_text, json_type
 from tinytools._wire import ToolCall
 
 from ._parsed import SyntheticIds
 from ._tools import Tools, exposed_tools
 
 __all__ = [
+    "ANNOTATIONS",
     "Tools",
     "as_data",
     "copy_schema",
@@ -47,14 +50,6 @@ def as_data(value: object) -> object:
     if callable(dump) and not isinstance(value, Mapping):
         return dump()
     return value
-
-
-def json_text(value: object) -> str:
-    """Compact JSON text for ``value`` (its ``repr`` if it is not JSON)."""
-    try:
-        return msgspec.json.encode(value).decode()
-    except (TypeError, ValueError, OverflowError):
-        return repr(value)
 
 
 def typed_calls(
@@ -110,15 +105,18 @@ def preview(data: object) -> str:
 
 def kind_of(value: object) -> str:
     """The JSON kind of ``value`` for an error message: ``an object``, ``a string``, …"""
-    if value is None:
-        return "null"
-    if isinstance(value, (list, tuple)):
-        return "an array"
-    if isinstance(value, Mapping):
-        return "an object"
-    return {str: "a string", bool: "a boolean", int: "a number", float: "a number"}.get(
-        type(value), type(value).__name__
-    )
+    kind = json_type(value)
+    return _KINDS.get(kind, kind)
+
+
+_KINDS: Final = {
+    "array": "an array",
+    "object": "an object",
+    "string": "a string",
+    "boolean": "a boolean",
+    "integer": "a number",
+    "number": "a number",
+}
 
 
 def make_call(
@@ -216,7 +214,7 @@ _STRICT_KEEP = frozenset(
     }
 )
 #: Annotations dropped without a word (``default`` is stated in the description).
-_ANNOTATIONS = frozenset(
+ANNOTATIONS = frozenset(
     {
         *("title", "examples", "example", "$schema", "$id", "$comment", "readOnly"),
         *("writeOnly", "deprecated", "discriminator", "contentEncoding", "contentMediaType"),
@@ -287,7 +285,7 @@ def _strict(node: object, path: str, *, root: bool = False) -> dict[str, object]
         if key == "default":
             if value is not None:  # a null default is what `null` already says
                 notes.append(f"default={json_text(value)}")
-        elif key in _ANNOTATIONS or key in ("$defs", "definitions"):
+        elif key in ANNOTATIONS or key in ("$defs", "definitions"):
             continue
         elif key not in _STRICT_KEEP or _refused(key, value):
             notes.append(f"{key}={json_text(value)}")

@@ -52,6 +52,7 @@ from tinytools._wire import ToolCall, ToolMessage
 
 from ._parsed import SyntheticIds, is_synthetic
 from ._providers import (
+    ANNOTATIONS,
     Tools,
     as_data,
     copy_schema,
@@ -71,13 +72,7 @@ _KEEP = frozenset(
         *("minimum", "maximum", "minProperties", "maxProperties", "anyOf", "propertyOrdering"),
     }
 )
-_DROP = frozenset(
-    {
-        *("title", "examples", "example", "$schema", "$id", "$comment", "readOnly"),
-        *("writeOnly", "deprecated", "discriminator", "contentEncoding", "contentMediaType"),
-        *("additionalProperties", "$defs", "definitions"),
-    }
-)
+_DROP = ANNOTATIONS | {"additionalProperties", "$defs", "definitions"}
 _FORMATS = {
     "string": ("enum", "date-time"),
     "number": ("float", "double"),

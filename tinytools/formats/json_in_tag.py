@@ -33,7 +33,6 @@ and each is decoded from its start to where its JSON ends or breaks.
 from __future__ import annotations
 
 import json
-import re
 from typing import Final
 
 import msgspec
@@ -49,6 +48,7 @@ from ._dialect import (
     catalogue,
     decode_relaxed,
     decode_strict,
+    skip_space,
 )
 from ._envelope import json_call_block
 from ._parsed import Parsed
@@ -70,7 +70,6 @@ PROTOCOL: Final = (
 ARGUMENT_KEYS: Final = ("arguments", "parameters", "args", "input")
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
-_SPACE: Final = re.compile(r"[ \t\r\n]*")
 
 
 def _not_json(word: str) -> object:
@@ -144,10 +143,10 @@ def _read(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
     body = start + len(_OPEN)
     close, after = finder.find(_CLOSE, body), finder.find(_OPEN, body)
     limit = min(at for at in (close, after, len(text)) if at != -1)
-    first = _skip(text, body)
+    first = skip_space(text, body)
     value, end = _strict_prefix(text, first)
     if end != -1:  # strict JSON: the block ends at its closing tag, or right after it
-        tail = _skip(text, end)
+        tail = skip_space(text, end)
         if text.startswith(_CLOSE, tail):
             return tail + len(_CLOSE), value
         if limit != close:
@@ -157,11 +156,6 @@ def _read(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
     if not text.startswith(("{", "["), first):
         return None
     return limit, decode_relaxed(text[body:limit])
-
-
-def _skip(text: str, pos: int) -> int:
-    match = _SPACE.match(text, pos)
-    return pos if match is None else match.end()
 
 
 def _strict_prefix(text: str, pos: int) -> tuple[object, int]:

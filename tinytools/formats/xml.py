@@ -57,6 +57,7 @@ from ._dialect import (
     catalogue,
     convert_text,
     properties,
+    skip_space,
     tool_map,
 )
 from ._envelope import escape_body, escape_json, unescape_body
@@ -79,7 +80,6 @@ _PARAMETER, _PARAMETER_CLOSE = "<parameter=", "</parameter>"
 _CDATA, _CDATA_END = "<![CDATA[", "]]>"
 _MAX_NAME: Final = 256
 _REACH: Final = len(_FUNCTION) + _MAX_NAME + 1  # the farthest ">" of an opening tag
-_SPACE: Final = re.compile(r"[ \t\r\n]*")
 _LT_RUN: Final = re.compile(r"<+")
 _TAG_NAME: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 
@@ -239,8 +239,7 @@ class _Reader:
         return found[1]
 
     def _skip(self, pos: int) -> int:
-        match = _SPACE.match(self.text, pos)
-        return pos if match is None else match.end()
+        return skip_space(self.text, pos)
 
     def _native_name(self, start: int) -> str | None:
         """The tool named by a ``<tool>`` or ``<tool/>`` tag at ``start``, if any."""
