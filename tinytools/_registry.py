@@ -104,8 +104,9 @@ class Registry(Mapping[str, AnyTool]):
     def policies(self) -> Mapping[str, ToolPolicy]:
         """A read-only snapshot of every tool's policy, by name, in registration order.
 
-        This is what enforcement reads (a policy audit, ``ToolPolicyMiddleware``):
-        a mapping that cannot be changed, detached from the registry.
+        For enforcement and audit code of the host's own: a mapping that cannot be
+        changed, detached from the registry. (``ToolPolicyMiddleware`` reads each
+        tool's ``policy`` as it resolves the call.)
         """
         return MappingProxyType({name: tool.policy for name, tool in self._tools.items()})
 

@@ -45,7 +45,6 @@ DEFAULT_PLACEHOLDER: Final = "(Earlier conversation omitted.)"
 BLOCK_BEGIN: Final = "<!-- tinytools:tools -->"
 BLOCK_END: Final = "<!-- /tinytools:tools -->"
 
-#: How to call tools and read results, in the JSON-in-tag dialect.
 #: What :func:`with_tool_instructions` puts before the catalogue by default: how
 #: results come back. How to *call* a tool is the dialect's to say — its
 #: ``render(tools)`` opens the catalogue with that — so the two never disagree.
@@ -261,8 +260,9 @@ def with_tool_instructions(
         messages: OpenAI-format chat messages.
         catalogue: The tools as text, for example
             ``tinytools.formats.json_in_tag.render(tools)``.
-        protocol: How to call tools and read results; the default,
-            :data:`DEFAULT_PROTOCOL`, describes the JSON-in-tag dialect.
+        protocol: What to say before the catalogue; the default,
+            :data:`DEFAULT_PROTOCOL`, says how tool results come back (how to
+            call is the catalogue's to say).
 
     Returns:
         A new list of new messages.
