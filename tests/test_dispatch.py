@@ -549,6 +549,7 @@ class TestEventsAndContext:
         assert ["unknown_tool_call", "invalid_tool_args", "tool_deferred"] == kinds(result.events)[
             :3
         ]
+        assert kinds(result.events) == [event.kind for event in result.events]
 
 
 class TestInputs:

@@ -46,6 +46,11 @@ def _snake(name: str) -> str:
 class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=_snake):
     """Base of every event."""
 
+    @property
+    def kind(self) -> str:
+        """The event's tag, as in its JSON: the snake_case of its class name."""
+        return str(type(self).__struct_config__.tag)
+
 
 class ToolStarted(_Event, frozen=True):
     """A call passed admission and its tool is about to run."""
