@@ -43,7 +43,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 
-@attrs.frozen
+@attrs.frozen(kw_only=True)
 class _Options:
     """The decorator's options, spelled out once."""
 
@@ -147,18 +147,18 @@ def tool(
             that contradict each other or ``policy``.
     """
     options = _Options(
-        name,
-        description,
-        policy,
-        exposure,
-        format,
-        read_only,
-        destructive,
-        approval_required,
-        timeout,
-        max_retries,
-        idempotent,
-        blocking,
+        name=name,
+        description=description,
+        policy=policy,
+        exposure=exposure,
+        format=format,
+        read_only=read_only,
+        destructive=destructive,
+        approval_required=approval_required,
+        timeout=timeout,
+        max_retries=max_retries,
+        idempotent=idempotent,
+        blocking=blocking,
     )
     if fn is None:
         return _Decorator(options)
