@@ -76,10 +76,8 @@ class _Retry(Exception):
     """Internal: the attempt raised ``RetryableError`` and retries remain."""
 
 
-def classify(error: Exception, tool_name: str, timeout: float | None = None) -> Outcome:
+def classify(error: Exception, tool_name: str) -> Outcome:
     """The outcome a tool's exception stands for."""
-    if isinstance(error, TimeoutError) and timeout is not None:
-        return Failed("TimeoutError", f"Tool `{tool_name}` timed out after {timeout:g} seconds.")
     if isinstance(error, ModelRetry):
         return Failed("ModelRetry", str(error) or f"Tool `{tool_name}` asks for a corrected call.")
     if isinstance(error, FatalToolError):
@@ -160,8 +158,6 @@ def _custom(call_id: str, name: str, data: object) -> Event:
 def run_inline(attempts: Attempts, cancellation: Cancellation) -> Outcome:
     """Run a synchronous call inline, retrying in place (``time.sleep`` between tries)."""
     item = attempts.item
-    fn = item.tool.fn
-    assert fn is not None
     kwargs = item.arguments
     if item.tool.injections:
         runtime = attempts.runtime(cancellation, None)
@@ -251,7 +247,9 @@ async def run_async(
             with anyio.move_on_after(timeout):
                 return Ran(wrap_return(await _attempt(item, kwargs, in_thread)))
             cancellation.cancel()  # an abandoned thread can still see it should stop
-            return classify(TimeoutError(), item.tool.name, timeout)
+            return Failed(
+                "TimeoutError", f"Tool `{item.tool.name}` timed out after {timeout:g} seconds."
+            )
         except RetryableError as error:
             delay = attempts.retry_delay(error)
             if delay is None:
