@@ -51,7 +51,7 @@ from .events import (
     ToolDenied,
     UnknownToolCall,
 )
-from .policies import Fail, NormalizeThenReturnToolError, Rewrite
+from .policies import Fail, NormalizeThenReturnToolError
 
 __all__ = [
     "Abort",
@@ -378,15 +378,14 @@ def _resolve(
     index: int, call: ToolCall, batch: _Batch
 ) -> tuple[ToolCall, AnyTool] | Answered | Abort:
     """The tool ``call`` names, or the unknown-tool policy's answer."""
-    tool = batch.env.lookup(call.name)
-    if tool is not None:
-        return call, tool
+    found = batch.env.resolve(call.name)
+    if found is not None:
+        name, tool = found
+        if name == call.name:
+            return call, tool
+        batch.emit(_unknown(call, f"rewrite:{name}"))
+        return msgspec.structs.replace(call, name=name), tool
     policy = batch.env.policy.unknown_tool
-    if isinstance(policy, Rewrite):
-        target = batch.env.lookup(policy.tool_name)
-        if target is not None:
-            batch.emit(_unknown(call, f"rewrite:{policy.tool_name}"))
-            return msgspec.structs.replace(call, name=policy.tool_name), target
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
     batch.emit(_unknown(call, recovery))
     names = ", ".join(f"`{n}`" for n in sorted(batch.env.callable)) or "none"

@@ -7,7 +7,7 @@ import attrs
 from ._inject import Context
 from ._registry import AnyTool, Registry
 from ._spec import Exposure
-from .policies import RunPolicy
+from .policies import Rewrite, RunPolicy
 
 __all__ = ["DispatchEnv"]
 
@@ -43,6 +43,22 @@ class DispatchEnv:
         if self.advertised is None:
             return None if tool.exposure is Exposure.Deferred else tool
         return tool if name in self.advertised else None
+
+    def resolve(self, name: str) -> tuple[str, AnyTool] | None:
+        """The tool a call of ``name`` runs and the name it runs under, or None.
+
+        A name the model may not call reaches the ``Rewrite`` policy's target, when
+        there is one: admission and every ``before_tool`` hook judge that same tool.
+        """
+        tool = self.lookup(name)
+        if tool is not None:
+            return name, tool
+        policy = self.policy.unknown_tool
+        if isinstance(policy, Rewrite):
+            target = self.lookup(policy.tool_name)
+            if target is not None:
+                return policy.tool_name, target
+        return None
 
     @property
     def callable(self) -> frozenset[str]:

@@ -48,7 +48,6 @@ from ._registry import AnyTool, Registry
 from ._spec import Exposure
 from ._tool_policy import BYTES, ToolPolicy
 from ._wire import ContentBlock, TextBlock, ToolCall, ToolResult
-from .policies import Rewrite
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
@@ -120,10 +119,8 @@ def resolve(call: ToolCall, env: DispatchEnv) -> AnyTool | None:
     the run's ``Rewrite`` policy will retarget is judged as its target:
     otherwise an unknown name would carry a call past every rule.
     """
-    tool = env.lookup(call.name)
-    if tool is None and isinstance(env.policy.unknown_tool, Rewrite):
-        tool = env.lookup(env.policy.unknown_tool.tool_name)
-    return tool
+    found = env.resolve(call.name)
+    return None if found is None else found[1]
 
 
 def workspace_of(context: Context | None) -> Workspace:
