@@ -624,10 +624,6 @@ def goals(results: Sequence[Result]) -> list[Goal]:
 # --- output -------------------------------------------------------------------------------------
 
 
-def _scenarios(results: Sequence[Result]) -> list[str]:
-    return list(dict.fromkeys(r.scenario for r in results))
-
-
 def render(results: Sequence[Result], found: Sequence[Goal]) -> str:
     """Three tables: the scenarios, every implementation, the targets."""
     summary: list[tuple[str, ...]] = []

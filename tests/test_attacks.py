@@ -14,18 +14,20 @@ import attrs
 import pytest
 
 from tinytools import (
+    Allow,
     AnyTool,
+    ApprovalOutcome,
     DeferredToolResults,
     Deny,
+    HumanApprovalMiddleware,
     Registry,
     RunPolicy,
     ToolCall,
     ToolPolicy,
+    ToolPolicyMiddleware,
     dispatch_sync,
     tool,
 )
-from tinytools._human import Allow, ApprovalOutcome, HumanApprovalMiddleware
-from tinytools._policy_middleware import ToolPolicyMiddleware
 from tinytools.policies import Rewrite
 
 ran: list[str] = []

@@ -245,10 +245,7 @@ class TestUsageErrors:
 class TestEntryPoints:
     def test_console_script(self):
         """The ``tinytools`` console script is ``tinytools._cli:main``."""
-        try:
-            scripts = importlib.metadata.entry_points(group="console_scripts", name="tinytools")
-        except importlib.metadata.PackageNotFoundError:  # pragma: no cover
-            pytest.skip("tinytools is not installed")
+        scripts = importlib.metadata.entry_points(group="console_scripts", name="tinytools")
         if not scripts:
             pytest.skip("tinytools is not installed as a distribution")
 

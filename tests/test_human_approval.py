@@ -8,20 +8,22 @@ import attrs
 import pytest
 
 from tinytools import (
+    Allow,
     AnyTool,
+    ApprovalOutcome,
     Defer,
     DeferredToolResults,
     Deny,
     DispatchAborted,
+    HumanApprovalMiddleware,
     Registry,
     ToolCall,
     ToolPolicy,
+    ToolPolicyMiddleware,
     dispatch,
     dispatch_sync,
     tool,
 )
-from tinytools._human import Allow, ApprovalOutcome, HumanApprovalMiddleware
-from tinytools._policy_middleware import ToolPolicyMiddleware
 from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
 
 runs: list[str] = []

@@ -15,7 +15,6 @@ from tinytools import (
     RunContext,
     State,
     Store,
-    Tool,
     ToolCall,
     ToolDefinitionError,
     bind,
@@ -61,10 +60,6 @@ def runtime(context: Context, events: list[tuple[str, object]] | None = None) ->
 
 
 FULL = Context(run_id="r1", state=Cart(("apple",)), store={"k": "v"}, values={Db: Db("sqlite://")})
-
-
-def names(t: Tool[..., object]) -> tuple[str, ...]:
-    return t.injected
 
 
 class TestBind:

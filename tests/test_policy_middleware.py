@@ -12,8 +12,10 @@ from tinytools import (
     Context,
     DeferredToolResults,
     DispatchEnv,
+    ExposureExplanation,
     ImageBlock,
     JsonBlock,
+    PolicyExposure,
     Registry,
     RunPolicy,
     TextBlock,
@@ -21,17 +23,13 @@ from tinytools import (
     ToolCall,
     ToolDefinitionError,
     ToolPolicy,
+    ToolPolicyMiddleware,
     ToolResult,
+    Workspace,
     dispatch_sync,
     tool,
 )
 from tinytools._decorate import _Options
-from tinytools._policy_middleware import (
-    ExposureExplanation,
-    PolicyExposure,
-    ToolPolicyMiddleware,
-    Workspace,
-)
 from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
 from tinytools.policies import Rewrite
 
