@@ -2,18 +2,10 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-
-#: The third-party corpora live beside the repository, in ``../shared/corpora``.
-#: ``TINYTOOLS_CORPORA`` overrides the location.
-CORPORA = Path(
-    os.environ.get(
-        "TINYTOOLS_CORPORA", Path(__file__).resolve().parents[1].parent / "shared" / "corpora"
-    )
-)
+from locations import CORPORA
 
 
 @pytest.fixture(scope="session")

@@ -27,7 +27,6 @@ is translated to draft 7's array-form ``items``; fastjsonschema knows no
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from collections.abc import Callable, Iterator
 from functools import cache
@@ -35,19 +34,12 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+from locations import CORPORA
 
 from tinytools import Tool, ToolArgumentsError
 from tinytools._validate import ENFORCED_KEYWORDS, Enforce
 
-# Mirrors the `corpora` fixture in tests/conftest.py: parametrizing needs the
-# files at collection time; the tests still take the fixture, which skips them
-# when the corpus is absent.
-_CORPORA = Path(
-    os.environ.get(
-        "TINYTOOLS_CORPORA", Path(__file__).resolve().parents[2].parent / "shared" / "corpora"
-    )
-)
-SUITE = _CORPORA / "json-schema-test-suite"
+SUITE = CORPORA / "json-schema-test-suite"
 DRAFTS = ("draft2020-12", "draft7")
 
 #: Keywords that never change a verdict; they do not take a case out of the subset.

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from recorded import recorded
 
 from tinytools import Tool, ToolCall, ToolMessage
 from tinytools.formats import anthropic
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA = {
     "type": "object",
     "properties": {"city": {"type": "string"}},
@@ -32,7 +29,7 @@ class TestDeclarations:
 class TestParseCalls:
     def test_recorded_message(self) -> None:
         """Each tool_use block becomes a call with its decoded input; text is skipped."""
-        message = json.loads((FIXTURES / "anthropic_message.json").read_text())
+        message = recorded("anthropic_message.json")
         expected = [
             ToolCall("toolu_01A09q90qw90lq917835lq9", "get_weather", {"city": "Paris"}),
             ToolCall(

@@ -5,15 +5,13 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Literal
 
 import pytest
+from recorded import recorded
 
 from tinytools import Tool, ToolCall, ToolMessage, tool
 from tinytools.formats import gemini, synthetic_id
-
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @dataclasses.dataclass
@@ -202,7 +200,7 @@ class TestSubsetSchema:
 class TestParseCalls:
     def test_recorded_response(self) -> None:
         """Function-call parts become calls with synthetic ids derived from the response."""
-        response = json.loads((FIXTURES / "gemini_response.json").read_text())
+        response = recorded("gemini_response.json")
         source = json.dumps(response, separators=(",", ":"), ensure_ascii=False)
         expected = [
             ToolCall(synthetic_id(source, 0), "get_weather", {"city": "Paris"}),

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import attrs
 import pytest
+from recorded import recorded
 
 from tinytools import Tool, ToolCall, ToolMessage, ToolPolicy
 from tinytools.formats import mcp, synthetic_id
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 weather = Tool.from_schema("get_weather", "Weather for a city.", SCHEMA)
 
@@ -49,7 +48,7 @@ class TestDeclarations:
 class TestParseCalls:
     def test_recorded_batch(self) -> None:
         """tools/call requests become calls keyed by their JSON-RPC id; others are skipped."""
-        batch = json.loads((FIXTURES / "mcp_tools_call.json").read_text())
+        batch = recorded("mcp_tools_call.json")
         expected = [
             ToolCall("7", "get_weather", {"city": "Paris"}),
             ToolCall("req-8", "plot", {"points": [{"x": 1, "y": 2}]}),

@@ -5,19 +5,17 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-from pathlib import Path
 from typing import Literal
 
 import attrs
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from recorded import recorded
 
 from tinytools import Exposure, Registry, Tool, ToolCall, ToolMessage, tool
 from tinytools.formats import openai_chat, synthetic_id
 from tinytools.formats.openai_chat import ToolCallAccumulator
-
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @dataclasses.dataclass
@@ -48,10 +46,6 @@ weather = Tool.from_schema(
 )
 secret = attrs.evolve(plot, name="secret", exposure=Exposure.Hidden)
 REGISTRY = Registry.of(plot, weather, secret)
-
-
-def fixture(name: str) -> object:
-    return json.loads((FIXTURES / name).read_text())
 
 
 def chunk(*tool_calls: dict[str, object], choice: int = 0) -> dict[str, object]:
@@ -134,7 +128,7 @@ class TestParseCalls:
                 '{"points": [{"x": 1, "y": 2}], "color": "red"}',
             ),
         ]
-        completion = fixture("openai_chat_completion.json")
+        completion = recorded("openai_chat_completion.json")
         assert expected == openai_chat.parse_calls(completion)
         choice = completion["choices"][0]  # type: ignore[index]
         assert expected == openai_chat.parse_calls(choice)
@@ -210,7 +204,7 @@ class TestToolCallAccumulator:
     def test_recorded_stream(self) -> None:
         """Interleaved deltas of two parallel calls merge into two complete calls."""
         accumulator = ToolCallAccumulator()
-        for item in fixture("openai_chat_stream.json"):  # type: ignore[attr-defined]
+        for item in recorded("openai_chat_stream.json"):  # type: ignore[attr-defined]
             accumulator.add(item)
         expected = [
             ToolCall("call_DdmO9pD3xa9XTPNJ32zg2hcA", "get_weather", '{"city": "Paris"}'),

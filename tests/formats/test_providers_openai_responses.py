@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
+from recorded import recorded
 
 from tinytools import Tool, ToolCall, ToolMessage
 from tinytools.formats import openai_responses
 
-FIXTURES = Path(__file__).parent / "fixtures"
 SCHEMA = {
     "type": "object",
     "properties": {"city": {"type": "string"}, "unit": {"enum": ["c", "f"], "default": "c"}},
@@ -51,7 +48,7 @@ class TestDeclarations:
 class TestParseCalls:
     def test_recorded_response(self) -> None:
         """Function-call items become calls keyed by call_id; other items are skipped."""
-        response = json.loads((FIXTURES / "openai_response.json").read_text())
+        response = recorded("openai_response.json")
         expected = [
             ToolCall("call_unLAR8MvFNptuiZK6K6HCy5k", "get_weather", '{"city":"Paris"}'),
             ToolCall("call_8rCz3oEHh5k9qS0mCkWQvQ1f", "plot", '{"points":[{"x":1,"y":2}]'),

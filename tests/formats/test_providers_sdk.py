@@ -12,18 +12,16 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from recorded import recorded
 
 from tinytools import Registry, Tool, ToolCall, ToolMessage, ToolPolicy, tool
 from tinytools.formats import anthropic, gemini, mcp, openai_chat, openai_responses
 from tinytools.formats.openai_chat import ToolCallAccumulator
 
 httpx = pytest.importorskip("httpx")
-
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 @dataclasses.dataclass
@@ -55,10 +53,6 @@ RESULTS = [
 ]
 
 
-def fixture(name: str) -> Any:
-    return json.loads((FIXTURES / name).read_text())
-
-
 Handler = Callable[[Any], Any]
 
 
@@ -86,13 +80,13 @@ class TestOpenAIChat:
     @pytest.mark.parametrize("strict", [False, True])
     def test_round_trip(self, strict: bool) -> None:
         """The SDK sends our declarations and results unchanged, and its response parses."""
-        client, bodies = self.client(lambda: fixture("openai_chat_completion.json"))
+        client, bodies = self.client(lambda: recorded("openai_chat_completion.json"))
         tools = openai_chat.declarations(REGISTRY, strict=strict)
         completion = client.chat.completions.create(
             model="gpt-4o", messages=[{"role": "user", "content": "Go"}], tools=tools
         )
         assert tools == bodies[0]["tools"]
-        assert openai_chat.parse_calls(fixture("openai_chat_completion.json")) == (
+        assert openai_chat.parse_calls(recorded("openai_chat_completion.json")) == (
             openai_chat.parse_calls(completion)
         )
         assert openai_chat.parse_calls(completion.choices[0].message) == (
@@ -105,7 +99,7 @@ class TestOpenAIChat:
 
     def test_stream(self) -> None:
         """Chunks the SDK parses from a server-sent stream accumulate to complete calls."""
-        events = "".join(f"data: {json.dumps(c)}\n\n" for c in fixture("openai_chat_stream.json"))
+        events = "".join(f"data: {json.dumps(c)}\n\n" for c in recorded("openai_chat_stream.json"))
         client, _ = self.client(lambda: events + "data: [DONE]\n\n")
         accumulator = ToolCallAccumulator()
         for chunk in client.chat.completions.create(model="gpt-4o", messages=[], stream=True):
@@ -119,7 +113,7 @@ class TestOpenAIChat:
     def test_model_validate(self) -> None:
         """A recorded completion validated by the SDK's model parses like the raw JSON."""
         openai = pytest.importorskip("openai")
-        raw = fixture("openai_chat_completion.json")
+        raw = recorded("openai_chat_completion.json")
         completion = openai.types.chat.ChatCompletion.model_validate(raw)
         assert openai_chat.parse_calls(raw) == openai_chat.parse_calls(completion)
 
@@ -129,14 +123,14 @@ class TestOpenAIResponses:
     def test_round_trip(self, strict: bool) -> None:
         """The SDK sends our function tools and outputs unchanged, and its Response parses."""
         openai = pytest.importorskip("openai")
-        bodies, handle = recorder(httpx, lambda: fixture("openai_response.json"))
+        bodies, handle = recorder(httpx, lambda: recorded("openai_response.json"))
         http_client = httpx.Client(transport=httpx.MockTransport(handle))
         client = openai.OpenAI(api_key="x", base_url="http://test", http_client=http_client)
         tools = openai_responses.declarations(REGISTRY, strict=strict)
         response = client.responses.create(model="gpt-4.1", input="Go", tools=tools)
         assert tools == bodies[0]["tools"]
         calls = openai_responses.parse_calls(response)
-        assert openai_responses.parse_calls(fixture("openai_response.json")) == calls
+        assert openai_responses.parse_calls(recorded("openai_response.json")) == calls
         assert openai_responses.parse_calls(response.output) == calls
         outputs = openai_responses.tool_results(RESULTS)
         client.responses.create(model="gpt-4.1", input=outputs, previous_response_id=response.id)
@@ -162,7 +156,7 @@ class TestAnthropic:
 
     def test_round_trip(self) -> None:
         """The SDK sends our tools and tool results unchanged, and its Message parses."""
-        client, bodies = self.client(lambda: fixture("anthropic_message.json"))
+        client, bodies = self.client(lambda: recorded("anthropic_message.json"))
         tools = anthropic.declarations(REGISTRY)
         message = client.messages.create(
             model="test-model",
@@ -171,7 +165,7 @@ class TestAnthropic:
             tools=tools,
         )
         assert tools == bodies[0]["tools"]
-        assert anthropic.parse_calls(fixture("anthropic_message.json")) == (
+        assert anthropic.parse_calls(recorded("anthropic_message.json")) == (
             anthropic.parse_calls(message)
         )
         assert anthropic.parse_calls(message.content) == anthropic.parse_calls(message)
@@ -209,7 +203,7 @@ class TestGemini:
         The SDK upper-cases schema types and spells ``parametersJsonSchema`` in
         snake case; both spellings are valid REST JSON.
         """
-        client, types, bodies = self.client(lambda: fixture("gemini_response.json"))
+        client, types, bodies = self.client(lambda: recorded("gemini_response.json"))
         tools = gemini.declarations(REGISTRY, json_schema=json_schema)
         config = types.GenerateContentConfig(tools=tools)
         response = client.models.generate_content(
