@@ -212,6 +212,22 @@ class TestSchemaValidator:
         assert ["error"] == [message.status for message in result.messages]
         assert () == result.executed
 
+    def test_hints_of_schema_described_parameters_are_not_needed(self) -> None:
+        """The schema types the model's parameters: their hints need not resolve; an
+        unreadable hint on a parameter the schema does not describe is still refused."""
+
+        def fn(q: NotDefinedAnywhere, cid: Inject[CallId]) -> str:  # type: ignore[name-defined]  # noqa: F821
+            return f"{q} {cid}"
+
+        def hidden(q: str, extra: NotDefinedAnywhere) -> str:  # type: ignore[name-defined]  # noqa: F821
+            return q
+
+        schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+        t = Tool.from_schema("t", "", schema, fn)
+        assert ("cid",) == t.injected
+        with pytest.raises(ToolDefinitionError, match="parameter `extra`: its type hint"):
+            Tool.from_schema("t", "", schema, hidden)
+
     def test_top_level_must_be_object(self) -> None:
         """A schema whose top level is not an object schema is refused."""
         with pytest.raises(ToolDefinitionError, match="object schema"):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import types
 import typing
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Annotated
 
 import attrs
@@ -85,13 +85,17 @@ def _described(
     return Annotated[args], description
 
 
-def _resolve_hints(fn: Callable[..., object], problems: list[str]) -> dict[str, object]:
-    """The resolved hints; when some cannot be resolved, the others and one problem each."""
+def _resolve_hints(fn: Callable[..., object]) -> tuple[dict[str, object], dict[str, str]]:
+    """The resolved hints, and a problem for each hint that cannot be resolved (by name).
+
+    An unresolved hint reads as ``_UNRESOLVED``.
+    """
     try:
-        return typing.get_type_hints(fn, include_extras=True)
+        return typing.get_type_hints(fn, include_extras=True), {}
     except Exception:  # NameError, TypeError, SyntaxError from string annotations
         pass
     hints: dict[str, object] = {}
+    problems: dict[str, str] = {}
     raw = getattr(fn, "__annotations__", {})
     for name, annotation in raw.items():
         if name == "return":
@@ -101,13 +105,13 @@ def _resolve_hints(fn: Callable[..., object], problems: list[str]) -> dict[str, 
         try:
             hints.update(typing.get_type_hints(shim, include_extras=True))
         except Exception as exc:
-            problems.append(
+            problems[name] = (
                 f"parameter `{name}`: its type hint {annotation!r} cannot be resolved "
                 f"({type(exc).__name__}: {exc}); define the type at module level, where the "
                 "function's globals can see it"
             )
             hints[name] = _UNRESOLVED
-    return hints
+    return hints, problems
 
 
 def _shim() -> None:
@@ -151,7 +155,8 @@ def introspect(fn: Callable[..., object], docs: Mapping[str, str]) -> tuple[Sign
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         return Signature((), ()), [f"its signature cannot be read ({exc})"]
-    hints = _resolve_hints(fn, problems)
+    hints, unresolved = _resolve_hints(fn)
+    problems.extend(unresolved.values())
     params: list[Param] = []
     injections: list[Injection] = []
     for parameter in signature.parameters.values():
@@ -201,17 +206,21 @@ def _classify(
     return Param(parameter.name, annotation, parameter.default, description)
 
 
-def injections_of(fn: Callable[..., object]) -> tuple[tuple[Injection, ...], list[str]]:
+def injections_of(
+    fn: Callable[..., object], described: Collection[str] = ()
+) -> tuple[tuple[Injection, ...], list[str]]:
     """The ``Inject[...]`` parameters of a schema-built tool's function.
 
-    Its other parameters come from the schema, so they are not inspected.
+    Its other parameters come from the schema, so their hints are not needed: one
+    that cannot be resolved is a problem only for a parameter the schema does not
+    describe (``described``), which might be an injection nobody can read.
     """
-    problems: list[str] = []
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError):
         return (), []
-    hints = _resolve_hints(fn, problems)
+    hints, unresolved = _resolve_hints(fn)
+    problems = [problem for name, problem in unresolved.items() if name not in described]
     injections: list[Injection] = []
     for parameter in signature.parameters.values():
         base, metadata = _split_annotated(hints.get(parameter.name))

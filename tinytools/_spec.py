@@ -258,9 +258,10 @@ class Tool(Generic[P, R]):
             ToolDefinitionError: The name, the schema or ``fn`` cannot be used.
         """
         schema, problems = _copy_schema(parameters)
-        injections, more = injections_of(fn) if fn is not None else ((), [])
-        problems += more
         properties = schema.get("properties")
+        described = tuple(properties) if isinstance(properties, Mapping) else ()
+        injections, more = injections_of(fn, described) if fn is not None else ((), [])
+        problems += more
         if isinstance(properties, Mapping):
             problems += [
                 f"parameter `{i.name}` is injected but the schema lets the model set it; "
