@@ -75,16 +75,8 @@ from tinytools import ToolCall
 from tinytools.policies import RunPolicy
 
 from ._data import BIG, SMALL, Shape, async_twin
-from .bench_foundation import (
-    REPEAT,
-    RUN_SECONDS,
-    _duration,
-    _machine,
-    _ratio,
-    _table,
-    options,
-    versions,
-)
+from ._report import duration, machine_info, options, ratio, table, versions
+from ._timing import REPEAT, RUN_SECONDS
 
 __all__ = ["main"]
 
@@ -634,37 +626,37 @@ def render(results: Sequence[Result], found: Sequence[Goal]) -> str:
         summary.append(
             (
                 scenario,
-                _duration(ours),
-                _duration(floor),
-                _ratio(_over(ours, floor)),
-                "-" if peer is None else f"{_duration(peer_time)} {peer.who}",
-                _ratio(_over(peer_time, ours)),
+                duration(ours),
+                duration(floor),
+                ratio(_over(ours, floor)),
+                "-" if peer is None else f"{duration(peer_time)} {peer.who}",
+                ratio(_over(peer_time, ours)),
             )
         )
-    main = _table(
+    main = table(
         ("scenario", "tinytools", "floor", "x floor", "fastest peer", "peer / tinytools"),
         summary,
     )
-    detail = _table(
+    detail = table(
         ("scenario", "implementation", "CPU time", "x floor", "wall-clock", "note"),
         [
             (
                 r.scenario,
                 r.who,
-                "not installed" if r.time is None else _duration(r.time.cpu),
-                _ratio(_over(r.time.cpu, _cpu(results, r.scenario, "floor")) if r.time else None),
-                "-" if r.time is None else _duration(r.time.wall),
+                "not installed" if r.time is None else duration(r.time.cpu),
+                ratio(_over(r.time.cpu, _cpu(results, r.scenario, "floor")) if r.time else None),
+                "-" if r.time is None else duration(r.time.wall),
                 r.note,
             )
             for r in results
         ],
     )
-    targets = _table(
+    targets = table(
         ("target", "measured", "goal", "met?"),
         [
             (
                 g.text,
-                _ratio(g.measured),
+                ratio(g.measured),
                 f"{'<=' if g.at_most else '>='} {g.limit:g}x",
                 {True: "yes", False: "NO", None: "-"}[g.met],
             )
@@ -680,7 +672,7 @@ def main() -> None:
         "python -m benchmarks.bench_dispatch",
         "Benchmarks for dispatch and dispatch_sync, beside the floor and the peers.",
     )
-    machine = _machine()
+    machine = machine_info()
     started = time.perf_counter()
     results = run(args.repeat)
     found = goals(results)

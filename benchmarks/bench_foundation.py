@@ -46,20 +46,12 @@ The 200 us goal for ``@tool`` is the issue's, for a small tool; it sets none for
 
 from __future__ import annotations
 
-import argparse
-import gc
 import importlib
 import inspect
-import itertools
 import json
-import math
-import os
-import platform
-import sys
 import time
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from importlib import metadata
 
 import attrs
 import fastjsonschema
@@ -68,14 +60,12 @@ import msgspec
 import tinytools
 
 from ._data import BIG, SMALL, Shape, make_functions, pydantic_adapter
+from ._report import duration, machine_info, options, ratio, table, versions
+from ._timing import REPEAT, RUN_SECONDS, measure, once
 
 __all__ = ["main"]
 
-REPEAT = 5
-RUN_SECONDS = 0.05
 REGISTRY_SIZE = 1_000
-#: CPU time of this thread, not wall-clock time (see the module docstring).
-CLOCK = time.thread_time
 #: Peer libraries for building a tool, by module under ``benchmarks.peers``.
 BUILD_PEERS = ("langchain", "pydantic_ai", "openai_agents")
 #: Distributions whose versions are reported.
@@ -87,68 +77,6 @@ VERSIONS = (
     "pydantic-ai-slim",
     "openai-agents",
 )
-
-
-# --- timing -------------------------------------------------------------------------------------
-
-
-def _timed_run(op: Callable[[], object], number: int, collect: bool) -> float:
-    """Seconds per call over one run of ``number`` calls."""
-    was_enabled = gc.isenabled()
-    gc.collect()
-    if collect:
-        gc.enable()
-    else:
-        gc.disable()
-    try:
-        start = CLOCK()
-        for _ in itertools.repeat(None, number):
-            op()
-        return (CLOCK() - start) / number
-    finally:
-        if was_enabled:
-            gc.enable()
-        else:
-            gc.disable()
-
-
-def _calls_per_run(op: Callable[[], object], collect: bool) -> int:
-    """How many calls make a run of about ``RUN_SECONDS`` (after one warm-up call)."""
-    start = CLOCK()
-    op()
-    estimate = max(CLOCK() - start, 1e-9)
-    if estimate < RUN_SECONDS / 10:  # one call is too short to say much: time a batch
-        estimate = _timed_run(op, max(1, int(RUN_SECONDS / 10 / estimate)), collect)
-    return max(1, math.ceil(RUN_SECONDS / estimate))
-
-
-def measure(
-    ops: Mapping[str, Callable[[], object]], *, collect: bool, repeat: int
-) -> dict[str, float]:
-    """The best of ``repeat`` runs of the mean seconds per call, for each operation.
-
-    The runs are interleaved (one run of each operation, then the next round), so a burst of
-    load from other processes slows every operation of a comparison alike.
-    """
-    numbers = {name: _calls_per_run(op, collect) for name, op in ops.items()}
-    best = dict.fromkeys(ops, math.inf)
-    # Everything alive now (the peers' modules, fixtures) is moved out of the collector's
-    # sight: a full collection during a run then costs the same whichever libraries are
-    # loaded, and the collection before each run takes microseconds instead of 0.3 s.
-    gc.collect()
-    gc.freeze()
-    try:
-        for _ in range(repeat):
-            for name, op in ops.items():
-                best[name] = min(best[name], _timed_run(op, numbers[name], collect))
-    finally:
-        gc.unfreeze()
-    return best
-
-
-def once(op: Callable[[], object]) -> float:
-    """Seconds for one call, collector on (for operations that take seconds)."""
-    return _timed_run(op, 1, collect=True)
 
 
 # --- results ------------------------------------------------------------------------------------
@@ -163,7 +91,7 @@ class Target:
 
     def __str__(self) -> str:
         if self.kind == "under":
-            return f"< {_duration(self.value)}"
+            return f"< {duration(self.value)}"
         return f"<= {self.value:g}x floor"
 
 
@@ -399,41 +327,18 @@ def run(repeat: int = REPEAT) -> tuple[list[Row], list[Reference]]:
 # --- output -------------------------------------------------------------------------------------
 
 
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}x"
-
-
-def _table(header: Sequence[str], lines: Sequence[Sequence[str]]) -> str:
-    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
-    rule = "  ".join("-" * w for w in widths)
-    text = [
-        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
-        for row in [header, *lines]
-    ]
-    return "\n".join([text[0], rule, *text[1:]])
-
-
 def render(rows: Sequence[Row], references: Sequence[Reference]) -> str:
     """The two tables: scenarios with targets, then every peer and reference."""
-    main = _table(
+    main = table(
         ("scenario", "tinytools", "floor", "x floor", "peer", "x peer", "target", "met?"),
         [
             (
                 row.scenario,
-                _duration(row.tinytools),
-                _duration(row.floor),
-                _ratio(row.floor_ratio),
-                _duration(row.peer_time) + (f" ({row.peer})" if row.peer else ""),
-                _ratio(row.peer_ratio),
+                duration(row.tinytools),
+                duration(row.floor),
+                ratio(row.floor_ratio),
+                duration(row.peer_time) + (f" ({row.peer})" if row.peer else ""),
+                ratio(row.peer_ratio),
                 str(row.target or "-"),
                 {True: "yes", False: "NO", None: "-"}[row.met],
             )
@@ -441,14 +346,14 @@ def render(rows: Sequence[Row], references: Sequence[Reference]) -> str:
         ],
     )
     ours = {row.scenario: row.tinytools for row in rows}
-    detail = _table(
+    detail = table(
         ("scenario", "peer or reference", "time", "tinytools / it", "note"),
         [
             (
                 ref.scenario,
                 ref.who,
-                "not installed" if ref.seconds is None else _duration(ref.seconds),
-                "-" if ref.seconds is None else _ratio(ours[ref.scenario] / ref.seconds),
+                "not installed" if ref.seconds is None else duration(ref.seconds),
+                "-" if ref.seconds is None else ratio(ours[ref.scenario] / ref.seconds),
                 ref.note,
             )
             for ref in references
@@ -457,41 +362,13 @@ def render(rows: Sequence[Row], references: Sequence[Reference]) -> str:
     return f"{main}\n\n{detail}"
 
 
-def versions(names: Sequence[str]) -> dict[str, str | None]:
-    """Python's version and each installed package's (None when it is not installed)."""
-    found: dict[str, str | None] = {"python": platform.python_version()}
-    for name in names:
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = None
-    return found
-
-
-def options(prog: str, description: str, repeat: int = REPEAT) -> argparse.Namespace:
-    """The options every benchmark module takes: ``--json`` and ``--repeat``."""
-    parser = argparse.ArgumentParser(prog=prog, description=description)
-    parser.add_argument("--json", action="store_true", help="print one JSON document, one line")
-    parser.add_argument(
-        "--repeat", type=int, default=repeat, help=f"runs per operation (default {repeat})"
-    )
-    # Unknown options belong to other benchmark modules when run through `python -m benchmarks`.
-    args, _ = parser.parse_known_args(sys.argv[1:])
-    return args
-
-
-def _machine() -> dict[str, object]:
-    load = os.getloadavg() if hasattr(os, "getloadavg") else None
-    return {"cpus": os.cpu_count(), "load_1min": None if load is None else round(load[0], 2)}
-
-
 def main() -> None:
     """Run every scenario and print the tables (or, with ``--json``, one JSON document)."""
     args = options(
         "python -m benchmarks.bench_foundation",
         "Benchmarks for @tool, Registry and Tool.validate, beside floors and peers.",
     )
-    machine = _machine()
+    machine = machine_info()
     started = time.perf_counter()
     rows, references = run(args.repeat)
     elapsed = time.perf_counter() - started

@@ -27,7 +27,7 @@ Four timings per input:
   installed" otherwise); the table says whether it returns the same value.
 
 Throughput is the input's UTF-8 size over the time; ratios are times over the floor's.
-Time is measured as the foundation benchmarks measure it (``bench_foundation.measure``):
+Time is measured as the foundation benchmarks measure it (``_timing.measure``):
 this thread's CPU time, the best of ``--repeat`` runs of the mean per call, runs of about
 0.05 s, rounds interleaved, garbage collector off. Calls slower than half a second are
 timed once.
@@ -46,7 +46,8 @@ import msgspec
 from tinytools import _relaxed, repair
 from tinytools.repair import recover_relaxed_object
 
-from .bench_foundation import measure, once, options
+from ._report import options
+from ._timing import measure, once
 
 __all__ = ["Row", "document", "main", "python_repr", "records", "run"]
 

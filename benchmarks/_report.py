@@ -1,0 +1,65 @@
+"""What every benchmark module prints: options, versions, machine, durations and tables."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+
+from ._timing import REPEAT
+
+__all__ = ["duration", "machine_info", "options", "ratio", "table", "versions"]
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def table(header: Sequence[str], lines: Sequence[Sequence[str]]) -> str:
+    widths = [max(len(row[i]) for row in [header, *lines]) for i in range(len(header))]
+    rule = "  ".join("-" * w for w in widths)
+    text = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True))
+        for row in [header, *lines]
+    ]
+    return "\n".join([text[0], rule, *text[1:]])
+
+
+def versions(names: Sequence[str]) -> dict[str, str | None]:
+    """Python's version and each installed package's (None when it is not installed)."""
+    found: dict[str, str | None] = {"python": platform.python_version()}
+    for name in names:
+        try:
+            found[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            found[name] = None
+    return found
+
+
+def options(prog: str, description: str, repeat: int = REPEAT) -> argparse.Namespace:
+    """The options every benchmark module takes: ``--json`` and ``--repeat``."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
+    parser.add_argument("--json", action="store_true", help="print one JSON document, one line")
+    parser.add_argument(
+        "--repeat", type=int, default=repeat, help=f"runs per operation (default {repeat})"
+    )
+    # Unknown options belong to other benchmark modules when run through `python -m benchmarks`.
+    args, _ = parser.parse_known_args(sys.argv[1:])
+    return args
+
+
+def machine_info() -> dict[str, object]:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else None
+    return {"cpus": os.cpu_count(), "load_1min": None if load is None else round(load[0], 2)}
