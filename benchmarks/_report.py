@@ -6,12 +6,12 @@ import argparse
 import os
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from importlib import metadata
 
 from ._timing import REPEAT
 
-__all__ = ["duration", "machine_info", "options", "ratio", "table", "versions"]
+__all__ = ["duration", "header", "machine_info", "options", "ratio", "table", "versions"]
 
 
 def duration(seconds: float | None) -> str:
@@ -63,3 +63,16 @@ def options(prog: str, description: str, repeat: int = REPEAT) -> argparse.Names
 def machine_info() -> dict[str, object]:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     return {"cpus": os.cpu_count(), "load_1min": None if load is None else round(load[0], 2)}
+
+
+def header(
+    title: str,
+    found: Mapping[str, str | None],
+    method: str,
+    machine: Mapping[str, object],
+    elapsed: float,
+) -> str:
+    """The lines above a benchmark's tables: what ran, on what, how it was timed."""
+    shown = ", ".join(f"{name} {version}" for name, version in found.items() if version)
+    load = f"{machine['cpus']} CPUs, load {machine['load_1min']} at start"
+    return f"{title} ({shown})\n{method}; {load}; {elapsed:.0f} s in all\n"

@@ -75,7 +75,7 @@ from tinytools import ToolCall
 from tinytools.policies import RunPolicy
 
 from ._data import BIG, SMALL, Shape, async_twin
-from ._report import duration, machine_info, options, ratio, table, versions
+from ._report import duration, header, machine_info, options, ratio, table, versions
 from ._timing import REPEAT, RUN_SECONDS
 
 __all__ = ["main"]
@@ -693,12 +693,7 @@ def main() -> None:
         }
         print(json.dumps(document))
         return
-    shown = ", ".join(f"{k} {v}" for k, v in versions(VERSIONS).items() if v is not None)
-    print(f"tinytools dispatch benchmarks ({shown})")
-    print(
-        f"{method}; {machine['cpus']} CPUs, load {machine['load_1min']} at start; "
-        f"{elapsed:.0f} s in all\n"
-    )
+    print(header("tinytools dispatch benchmarks", versions(VERSIONS), method, machine, elapsed))
     print(render(results, found))
 
 

@@ -60,7 +60,7 @@ import msgspec
 import tinytools
 
 from ._data import BIG, SMALL, Shape, make_functions, pydantic_adapter
-from ._report import duration, machine_info, options, ratio, table, versions
+from ._report import duration, header, machine_info, options, ratio, table, versions
 from ._timing import REPEAT, RUN_SECONDS, measure, once
 
 __all__ = ["main"]
@@ -385,14 +385,8 @@ def main() -> None:
         }
         print(json.dumps(document))
         return
-    shown = ", ".join(
-        f"{k} {v}" for k, v in versions(("tinytools", *VERSIONS)).items() if v is not None
-    )
-    print(f"tinytools foundation benchmarks ({shown})")
-    print(
-        f"{method}; {machine['cpus']} CPUs, load {machine['load_1min']} at start; "
-        f"{elapsed:.0f} s in all\n"
-    )
+    found = versions(("tinytools", *VERSIONS))
+    print(header("tinytools foundation benchmarks", found, method, machine, elapsed))
     print(render(rows, references))
 
 
