@@ -197,11 +197,13 @@ ENFORCED_KEYWORDS = frozenset(
         "definitions",
     }
 )
+# Where subschemas sit: in a map of them, a list of them, or as the value itself.
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
-_SCHEMA_LISTS = frozenset({"prefixItems", "items"})
-_SUBSCHEMAS = frozenset({"additionalProperties", "additionalItems", "items"})
-_APPLICATORS = frozenset({"not", "if", "then", "else", "contains", "propertyNames"})
-_APPLICATOR_LISTS = frozenset({"allOf", "anyOf", "oneOf"})
+_SCHEMA_LISTS = frozenset({"prefixItems", "items", "allOf", "anyOf", "oneOf"})
+_SCHEMAS = frozenset(
+    {"additionalProperties", "additionalItems", "items", "not", "if", "then", "else"}
+    | {"contains", "propertyNames"}
+)
 
 
 def local_schema(schema: object, enforce: Enforce) -> object:
@@ -231,11 +233,7 @@ def _local_value(key: str, value: object, enforce: Enforce) -> object:
         return {name: local_schema(sub, enforce) for name, sub in value.items()}
     if key in _SCHEMA_LISTS and isinstance(value, list):
         return [local_schema(sub, enforce) for sub in value]
-    if key in _SUBSCHEMAS or key in _APPLICATORS:
-        return local_schema(value, enforce)
-    if key in _APPLICATOR_LISTS and isinstance(value, list):
-        return [local_schema(sub, enforce) for sub in value]
-    return value
+    return local_schema(value, enforce) if key in _SCHEMAS else value
 
 
 class SchemaValidator:
