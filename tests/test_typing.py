@@ -25,14 +25,20 @@ def mypy(*args: str) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
+@pytest.fixture(scope="module")
+def checked() -> tuple[int, str]:
+    """mypy --strict's status and output on the typing check file (run once: ~10 s)."""
+    return mypy("--strict", str(CHECKED))
+
+
 class TestToolTyping:
-    def test_signature_kept(self) -> None:
+    def test_signature_kept(self, checked: tuple[int, str]) -> None:
         """mypy --strict accepts the file: every assert_type holds, every ignore is needed."""
-        status, out = mypy("--strict", str(CHECKED))
+        status, out = checked
         assert 0 == status, out
 
-    def test_revealed_type(self) -> None:
+    def test_revealed_type(self, checked: tuple[int, str]) -> None:
         """The decorated function is revealed as a Tool parameterised by its signature."""
-        _, out = mypy("--strict", str(CHECKED))
+        _, out = checked
         expected = 'Revealed type is "tinytools._spec.Tool[[query: str, limit: int =], list[str]]"'
         assert expected in out

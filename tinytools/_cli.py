@@ -16,6 +16,7 @@ from typing import TextIO
 
 from . import __version__
 from ._registry import AnyTool
+from .errors import ToolArgumentsError
 
 __all__ = ["main"]
 
@@ -106,7 +107,7 @@ def _demo(_args: argparse.Namespace, out: TextIO) -> int:
         _write(out, *_field("arguments", str(demo.call.arguments)))
         try:
             kwargs = tool.validate(demo.call.arguments)
-        except ValueError as error:  # a ToolArgumentsError: its message is for the model
+        except ToolArgumentsError as error:  # its message is written for the model
             _write(out, *_field("error", str(error)), "")
         else:
             accepted += 1
