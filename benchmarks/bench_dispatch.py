@@ -56,7 +56,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import gc
-import importlib
 import inspect
 import itertools
 import json
@@ -74,6 +73,7 @@ import tinytools
 from tinytools import ToolCall
 from tinytools.policies import RunPolicy
 
+from . import peers
 from ._data import BIG, SMALL, Shape, async_twin
 from ._report import duration, header, machine_info, options, ratio, table, versions
 from ._timing import REPEAT, RUN_SECONDS
@@ -370,13 +370,7 @@ def _floor_batch(answer: Callable[[ToolCall], object], calls: Sequence[ToolCall]
 
 def _dispatch_peers() -> dict[str, ModuleType | None]:
     """Each peer module by name; ``None`` when its library is not installed."""
-    peers: dict[str, ModuleType | None] = {}
-    for name in DISPATCH_PEERS:
-        try:
-            peers[name] = importlib.import_module(f"{__package__}.peers.{name}")
-        except ImportError:
-            peers[name] = None
-    return peers
+    return peers.load(DISPATCH_PEERS)
 
 
 def _peer_entries(

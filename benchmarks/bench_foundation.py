@@ -46,7 +46,6 @@ The 200 us goal for ``@tool`` is the issue's, for a small tool; it sets none for
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import json
 import time
@@ -59,6 +58,7 @@ import msgspec
 
 import tinytools
 
+from . import peers
 from ._data import BIG, SMALL, Shape, make_functions, pydantic_adapter
 from ._report import duration, header, machine_info, options, ratio, table, versions
 from ._timing import REPEAT, RUN_SECONDS, measure, once
@@ -170,15 +170,10 @@ Build = Callable[[Callable[..., object]], object]
 
 def _build_peers() -> dict[str, Build | None]:
     """Each peer's ``build`` by label; ``None`` when its library is not installed."""
-    peers: dict[str, Build | None] = {}
-    for name in BUILD_PEERS:
-        try:
-            module = importlib.import_module(f"{__package__}.peers.{name}")
-        except ImportError:
-            peers[name] = None
-        else:
-            peers[module.LABEL] = module.build
-    return peers
+    return {
+        name if module is None else module.LABEL: None if module is None else module.build
+        for name, module in peers.load(BUILD_PEERS).items()
+    }
 
 
 def _fastest_peer(references: Sequence[Reference]) -> tuple[str | None, float | None]:
