@@ -573,6 +573,8 @@ class TestInputs:
             dispatch_sync(
                 [call("c", "stored", '{"key": "k"}')], TOOLS, context=context, cancellation=handle
             )
+        # A leaked callback has no visible effect (its call is over); only the handle's
+        # list of callbacks shows the leak, so the test reads it.
         assert [] == handle._callbacks
 
 
