@@ -122,6 +122,15 @@ class Attempts:
             emit=Emit(lambda name, data: self.emit(_custom(call_id, name, data))),
         )
 
+    def wait_or_outcome(self, error: Exception) -> float | Outcome:
+        """The wait before retrying after ``error``, or the call's outcome when it will
+        not be retried (not a ``RetryableError``, or no retry left)."""
+        if isinstance(error, RetryableError):
+            delay = self.retry_delay(error)
+            if delay is not None:
+                return delay
+        return classify(error, self.item.tool.name)
+
     def retry_delay(self, error: RetryableError) -> float | None:
         """The wait before the next attempt, or None when no retry remains."""
         if self.attempt >= self.item.tool.policy.runtime.max_retries:
@@ -175,12 +184,10 @@ def continue_inline(
     assert fn is not None
     while True:
         if error is not None:
-            if not isinstance(error, RetryableError):
-                return classify(error, item.tool.name)
-            delay = attempts.retry_delay(error)
-            if delay is None:
-                return classify(error, item.tool.name)
-            time.sleep(delay)
+            wait = attempts.wait_or_outcome(error)
+            if not isinstance(wait, float):
+                return wait
+            time.sleep(wait)
         try:
             return Ran(wrap_return(fn(**kwargs)))
         except Exception as caught:
@@ -195,12 +202,10 @@ async def continue_async(
     fn = item.tool.fn
     assert fn is not None
     while True:
-        if not isinstance(error, RetryableError):
-            return classify(error, item.tool.name)
-        delay = attempts.retry_delay(error)
-        if delay is None:
-            return classify(error, item.tool.name)
-        await anyio.sleep(delay)
+        wait = attempts.wait_or_outcome(error)
+        if not isinstance(wait, float):
+            return wait
+        await anyio.sleep(wait)
         try:
             value = fn(**kwargs)
             if item.tool.is_async:
@@ -250,10 +255,8 @@ async def run_async(
             return Failed(
                 "TimeoutError", f"Tool `{item.tool.name}` timed out after {timeout:g} seconds."
             )
-        except RetryableError as error:
-            delay = attempts.retry_delay(error)
-            if delay is None:
-                return classify(error, item.tool.name)
-            await anyio.sleep(delay)
         except Exception as error:
-            return classify(error, item.tool.name)
+            wait = attempts.wait_or_outcome(error)
+            if not isinstance(wait, float):
+                return wait
+            await anyio.sleep(wait)
