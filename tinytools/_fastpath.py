@@ -153,8 +153,8 @@ def _validated(tool: AnyTool, raw: dict[str, object] | str) -> dict[str, object]
             return _asdict(decode(raw))
         except (msgspec.MsgspecError, RecursionError, UnicodeError):
             pass  # the full path decides (integral floats are integers there)
-    try:
-        return tool.validate(raw)
+    try:  # tool.validate minus the fast decode that just failed
+        return tool._validator.validate(tool.name, raw)
     except ToolArgumentsError:
         return None
 
