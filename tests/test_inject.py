@@ -107,7 +107,7 @@ class TestCheckContext:
     def test_reports_every_unsatisfiable_injection(self) -> None:
         """Every injection a context cannot satisfy is named, for every tool, at once."""
         with pytest.raises(ToolDefinitionError) as info:
-            check_context([(everything.name, everything.injections)], Context())
+            check_context([everything], Context())
         text = str(info.value)
         assert len(info.value.problems) == 3
         for needle in ("`store`", "`cart`", "`db`"):
@@ -115,7 +115,7 @@ class TestCheckContext:
 
     def test_full_context_passes(self) -> None:
         """A context with a store, a state and the values raises nothing."""
-        check_context([(everything.name, everything.injections)], FULL)
+        check_context([everything], FULL)
 
 
 class TestContext:

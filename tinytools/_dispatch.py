@@ -155,7 +155,7 @@ def _admitted(run: Run) -> Abort | None:
         for verdict in run.verdicts:
             if isinstance(verdict, Resolved):
                 _answer_resolved(run, verdict)
-    injecting = [(i.tool.name, i.tool.injections) for i in run.admitted() if i.tool.injections]
+    injecting = [item.tool for item in run.admitted() if item.tool.injections]
     if injecting:
         check_context(injecting, run.env.context)
     if run.ledger is not None:

@@ -35,7 +35,7 @@ import types
 import typing
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated, NewType, TypeAlias, TypeVar, Union
+from typing import Annotated, NewType, Protocol, TypeAlias, TypeVar, Union
 
 import attrs
 
@@ -390,11 +390,21 @@ def _unsatisfied(injection: Injection) -> str:
     )
 
 
-def check_context(tools: Iterable[tuple[str, tuple[Injection, ...]]], context: Context) -> None:
+class _Injecting(Protocol):
+    """What :func:`check_context` reads of a tool."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def injections(self) -> tuple[Injection, ...]: ...
+
+
+def check_context(tools: Iterable[_Injecting], context: Context) -> None:
     """Raise one ``ToolDefinitionError`` for every injection ``context`` cannot satisfy.
 
     Args:
-        tools: ``(tool name, injections)`` pairs.
+        tools: The tools (``registry.tools()``, or any ``Tool`` values).
         context: The context the tools will run with.
     """
     probe = CallRuntime(
@@ -404,9 +414,9 @@ def check_context(tools: Iterable[tuple[str, tuple[Injection, ...]]], context: C
         emit=Emit(lambda _name, _data: None),
     )
     problems = [
-        f"tool `{name}`: {_unsatisfied(injection)}"
-        for name, injections in tools
-        for injection in injections
+        f"tool `{tool.name}`: {_unsatisfied(injection)}"
+        for tool in tools
+        for injection in tool.injections
         if not injection.optional and _lookup(injection, probe) is _MISSING
     ]
     if problems:
