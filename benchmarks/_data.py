@@ -6,6 +6,11 @@ Two tool shapes are measured everywhere:
 * ``big``: :func:`create_order`, twenty parameters, among them a nested object
   (:class:`Address`, twice) and a list of objects (``list[LineItem]``).
 
+The small tool also comes with the inputs of the dispatch benchmarks' error paths:
+:data:`SMALL_RELAXED` (relaxed JSON that repair recovers), :data:`SMALL_INVALID` (well-formed
+arguments that break the schema) and :func:`failing_search` (the same signature, raises
+``ValueError``).
+
 Each shape also has an async twin (:func:`async_twin`): the same name, signature, hints
 and docstring, written ``async def``, for the dispatch benchmarks' async-tool variants.
 
@@ -32,6 +37,8 @@ import msgspec
 __all__ = [
     "BIG",
     "SMALL",
+    "SMALL_INVALID",
+    "SMALL_RELAXED",
     "Address",
     "BigArgs",
     "LineItem",
@@ -39,6 +46,7 @@ __all__ = [
     "SmallArgs",
     "async_twin",
     "create_order",
+    "failing_search",
     "make_functions",
     "search_docs",
 ]
@@ -67,6 +75,21 @@ class SmallArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 SMALL_RAW = '{"query": "how to rotate a pdf page", "limit": 5, "exact": false}'
+#: :data:`SMALL_RAW` as a model might send it: single quotes and a trailing comma.
+SMALL_RELAXED = "{'query': 'how to rotate a pdf page', 'limit': 5, 'exact': false,}"
+#: Well-formed JSON that breaks the schema (``limit`` is not an integer).
+SMALL_INVALID = '{"query": "how to rotate a pdf page", "limit": "five", "exact": false}'
+
+
+def failing_search(query: str, limit: int = 10, exact: bool = False) -> list[str]:
+    """Search the documentation (always fails, for the error path).
+
+    Args:
+        query: Words to look for.
+        limit: The most results to return.
+        exact: Match the whole phrase only.
+    """
+    raise ValueError(f"the index is not built yet (query {query!r})")
 
 
 # --- the big tool (20 parameters, nested) -----------------------------------------------------
