@@ -48,15 +48,25 @@ def versions(names: Sequence[str]) -> dict[str, str | None]:
     return found
 
 
-def options(prog: str, description: str, repeat: int = REPEAT) -> argparse.Namespace:
-    """The options every benchmark module takes: ``--json`` and ``--repeat``."""
+def options(
+    prog: str, description: str, repeat: int = REPEAT, quick: str | None = None
+) -> argparse.Namespace:
+    """The options every benchmark module takes: ``--json`` and ``--repeat``.
+
+    ``quick`` (what a short run leaves out) adds ``--quick`` for a module that has one.
+    """
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--json", action="store_true", help="print one JSON document, one line")
     parser.add_argument(
-        "--repeat", type=int, default=repeat, help=f"runs per operation (default {repeat})"
+        "--repeat", type=int, default=None, help=f"runs per operation (default {repeat})"
     )
+    if quick is not None:
+        parser.add_argument("--quick", action="store_true", help=quick)
     # Unknown options belong to other benchmark modules when run through `python -m benchmarks`.
     args, _ = parser.parse_known_args(sys.argv[1:])
+    args.repeat_given = args.repeat is not None
+    if args.repeat is None:
+        args.repeat = repeat
     return args
 
 

@@ -1,91 +1,105 @@
-"""Dispatch benchmarks: raw JSON arguments in, result messages out, beside the floor and the peers.
+"""Dispatch benchmarks (issue 10): raw JSON arguments in, result messages out, beside a floor.
 
 Run from the repository root::
 
-    python -m benchmarks.bench_dispatch          # the tables
-    python -m benchmarks.bench_dispatch --json   # one JSON document on one line
+    python -m benchmarks.bench_dispatch           # the table (about 1-2 minutes on 2 cores)
+    python -m benchmarks.bench_dispatch --quick   # fewer, shorter runs, no peers (about 20 s)
+    python -m benchmarks.bench_dispatch --json    # one JSON document on one line
 
-The scenarios of issue 4's Speed section, for the two tool shapes of :mod:`benchmarks._data`
-(3 parameters; 20 with a nested object and a list of objects):
+Every row is measured in the same process as the row it is compared with, its **floor**, and
+prints its time per call, the ratio to that floor, the issue's target for the ratio and PASS
+or FAIL against it. A FAIL is a report, not an error: the process still exits 0.
 
-1. **One call.** ``dispatch_sync([call], registry)`` for a synchronous tool, and
-   ``await dispatch([call], registry)`` under trio for its async twin, beside
+The floor of a single call is the least a dispatcher does, written by hand:
+``msgspec.json.Decoder(ArgsStruct).decode`` of the raw arguments, ``msgspec.structs.asdict``,
+the call, the return value encoded as JSON text and a ``ToolMessage``-like ``Struct`` built
+from it. The rows (one call of the 3-parameter tool :func:`benchmarks._data.search_docs`
+unless said):
 
-   * the **floor**: ``msgspec.json.Decoder(ArgsStruct).decode`` of the raw arguments,
-     ``msgspec.structs.asdict``, the call, the return value encoded as JSON text and a
-     ``ToolMessage``-like ``Struct`` built from it (awaited, for the async tool);
-   * the **peers**, each through the dispatcher its framework runs tool calls with, sync and
-     async tool alike where it has both: Pydantic AI ``ToolManager.handle_call`` and OpenAI
-     Agents ``FunctionTool.on_invoke_tool`` (awaited in one asyncio loop kept for the whole
-     benchmark; both run a synchronous tool in a worker thread), LangChain
-     ``StructuredTool.invoke(ToolCall)`` and LangGraph ``ToolNode.invoke`` (plain calls).
-     Each peer gets the model's call as its framework represents it, built once (LangChain's
-     and LangGraph's hold decoded arguments), and returns its framework's result message.
-2. **Batches.** ``dispatch_sync`` of 1, 10, 100 and 1,000 calls (and 100 calls of the big
-   tool), per call, beside the floor done in a loop: the cost must be linear in the size.
-3. **Async batch.** 100 calls of an async tool that awaits ``trio.sleep(0)``, through
-   ``await dispatch(..., policy=RunPolicy(max_concurrency=100))`` under trio, beside a bare
-   trio nursery running the same 100 calls, each doing the floor's work (the batch floor);
-   a nursery running only the tool coroutines is listed too.
+1. plain ``dispatch_sync`` (target 2.5x the floor); the 20-parameter tool as a reference.
+2. the general path real users take: a sync ``on_event`` handler, one ``before_tool``
+   middleware returning the call and one ``after_tool`` returning the result, and
+   ``RunPolicy(max_tool_calls=8, allowlist={...})`` (5x); and each of them alone, and
+   ``advertised=`` alone, so a regression can be located (5x each).
+3. a sync tool under ``RunPolicy(tool_timeout=5)`` (a worker thread, so the timeout holds)
+   through ``dispatch_sync`` (15x).
+4. an async tool through ``dispatch_sync`` (40x), against the async floor driven by hand
+   (``coroutine.send(None)``, no event loop); ``await dispatch`` of it under trio is listed
+   beside the async floor awaited under trio, without a target.
+5. the error paths, against the floor of a good call (8x each): relaxed JSON (single quotes,
+   trailing comma) that is repaired and run; arguments that break the schema, answered with
+   an error; a tool that raises ``ValueError``.
+6. 100 calls of an async tool that yields to the loop once (``trio.sleep(0)`` under trio,
+   ``asyncio.sleep(0)`` under asyncio), through ``await dispatch`` with
+   ``RunPolicy(max_concurrency=100)`` (the default, 1, runs them one by one), against a bare
+   trio nursery (1.1x) or ``asyncio.TaskGroup`` (1.2x) whose tasks do the floor's work; and
+   with ``max_concurrency=10`` against the same with a ``trio.CapacityLimiter(10)`` or an
+   ``asyncio.Semaphore(10)``. Times are per call.
+7. the cost of one call at 10,000 registered tools against the same at 10 tools (1.2x): a
+   known call; an unknown name (answered with an error); ``advertised=`` a set of 5 names;
+   the tools passed as a list instead of a ``Registry``. The registry, list and set are built
+   once, outside the timed runs, as a user builds them.
+8. the peers, each through the dispatcher its framework runs tool calls with, with the sync
+   tool and (Pydantic AI and OpenAI Agents, which are only fair with one) the async twin:
+   Pydantic AI ``ToolManager.handle_call``, OpenAI Agents ``FunctionTool.on_invoke_tool``
+   (both awaited in one asyncio loop kept for the whole benchmark; both run a sync tool in a
+   worker thread), LangChain ``StructuredTool.invoke(ToolCall)``, LangGraph
+   ``ToolNode.invoke`` (and inside a one-node graph). No targets: ratios only.
 
-References beside them: ``dispatch_sync`` of the async tool (it starts trio per call) and
-LangGraph's ToolNode inside a compiled one-node ``StateGraph`` (how applications run it).
+Also kept from issue 4: a batch of 1,000 calls against a batch of 10, per call (1.2x).
 
-The targets (issue 4), checked in the last table: one sync call within 3x the floor, at least
-10x faster than the fastest peer dispatcher (of any tool variant) and 100x faster than
-LangChain; the async batch within 1.5x the bare nursery; linear cost, read as the per-call
-time at 1,000 calls within 1.2x of that at 10.
-
-How time is measured (the approach of :mod:`benchmarks.bench_foundation`, with two changes
-the event loops and worker threads require):
-
-* The clock is the **process's** CPU time (:func:`time.process_time`), not this thread's:
-  the peers run synchronous tools in worker threads, whose work thread time would leave out.
-  CPU time still leaves out waiting for a core on our shared machines. Wall-clock time of the
-  same runs is reported beside it: a thread hop costs more latency than CPU.
-* Async operations are timed **inside** their event loop (one ``trio.run`` per round for
-  trio; the asyncio loop is kept open), so entering a loop is not part of any call.
-* Otherwise as there: one untimed call, then runs of about ``RUN_SECONDS``; the best of
-  ``--repeat`` runs of the mean per call; runs interleaved round by round; objects alive
-  before the runs frozen (:func:`gc.freeze`). The collector stays on: a dispatcher's garbage
-  is part of its cost.
+How time is measured (:mod:`benchmarks._timing`): the **process's** CPU time, since worker
+threads do part of some rows' work (wall-clock time of the same runs is printed beside it);
+async operations timed inside their event loop; one untimed call, then runs of about
+``RUN_SECONDS``; the best of ``--repeat`` runs of the mean per call; each section's rows
+interleaved round by round with their floors; the collector on (a dispatcher's garbage is
+part of its cost), objects alive before the runs frozen out of its sight.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import gc
 import inspect
-import itertools
 import json
-import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from types import ModuleType
-from typing import Literal
+from typing import Any, Literal
 
 import attrs
 import msgspec
 import trio
 
 import tinytools
-from tinytools import ToolCall
-from tinytools.policies import RunPolicy
+from tinytools import RunPolicy, ToolCall
 
 from . import peers
-from ._data import BIG, SMALL, Shape, async_twin
+from ._data import (
+    BIG,
+    SMALL,
+    SMALL_INVALID,
+    SMALL_RELAXED,
+    Shape,
+    async_twin,
+    failing_search,
+    make_functions,
+    search_docs,
+)
 from ._report import duration, header, machine_info, options, ratio, table, versions
-from ._timing import REPEAT, RUN_SECONDS
+from ._timing import PROCESS_CLOCK, REPEAT, RUN_SECONDS, Op, Sample, Timer
 
 __all__ = ["main"]
 
-CPU = time.process_time
-WALL = time.perf_counter
 #: Peer dispatchers, by module under ``benchmarks.peers``.
 DISPATCH_PEERS = ("pydantic_ai", "openai_agents", "langchain", "langgraph")
-BATCH_SIZES = (1, 10, 100, 1_000)
 ASYNC_BATCH = 100
+LIMITED = 10
+FEW_TOOLS, MANY_TOOLS = 10, 10_000
+ADVERTISED = 5
+FEW_CALLS, MANY_CALLS = 10, 1_000
+#: ``--quick``: runs per operation and seconds per run.
+QUICK_REPEAT, QUICK_SECONDS = 2, 0.02
 #: Distributions whose versions are reported.
 VERSIONS = (
     "tinytools",
@@ -100,224 +114,81 @@ VERSIONS = (
     "langgraph",
 )
 
-Kind = Literal["sync", "asyncio", "trio"]
-
-
-# --- timing -------------------------------------------------------------------------------------
-
-
-@attrs.frozen
-class Op:
-    """One operation to time: a plain callable, or a coroutine function and its event loop."""
-
-    fn: Callable[[], object]
-    kind: Kind = "sync"
-
-
-@attrs.frozen
-class Sample:
-    """Seconds per operation: process CPU time and wall-clock time."""
-
-    cpu: float
-    wall: float
-
-    def per(self, calls: int) -> Sample:
-        return Sample(self.cpu / calls, self.wall / calls)
-
-
-def _time_sync(fn: Callable[[], object], number: int) -> Sample:
-    gc.collect()
-    cpu, wall = CPU(), WALL()
-    for _ in itertools.repeat(None, number):
-        fn()
-    return Sample((CPU() - cpu) / number, (WALL() - wall) / number)
-
-
-async def _time_async(fn: Callable[[], Awaitable[object]], number: int) -> Sample:
-    gc.collect()
-    cpu, wall = CPU(), WALL()
-    for _ in itertools.repeat(None, number):
-        await fn()
-    return Sample((CPU() - cpu) / number, (WALL() - wall) / number)
-
-
-def _number(estimate: float) -> int:
-    return max(1, math.ceil(RUN_SECONDS / max(estimate, 1e-9)))
-
-
-def _calibrate_sync(fn: Callable[[], object]) -> int:
-    """Calls per run of about ``RUN_SECONDS``, after one warm-up call."""
-    start = CPU()
-    fn()
-    estimate = CPU() - start
-    if estimate < RUN_SECONDS / 10:  # one call is too short to say much: time a batch
-        estimate = _time_sync(fn, max(1, int(RUN_SECONDS / 10 / max(estimate, 1e-9)))).cpu
-    return _number(estimate)
-
-
-async def _calibrate_async(fn: Callable[[], Awaitable[object]]) -> int:
-    start = CPU()
-    await fn()
-    estimate = CPU() - start
-    if estimate < RUN_SECONDS / 10:
-        number = max(1, int(RUN_SECONDS / 10 / max(estimate, 1e-9)))
-        estimate = (await _time_async(fn, number)).cpu
-    return _number(estimate)
-
-
-async def _async_pass(
-    ops: Mapping[str, Callable[[], Awaitable[object]]], numbers: Mapping[str, int] | None
-) -> dict[str, int | Sample]:
-    """Inside one event loop: calibrate every op (``numbers`` is None) or time one run of each."""
-    if numbers is None:
-        return {name: await _calibrate_async(fn) for name, fn in ops.items()}
-    return {name: await _time_async(fn, numbers[name]) for name, fn in ops.items()}
-
-
-class Timer:
-    """Times operations of every kind, each in its own event loop.
-
-    The asyncio loop lives as long as the timer, as in a long-running host (the peers keep
-    worker threads and per-loop state); trio has no loop to keep, so each pass is one
-    ``trio.run``.
-    """
-
-    def __init__(self, repeat: int) -> None:
-        self.repeat = repeat
-        self.loop = asyncio.new_event_loop()
-
-    def close(self) -> None:
-        self.loop.run_until_complete(self.loop.shutdown_default_executor())
-        self.loop.close()
-
-    def _pass(self, ops: Mapping[str, Op], numbers: Mapping[str, int] | None) -> dict[str, object]:
-        out: dict[str, object] = {}
-        for name, op in ops.items():
-            if op.kind == "sync":
-                out[name] = (
-                    _calibrate_sync(op.fn) if numbers is None else _time_sync(op.fn, numbers[name])
-                )
-        for kind in ("asyncio", "trio"):
-            group: dict[str, Callable[[], Awaitable[object]]] = {
-                name: op.fn  # type: ignore[misc]
-                for name, op in ops.items()
-                if op.kind == kind
-            }
-            if not group:
-                continue
-            if kind == "asyncio":
-                out.update(self.loop.run_until_complete(_async_pass(group, numbers)))
-            else:
-                out.update(trio.run(_async_pass, group, numbers))
-        return out
-
-    def measure(self, ops: Mapping[str, Op]) -> dict[str, Sample]:
-        """The best of ``repeat`` interleaved runs of each op (CPU and wall-clock separately)."""
-        numbers: dict[str, int] = self._pass(ops, None)  # type: ignore[assignment]
-        cpu = dict.fromkeys(ops, math.inf)
-        wall = dict.fromkeys(ops, math.inf)
-        gc.collect()
-        gc.freeze()  # what is alive now (peers, fixtures) is left out of every collection
-        try:
-            for _ in range(self.repeat):
-                for name, sample in self._pass(ops, numbers).items():
-                    assert isinstance(sample, Sample)
-                    cpu[name] = min(cpu[name], sample.cpu)
-                    wall[name] = min(wall[name], sample.wall)
-        finally:
-            gc.unfreeze()
-        return {name: Sample(cpu[name], wall[name]) for name in ops}
-
-
-# --- results ------------------------------------------------------------------------------------
-
 Role = Literal["tinytools", "floor", "peer", "reference"]
 
 
-@attrs.frozen
-class Entry:
-    """One implementation of a scenario, to time: ``op`` makes ``calls`` calls (None: absent)."""
+# --- rows ---------------------------------------------------------------------------------------
 
-    scenario: str
-    who: str
+
+@attrs.frozen
+class Row:
+    """One thing to time: ``op`` makes ``calls`` calls (None: not available, see ``note``).
+
+    ``floor`` names the row of the same section it is compared with; ``target`` is the
+    issue's limit for the ratio to it (None: a ratio only).
+    """
+
+    name: str
     role: Role
     op: Op | None
-    note: str = ""
+    floor: str | None = None
+    target: float | None = None
     calls: int = 1
+    note: str = ""
+
+
+@attrs.frozen
+class Section:
+    title: str
+    rows: tuple[Row, ...]
 
 
 @attrs.frozen
 class Result:
-    """One implementation's time per call in one scenario (``None``: not installed)."""
+    """One row's time per call, and its floor's."""
 
-    scenario: str
-    who: str
-    role: Role
+    section: str
+    row: Row
     time: Sample | None
-    note: str = ""
+    floor_time: Sample | None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.time is None or self.floor_time is None:
+            return None
+        return self.time.cpu / self.floor_time.cpu
+
+    @property
+    def verdict(self) -> str:
+        if self.row.target is None:
+            return "-"
+        if self.ratio is None:
+            return "n/a"
+        return "PASS" if self.ratio <= self.row.target else "FAIL"
 
     def to_json(self) -> dict[str, object]:
         return {
-            "scenario": self.scenario,
-            "who": self.who,
-            "role": self.role,
+            "section": self.section,
+            "row": self.row.name,
+            "role": self.row.role,
             "cpu_s": None if self.time is None else self.time.cpu,
             "wall_s": None if self.time is None else self.time.wall,
-            "note": self.note,
+            "floor": self.row.floor,
+            "ratio": self.ratio,
+            "target": self.row.target,
+            "result": self.verdict,
+            "note": self.row.note,
         }
 
 
-def timed(timer: Timer, entries: Sequence[Entry]) -> list[Result]:
-    """Every entry's time per call, all measured together (interleaved)."""
-    ops = {f"{e.scenario}|{e.who}": e.op for e in entries if e.op is not None}
-    times = timer.measure(ops)
+def timed(timer: Timer, section: Section) -> list[Result]:
+    """Every row of ``section`` timed together (interleaved), per call."""
+    times = timer.measure({r.name: r.op for r in section.rows if r.op is not None})
+    per = {r.name: times[r.name].per(r.calls) for r in section.rows if r.op is not None}
     return [
-        Result(
-            e.scenario,
-            e.who,
-            e.role,
-            None if e.op is None else times[f"{e.scenario}|{e.who}"].per(e.calls),
-            e.note,
-        )
-        for e in entries
+        Result(section.title, r, per.get(r.name), None if r.floor is None else per.get(r.floor))
+        for r in section.rows
     ]
-
-
-@attrs.frozen
-class Goal:
-    """A target of the issue: ``measured`` must be at most (or at least) ``limit``."""
-
-    text: str
-    measured: float | None
-    limit: float
-    at_most: bool = True
-
-    @property
-    def met(self) -> bool | None:
-        if self.measured is None:
-            return None
-        return self.measured <= self.limit if self.at_most else self.measured >= self.limit
-
-    def to_json(self) -> dict[str, object]:
-        return {**attrs.asdict(self), "met": self.met}
-
-
-def _cpu(results: Sequence[Result], scenario: str, role: Role) -> float | None:
-    """The CPU time of the scenario's (first) implementation in ``role``."""
-    for r in results:
-        if r.scenario == scenario and r.role == role and r.time is not None:
-            return r.time.cpu
-    return None
-
-
-def _fastest(results: Sequence[Result], scenarios: Sequence[str]) -> Result | None:
-    """The fastest peer over ``scenarios``."""
-    timed = [r for r in results if r.scenario in scenarios and r.role == "peer" and r.time]
-    return min(timed, key=lambda r: r.time.cpu if r.time else math.inf, default=None)
-
-
-def _over(a: float | None, b: float | None) -> float | None:
-    return None if a is None or b is None else a / b
 
 
 # --- the floors ---------------------------------------------------------------------------------
@@ -337,7 +208,7 @@ _asdict = msgspec.structs.asdict
 _encode = msgspec.json.encode
 
 
-def floor_sync(shape: Shape, fn: Callable[..., object]) -> Callable[[ToolCall], object]:
+def floor_sync(shape: Shape, fn: Callable[..., object]) -> Callable[[ToolCall], FloorMessage]:
     """The least a dispatcher does for one call: typed decode, call, JSON text, message."""
     decode = msgspec.json.Decoder(shape.floor).decode
 
@@ -350,7 +221,7 @@ def floor_sync(shape: Shape, fn: Callable[..., object]) -> Callable[[ToolCall], 
 
 def floor_async(
     shape: Shape, fn: Callable[..., Awaitable[object]]
-) -> Callable[[ToolCall], Awaitable[object]]:
+) -> Callable[[ToolCall], Coroutine[Any, Any, FloorMessage]]:
     """:func:`floor_sync` for an async tool (the call is awaited)."""
     decode = msgspec.json.Decoder(shape.floor).decode
 
@@ -361,319 +232,379 @@ def floor_async(
     return answer
 
 
-def _floor_batch(answer: Callable[[ToolCall], object], calls: Sequence[ToolCall]) -> list[object]:
-    return [answer(call) for call in calls]
+def drive(coroutine: Coroutine[Any, Any, object]) -> object:
+    """Run a coroutine that never waits to its end, with no event loop."""
+    try:
+        coroutine.send(None)
+    except StopIteration as stop:
+        return stop.value
+    coroutine.close()
+    raise RuntimeError("the coroutine waited for something; it needs an event loop")
 
 
-# --- the peers ----------------------------------------------------------------------------------
+# --- checks: each tinytools row does what its name says ----------------------------------------
 
 
-def _dispatch_peers() -> dict[str, ModuleType | None]:
-    """Each peer module by name; ``None`` when its library is not installed."""
-    return peers.load(DISPATCH_PEERS)
+def _checked(
+    op: Callable[[], tinytools.DispatchResult], status: str, n: int = 1
+) -> Callable[[], object]:
+    """``op``, after one call whose ``n`` messages all have ``status`` (run outside the timing)."""
+    result = op()
+    statuses = [m.status for m in result.messages]
+    if statuses != [status] * n:
+        raise AssertionError(f"{op!r}: expected {n} x {status!r}, got {statuses}")
+    return op
 
 
-def _peer_entries(
-    scenario: str, peers: Mapping[str, ModuleType | None], fn: Callable[..., object], raw: str
-) -> list[Entry]:
-    """Each peer's dispatcher for ``fn``; an async ``fn`` only goes to the awaited ones."""
-    tool = "async" if inspect.iscoroutinefunction(fn) else "sync"
-    entries: list[Entry] = []
-    for name, module in peers.items():
-        if module is None:
-            if tool == "sync":
-                entries.append(Entry(scenario, name, "peer", None))
-        elif tool == "sync" or module.DISPATCH_LOOP != "sync":
-            op = Op(module.dispatcher(fn, raw), module.DISPATCH_LOOP)
-            entries.append(Entry(scenario, f"{module.DISPATCH_LABEL} ({tool} tool)", "peer", op))
-    return entries
+def _checked_async(
+    fn: Callable[[], Awaitable[tinytools.DispatchResult]], kind: Literal["trio", "asyncio"], n: int
+) -> Op:
+    """:func:`_checked` for an awaited dispatch (run once in a fresh loop of ``kind``)."""
+
+    async def once() -> tinytools.DispatchResult:
+        return await fn()
+
+    result = trio.run(once) if kind == "trio" else asyncio.run(once())
+    statuses = [m.status for m in result.messages]
+    if statuses != ["ok"] * n:
+        raise AssertionError(f"{fn!r}: expected {n} x 'ok', got {statuses}")
+    return Op(fn, kind)
 
 
-# --- the scenarios ------------------------------------------------------------------------------
+# --- 1-5: one call ------------------------------------------------------------------------------
 
 
-def _calls(shape: Shape, n: int) -> list[ToolCall]:
-    return [ToolCall(f"call_{i}", shape.fn.__name__, shape.raw) for i in range(n)]
+def _calls(name: str, raw: str, n: int = 1) -> tuple[ToolCall, ...]:
+    return tuple(ToolCall(f"call_{i}", name, raw) for i in range(n))
 
 
-def one_call_scenarios(shape: Shape) -> tuple[str, str]:
-    """The names of the single-call scenarios for ``shape``: sync tool, async tool."""
-    return (
-        f"one call, {shape.params}-param sync tool",
-        f"one call, {shape.params}-param async tool",
+def _ignore_event(event: object) -> None:
+    """The cheapest ``on_event`` handler."""
+
+
+def _pass_call(call: ToolCall, env: tinytools.DispatchEnv) -> ToolCall:
+    """A ``before_tool`` hook that lets every call through unchanged."""
+    return call
+
+
+def _pass_result(
+    call: ToolCall, result: tinytools.ToolResult, env: tinytools.DispatchEnv
+) -> tinytools.ToolResult:
+    """An ``after_tool`` hook that keeps every result."""
+    return result
+
+
+FLOOR = "msgspec floor"
+
+
+def sync_call_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
+    """Rows 1, 2, 3 and 5 and the peers' sync-tool rows, all against the one-call floor."""
+    fn, name = SMALL.fn, SMALL.fn.__name__
+    registry = tinytools.Registry([tinytools.tool(fn), tinytools.tool(failing_search)])
+    good = _calls(name, SMALL.raw)
+    middleware = [tinytools.before_tool(_pass_call), tinytools.after_tool(_pass_result)]
+    policy = RunPolicy(max_tool_calls=8, allowlist={name})
+    advertised = {name}
+    answer = floor_sync(SMALL, fn)
+
+    def ours(label: str, target: float, status: str = "ok", **kwargs: Any) -> Row:
+        calls = kwargs.pop("calls", good)
+        op = functools.partial(tinytools.dispatch_sync, calls, registry, **kwargs)
+        return Row(label, "tinytools", Op(_checked(op, status)), FLOOR, target)
+
+    rows = [
+        Row(FLOOR, "floor", Op(functools.partial(answer, good[0]))),
+        ours("1. dispatch_sync, plain", 2.5),
+        ours(
+            "2. general: on_event + before/after middleware + policy",
+            5.0,
+            on_event=_ignore_event,
+            middleware=middleware,
+            policy=policy,
+        ),
+        ours("2a. on_event only", 5.0, on_event=_ignore_event),
+        ours("2b. before/after middleware only", 5.0, middleware=middleware),
+        ours("2c. RunPolicy(max_tool_calls=8, allowlist) only", 5.0, policy=policy),
+        ours("2d. advertised= only", 5.0, advertised=advertised),
+        ours("3. RunPolicy(tool_timeout=5), sync tool", 15.0, policy=RunPolicy(tool_timeout=5)),
+        ours("5a. relaxed JSON, repaired", 8.0, calls=_calls(name, SMALL_RELAXED)),
+        ours("5b. invalid arguments, answered", 8.0, "error", calls=_calls(name, SMALL_INVALID)),
+        ours("5c. tool raises ValueError", 8.0, "error", calls=_calls("failing_search", SMALL.raw)),
+        *_peer_rows(peer_modules, fn, FLOOR),
+    ]
+    graph = peer_modules.get("langgraph")
+    if graph is not None:
+        op = Op(graph.graph_dispatcher(fn, SMALL.raw))
+        rows.append(Row(graph.GRAPH_LABEL, "reference", op, FLOOR, note="how apps run ToolNode"))
+    return Section("one call, 3-param sync tool", tuple(rows))
+
+
+def big_call_section() -> Section:
+    """Row 1 for the 20-parameter tool (a reference: the issue sets no target for it)."""
+    registry = tinytools.Registry([tinytools.tool(BIG.fn)])
+    calls = _calls(BIG.fn.__name__, BIG.raw)
+    answer = floor_sync(BIG, BIG.fn)
+    op = _checked(functools.partial(tinytools.dispatch_sync, calls, registry), "ok")
+    return Section(
+        "one call, 20-param sync tool (nested objects)",
+        (
+            Row(FLOOR, "floor", Op(functools.partial(answer, calls[0]))),
+            Row("dispatch_sync, plain", "reference", Op(op), FLOOR),
+        ),
     )
 
 
-def one_call_entries(shape: Shape, peers: Mapping[str, ModuleType | None]) -> list[Entry]:
-    """One call, sync tool and async twin: tinytools, the floor, every peer, references."""
-    sync_scenario, async_scenario = one_call_scenarios(shape)
-    fn, afn = shape.fn, async_twin(shape.fn)
-    sync_tools = tinytools.Registry([tinytools.tool(fn)])
-    async_tools = tinytools.Registry([tinytools.tool(afn)])
-    calls = _calls(shape, 1)
-    answer, aanswer = floor_sync(shape, fn), floor_async(shape, afn)
-    entries = [
-        Entry(
-            sync_scenario,
-            "tinytools dispatch_sync",
-            "tinytools",
-            Op(functools.partial(tinytools.dispatch_sync, calls, sync_tools)),
-        ),
-        Entry(sync_scenario, "floor", "floor", Op(functools.partial(answer, calls[0]))),
-        *_peer_entries(sync_scenario, peers, fn, shape.raw),
-        Entry(
-            async_scenario,
-            "tinytools await dispatch",
-            "tinytools",
-            Op(functools.partial(tinytools.dispatch, calls, async_tools), "trio"),
-            "under trio",
-        ),
-        Entry(
-            async_scenario,
-            "floor",
-            "floor",
-            Op(functools.partial(aanswer, calls[0]), "trio"),
-            "awaited under trio",
-        ),
-        *_peer_entries(async_scenario, peers, afn, shape.raw),
-        Entry(
-            async_scenario,
-            "tinytools dispatch_sync (async tool)",
-            "reference",
-            Op(functools.partial(tinytools.dispatch_sync, calls, async_tools)),
-            "starts trio for the call",
-        ),
-    ]
-    graph = peers.get("langgraph")
-    if graph is not None:
-        op = Op(graph.graph_dispatcher(fn, shape.raw))
-        entries.append(Entry(sync_scenario, graph.GRAPH_LABEL, "reference", op, "how apps run it"))
-    return entries
-
-
-def batch_scenario(shape: Shape, size: int) -> str:
-    return f"batch of {size:,}, {shape.params}-param sync tool (per call)"
-
-
-def batch_entries() -> list[Entry]:
-    """``dispatch_sync`` of growing batches, per call, beside the floor in a loop."""
-    entries: list[Entry] = []
-    for shape, size in [(SMALL, size) for size in BATCH_SIZES] + [(BIG, 100)]:
-        tools = tinytools.Registry([tinytools.tool(shape.fn)])
-        calls = _calls(shape, size)
-        answer = floor_sync(shape, shape.fn)
-        scenario = batch_scenario(shape, size)
-        entries += [
-            Entry(
-                scenario,
-                "tinytools dispatch_sync",
-                "tinytools",
-                Op(functools.partial(tinytools.dispatch_sync, calls, tools)),
-                calls=size,
-            ),
-            Entry(
-                scenario,
-                "floor",
-                "floor",
-                Op(functools.partial(_floor_batch, answer, calls)),
-                "in a loop",
-                calls=size,
-            ),
-        ]
-    return entries
-
-
-ASYNC_BATCH_SCENARIO = (
-    f"{ASYNC_BATCH} async calls, trio.sleep(0) each, max_concurrency={ASYNC_BATCH} (per batch)"
-)
-
-
-def async_batch_entries() -> list[Entry]:
-    """100 concurrent calls of an async tool that yields once, under trio, beside a nursery."""
-    afn = async_twin(SMALL.fn, checkpoint=functools.partial(trio.sleep, 0))
-    tools = tinytools.Registry([tinytools.tool(afn)])
-    calls = _calls(SMALL, ASYNC_BATCH)
+def async_call_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
+    """Row 4, ``await dispatch`` under trio, and the peers' async-tool rows."""
+    afn = async_twin(SMALL.fn)
+    registry = tinytools.Registry([tinytools.tool(afn)])
+    calls = _calls(afn.__name__, SMALL.raw)
     answer = floor_async(SMALL, afn)
-    kwargs = msgspec.json.decode(SMALL.raw)
+    by_hand = "floor, async: driven by hand (no loop)"
+    under_trio = "floor, async: awaited under trio"
+    under_asyncio = "floor, async: awaited under asyncio"
+    sync_op = _checked(functools.partial(tinytools.dispatch_sync, calls, registry), "ok")
+    trio_op = _checked_async(functools.partial(tinytools.dispatch, calls, registry), "trio", 1)
+    rows = [
+        Row(by_hand, "floor", Op(lambda: drive(answer(calls[0])))),
+        Row(under_trio, "floor", Op(functools.partial(answer, calls[0]), "trio")),
+        Row(under_asyncio, "floor", Op(functools.partial(answer, calls[0]), "asyncio")),
+        Row("4. dispatch_sync, async tool", "tinytools", Op(sync_op), by_hand, 40.0),
+        Row("await dispatch, async tool, under trio", "reference", trio_op, under_trio),
+        *_peer_rows(peer_modules, afn, under_asyncio),
+    ]
+    return Section("one call, 3-param async tool", tuple(rows))
 
-    async def floor() -> list[object]:
+
+def _peer_rows(
+    peer_modules: Mapping[str, ModuleType | None], fn: Callable[..., object], floor: str
+) -> list[Row]:
+    """Each peer's dispatcher for ``fn`` (an async ``fn`` only goes to the awaited ones)."""
+    is_async = inspect.iscoroutinefunction(fn)
+    tool = "async" if is_async else "sync"
+    rows: list[Row] = []
+    for name, module in peer_modules.items():
+        if module is None:
+            rows.append(Row(f"peer {name} ({tool} tool)", "peer", None, note="not installed"))
+        elif not is_async or module.DISPATCH_LOOP != "sync":
+            op = Op(module.dispatcher(fn, SMALL.raw), module.DISPATCH_LOOP)
+            rows.append(Row(f"8. {module.DISPATCH_LABEL} ({tool} tool)", "peer", op, floor))
+    return rows
+
+
+# --- 6: 100 concurrent async calls ------------------------------------------------------------
+
+
+def _trio_floor(
+    answer: Callable[[ToolCall], Awaitable[FloorMessage]],
+    calls: Sequence[ToolCall],
+    limit: int | None,
+) -> Callable[[], Awaitable[list[object]]]:
+    """A bare nursery: one task per call doing the floor's work (at most ``limit`` at once)."""
+
+    async def batch() -> list[object]:
         messages: list[object] = [None] * len(calls)
+        limiter = None if limit is None else trio.CapacityLimiter(limit)
 
         async def one(index: int) -> None:
-            messages[index] = await answer(calls[index])
+            if limiter is None:
+                messages[index] = await answer(calls[index])
+            else:
+                async with limiter:
+                    messages[index] = await answer(calls[index])
 
         async with trio.open_nursery() as nursery:
             for index in range(len(calls)):
                 nursery.start_soon(one, index)
         return messages
 
-    async def bare() -> None:
-        async with trio.open_nursery() as nursery:
-            for _ in calls:
-                nursery.start_soon(functools.partial(afn, **kwargs))
+    return batch
 
-    def ours(concurrency: int) -> Op:
+
+def _asyncio_floor(
+    answer: Callable[[ToolCall], Awaitable[FloorMessage]],
+    calls: Sequence[ToolCall],
+    limit: int | None,
+) -> Callable[[], Awaitable[list[object]]]:
+    """:func:`_trio_floor` with ``asyncio.TaskGroup`` and ``asyncio.Semaphore``."""
+
+    async def batch() -> list[object]:
+        messages: list[object] = [None] * len(calls)
+        semaphore = None if limit is None else asyncio.Semaphore(limit)
+
+        async def one(index: int) -> None:
+            if semaphore is None:
+                messages[index] = await answer(calls[index])
+            else:
+                async with semaphore:
+                    messages[index] = await answer(calls[index])
+
+        async with asyncio.TaskGroup() as group:  # type: ignore[attr-defined]
+            for index in range(len(calls)):
+                group.create_task(one(index))
+        return messages
+
+    return batch
+
+
+def async_batch_section(kind: Literal["trio", "asyncio"]) -> Section:
+    """Row 6 under one event loop: unbounded and at most ``LIMITED`` at once."""
+    checkpoint = (
+        functools.partial(trio.sleep, 0) if kind == "trio" else functools.partial(asyncio.sleep, 0)
+    )
+    afn = async_twin(SMALL.fn, checkpoint=checkpoint)
+    registry = tinytools.Registry([tinytools.tool(afn)])
+    calls = _calls(afn.__name__, SMALL.raw, ASYNC_BATCH)
+    answer = floor_async(SMALL, afn)
+    target = 1.1 if kind == "trio" else 1.2
+    floor_name = "bare trio nursery" if kind == "trio" else "asyncio.TaskGroup"
+    limiter = f"trio.CapacityLimiter({LIMITED})" if kind == "trio" else f"Semaphore({LIMITED})"
+    make_floor = _trio_floor if kind == "trio" else _asyncio_floor
+    missing = kind == "asyncio" and not hasattr(asyncio, "TaskGroup")
+    rows: list[Row] = []
+    for limit, floor in ((None, floor_name), (LIMITED, f"{floor_name} + {limiter}")):
+        concurrency = ASYNC_BATCH if limit is None else limit
         policy = RunPolicy(max_concurrency=concurrency)
-        return Op(functools.partial(tinytools.dispatch, calls, tools, policy=policy), "trio")
+        ours = functools.partial(tinytools.dispatch, calls, registry, policy=policy)
+        floor_op = None if missing else Op(make_floor(answer, calls, limit), kind)
+        rows += [
+            Row(
+                floor,
+                "floor",
+                floor_op,
+                calls=ASYNC_BATCH,
+                note="Python >= 3.11" if missing else "",
+            ),
+            Row(
+                f"6. await dispatch, max_concurrency={concurrency}",
+                "tinytools",
+                _checked_async(ours, kind, ASYNC_BATCH),
+                floor,
+                target,
+                ASYNC_BATCH,
+            ),
+        ]
+    title = f"{ASYNC_BATCH} async calls under {kind}, each yields once (per call)"
+    return Section(title, tuple(rows))
 
-    scenario = ASYNC_BATCH_SCENARIO
-    return [
-        Entry(scenario, "tinytools await dispatch", "tinytools", ours(ASYNC_BATCH)),
-        Entry(
-            scenario,
-            "bare trio nursery",
-            "floor",
-            Op(floor, "trio"),
-            "each task: the floor's decode, call and message",
-        ),
-        Entry(
-            scenario,
-            "bare trio nursery, tool coroutines only",
-            "reference",
-            Op(bare, "trio"),
-            "arguments decoded beforehand, no messages",
-        ),
-        Entry(
-            scenario,
-            "tinytools await dispatch, max_concurrency=1",
-            "reference",
-            ours(1),
-            "one call at a time",
-        ),
+
+# --- 7: many registered tools -------------------------------------------------------------------
+
+
+def registry_section() -> Section:
+    """Row 7: one call's cost at ``MANY_TOOLS`` registered tools against ``FEW_TOOLS``."""
+    name = search_docs.__name__
+    others = [tinytools.tool(f) for f in make_functions(MANY_TOOLS - 1)]
+    known, unknown = _calls(name, SMALL.raw), _calls("no_such_tool", SMALL.raw)
+    rows: list[Row] = []
+    for size in (FEW_TOOLS, MANY_TOOLS):
+        tools = [tinytools.tool(search_docs), *others[: size - 1]]
+        registry = tinytools.Registry(tools)
+        advertised = {t.name for t in tools[:ADVERTISED]}
+        cases: list[tuple[str, Sequence[ToolCall], Any, str, Collection[str] | None]] = [
+            ("known tool", known, registry, "ok", None),
+            ("unknown name", unknown, registry, "error", None),
+            (f"advertised= {ADVERTISED} names", known, registry, "ok", advertised),
+            ("tools as a list", known, tools, "ok", None),
+        ]
+        for label, calls, given, status, names in cases:
+            op = functools.partial(tinytools.dispatch_sync, calls, given, advertised=names)
+            few = f"{label}, {FEW_TOOLS} tools"
+            if size == FEW_TOOLS:
+                rows.append(Row(few, "floor", Op(_checked(op, status)), note="dispatch_sync"))
+            else:
+                row_name = f"7. {label}, {MANY_TOOLS:,} tools"
+                rows.append(Row(row_name, "tinytools", Op(_checked(op, status)), few, 1.2))
+    order = [r for r in rows if r.role == "floor"]
+    paired = [x for floor in order for x in rows if x is floor or x.floor == floor.name]
+    return Section(f"one call, {MANY_TOOLS:,} registered tools vs {FEW_TOOLS}", tuple(paired))
+
+
+def batch_section() -> Section:
+    """Issue 4's linearity check: per call in a batch of ``MANY_CALLS`` against ``FEW_CALLS``."""
+    registry = tinytools.Registry([tinytools.tool(SMALL.fn)])
+    rows: list[Row] = []
+    for n in (FEW_CALLS, MANY_CALLS):
+        calls = _calls(SMALL.fn.__name__, SMALL.raw, n)
+        op = Op(_checked(functools.partial(tinytools.dispatch_sync, calls, registry), "ok", n))
+        if n == FEW_CALLS:
+            rows.append(Row(f"dispatch_sync, {n} calls", "floor", op, calls=n))
+        else:
+            floor = rows[0].name
+            rows.append(Row(f"dispatch_sync, {n:,} calls", "tinytools", op, floor, 1.2, n))
+    return Section("batch of sync calls (per call)", tuple(rows))
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+def run(
+    repeat: int = REPEAT, seconds: float = RUN_SECONDS, with_peers: bool = True
+) -> list[Result]:
+    """Every section, in the order the table prints them (one interleaved group each).
+
+    Without ``with_peers`` the peers are not even imported (that alone takes seconds).
+    """
+    peer_modules = peers.load(DISPATCH_PEERS) if with_peers else {}
+    builders: list[Callable[[], Section]] = [
+        functools.partial(sync_call_section, peer_modules),
+        big_call_section,
+        functools.partial(async_call_section, peer_modules),
+        functools.partial(async_batch_section, "trio"),
+        functools.partial(async_batch_section, "asyncio"),
+        registry_section,
+        batch_section,
     ]
-
-
-def run(repeat: int = REPEAT) -> list[Result]:
-    """Every scenario, in the order the tables print them (one interleaved group each)."""
-    peers = _dispatch_peers()
-    timer = Timer(repeat)
-    try:
-        results = timed(timer, one_call_entries(SMALL, peers))
-        results += timed(timer, one_call_entries(BIG, peers))
-        results += timed(timer, batch_entries())
-        results += timed(timer, async_batch_entries())
-    finally:
-        timer.close()
+    results: list[Result] = []
+    with Timer(repeat, clock=PROCESS_CLOCK, seconds=seconds) as timer:
+        for build in builders:
+            results += timed(timer, build())
     return results
 
 
-def goals(results: Sequence[Result]) -> list[Goal]:
-    """The issue's targets, checked against ``results``."""
-    found: list[Goal] = []
-    for shape in (SMALL, BIG):
-        sync_scenario, async_scenario = one_call_scenarios(shape)
-        ours = _cpu(results, sync_scenario, "tinytools")
-        prefix = f"one sync call, {shape.params}-param"
-        found.append(
-            Goal(f"{prefix}: x floor", _over(ours, _cpu(results, sync_scenario, "floor")), 3.0)
-        )
-        fastest = _fastest(results, (sync_scenario, async_scenario))
-        found.append(
-            Goal(
-                f"{prefix}: times faster than the fastest peer"
-                + ("" if fastest is None else f", {fastest.who}"),
-                _over(None if fastest is None or fastest.time is None else fastest.time.cpu, ours),
-                10.0,
-                at_most=False,
+def render(results: Sequence[Result]) -> str:
+    """One table, a header line per section."""
+    head = ("row", "CPU/call", "wall/call", "x floor", "target", "result", "floor / note")
+    lines: list[tuple[str, ...]] = []
+    section = None
+    for r in results:
+        if r.section != section:
+            section = r.section
+            lines.append((f"[{section}]", "", "", "", "", "", ""))
+        time_ = r.time
+        lines.append(
+            (
+                f"  {r.row.name}",
+                r.row.note if time_ is None else duration(time_.cpu),
+                "-" if time_ is None else duration(time_.wall),
+                ratio(r.ratio),
+                "-" if r.row.target is None else f"<= {r.row.target:g}x",
+                r.verdict,
+                "; ".join(x for x in (r.row.floor and f"vs {r.row.floor}", r.row.note) if x),
             )
         )
-        langchain = next(
-            (
-                r.time.cpu
-                for r in results
-                if r.scenario == sync_scenario and r.time and r.who.startswith("LangChain")
-            ),
-            None,
-        )
-        found.append(
-            Goal(f"{prefix}: times faster than LangChain", _over(langchain, ours), 100.0, False)
-        )
-    scenario = ASYNC_BATCH_SCENARIO
-    found.append(
-        Goal(
-            f"{ASYNC_BATCH} async calls under trio: x bare nursery",
-            _over(_cpu(results, scenario, "tinytools"), _cpu(results, scenario, "floor")),
-            1.5,
-        )
-    )
-    few, many = (batch_scenario(SMALL, n) for n in (BATCH_SIZES[1], BATCH_SIZES[-1]))
-    found.append(
-        Goal(
-            f"linear: per-call time at {BATCH_SIZES[-1]:,} calls / at {BATCH_SIZES[1]} calls",
-            _over(_cpu(results, many, "tinytools"), _cpu(results, few, "tinytools")),
-            1.2,
-        )
-    )
-    return found
-
-
-# --- output -------------------------------------------------------------------------------------
-
-
-def render(results: Sequence[Result], found: Sequence[Goal]) -> str:
-    """Three tables: the scenarios, every implementation, the targets."""
-    summary: list[tuple[str, ...]] = []
-    for scenario in dict.fromkeys(r.scenario for r in results):
-        ours, floor = _cpu(results, scenario, "tinytools"), _cpu(results, scenario, "floor")
-        peer = _fastest(results, (scenario,))
-        peer_time = None if peer is None or peer.time is None else peer.time.cpu
-        summary.append(
-            (
-                scenario,
-                duration(ours),
-                duration(floor),
-                ratio(_over(ours, floor)),
-                "-" if peer is None else f"{duration(peer_time)} {peer.who}",
-                ratio(_over(peer_time, ours)),
-            )
-        )
-    main = table(
-        ("scenario", "tinytools", "floor", "x floor", "fastest peer", "peer / tinytools"),
-        summary,
-    )
-    detail = table(
-        ("scenario", "implementation", "CPU time", "x floor", "wall-clock", "note"),
-        [
-            (
-                r.scenario,
-                r.who,
-                "not installed" if r.time is None else duration(r.time.cpu),
-                ratio(_over(r.time.cpu, _cpu(results, r.scenario, "floor")) if r.time else None),
-                "-" if r.time is None else duration(r.time.wall),
-                r.note,
-            )
-            for r in results
-        ],
-    )
-    targets = table(
-        ("target", "measured", "goal", "met?"),
-        [
-            (
-                g.text,
-                ratio(g.measured),
-                f"{'<=' if g.at_most else '>='} {g.limit:g}x",
-                {True: "yes", False: "NO", None: "-"}[g.met],
-            )
-            for g in found
-        ],
-    )
-    return f"{main}\n\n{detail}\n\n{targets}"
+    targets = [r for r in results if r.row.target is not None]
+    passed = sum(r.verdict == "PASS" for r in targets)
+    return f"{table(head, lines)}\n\n{passed} of {len(targets)} targets met"
 
 
 def main() -> None:
-    """Run every scenario and print the tables (or, with ``--json``, one JSON document)."""
+    """Run every row and print the table (or, with ``--json``, one JSON document)."""
     args = options(
         "python -m benchmarks.bench_dispatch",
-        "Benchmarks for dispatch and dispatch_sync, beside the floor and the peers.",
+        "Benchmarks for dispatch and dispatch_sync, beside the msgspec floor and the peers.",
+        quick=f"{QUICK_REPEAT} runs of ~{QUICK_SECONDS} s per row, no peers (about 20 s)",
     )
+    quick = getattr(args, "quick", False)
+    repeat = QUICK_REPEAT if quick and not args.repeat_given else args.repeat
+    seconds = QUICK_SECONDS if quick else RUN_SECONDS
     machine = machine_info()
     started = time.perf_counter()
-    results = run(args.repeat)
-    found = goals(results)
+    results = run(repeat, seconds, with_peers=not quick)
     elapsed = time.perf_counter() - started
     method = (
-        f"best of {args.repeat} interleaved ~{RUN_SECONDS} s runs, process CPU time per call "
-        "(async calls timed inside their event loop)"
+        f"best of {repeat} interleaved ~{seconds} s runs, process CPU time per call "
+        "(async calls timed inside their event loop)" + ("; --quick: no peers" if quick else "")
     )
     if args.json:
         document = {
@@ -683,12 +614,11 @@ def main() -> None:
             "machine": machine,
             "elapsed_s": elapsed,
             "results": [r.to_json() for r in results],
-            "targets": [g.to_json() for g in found],
         }
-        print(json.dumps(document))
+        print(json.dumps(document, allow_nan=False))
         return
     print(header("tinytools dispatch benchmarks", versions(VERSIONS), method, machine, elapsed))
-    print(render(results, found))
+    print(render(results))
 
 
 if __name__ == "__main__":
