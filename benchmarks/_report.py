@@ -53,7 +53,8 @@ def options(
 ) -> argparse.Namespace:
     """The options every benchmark module takes: ``--json`` and ``--repeat``.
 
-    ``quick`` (what a short run leaves out) adds ``--quick`` for a module that has one.
+    ``quick`` (what a short run leaves out) adds ``--quick`` for a module that has one;
+    ``repeat_given`` says whether ``--repeat`` was on the command line (else it is ``repeat``).
     """
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--json", action="store_true", help="print one JSON document, one line")

@@ -87,7 +87,7 @@ from ._data import (
     search_docs,
 )
 from ._report import duration, header, machine_info, options, ratio, table, versions
-from ._timing import PROCESS_CLOCK, REPEAT, RUN_SECONDS, Op, Sample, Timer
+from ._timing import PROCESS_CLOCK, RUN_SECONDS, Op, Sample, Timer
 
 __all__ = ["main"]
 
@@ -98,6 +98,9 @@ LIMITED = 10
 FEW_TOOLS, MANY_TOOLS = 10, 10_000
 ADVERTISED = 5
 FEW_CALLS, MANY_CALLS = 10, 1_000
+#: Runs per operation: the rows' floors take about a microsecond, so more runs than the
+#: other modules make to find a quiet one (the whole module still takes about a minute).
+DISPATCH_REPEAT = 10
 #: ``--quick``: runs per operation and seconds per run.
 QUICK_REPEAT, QUICK_SECONDS = 2, 0.02
 #: Distributions whose versions are reported.
@@ -539,7 +542,7 @@ def batch_section() -> Section:
 
 
 def run(
-    repeat: int = REPEAT, seconds: float = RUN_SECONDS, with_peers: bool = True
+    repeat: int = DISPATCH_REPEAT, seconds: float = RUN_SECONDS, with_peers: bool = True
 ) -> list[Result]:
     """Every section, in the order the table prints them (one interleaved group each).
 
@@ -593,6 +596,7 @@ def main() -> None:
     args = options(
         "python -m benchmarks.bench_dispatch",
         "Benchmarks for dispatch and dispatch_sync, beside the msgspec floor and the peers.",
+        repeat=DISPATCH_REPEAT,
         quick=f"{QUICK_REPEAT} runs of ~{QUICK_SECONDS} s per row, no peers (about 20 s)",
     )
     quick = getattr(args, "quick", False)
