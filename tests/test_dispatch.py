@@ -378,8 +378,10 @@ class TestMiddleware:
 
         with pytest.raises(DispatchAborted) as info:
             dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, on_event=fussy)
-        assert "ValueError('disk full') was raised outside the tools" in info.value.reason
-        assert "middleware" not in info.value.reason
+        assert info.value.reason.startswith("the on_event handler ")
+        assert info.value.reason == "the on_event handler fussy raised ValueError('disk full')"
+        assert isinstance(info.value.__cause__, ValueError)
+        assert [m.tool_call_id for m in info.value.result.messages] == ["c"]
 
     def test_not_a_middleware(self) -> None:
         """An object without hooks is refused with the fix."""

@@ -16,12 +16,12 @@ private; its public names are re-exported here):
 * policy — ``_policy_middleware`` (``ToolPolicyMiddleware``, ``Workspace``),
   ``_human`` (``HumanApprovalMiddleware``), ``_approvals`` (deferred calls and
   their resolution), ``_redact`` (secret argument values)
-* execute — ``_execute`` (inject, run, timeout, retry, classify),
-  ``_concurrency`` (serial or bounded, deadline, cancellation), ``_fastpath``
-  (plain batches without the pipeline's bookkeeping, equal results), ``_handover``
-  (the fast path handing a batch to the general one)
+* execute — ``_plan`` (what a tool needs at run time, planned once), ``_execute``
+  (one call without an event loop: inject, run, timeout, retry, classify),
+  ``_concurrency`` (one call and the batch under an event loop: serial or bounded,
+  deadline, cancellation), ``_workers`` (long-lived tool threads and event loop)
 * fold — ``_fold`` (result → message, byte limits), ``_artifacts`` (stores),
-  ``_result`` (``DispatchResult``), ``_run`` (one dispatch's state),
+  ``_result`` (``DispatchResult``), ``_run`` (one dispatch's state and its result),
   ``_dispatch`` (``dispatch``, ``dispatch_sync``), ``_effects`` (the ledger hook)
 * public modules — ``errors``, ``events``, ``policies``, ``repair``, ``formats``
 """

@@ -160,8 +160,10 @@ def admit_batch(
     cancelled: Callable[[], bool] = lambda: False,
     expired: Callable[[], bool] = lambda: False,
     resume: DeferredToolResults | None = None,
-) -> list[Verdict]:
-    """A verdict for every call, in call order (no awaiting: ``dispatch_sync``).
+    used: int = 0,
+) -> tuple[list[Verdict], int]:
+    """A verdict for every call, in call order (no awaiting: ``dispatch_sync``), and how
+    many ``max_tool_calls`` slots are used after them.
 
     Args:
         calls: The batch.
@@ -171,14 +173,16 @@ def admit_batch(
         cancelled: Whether the caller cancelled the batch.
         expired: Whether the batch's deadline has passed.
         resume: The host's decisions, when resuming deferred calls.
+        used: Slots of ``max_tool_calls`` already used (by an earlier pass of the
+            same dispatch).
 
     Raises:
         TypeError: A ``before_tool`` hook returned an awaitable.
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
-    batch = _Batch(env, stack, emit, cancelled, expired, resume)
+    batch = _Batch(env, stack, emit, cancelled, expired, resume, used)
     if not stack.befores:
-        return _admit_all_plain(calls, batch)
+        return _admit_all_plain(calls, batch), batch.used
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -194,7 +198,7 @@ def admit_batch(
             "a before_tool hook returned an awaitable, which dispatch_sync cannot wait for; "
             "use `await dispatch(...)` or make the hook synchronous"
         )
-    return verdicts
+    return verdicts, batch.used
 
 
 async def admit_batch_async(
@@ -206,11 +210,12 @@ async def admit_batch_async(
     cancelled: Callable[[], bool] = lambda: False,
     expired: Callable[[], bool] = lambda: False,
     resume: DeferredToolResults | None = None,
-) -> list[Verdict]:
+    used: int = 0,
+) -> tuple[list[Verdict], int]:
     """:func:`admit_batch`, awaiting what ``before_tool`` hooks return."""
-    batch = _Batch(env, stack, emit, cancelled, expired, resume)
+    batch = _Batch(env, stack, emit, cancelled, expired, resume, used)
     if not stack.befores:
-        return _admit_all_plain(calls, batch)
+        return _admit_all_plain(calls, batch), batch.used
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -229,7 +234,7 @@ async def admit_batch_async(
                 sent = await pending
             except Exception as error:
                 failure = error
-    return verdicts
+    return verdicts, batch.used
 
 
 def _admit_all_plain(calls: Sequence[ToolCall], batch: _Batch) -> list[Verdict]:

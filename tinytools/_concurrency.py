@@ -1,144 +1,280 @@
-"""Running admitted calls under an event loop: serially or bounded-concurrent.
+"""Running admitted calls under an event loop: one call, and the batch (serial or bounded).
 
-The batch runs inside one cancel scope when a deadline or a cancellation handle
-can stop it; calls run one after another when ``max_concurrency`` is 1 (or there
-is one call), else in a nursery whose capacity limiter is taken in call order.
-Calls a stop cuts off are answered as interrupted.
+Imported on the first batch that needs an event loop, so ``import tinytools`` loads
+neither trio nor anyio. One call (:func:`run_call`) is :func:`_execute.run_inline`'s
+twin: an async tool is awaited (under its timeout, if any); a synchronous tool runs
+inline, or on a pool thread (:mod:`_workers`) whose end wakes this loop; retries wait
+with ``anyio.sleep``.
+
+The batch (:func:`execute`) runs inside one cancel scope when a deadline or a
+cancellation handle can stop it. Calls run one after another when
+``max_concurrency`` is 1 (or there is one call); otherwise ``min(max_concurrency,
+len(calls))`` tasks each take the next call in call order until none is left, in the
+event loop's native task group (a trio nursery; ``asyncio.TaskGroup`` where Python has
+it) — so calls start in call order and a bounded batch pays no limiter. A fatal call
+cancels its siblings; calls a stop cuts off are answered as interrupted.
+
+``KeyboardInterrupt`` and ``SystemExit`` raised by a tool propagate bare, never
+wrapped in an exception group. An ``asyncio.CancelledError`` a tool raises of its
+own accord (its task was not cancelled) is that tool's failure, not the batch's
+cancellation.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
 import math
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 import sniffio
-import trio
 
 from ._admit import Admitted
-from ._execute import run_async
-from ._fold import Failed
+from ._execute import PROPAGATE, UNSEEN, kwargs_for, retry_wait, timed_out
 from ._inject import Cancellation
-from ._run import Run
+from ._run import Run, Stop
+from ._workers import THREADS, Job
 
-__all__ = ["execute", "interrupt", "run_all", "run_unscoped"]
+__all__ = ["current_time", "execute", "run_call"]
+
+_TASK_GROUP = getattr(asyncio, "TaskGroup", None)  # Python 3.11+
+
+#: The event loop's clock (deadlines under ``dispatch`` are on it).
+current_time = anyio.current_time
 
 
-async def execute(run: Run, cancellation: Cancellation | None, deadline: float | None) -> str:
-    """Run the admitted calls under the batch's deadline and cancellation.
+def _call_soon() -> Callable[[Callable[[], object]], None]:
+    """Schedule a function on this event loop from any thread, without waiting; a loop
+    that has finished meanwhile is ignored (nobody waits for it any more)."""
+    if sniffio.current_async_library() == "trio":
+        import trio
 
-    Returns why unfinished calls stopped (``"cancelled"`` or ``"past its deadline"``).
-    """
+        token = trio.lowlevel.current_trio_token()
+
+        def soon_trio(fn: Callable[[], object]) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(fn)
+
+        return soon_trio
+    loop = asyncio.get_running_loop()
+
+    def soon_asyncio(fn: Callable[[], object]) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
+            loop.call_soon_threadsafe(fn)
+
+    return soon_asyncio
+
+
+def _is_cancellation(error: BaseException) -> bool:
+    """Whether ``error`` is the event loop cancelling this task (not a tool's own raise)."""
+    if not isinstance(error, anyio.get_cancelled_exc_class()):
+        return False
+    if sniffio.current_async_library() != "asyncio":
+        return True  # trio's Cancelled is raised by trio alone
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    if cancelling is None:  # Python 3.10 cannot tell: treat it as a cancellation
+        return True
+    return bool(cancelling()) or anyio.current_effective_deadline() == -math.inf
+
+
+async def _in_thread(
+    fn: functools.partial[object], timeout: float | None, handle: Cancellation
+) -> tuple[bool, object]:
+    """Run ``fn`` on a pool thread; ``(True, value)``, or ``(False, None)`` on timeout."""
+    job: Job[object] = THREADS.submit(fn)
+    done = anyio.Event()
+    soon = _call_soon()
+    job.on_done(lambda: soon(done.set))
+    try:
+        if timeout is None:
+            await done.wait()
+        else:
+            with anyio.move_on_after(timeout):
+                await done.wait()
+    except BaseException:
+        handle.cancel()  # cancelled: the abandoned tool can still see it should stop
+        raise
+    if not job.done.is_set():
+        handle.cancel()
+        return False, None
+    return True, job.outcome()
+
+
+async def run_call(run: Run, item: Admitted, deadline: float | None) -> object:
+    """Run one call under the event loop, with its timeout and retries; its outcome."""
+    plan = item.tool._plan
+    fn = plan.fn
+    assert fn is not None
+    timeout = plan.timeout_under(run.env.policy.tool_timeout)
+    handle = Cancellation() if plan.injections or timeout is not None else UNSEEN
+    kwargs = kwargs_for(run, item, handle, deadline)
+    threaded = plan.threaded(timeout)
+    run.start(item)
+    attempt = 0
+    while True:
+        try:
+            if plan.is_async:
+                if timeout is None:
+                    return await fn(**kwargs)  # type: ignore[misc]
+                with anyio.move_on_after(timeout):
+                    return await fn(**kwargs)  # type: ignore[misc]
+                handle.cancel()  # the tool may hold a reference and look
+                return timed_out(item, timeout)
+            if not threaded:
+                return fn(**kwargs)
+            finished, value = await _in_thread(functools.partial(fn, **kwargs), timeout, handle)
+            if finished:
+                return value
+            assert timeout is not None
+            return timed_out(item, timeout)
+        except PROPAGATE:
+            raise
+        except BaseException as error:  # a tool's failure, whatever it raised
+            if _is_cancellation(error):
+                raise
+            wait = retry_wait(run, item, error, attempt)
+            if type(wait) is not float:
+                return wait
+            attempt += 1
+            await anyio.sleep(wait)
+
+
+async def _settle(run: Run, item: Admitted, deadline: float | None) -> None:
+    run.finish(item, await run_call(run, item, deadline))
+    sink = run.sink
+    if sink is not None and sink.pending:
+        await sink.flush()
+
+
+async def execute(run: Run, deadline: float | None) -> Stop | None:
+    """Run the admitted calls under the batch's deadline (on ``anyio.current_time``'s
+    clock) and cancellation; why calls were cut off, or None when none was."""
     admitted = run.admitted()
+    cancellation = run.cancellation
     if cancellation is None and deadline is None:
-        # Nothing can cancel the batch from outside: no batch scope, no loop token.
-        return await run_unscoped(run, admitted)
-    handles = {item.index: Cancellation() for item in admitted}
-    loop_thread, token = threading.get_ident(), anyio.lowlevel.current_token()
+        # Nothing can stop the batch from outside: no batch scope, no loop token.
+        await _run_all(run, admitted, deadline, None)
+        return _after(run, None)
+    soon, loop_thread = _call_soon(), threading.get_ident()
     with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
 
         def cancel_from_anywhere() -> None:
             if threading.get_ident() == loop_thread:
                 scope.cancel()
             else:
-                anyio.from_thread.run_sync(scope.cancel, token=token)
+                soon(scope.cancel)
 
-        forget = cancellation.on_cancel(cancel_from_anywhere) if cancellation else lambda: None
+        forget = cancellation.on_cancel(cancel_from_anywhere) if cancellation else None
         try:
-            await run_all(run, admitted, handles, deadline, scope)
+            await _run_all(run, admitted, deadline, scope)
         finally:
-            forget()
-    if scope.cancel_called:
-        for handle in handles.values():
-            handle.cancel()
-        why = "cancelled" if cancellation is not None and cancellation.cancelled else None
-        if why is None and run.fatal is None:
-            why = "past its deadline"
-        interrupt(run, admitted, why or "aborted")
-        return why or "aborted"
-    return "cancelled"
+            if forget is not None:
+                forget()
+    if cancellation is not None and cancellation.cancelled:
+        return _after(run, Stop.CANCELLED)
+    if run.stopped():
+        return _after(run, Stop.ABORTED)
+    if scope.cancel_called or (deadline is not None and current_time() >= deadline):
+        return _after(run, Stop.DEADLINE)
+    return None
 
 
-async def run_unscoped(run: Run, items: Sequence[Admitted]) -> str:
-    """Run ``items`` with nothing outside able to stop them; ``"aborted"`` if one was fatal."""
-    handles = {item.index: Cancellation() for item in items}
-    await run_all(run, items, handles, None, None)
-    if run.fatal is None:
-        return "cancelled"
-    for handle in handles.values():
-        handle.cancel()
-    interrupt(run, items, "aborted")
-    return "aborted"
+def _after(run: Run, stop: Stop | None) -> Stop | None:
+    if stop is None and run.stopped():
+        stop = Stop.ABORTED
+    if stop is not None:
+        run.interrupt(stop)
+    return stop
 
 
-async def run_all(
+async def _run_all(
     run: Run,
     admitted: Sequence[Admitted],
-    handles: dict[int, Cancellation],
     deadline: float | None,
     scope: anyio.CancelScope | None,
 ) -> None:
     concurrency = run.env.policy.max_concurrency
-
-    async def body(item: Admitted) -> bool:
-        """Run one call; True when it aborted the batch."""
-        if run.fatal is not None:
-            return True
-        if not item.tool.is_async:
-            await anyio.lowlevel.checkpoint()  # an inline tool never yields: yield before it
-        outcome = await run_async(run.attempts(item), handles[item.index], deadline)
-        run.finish(item, outcome)
-        if run.sink.pending:
-            await run.sink.flush()
-        return run.is_fatal()
-
     if concurrency == 1 or len(admitted) <= 1:
-        # Serial: the loop itself bounds concurrency (no limiter, no task group).
-        for item in admitted:
-            if await body(item):
-                if scope is not None:
-                    scope.cancel()
+        for item in admitted:  # serial: the loop itself bounds concurrency
+            if _halted(run, deadline):
                 return
+            await _settle(run, item, deadline)
         return
-    # A limiter only when it can bind: fewer slots than calls.
-    limiter = anyio.CapacityLimiter(concurrency) if concurrency < len(admitted) else None
-    # Under trio, trio's own nursery: anyio's task group adds a cancel scope and a wrapper
-    # coroutine per task (~15 us each on trio).
-    native = sniffio.current_async_library() == "trio"
-    async with trio.open_nursery() if native else anyio.create_task_group() as group:
-        stop = group.cancel_scope
-
-        async def one(item: Admitted, slot: object) -> None:
-            try:
-                fatal = await body(item)
-            finally:
-                if limiter is not None:
-                    limiter.release_on_behalf_of(slot)
-            if fatal:
-                (scope or stop).cancel()
-
-        async def unbounded(item: Admitted) -> None:
-            # No limiter to release: one coroutine frame fewer per call.
-            if await body(item):
-                (scope or stop).cancel()
-
-        for item in admitted:
-            if limiter is None:
-                group.start_soon(unbounded, item)
-                continue
-            slot = object()
-            # Taken here, in call order, not in the task: trio starts tasks in an
-            # arbitrary order, and calls should start (and be cut by a deadline) in order.
-            await limiter.acquire_on_behalf_of(slot)
-            group.start_soon(one, item, slot)
+    items = iter(admitted)
+    workers = min(concurrency, len(admitted))
+    try:
+        await _spread(run, items, workers, deadline, scope)
+    except BaseException as error:
+        found = _bare(error)
+        if found is not error and isinstance(found, PROPAGATE):
+            raise found from None
+        raise
 
 
-def interrupt(run: Run, admitted: Sequence[Admitted], why: str) -> None:
-    """Answer started-but-unfinished calls as interrupted (their events included)."""
-    for item in admitted:
-        if item.index in run.started and item.index not in run.folded:
-            text = f"Tool call interrupted: the batch was {why}."
-            run.finish(item, Failed("Cancelled", text, status="interrupted"))
+def _halted(run: Run, deadline: float | None) -> bool:
+    """Whether no further call may start (a tool that never yields cannot be cancelled
+    by the loop, so the flags are read before each call)."""
+    cancellation = run.cancellation
+    return (
+        run.stopped()
+        or (cancellation is not None and cancellation.cancelled)
+        or (deadline is not None and current_time() >= deadline)
+    )
+
+
+async def _worker(
+    run: Run, items: Iterator[Admitted], deadline: float | None, stop: Callable[[], object]
+) -> None:
+    """Take the next call (in call order) until none is left, or the batch must stop."""
+    for item in items:
+        if _halted(run, deadline):
+            stop()
+            return
+        await _settle(run, item, deadline)
+        if run.stopped():
+            stop()
+            return
+
+
+async def _spread(
+    run: Run,
+    items: Iterator[Admitted],
+    workers: int,
+    deadline: float | None,
+    scope: anyio.CancelScope | None,
+) -> None:
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        async with trio.open_nursery() as nursery:
+            stop = nursery.cancel_scope.cancel if scope is None else scope.cancel
+            for _ in range(workers):
+                nursery.start_soon(_worker, run, items, deadline, stop)
+        return
+    if _TASK_GROUP is not None:
+        with anyio.CancelScope() as group_scope:
+            stop = group_scope.cancel if scope is None else scope.cancel
+            async with _TASK_GROUP() as group:
+                for _ in range(workers):
+                    group.create_task(_worker(run, items, deadline, stop))
+        return
+    async with anyio.create_task_group() as tasks:  # pragma: no cover - Python 3.10
+        stop = tasks.cancel_scope.cancel if scope is None else scope.cancel
+        for _ in range(workers):
+            tasks.start_soon(_worker, run, items, deadline, stop)
+
+
+def _bare(error: BaseException) -> BaseException:
+    """The ``KeyboardInterrupt``/``SystemExit`` inside an exception group, else ``error``."""
+    inner = getattr(error, "exceptions", None)
+    if not isinstance(inner, tuple):
+        return error
+    for member in inner:
+        found = _bare(member)
+        if isinstance(found, PROPAGATE):
+            return found
+    return error

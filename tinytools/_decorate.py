@@ -198,7 +198,6 @@ def _build(fn: Callable[P, R], options: _Options) -> Tool[P, R]:
         policy=policy,
         exposure=options.exposure,
         format=options.format or DEFAULT_FORMAT,
-        is_async=is_async,
     )
 
 

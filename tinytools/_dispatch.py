@@ -1,64 +1,46 @@
 """``dispatch`` and ``dispatch_sync``: a batch of tool calls in, a result out.
 
-The pipeline, top to bottom: prepare (registry, callable names, middleware,
-event sink) → admit every call (pure) → check injections → execute the
-admitted calls (serially or bounded-concurrent; the only stage that differs
-between the two entry points) → fold each into its message → assemble the
-``DispatchResult`` in call order.
+One engine serves both. The stages, top to bottom: prepare (the registry, the
+composed middleware, the run's state — nothing the arguments do not ask for) →
+admit every call (pure; :mod:`_admit`) → begin (answer resolved calls, check
+injections, write the ledger's started rows) → execute the admitted calls → fold
+each into its message as it finishes → the ``DispatchResult`` in call order.
 
-Invariants kept here (see DESIGN.md): every call id is answered exactly once
-in call order unless deferred — also when tools raise, time out, or the
-batch is cancelled or aborted; nothing that admission refused runs; no tool
-runs on arguments that failed its schema.
+Only execution differs between the two entry points. ``dispatch_sync`` runs
+synchronous tools inline, with no event loop at all; a batch that holds an async
+tool or an async ``on_event`` handler (or several threaded calls allowed to run at
+once) runs its execution stage on this thread's long-lived asyncio loop
+(:func:`_workers.event_loop`), never a new loop per call. ``dispatch`` runs it under
+the caller's event loop, trio or asyncio (:mod:`_concurrency`, imported on first use).
+
+Invariants kept here (see DESIGN.md): every call id is answered exactly once in
+call order unless deferred — also when tools raise, time out, or the batch is
+cancelled or aborted, and across the inline ``on_deferred`` resolution; nothing that
+admission refused runs; no tool runs on arguments that failed its schema.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable
 
-import anyio
-import anyio.from_thread
-import anyio.lowlevel
-import trio
-
-from . import _fastpath
-from ._admit import (
-    Abort,
-    Admitted,
-    Resolved,
-    admit_batch,
-    admit_batch_async,
-)
+from ._admit import Abort, Resolved, admit_batch, admit_batch_async
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
-from ._concurrency import execute
+from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger
-from ._execute import UNSEEN, run_inline, threaded
-from ._fold import fold_resolved
-from ._handover import promote_async, promote_spread, promote_sync
+from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context
-from ._middleware import HookFailed
-from ._redact import shown_arguments
+from ._middleware import HookFailed, Stack, compose
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
-from ._run import (
-    EventHandler,
-    Options,
-    Run,
-    Sink,
-    abort_batch,
-    assemble,
-    middleware_stack,
-    prepare,
-)
+from ._run import EventHandler, HostFailed, Run, Stop
 from ._wire import ToolCall, ToolMessage
-from .events import ToolStarted
+from ._workers import event_loop
 from .policies import RunPolicy
 
-__all__ = ["DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]
+__all__ = ["DEFAULT_POLICY", "DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]
 
 #: Resolves a batch's deferred calls inline (sync, or async under ``dispatch``).
 DeferredToolHandler = (
@@ -66,124 +48,328 @@ DeferredToolHandler = (
     | Callable[[DeferredToolRequests], Awaitable[DeferredToolResults]]
 )
 
-
-def _admit_sync(
-    run: Run, cancellation: Cancellation | None, expired: Callable[[], bool]
-) -> Abort | None:
-    """Admit every call without an event loop; returns the first ``Fail`` verdict, if any."""
-    try:
-        run.verdicts = admit_batch(
-            run.calls,
-            run.env,
-            run.stack,
-            run.sink.emit,
-            cancelled=_cancelled(cancellation),
-            expired=expired,
-            resume=run.resume,
-        )
-    except HookFailed as failed:
-        raise abort_batch(run, str(failed)) from failed.error
-    return _admitted(run)
+#: dispatch's default policy.
+DEFAULT_POLICY = RunPolicy()
+_NO_MIDDLEWARE = Stack()
+_STACKS: dict[tuple[int, ...], tuple[tuple[object, ...], Stack]] = {}
+_TOOL_TUPLES: dict[int, tuple[tuple[AnyTool, ...], Registry]] = {}
+_REMEMBERED = 64
 
 
-async def _admit_async(
-    run: Run, cancellation: Cancellation | None, expired: Callable[[], bool]
-) -> Abort | None:
-    """Admit every call, awaiting async hooks; returns the first ``Fail`` verdict, if any."""
-    try:
-        run.verdicts = await admit_batch_async(
-            run.calls,
-            run.env,
-            run.stack,
-            run.sink.emit,
-            cancelled=_cancelled(cancellation),
-            expired=expired,
-            resume=run.resume,
-        )
-    except HookFailed as failed:
-        raise abort_batch(run, str(failed)) from failed.error
-    await run.sink.flush()
-    return _admitted(run)
+# --- prepare -------------------------------------------------------------------------
 
 
-def _aborted(run: Run, error: Exception) -> DispatchAborted:
-    """The abort for an error raised while settling calls, saying where it came from.
+def _stack(middleware: Iterable[object] | Stack) -> Stack:
+    """The composed middleware: composed once per middleware sequence, then remembered
+    (by the identity of its items; a bounded memo, which changes nothing but speed)."""
+    if isinstance(middleware, Stack):
+        return middleware  # the resumed pass of on_deferred: already composed
+    if middleware == () or middleware == []:
+        return _NO_MIDDLEWARE
+    items = middleware if type(middleware) is tuple else tuple(middleware)
+    key = tuple(map(id, items))
+    known = _STACKS.get(key)
+    if known is not None and all(a is b for a, b in zip(known[0], items, strict=True)):
+        return known[1]
+    stack = compose(items)
+    if len(_STACKS) >= _REMEMBERED:
+        _STACKS.pop(next(iter(_STACKS)))
+    _STACKS[key] = (items, stack)
+    return stack
 
-    Concurrent execution raises what its tasks raised inside an exception group: the
-    reason names the first of them (:func:`_cause` says what to raise it from).
+
+def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
+    """The registry for ``dispatch``'s ``tools``: a ``Registry`` as it is; a tuple of
+    tools made into one once and remembered (a tuple cannot change); any other
+    iterable made into one per dispatch — pass a ``Registry`` for a large tool set."""
+    if type(tools) is Registry:
+        return tools
+    if type(tools) is tuple:
+        known = _TOOL_TUPLES.get(id(tools))
+        if known is not None and known[0] is tools:
+            return known[1]
+        registry = Registry(tools)
+        if len(_TOOL_TUPLES) >= _REMEMBERED:
+            _TOOL_TUPLES.pop(next(iter(_TOOL_TUPLES)))
+        _TOOL_TUPLES[id(tools)] = (tools, registry)
+        return registry
+    return tools if isinstance(tools, Registry) else Registry(tools)
+
+
+def _prepare(
+    calls: Iterable[ToolCall],
+    tools: Registry | Iterable[AnyTool],
+    policy: RunPolicy,
+    middleware: Iterable[object] | Stack,
+    context: Context | None,
+    advertised: Collection[str] | None,
+    approvals: DeferredToolResults | None,
+    ledger: EffectLedger | None,
+    on_event: EventHandler | None,
+    artifacts: ArtifactStore | None,
+    cancellation: Cancellation | None,
+) -> Run:
+    """Check the inputs and build the run's state."""
+    batch = calls if type(calls) is tuple else tuple(calls)  # read an iterator once
+    for call in batch:
+        if type(call) is not ToolCall and not isinstance(call, ToolCall):
+            raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
+    if approvals is not None and not isinstance(approvals, DeferredToolResults):
+        raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
+    if type(policy) is not RunPolicy and not isinstance(policy, RunPolicy):
+        raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
+    env = DispatchEnv(_registry(tools), policy, context, advertised)
+    return Run(batch, env, _stack(middleware), on_event, artifacts, ledger, approvals, cancellation)
+
+
+# --- admit and begin -------------------------------------------------------------------
+
+
+def _expiry(deadline: float | None, clock: Callable[[], float]) -> Callable[[], bool]:
+    if deadline is None:
+        return _never
+    return lambda: clock() >= deadline
+
+
+def _never() -> bool:
+    return False
+
+
+def _cancelled(run: Run) -> Callable[[], bool]:
+    cancellation = run.cancellation
+    return _never if cancellation is None else (lambda: cancellation.cancelled)
+
+
+def _abort_for(run: Run, error: Exception) -> DispatchAborted:
+    """The abort for a hook or host callback that raised, naming it; raise it from the
+    original error."""
+    aborted = run.abort(str(error))
+    aborted.__cause__ = error.error if isinstance(error, (HookFailed, HostFailed)) else error
+    return aborted
+
+
+def _begin(run: Run) -> None:
+    """After admission: abort on a ``Fail`` verdict; answer resolved calls; check
+    injections; write the ledger's started rows — all before any tool runs.
+
+    Raises:
+        DispatchAborted: A ``Fail`` policy fired, or a hook or host callback raised.
+        ToolDefinitionError: An admitted tool's injection cannot be satisfied.
     """
-    leaves = _leaves(error)
-    first = leaves[0]
-    if isinstance(first, HookFailed):
-        reason = str(first)
-    else:  # not a tool (their errors are answers) and not a hook: the host's own callbacks
-        where = "an on_event handler, the effect ledger or the artifact store"
-        reason = f"{first!r} was raised outside the tools, by {where}"
-    if len(leaves) > 1:
-        reason += f" (and {len(leaves) - 1} more errors)"
-    return abort_batch(run, reason)
-
-
-def _cause(error: Exception) -> BaseException:
-    """What an abort by ``error`` is raised from: the one failure inside, or the group."""
-    leaves = _leaves(error)
-    if len(leaves) > 1:
-        return error
-    return leaves[0].error if isinstance(leaves[0], HookFailed) else leaves[0]
-
-
-def _leaves(error: BaseException) -> list[BaseException]:
-    """The errors inside an exception group (nested ones included), or ``[error]``."""
-    inner = getattr(error, "exceptions", None)  # BaseExceptionGroup, or its 3.10 backport
-    if not isinstance(inner, tuple) or not inner:
-        return [error]
-    return [leaf for member in inner for leaf in _leaves(member)]
-
-
-def _cancelled(cancellation: Cancellation | None) -> Callable[[], bool]:
-    return (lambda: False) if cancellation is None else (lambda: cancellation.cancelled)
-
-
-def _admitted(run: Run) -> Abort | None:
-    """After admission: the abort verdict, else answer resolved calls and check injections."""
-    if all(type(v) is Admitted for v in run.verdicts):  # the common case: one pass
-        run._admitted = run.verdicts  # type: ignore[assignment]
-    else:
-        abort = next((v for v in run.verdicts if isinstance(v, Abort)), None)
-        if abort is not None:
-            return abort
+    admitted = run.admitted()
+    if len(admitted) != len(run.verdicts):
         for verdict in run.verdicts:
-            if isinstance(verdict, Resolved):
-                _answer_resolved(run, verdict)
-    injecting = [item.tool for item in run.admitted() if item.tool.injections]
+            if type(verdict) is Abort:
+                raise run.abort(verdict.reason)
+        for verdict in run.verdicts:
+            if type(verdict) is Resolved:
+                run.resolved(verdict)
+    injecting = [item.tool for item in admitted if item.tool._plan.injections]
     if injecting:
         check_context(injecting, run.env.context)
-    if run.ledger is not None:
-        for item in run.admitted():
-            arguments = shown_arguments(item.tool, item.arguments)
-            run.ledger.started(run.env.context.run_id, item.call.id, item.tool.name, arguments)
+    ledger = run.ledger
+    if ledger is not None:
+        run_id = run.env.context.run_id
+        try:
+            for item in admitted:
+                redactor = item.tool._plan.redactor
+                arguments = item.arguments
+                if redactor is not None:
+                    arguments = redactor.arguments(arguments)[0]
+                ledger.started(run_id, item.call.id, item.tool.name, arguments)
+        except Exception as error:
+            run.fail(HostFailed("the effect ledger's started()", error))
+    failure = run.failed()
+    if failure is not None:
+        raise _abort_for(run, failure)
+
+
+def _finished(run: Run, stop: Stop | None) -> DispatchResult:
+    """The result, or the abort a fatal call or a failed hook/callback calls for."""
+    failure = run.failed()
+    if failure is not None:
+        raise _abort_for(run, failure)
+    if run.fatal is not None:
+        raise run.abort(run.fatal)
+    return run.result(stop or Stop.CANCELLED)
+
+
+# --- dispatch_sync ---------------------------------------------------------------------
+
+
+def _admit_sync(run: Run, expired: Callable[[], bool], used: int) -> int:
+    try:
+        run.verdicts, used = admit_batch(
+            run.calls,
+            run.env,
+            run.stack,
+            run.emit,
+            cancelled=_cancelled(run),
+            expired=expired,
+            resume=run.resume,
+            used=used,
+        )
+    except HookFailed as failed:
+        raise _abort_for(run, failed) from failed.error
+    return used
+
+
+def _needs_loop(run: Run) -> bool:
+    if run.sink is not None and run.sink.is_async:
+        return True
+    policy = run.env.policy
+    threaded = 0
+    for item in run.admitted():
+        plan = item.tool._plan
+        if plan.is_async:
+            return True
+        if plan.threaded(plan.timeout_under(policy.tool_timeout)):
+            threaded += 1
+    return threaded > 1 and policy.max_concurrency > 1
+
+
+def _execute_inline(run: Run, deadline: float | None) -> Stop | None:
+    """Run every admitted (synchronous) call on this thread, in order; why any stopped."""
+    cancellation = run.cancellation
+    for item in run.admitted():
+        if cancellation is not None and cancellation.cancelled:
+            return Stop.CANCELLED
+        if deadline is not None and time.monotonic() >= deadline:
+            return Stop.DEADLINE
+        run.finish(item, run_inline(run, item, deadline))
+        if run.stopped():
+            return Stop.ABORTED
     return None
 
 
-def _answer_resolved(run: Run, verdict: Resolved) -> None:
-    """A denied or host-answered call: started, after-middleware, completed — never executed."""
-    call = verdict.call
-    arguments = call.arguments if isinstance(call.arguments, dict) else {}
-    run.sink.emit(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
+async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
+    from . import _concurrency
+    from ._concurrency import current_time
+
+    if run.sink is not None:
+        await run.sink.flush()
+    deadline = None if remaining is None else current_time() + remaining
+    stop = await _concurrency.execute(run, deadline)
+    if run.sink is not None:
+        await run.sink.flush()
+    return stop
+
+
+def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchResult, int]:
+    used = _admit_sync(run, _expiry(deadline, time.monotonic), used)
+    _begin(run)
+    if _needs_loop(run):
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        stop = event_loop().run_until_complete(_on_loop(run, remaining))
+    else:
+        stop = _execute_inline(run, deadline)
+    return _finished(run, stop), used
+
+
+def dispatch_sync(
+    calls: Iterable[ToolCall],
+    tools: Registry | Iterable[AnyTool],
+    *,
+    policy: RunPolicy = DEFAULT_POLICY,
+    middleware: Iterable[object] = (),
+    context: Context | None = None,
+    advertised: Collection[str] | None = None,
+    approvals: DeferredToolResults | None = None,
+    ledger: EffectLedger | None = None,
+    on_event: EventHandler | None = None,
+    artifacts: ArtifactStore | None = None,
+    cancellation: Cancellation | None = None,
+    on_deferred: DeferredToolHandler | None = None,
+) -> DispatchResult:
+    """:func:`dispatch` for synchronous callers; same arguments, same result.
+
+    Synchronous tools run inline on this thread, in call order, with no event loop
+    (a deadline or a cancellation then takes effect between calls, and while a
+    threaded call waits). A batch that holds an async tool or an async ``on_event``
+    handler (or several blocking/timed calls with ``max_concurrency`` above 1) runs
+    its execution stage on this thread's own asyncio event loop, made on first use
+    and kept for later calls — so async tools run under **asyncio** here. A sync tool
+    with a timeout, or marked ``blocking``, runs on a long-lived worker thread.
+    ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do not call it
+    from inside a running event loop when the batch needs one: await
+    :func:`dispatch` there.
+    """
+    run = _prepare(
+        calls,
+        tools,
+        policy,
+        middleware,
+        context,
+        advertised,
+        approvals,
+        ledger,
+        on_event,
+        artifacts,
+        cancellation,
+    )
+    deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
+    result, used = _pass_sync(run, deadline, 0)
+    if result.deferred is None or on_deferred is None:
+        return result
+    decided = on_deferred(result.deferred)
+    if inspect.isawaitable(decided):
+        if inspect.iscoroutine(decided):
+            decided.close()
+        raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
+    again = _prepare(
+        result.deferred.all,
+        run.env.tools,
+        policy,
+        run.stack,
+        run.env.context,
+        advertised,
+        decided,
+        ledger,
+        on_event,
+        artifacts,
+        cancellation,
+    )
     try:
-        folded = fold_resolved(verdict, run.env, run.stack, run.store)
-    except Exception as error:
-        raise _aborted(run, error) from _cause(error)
-    run.resolved[verdict.index] = folded
-    for event in folded.events:
-        run.sink.emit(event)
+        resumed, _ = _pass_sync(again, deadline, used)
+    except DispatchAborted as aborted:
+        raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
+    return _merge(run.calls, result, resumed)
+
+
+# --- dispatch --------------------------------------------------------------------------
+
+
+async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[DispatchResult, int]:
+    from . import _concurrency
+    from ._concurrency import current_time
+
+    try:
+        run.verdicts, used = await admit_batch_async(
+            run.calls,
+            run.env,
+            run.stack,
+            run.emit,
+            cancelled=_cancelled(run),
+            expired=_expiry(deadline, current_time),
+            resume=run.resume,
+            used=used,
+        )
+    except HookFailed as failed:
+        raise _abort_for(run, failed) from failed.error
+    if run.sink is not None:
+        await run.sink.flush()
+    _begin(run)
+    stop = await _concurrency.execute(run, deadline)
+    if run.sink is not None:
+        await run.sink.flush()
+    return _finished(run, stop), used
 
 
 async def dispatch(
     calls: Iterable[ToolCall],
     tools: Registry | Iterable[AnyTool],
     *,
-    policy: RunPolicy = _fastpath.DEFAULT_POLICY,
+    policy: RunPolicy = DEFAULT_POLICY,
     middleware: Iterable[object] = (),
     context: Context | None = None,
     advertised: Collection[str] | None = None,
@@ -198,9 +384,11 @@ async def dispatch(
 
     Args:
         calls: The calls the model made, in order.
-        tools: A ``Registry`` or the tools themselves.
+        tools: A ``Registry`` or the tools themselves (a tuple is made into a
+            registry once and remembered; pass a ``Registry`` for a large set).
         policy: How calls are admitted and run.
-        middleware: Objects with ``before_tool`` / ``after_tool`` hooks.
+        middleware: Objects with ``before_tool`` / ``after_tool`` hooks (composed
+            once per sequence of the same objects).
         context: What injection draws from (a fresh one when omitted).
         advertised: The tool names offered to the model this turn; a call to
             any other tool is treated as unknown (fail closed).
@@ -208,68 +396,81 @@ async def dispatch(
             pending calls as ``calls``; see ``DeferredToolResults``).
         ledger: An effect ledger told when each call starts and settles.
         on_event: Receives each event as it happens (sync or async callable).
+            If it raises, the batch is aborted (``DispatchAborted``, every call
+            answered) at the next stage boundary.
         artifacts: Where tools' artifacts are persisted.
-        cancellation: Cancel the batch with ``cancellation.cancel()``.
+        cancellation: Cancel the batch with ``cancellation.cancel()``, from any
+            thread.
         on_deferred: Resolves the batch's deferred calls inline, once: it gets
             the ``DeferredToolRequests`` and returns ``DeferredToolResults``;
-            what it leaves undecided stays deferred.
+            what it leaves undecided stays deferred. The resumed calls share the
+            batch's ``max_tool_calls`` budget and deadline.
 
     Returns:
         One message per call in call order (deferred calls excepted), the
         events, deferred calls, follow-ups, metadata and executed call ids.
 
     Raises:
-        DispatchAborted: A ``Fail`` policy, ``FatalToolError`` or a failing
-            middleware aborted the batch; ``.result`` answers every call.
+        DispatchAborted: A ``Fail`` policy, ``FatalToolError``, a failing
+            middleware or host callback aborted the batch; ``.result`` answers
+            every call.
         ToolDefinitionError: An admitted tool's injection cannot be satisfied
             by ``context`` (raised before any tool runs).
     """
-    batch = calls if type(calls) is tuple else tuple(calls)  # read an iterator once
-    if type(tools) is Registry and _fastpath.eligible(
-        policy, middleware, on_event, approvals, ledger, artifacts, cancellation, advertised
-    ):
-        if policy.max_concurrency == 1 or len(batch) == 1:
-            fast = await _fastpath.run_async(batch, tools, policy, context, promote_async)
-        elif policy.max_concurrency >= len(batch):
-            fast = await _fastpath.run_concurrent(batch, tools, policy, context, promote_spread)
-        else:
-            fast = None
-        if fast is not None:
-            return fast
-    sink = Sink(on_event)
-    options = Options(policy, middleware_stack(middleware), context, advertised, ledger, artifacts)
-    result = await _dispatch_async(batch, tools, options, approvals, sink, cancellation)
+    from ._concurrency import current_time
+
+    run = _prepare(
+        calls,
+        tools,
+        policy,
+        middleware,
+        context,
+        advertised,
+        approvals,
+        ledger,
+        on_event,
+        artifacts,
+        cancellation,
+    )
+    deadline = None if policy.deadline is None else current_time() + policy.deadline
+    result, used = await _pass_async(run, deadline, 0)
     if result.deferred is None or on_deferred is None:
         return result
     decided = on_deferred(result.deferred)
     if inspect.isawaitable(decided):
         decided = await decided
-    pending = result.deferred.all
-    resumed = await _dispatch_async(pending, tools, options, decided, sink, cancellation)
-    return _merge(batch, result, resumed, sink)
-
-
-async def _dispatch_async(
-    calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
-    o: Options,
-    approvals: DeferredToolResults | None,
-    sink: Sink,
-    cancellation: Cancellation | None,
-) -> DispatchResult:
-    run = prepare(calls, tools, o, approvals, sink)
-    start = anyio.current_time()
-    deadline = None if o.policy.deadline is None else start + o.policy.deadline
-    abort = await _admit_async(
-        run, cancellation, lambda: deadline is not None and anyio.current_time() >= deadline
+    again = _prepare(
+        result.deferred.all,
+        run.env.tools,
+        policy,
+        run.stack,
+        run.env.context,
+        advertised,
+        decided,
+        ledger,
+        on_event,
+        artifacts,
+        cancellation,
     )
-    if abort is not None:
-        raise abort_batch(run, abort.reason)
-    return await _finish_async(run, cancellation, deadline)
+    try:
+        resumed, _ = await _pass_async(again, deadline, used)
+    except DispatchAborted as aborted:
+        raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
+    return _merge(run.calls, result, resumed)
+
+
+# --- on_deferred: the two passes as one result ------------------------------------------
+
+
+def _merged_abort(
+    calls: tuple[ToolCall, ...], first: DispatchResult, aborted: DispatchAborted
+) -> DispatchAborted:
+    """An abort of the resumed pass, its result holding the first pass's answers too."""
+    return DispatchAborted(aborted.reason, _merge(calls, first, aborted.result))
 
 
 def _merge(
-    calls: Sequence[ToolCall], first: DispatchResult, resumed: DispatchResult, sink: Sink
+    calls: tuple[ToolCall, ...], first: DispatchResult, resumed: DispatchResult
 ) -> DispatchResult:
     """The first pass and its inline resolution as one result, in call order."""
     answers: dict[str, list[ToolMessage]] = {}
@@ -290,134 +491,9 @@ def _merge(
     executed = set(first.executed) | set(resumed.executed)
     return DispatchResult(
         tuple(ordered),
-        tuple(sink.events),
+        first.events + resumed.events,
         deferred if deferred.all else None,
         first.follow_ups + resumed.follow_ups,
         {**first.metadata, **resumed.metadata},
         tuple(c.id for c in calls if c.id in executed),
     )
-
-
-async def _finish_async(
-    run: Run, cancellation: Cancellation | None, deadline: float | None
-) -> DispatchResult:
-    try:
-        why = await execute(run, cancellation, deadline)
-    except Exception as error:
-        raise _aborted(run, error) from _cause(error)
-    await run.sink.flush()
-    if run.fatal is not None:
-        raise abort_batch(run, run.fatal)
-    return assemble(run, why=why)
-
-
-# --- sync execution ------------------------------------------------------------
-
-
-def _needs_loop(run: Run) -> bool:
-    return run.sink.is_async or any(
-        item.tool.is_async or threaded(item, run.env) for item in run.admitted()
-    )
-
-
-def _execute_inline(run: Run, cancellation: Cancellation | None, deadline: float | None) -> str:
-    """Run every admitted (synchronous) call inline, in order; returns why any stopped."""
-    for item in run.admitted():
-        if cancellation is not None and cancellation.cancelled:
-            return "cancelled"
-        if deadline is not None and time.monotonic() >= deadline:
-            return "past its deadline"
-        # Only an injecting tool can see its handle: the others share one that never fires.
-        handle = Cancellation() if item.tool.injections else UNSEEN
-        forget = (
-            cancellation.on_cancel(handle.cancel)
-            if cancellation is not None and item.tool.injections
-            else None
-        )
-        try:
-            outcome = run_inline(run.attempts(item), handle)
-            run.finish(item, outcome)
-        except Exception as error:
-            raise _aborted(run, error) from _cause(error)
-        finally:
-            if forget is not None:
-                forget()  # the caller's handle must not keep this call's handle alive
-        if run.fatal is not None:
-            raise abort_batch(run, run.fatal)  # outside the try: it is no hook's failure
-    return "cancelled"
-
-
-def dispatch_sync(
-    calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
-    *,
-    policy: RunPolicy = _fastpath.DEFAULT_POLICY,
-    middleware: Iterable[object] = (),
-    context: Context | None = None,
-    advertised: Collection[str] | None = None,
-    approvals: DeferredToolResults | None = None,
-    ledger: EffectLedger | None = None,
-    on_event: EventHandler | None = None,
-    artifacts: ArtifactStore | None = None,
-    cancellation: Cancellation | None = None,
-    on_deferred: DeferredToolHandler | None = None,
-) -> DispatchResult:
-    """:func:`dispatch` for synchronous callers; same arguments, same result.
-
-    When every admitted tool is synchronous, none needs a worker thread (no
-    ``blocking`` policy, no timeout) and ``on_event`` is not async, the batch
-    runs inline with no event loop at all, in call order (a deadline or a
-    cancellation then takes effect between calls). Otherwise it starts trio
-    for the execution stage; admission has already happened either way.
-    ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do
-    not call it from inside a running event loop: await :func:`dispatch`.
-    """
-    batch = calls if type(calls) is tuple else tuple(calls)  # read an iterator once
-    if type(tools) is Registry and _fastpath.eligible(
-        policy, middleware, on_event, approvals, ledger, artifacts, cancellation, advertised
-    ):
-        fast = _fastpath.run_sync(batch, tools, policy, context, promote_sync)
-        if fast is not None:
-            return fast
-    sink = Sink(on_event)
-    options = Options(policy, middleware_stack(middleware), context, advertised, ledger, artifacts)
-    result = _dispatch_sync(batch, tools, options, approvals, sink, cancellation)
-    if result.deferred is None or on_deferred is None:
-        return result
-    decided = on_deferred(result.deferred)
-    if inspect.isawaitable(decided):
-        if inspect.iscoroutine(decided):
-            decided.close()
-        raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
-    resumed = _dispatch_sync(result.deferred.all, tools, options, decided, sink, cancellation)
-    return _merge(batch, result, resumed, sink)
-
-
-def _dispatch_sync(
-    calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
-    o: Options,
-    approvals: DeferredToolResults | None,
-    sink: Sink,
-    cancellation: Cancellation | None,
-) -> DispatchResult:
-    run = prepare(calls, tools, o, approvals, sink)
-    start = time.monotonic()
-    deadline = None if o.policy.deadline is None else start + o.policy.deadline
-    abort = _admit_sync(
-        run, cancellation, lambda: deadline is not None and time.monotonic() >= deadline
-    )
-    if abort is not None:
-        raise abort_batch(run, abort.reason)
-    if not _needs_loop(run):
-        return assemble(run, why=_execute_inline(run, cancellation, deadline))
-    remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-    return trio.run(functools.partial(_finish_in_trio, run, cancellation, remaining))
-
-
-async def _finish_in_trio(
-    run: Run, cancellation: Cancellation | None, remaining: float | None
-) -> DispatchResult:
-    await run.sink.flush()
-    deadline = None if remaining is None else anyio.current_time() + remaining
-    return await _finish_async(run, cancellation, deadline)

@@ -1,8 +1,13 @@
-"""What every stage of one dispatch sees: :class:`DispatchEnv` (built once per batch)."""
+"""What every stage of one dispatch sees: :class:`DispatchEnv` (built once per batch).
+
+Hooks receive it as their last argument (``before_tool(call, env)``,
+``after_tool(call, result, env)``), so its attributes are what a middleware may
+read: the registry, the run policy, the context, the advertised names.
+"""
 
 from __future__ import annotations
 
-import attrs
+from collections.abc import Collection
 
 from ._inject import Context
 from ._registry import AnyTool, Registry
@@ -12,24 +17,49 @@ from .policies import Rewrite, RunPolicy
 __all__ = ["DispatchEnv"]
 
 
-@attrs.frozen
+def advertised_names(advertised: Collection[str] | None) -> Collection[str] | None:
+    """``dispatch``'s ``advertised`` as it is checked: a set is used as it is (not copied
+    per dispatch); any other collection becomes a frozenset once."""
+    if advertised is None or type(advertised) in (frozenset, set):
+        return advertised
+    return frozenset(advertised)
+
+
 class DispatchEnv:
     """The batch-wide inputs of dispatch.
 
     Attributes:
         tools: The registry calls are resolved against.
         policy: The run policy.
-        context: What injection draws from.
+        context: What injection draws from (a fresh ``Context`` is made the first
+            time something asks, when dispatch was given none).
         advertised: The names offered to the model this turn, if restricted.
-        approved: Ids of the calls a human approved (on resume, or by middleware
-            returning ``Approved``); grows as admission goes on.
+        approved: Ids of the calls a human approved (on resume, or by middleware);
+            grows as admission goes on.
     """
 
-    tools: Registry
-    policy: RunPolicy
-    context: Context
-    advertised: frozenset[str] | None = None
-    approved: set[str] = attrs.field(factory=set, eq=False)
+    __slots__ = ("_context", "advertised", "approved", "policy", "tools")
+
+    def __init__(
+        self,
+        tools: Registry,
+        policy: RunPolicy,
+        context: Context | None = None,
+        advertised: Collection[str] | None = None,
+    ) -> None:
+        self.tools = tools
+        self.policy = policy
+        self._context = context
+        self.advertised = advertised_names(advertised)
+        self.approved: set[str] = set()
+
+    @property
+    def context(self) -> Context:
+        """The context injection draws from."""
+        context = self._context
+        if context is None:
+            context = self._context = Context()
+        return context
 
     def is_call_approved(self, call_id: str) -> bool:
         """Whether a human approved ``call_id``."""
@@ -38,7 +68,10 @@ class DispatchEnv:
     def lookup(self, name: str) -> AnyTool | None:
         """The tool ``name`` names, when the model may call it this turn (fail closed)."""
         tool = self.tools.get(name)
-        if tool is None or tool.exposure is Exposure.Hidden or not self.policy.allows(name):
+        if tool is None or tool.exposure is Exposure.Hidden:
+            return None
+        allowlist = self.policy.allowlist
+        if allowlist is not None and not self.policy.allows(name):
             return None
         if self.advertised is None:
             return None if tool.exposure is Exposure.Deferred else tool
@@ -62,5 +95,9 @@ class DispatchEnv:
 
     @property
     def callable(self) -> frozenset[str]:
-        """Every name the model may call this turn (computed on demand, for messages)."""
+        """Every name the model may call this turn (computed on demand: it reads the
+        whole registry)."""
         return frozenset(name for name in self.tools if self.lookup(name) is not None)
+
+    def __repr__(self) -> str:
+        return f"DispatchEnv(tools={self.tools!r}, policy={self.policy!r})"

@@ -1,22 +1,27 @@
-"""Folding: what a call's execution produced → its message, events and extras.
+"""Folding: what a call's execution produced → its message and completion event.
 
-Pure and synchronous, shared by ``dispatch`` and ``dispatch_sync``. For each
-executed call: after-middleware rewrites the result, artifacts are persisted
-(when a store is given), content blocks become the text the model reads, cut
-to the byte limit with a visible marker, and the completion event is made.
+Pure and synchronous, shared by ``dispatch`` and ``dispatch_sync``. An outcome is
+the tool's plain return value itself (no wrapper object is made for it) or one of
+:class:`Failed`, :class:`Fatal` and :class:`Postponed`. For a plain value with no
+``after_tool`` hook and no artifact store, the message is made directly: a ``str``
+is the content, anything else its compact JSON (with the value as structured
+output). Otherwise the value is wrapped as a ``ToolResult``, after-middleware
+rewrites it, artifacts are persisted, and content blocks become the text the model
+reads. Either way the content is cut to the byte limit with a visible marker.
+
+A return value that cannot be answered (not JSON-encodable, a malformed
+``ToolResult``) is an error message for that call, never an abort.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal, TypeAlias
+from collections.abc import Callable, Sequence
+from typing import Literal
 
 import msgspec
 
-from ._admit import Admitted, Resolved
 from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput
-from ._dispatch_env import DispatchEnv
-from ._middleware import HookFailed, Stack
+from ._middleware import After, HookFailed
 from ._wire import (
     Artifact,
     ContentBlock,
@@ -28,27 +33,20 @@ from ._wire import (
     ToolCall,
     ToolMessage,
     ToolResult,
+    return_text,
+    wrap_return,
 )
-from .events import Event, ToolCompleted, ToolDeferred, ToolFailed
+from .events import Event, ToolCompleted, ToolFailed
 
 __all__ = [
     "Failed",
     "Fatal",
     "Folded",
-    "Outcome",
     "Postponed",
-    "Ran",
     "fold",
-    "fold_resolved",
     "render",
     "truncate",
 ]
-
-
-class Ran(msgspec.Struct, frozen=True):
-    """The tool returned (its value already wrapped as a ``ToolResult``)."""
-
-    result: ToolResult
 
 
 class Failed(msgspec.Struct, frozen=True):
@@ -74,17 +72,10 @@ class Postponed(msgspec.Struct, frozen=True):
     metadata: dict[str, object]
 
 
-Outcome: TypeAlias = "Ran | Failed | Fatal | Postponed"
+#: One folded call: its message, its completion event, its follow-up and metadata.
+Folded = tuple[ToolMessage, Event, tuple[ContentBlock, ...], "dict[str, object] | None"]
 
-
-class Folded(msgspec.Struct, frozen=True):
-    """One executed call, folded: its message (none when postponed) and extras."""
-
-    message: ToolMessage | None
-    events: tuple[Event, ...]
-    follow_up: tuple[ContentBlock, ...] = ()
-    metadata: dict[str, object] | None = None
-    postponed: Postponed | None = None
+_NO_METADATA: dict[str, object] = {}
 
 
 def _block_text(block: ContentBlock) -> str:
@@ -159,88 +150,113 @@ def _persist(
 
 
 def fold(
-    item: Admitted,
-    outcome: Outcome,
-    env: DispatchEnv,
-    stack: Stack,
-    store: ArtifactStore | None,
-) -> Folded:
-    """Fold one executed call's outcome into its message and events.
-
-    Raises:
-        Exception: Whatever an ``after_tool`` hook raised (dispatch aborts).
-    """
-    limit = item.tool.policy.runtime.max_result_bytes or env.policy.max_result_bytes
-    return _fold(item.call, item.tool.name, limit, outcome, env, stack, store)
-
-
-def fold_resolved(
-    resolved: Resolved, env: DispatchEnv, stack: Stack, store: ArtifactStore | None
-) -> Folded:
-    """Fold a denied or host-answered call (on resume) like any other answer."""
-    tool = env.tools.get(resolved.call.name)
-    limit = (tool.policy.runtime.max_result_bytes if tool else None) or env.policy.max_result_bytes
-    name = tool.name if tool else resolved.call.name
-    outcome = Ran(resolved.result)
-    folded = _fold(resolved.call, name, limit, outcome, env, stack, store)
-    if resolved.status == "denied" and folded.message is not None:
-        message = msgspec.structs.replace(folded.message, status="denied", is_error=True)
-        return msgspec.structs.replace(folded, message=message)
-    return folded
-
-
-def _fold(
     call: ToolCall,
     name: str,
     limit: int | None,
-    outcome: Outcome,
-    env: DispatchEnv,
-    stack: Stack,
+    outcome: object,
+    afters: tuple[After, ...],
+    env: object,
     store: ArtifactStore | None,
+    run_id: Callable[[], str],
 ) -> Folded:
-    if isinstance(outcome, Postponed):
-        deferred = ToolDeferred(
-            call_id=call.id, tool_name=name, reason=outcome.kind, metadata=outcome.metadata
-        )
-        return Folded(None, (deferred,), postponed=outcome)
-    if isinstance(outcome, Ran):
-        result, status = outcome.result, "ok"
+    """Fold one call's outcome (not ``Postponed``) into its message and event.
+
+    Args:
+        call: The call answered (its id and, for hooks, the call itself).
+        name: The name the message and event carry.
+        limit: The byte limit of the content, if any.
+        outcome: The tool's return value, or ``Failed`` / ``Fatal``.
+        afters: The ``after_tool`` hooks, already in the order they run.
+        env: What the hooks receive as their third argument.
+        store: Where artifacts are persisted, if anywhere.
+        run_id: The run's id, asked for only when an artifact is persisted.
+
+    Raises:
+        HookFailed: An ``after_tool`` hook raised (dispatch aborts).
+    """
+    kind = type(outcome)
+    if kind is not Failed and kind is not Fatal and not afters and kind is not ToolResult:
+        plain = _plain(call, name, limit, outcome)
+        if plain is not None:
+            return plain
+    if kind is Failed or kind is Fatal:
+        result = ToolResult.error(outcome.message)  # type: ignore[attr-defined]
+        status: MessageStatus = outcome.status if kind is Failed else "error"  # type: ignore[attr-defined]
     else:
-        result = ToolResult.error(outcome.message)
-        status = outcome.status if isinstance(outcome, Failed) else "error"
-    for hook in stack.afters:
         try:
-            result = hook(call, result, env)
+            result = wrap_return(outcome)
+        except (TypeError, ValueError) as error:
+            failed = Failed(type(error).__name__, f"Tool `{name}` returned a bad value: {error}")
+            return fold(call, name, limit, failed, afters, env, store, run_id)
+        status = "ok"
+    for hook in afters:
+        try:
+            result = hook(call, result, env)  # type: ignore[arg-type]
         except Exception as error:
             raise HookFailed("after_tool", hook, error) from error
-    artifacts = _persist(result.artifacts, store, env.context.run_id, call.id)
+    if not isinstance(result, ToolResult):
+        raise HookFailed(
+            "after_tool",
+            afters[-1],
+            TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}"),
+        )
+    return _from_result(call, name, limit, result, status, outcome, store, run_id)
+
+
+def _plain(call: ToolCall, name: str, limit: int | None, value: object) -> Folded | None:
+    """The fold of a plain return value with no hook to see it; None when it needs wrapping."""
+    if type(value) is str:
+        content, output = value, None
+    elif isinstance(value, str):  # a str subclass (a str Enum): its string value
+        content, output = str.__str__(value), None
+    else:
+        try:
+            content = return_text(value)
+        except (TypeError, ValueError):
+            return None  # the full fold answers it as the error it is
+        output = None if value is None else ToolOutput(value, ())
+    if limit is not None:
+        content = truncate(content, limit)
+    message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
+    return message, ToolCompleted(call_id=call.id, tool_name=name, metadata={}), (), None
+
+
+def _from_result(
+    call: ToolCall,
+    name: str,
+    limit: int | None,
+    result: ToolResult,
+    status: MessageStatus,
+    outcome: object,
+    store: ArtifactStore | None,
+    run_id: Callable[[], str],
+) -> Folded:
+    artifacts: tuple[ArtifactRef | Artifact, ...] = result.artifacts
+    if artifacts and store is not None:
+        artifacts = _persist(result.artifacts, store, run_id(), call.id)
     output = None
     if result.structured is not None or artifacts:
         output = ToolOutput(result.structured, artifacts)
-    final_status: MessageStatus = "error" if result.is_error and status == "ok" else status  # type: ignore[assignment]
+    final: MessageStatus = "error" if result.is_error and status == "ok" else status
     message = ToolMessage(
         tool_call_id=call.id,
         name=name,
         content=truncate(render(result.content), limit),
-        is_error=result.is_error or final_status != "ok",
+        is_error=result.is_error or final != "ok",
         artifact=output,
-        status=final_status,
+        status=final,
     )
-    if isinstance(outcome, Ran):
-        event: Event = ToolCompleted(
-            call_id=call.id,
-            tool_name=name,
-            is_error=message.is_error,
-            metadata=result.metadata,
-        )
-    else:
-        error_type = outcome.error_type if isinstance(outcome, Failed) else "FatalToolError"
+    event: Event
+    if isinstance(outcome, (Failed, Fatal)):
         event = ToolFailed(
             call_id=call.id,
             tool_name=name,
-            error_type=error_type,
+            error_type=outcome.error_type if isinstance(outcome, Failed) else "FatalToolError",
             message=outcome.message,
             traceback=outcome.traceback,
         )
-    metadata = result.metadata or None
-    return Folded(message, (event,), result.follow_up, metadata)
+    else:
+        event = ToolCompleted(
+            call_id=call.id, tool_name=name, is_error=message.is_error, metadata=result.metadata
+        )
+    return message, event, result.follow_up, result.metadata or None

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
-from ._spec import Exposure, Tool
+from ._spec import Tool
 from ._tool_policy import ToolPolicy
 from .errors import ToolDefinitionError
 
@@ -17,21 +17,6 @@ __all__ = ["AnyTool", "Registry"]
 
 #: A tool of any signature (what a registry holds).
 AnyTool = Tool[..., object]
-
-
-def _plain(tool: AnyTool) -> bool:
-    """A tool with nothing to inject, gate, thread, time out, redact or cut."""
-    runtime, access = tool.policy.runtime, tool.policy.access
-    return (
-        tool.fn is not None
-        and not tool.injections
-        and tool.exposure is Exposure.Direct
-        and not access.approval_required
-        and not runtime.blocking
-        and runtime.timeout is None
-        and runtime.max_result_bytes is None
-        and not tool.policy.redact
-    )
 
 
 class Registry(Mapping[str, AnyTool]):
@@ -45,10 +30,9 @@ class Registry(Mapping[str, AnyTool]):
             that is not a :class:`Tool`, at once.
     """
 
-    __slots__ = ("_plain", "_tools")
+    __slots__ = ("_tools",)
 
     _tools: Mapping[str, AnyTool]
-    _plain: Mapping[str, AnyTool]
 
     def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
         found: dict[str, AnyTool] = {}
@@ -69,8 +53,6 @@ class Registry(Mapping[str, AnyTool]):
         if problems:
             raise ToolDefinitionError("Registry", problems)
         object.__setattr__(self, "_tools", found)
-        # The tools dispatch may run on its fast path (see `_fastpath`).
-        object.__setattr__(self, "_plain", {n: t for n, t in found.items() if _plain(t)})
 
     @classmethod
     def of(cls, *tools: AnyTool) -> Registry:
@@ -82,6 +64,10 @@ class Registry(Mapping[str, AnyTool]):
 
     def __getitem__(self, name: str) -> AnyTool:
         return self._tools[name]
+
+    def get(self, name: str, default: AnyTool | None = None) -> AnyTool | None:  # type: ignore[override]
+        """The tool named ``name``, or ``default``."""
+        return self._tools.get(name, default)
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._tools)

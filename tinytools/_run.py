@@ -1,238 +1,347 @@
-"""One dispatch's state: the event sink, the options, the run being filled in.
+"""One dispatch's state: the event sink, the run being filled in, and its result.
 
-:func:`prepare` builds it once per batch and every stage fills it; nothing here
-decides anything (admission, execution and folding do). :func:`assemble` turns
-it into the ``DispatchResult`` in call order, answering whatever is left
-unanswered as interrupted, and :func:`abort_batch` wraps that in the
-``DispatchAborted`` an aborted batch raises.
+:class:`Run` is built once per batch (cheaply: nothing is made that the batch's
+arguments do not ask for) and every stage fills it; nothing here decides
+anything — admission, execution and folding do. :meth:`Run.result` turns it into
+the ``DispatchResult`` in call order, answering whatever is left unanswered as
+interrupted, and :meth:`Run.abort` wraps that in the ``DispatchAborted`` an
+aborted batch raises.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Awaitable, Callable, Collection, Iterable
-
-import attrs
-import msgspec
+import enum
+from collections import deque
+from collections.abc import Awaitable, Callable
 
 from ._admit import Abort, Admitted, Answered, Deferred, Resolved, Skipped, Verdict, error_message
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger
-from ._execute import Attempts
-from ._fold import Fatal, Folded, Outcome, fold
-from ._inject import Context
-from ._middleware import Stack, compose
-from ._registry import AnyTool, Registry
+from ._fold import Failed, Fatal, Postponed, fold
+from ._inject import Cancellation
+from ._middleware import HookFailed, Stack
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
-from ._wire import ToolCall, ToolMessage
-from .events import Event
-from .policies import RunPolicy
+from ._wire import ContentBlock, ToolCall, ToolMessage
+from .events import Event, ToolDeferred, ToolStarted
 
 __all__ = [
     "EventHandler",
-    "NO_MIDDLEWARE",
-    "Options",
+    "HostFailed",
     "Run",
     "Sink",
-    "abort_batch",
-    "assemble",
-    "middleware_stack",
-    "prepare",
+    "Stop",
 ]
 
 #: What ``on_event`` may be: a plain callable, or an async one.
 EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
 
 
+class Stop(enum.Enum):
+    """Why calls of a batch were cut off before they finished (their message says so)."""
+
+    CANCELLED = "cancelled"
+    DEADLINE = "past its deadline"
+    ABORTED = "aborted"
+
+    def message(self) -> str:
+        return f"Tool call not run: the batch was {self.value}."
+
+
+class HostFailed(Exception):
+    """One of the host's callbacks raised (``on_event``, the ledger, the artifact store)."""
+
+    def __init__(self, where: str, error: Exception) -> None:
+        self.error = error
+        super().__init__(f"{where} raised {error!r}")
+
+
+def _name(fn: object) -> str:
+    return str(getattr(fn, "__name__", None) or repr(fn))
+
+
 class Sink:
-    """Collects events in order and hands them to ``on_event`` live."""
+    """Collects events in order and hands each to ``on_event`` as it happens.
 
-    def __init__(self, on_event: EventHandler | None) -> None:
-        self.events: list[Event] = []
-        self._lock = threading.Lock()
-        self._async = is_async_function(on_event)
+    No lock is held while the handler runs (a handler may cancel the batch, or be
+    called from a tool's worker thread). An exception from the handler does not
+    unwind the stage that emitted the event: the first one is kept in
+    :attr:`failure`, and dispatch aborts the batch at the next stage boundary, with
+    every call answered.
+    """
+
+    __slots__ = ("_handler", "events", "failure", "is_async", "pending")
+
+    def __init__(self, events: list[Event], on_event: EventHandler) -> None:
+        self.events = events
         self._handler = on_event
-        self._pending: list[Event] = []
-
-    @property
-    def is_async(self) -> bool:
-        return self._async
+        self.is_async = is_async_function(on_event)
+        self.pending: deque[Event] = deque()
+        self.failure: HostFailed | None = None
 
     def emit(self, event: Event) -> None:
-        with self._lock:
-            self.events.append(event)
-            if self._async:
-                self._pending.append(event)
-            elif self._handler is not None:
-                self._handler(event)
-
-    @property
-    def pending(self) -> bool:
-        """Whether events wait for an async ``on_event``."""
-        return bool(self._pending)
+        self.events.append(event)
+        if self.is_async:
+            self.pending.append(event)
+            return
+        try:
+            self._handler(event)
+        except Exception as error:
+            if self.failure is None:
+                self.failure = HostFailed(f"the on_event handler {_name(self._handler)}", error)
 
     async def flush(self) -> None:
-        while self._pending:
-            with self._lock:
-                batch, self._pending = self._pending, []
-            for event in batch:
+        """Await the async handler for every event waiting for it, in order."""
+        pending = self.pending
+        while pending:
+            event = pending.popleft()
+            try:
                 await self._handler(event)  # type: ignore[misc]
+            except Exception as error:
+                if self.failure is None:
+                    self.failure = HostFailed(f"the on_event handler {_name(self._handler)}", error)
 
 
-@attrs.define
 class Run:
-    """One dispatch's state: built by :func:`_prepare`, filled as calls finish."""
+    """One dispatch's state, filled as the batch goes through the stages."""
 
-    calls: tuple[ToolCall, ...]
-    env: DispatchEnv
-    stack: Stack
-    sink: Sink
-    store: ArtifactStore | None
-    ledger: EffectLedger | None
-    resume: DeferredToolResults | None = None
-    verdicts: list[Verdict] = attrs.Factory(list)
-    folded: dict[int, Folded] = attrs.Factory(dict)
-    resolved: dict[int, Folded] = attrs.Factory(dict)
-    started: set[int] = attrs.Factory(set)
-    fatal: str | None = None
-    _admitted: list[Admitted] | None = None
+    __slots__ = (
+        "answers",
+        "calls",
+        "cancellation",
+        "emit",
+        "env",
+        "events",
+        "failure",
+        "fatal",
+        "follow_ups",
+        "ledger",
+        "metadata",
+        "postponed",
+        "resume",
+        "sink",
+        "stack",
+        "started",
+        "store",
+        "verdicts",
+    )
 
-    def is_fatal(self) -> bool:
-        return self.fatal is not None
+    def __init__(
+        self,
+        calls: tuple[ToolCall, ...],
+        env: DispatchEnv,
+        stack: Stack,
+        on_event: EventHandler | None,
+        store: ArtifactStore | None,
+        ledger: EffectLedger | None,
+        resume: DeferredToolResults | None,
+        cancellation: Cancellation | None,
+    ) -> None:
+        self.calls = calls
+        self.env = env
+        self.stack = stack
+        self.events: list[Event] = []
+        self.sink = None if on_event is None else Sink(self.events, on_event)
+        self.emit: Callable[[Event], None] = (
+            self.events.append if self.sink is None else self.sink.emit
+        )
+        self.store = store
+        self.ledger = ledger
+        self.resume = resume
+        self.cancellation = cancellation
+        self.verdicts: list[Verdict] = []
+        self.answers: dict[int, ToolMessage] = {}
+        self.postponed: dict[int, Postponed] = {}
+        self.follow_ups: list[FollowUp] = []
+        self.metadata: dict[str, dict[str, object]] = {}
+        self.started: set[int] = set()
+        self.fatal: str | None = None
+        self.failure: Exception | None = None  # a hook or host callback that raised
+
+    # --- what the stages ask ------------------------------------------------------
 
     def admitted(self) -> list[Admitted]:
-        if self._admitted is None:
-            self._admitted = [v for v in self.verdicts if isinstance(v, Admitted)]
-        return self._admitted
+        return [v for v in self.verdicts if type(v) is Admitted]
 
-    def attempts(self, item: Admitted) -> Attempts:
-        return Attempts(item, self.env, self.sink.emit, self.started)
+    def failed(self) -> Exception | None:
+        """The first hook or host callback that raised, if any (the batch must abort)."""
+        if self.failure is None and self.sink is not None:
+            return self.sink.failure
+        return self.failure
 
-    def settle(self, item: Admitted, outcome: Outcome) -> None:
-        """:meth:`finish`, then abort the batch if the call was fatal.
+    def fail(self, error: Exception) -> None:
+        if self.failure is None:
+            self.failure = error
 
-        Raises:
-            DispatchAborted: The call raised ``FatalToolError``.
+    def stopped(self) -> bool:
+        """Whether the batch must not start another call (fatal, or a callback failed)."""
+        return (
+            self.fatal is not None
+            or self.failure is not None
+            or (self.sink is not None and self.sink.failure is not None)
+        )
+
+    # --- one call -----------------------------------------------------------------
+
+    def start(self, item: Admitted) -> None:
+        """The call's tool is about to run: record it and emit ``ToolStarted``."""
+        self.started.add(item.index)
+        arguments = item.arguments
+        redactor = item.tool._plan.redactor
+        if redactor is not None:
+            arguments = redactor.arguments(arguments)[0]
+        self.emit(ToolStarted(call_id=item.call.id, tool_name=item.tool.name, arguments=arguments))
+
+    def finish(self, item: Admitted, outcome: object) -> None:
+        """Fold a call's outcome, record its answer and events, settle the ledger.
+
+        A hook or host callback that raises is recorded (:meth:`failed`): the call
+        keeps no answer, and the batch aborts.
         """
-        self.finish(item, outcome)
-        if self.fatal is not None:
-            raise abort_batch(self, self.fatal)
-
-    def finish(self, item: Admitted, outcome: Outcome) -> None:
-        """Fold a call's outcome, record it, emit its events, settle the ledger."""
-        folded = fold(item, outcome, self.env, self.stack, self.store)
-        self.folded[item.index] = folded
-        for event in folded.events:
-            self.sink.emit(event)
-        if self.ledger is not None and folded.message is not None:
-            self.ledger.settled(self.env.context.run_id, item.call.id, folded.message.status)
-        if isinstance(outcome, Fatal) and self.fatal is None:
+        call, name = item.call, item.tool.name
+        if type(outcome) is Postponed:
+            self.postponed[item.index] = outcome
+            self.emit(
+                ToolDeferred(
+                    call_id=call.id, tool_name=name, reason=outcome.kind, metadata=outcome.metadata
+                )
+            )
+            return
+        limit = item.tool._plan.limit or self.env.policy.max_result_bytes
+        try:
+            message, event, follow_up, metadata = fold(
+                call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
+            )
+        except HookFailed as failed:
+            self.fail(failed)
+            return
+        except Exception as error:  # the artifact store
+            self.fail(HostFailed("the artifact store", error))
+            return
+        self._answer(item.index, call, message, event, follow_up, metadata)
+        if type(outcome) is Fatal and self.fatal is None:
             self.fatal = outcome.message
 
+    def resolved(self, verdict: Resolved) -> None:
+        """A denied or host-answered call (on resume): answered like any other, never run."""
+        call = verdict.call
+        tool = self.env.tools.get(call.name)
+        arguments = call.arguments if isinstance(call.arguments, dict) else {}
+        if tool is not None and tool._plan.redactor is not None:
+            arguments = tool._plan.redactor.arguments(arguments)[0]
+        self.emit(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
+        limit = (tool._plan.limit if tool else None) or self.env.policy.max_result_bytes
+        name = tool.name if tool else call.name
+        try:
+            message, event, follow_up, metadata = fold(
+                call,
+                name,
+                limit,
+                verdict.result,
+                self.stack.afters,
+                self.env,
+                self.store,
+                self._run_id,
+            )
+        except HookFailed as failed:
+            self.fail(failed)
+            return
+        except Exception as error:
+            self.fail(HostFailed("the artifact store", error))
+            return
+        if verdict.status == "denied":
+            message = ToolMessage(
+                tool_call_id=message.tool_call_id,
+                name=message.name,
+                content=message.content,
+                is_error=True,
+                artifact=message.artifact,
+                status="denied",
+            )
+        self._answer(verdict.index, call, message, event, follow_up, metadata)
 
-class Options(msgspec.Struct, frozen=True):
-    """The dispatch arguments every stage reads (a resumed batch shares them too)."""
+    def _answer(
+        self,
+        index: int,
+        call: ToolCall,
+        message: ToolMessage,
+        event: Event,
+        follow_up: tuple[ContentBlock, ...],
+        metadata: dict[str, object] | None,
+    ) -> None:
+        self.answers[index] = message
+        if follow_up:
+            self.follow_ups.append(FollowUp(call.id, follow_up))
+        if metadata:
+            self.metadata[call.id] = metadata
+        self.emit(event)
+        if self.ledger is not None and index in self.started:
+            try:
+                self.ledger.settled(self.env.context.run_id, call.id, message.status)
+            except Exception as error:
+                self.fail(HostFailed("the effect ledger's settled()", error))
 
-    policy: RunPolicy
-    stack: Stack  # the middleware, composed once: a resumed batch reads an iterator too
-    context: Context | None
-    advertised: Collection[str] | None
-    ledger: EffectLedger | None
-    artifacts: ArtifactStore | None
+    def _run_id(self) -> str:
+        return self.env.context.run_id
 
+    def interrupt(self, stop: Stop) -> None:
+        """Answer started-but-unfinished calls as interrupted (their events included)."""
+        text = f"Tool call interrupted: the batch was {stop.value}."
+        for item in self.admitted():
+            index = item.index
+            if index in self.started and index not in self.answers and index not in self.postponed:
+                self.finish(item, Failed("Cancelled", text, status="interrupted"))
 
-def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
-    return tools if isinstance(tools, Registry) else Registry(tools)
+    # --- the result ---------------------------------------------------------------
 
-
-def prepare(
-    calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
-    o: Options,
-    approvals: DeferredToolResults | None,
-    sink: Sink,
-) -> Run:
-    """Check the inputs and build the run's state (registry, callable names, middleware)."""
-    policy, advertised = o.policy, o.advertised
-    batch = tuple(calls)
-    for call in batch:
-        if not isinstance(call, ToolCall):
-            raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
-    if approvals is not None and not isinstance(approvals, DeferredToolResults):
-        raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
-    registry = _registry(tools)
-    offered = None if advertised is None else frozenset(advertised)
-    env = DispatchEnv(registry, policy, o.context or Context(), offered)
-    return Run(batch, env, o.stack, sink, o.artifacts, o.ledger, approvals)
-
-
-NO_MIDDLEWARE = Stack()
-
-
-def middleware_stack(middleware: Iterable[object]) -> Stack:
-    """Compose ``dispatch``'s middleware argument once (see :func:`compose`)."""
-    return NO_MIDDLEWARE if middleware == () else compose(middleware)
-
-
-def abort_batch(run: Run, reason: str) -> DispatchAborted:
-    """The exception for an aborted batch, its result answering every call."""
-    return DispatchAborted(reason, assemble(run, aborted=reason))
-
-
-_INTERRUPTED = "Tool call not run: the batch was {why}."
-
-
-def assemble(run: Run, *, aborted: str | None = None, why: str = "cancelled") -> DispatchResult:
-    """The result in call order; calls left unanswered are answered as interrupted."""
-    why = "aborted" if aborted is not None else why
-    messages: list[ToolMessage] = []
-    deferred_calls: list[ToolCall] = []
-    approvals: list[ToolCall] = []
-    deferred_meta: dict[str, dict[str, object]] = {}
-    follow_ups: list[FollowUp] = []
-    metadata: dict[str, dict[str, object]] = {}
-    executed: list[str] = []
-    for index, call in enumerate(run.calls):
-        verdict = run.verdicts[index] if index < len(run.verdicts) else None
-        folded = run.folded.get(index)
-        if isinstance(verdict, Skipped):
-            continue
-        if isinstance(verdict, (Answered, Abort)):
-            messages.append(verdict.message)
-        elif isinstance(verdict, Resolved) and index in run.resolved:
-            answer = run.resolved[index].message
-            assert answer is not None
-            messages.append(answer)
-        elif isinstance(verdict, Deferred) and aborted is None:
-            (approvals if verdict.kind == "approval" else deferred_calls).append(verdict.call)
-            deferred_meta[call.id] = verdict.metadata
-        elif folded is not None:
-            executed.append(call.id)
-            if folded.postponed is not None:
-                assert isinstance(verdict, Admitted)  # only admitted calls are folded
-                kind = folded.postponed.kind
-                (approvals if kind == "approval" else deferred_calls).append(verdict.call)
-                deferred_meta[call.id] = folded.postponed.metadata
+    def result(self, stop: Stop = Stop.CANCELLED) -> DispatchResult:
+        """The result in call order; calls left unanswered are answered as interrupted."""
+        aborted = stop is Stop.ABORTED
+        messages: list[ToolMessage] = []
+        deferred_calls: list[ToolCall] = []
+        approvals: list[ToolCall] = []
+        deferred_meta: dict[str, dict[str, object]] = {}
+        executed: list[str] = []
+        answers, started, verdicts = self.answers, self.started, self.verdicts
+        for index, call in enumerate(self.calls):
+            verdict = verdicts[index] if index < len(verdicts) else None
+            kind = type(verdict)
+            if kind is Admitted:
+                if index in started:
+                    executed.append(call.id)
+                postponed = self.postponed.get(index)
+                if postponed is not None:
+                    (approvals if postponed.kind == "approval" else deferred_calls).append(call)
+                    deferred_meta[call.id] = postponed.metadata
+                    continue
+            elif kind is Skipped:
                 continue
-            assert folded.message is not None
-            messages.append(folded.message)
-            if folded.follow_up:
-                follow_ups.append(FollowUp(call.id, folded.follow_up))
-            if folded.metadata:
-                metadata[call.id] = folded.metadata
-        else:
-            messages.append(error_message(call, _INTERRUPTED.format(why=why), "interrupted"))
-    deferred = None
-    if deferred_calls or approvals:
-        deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
-    return DispatchResult(
-        tuple(messages),
-        tuple(run.sink.events),
-        deferred,
-        tuple(follow_ups),
-        metadata,
-        tuple(executed),
-    )
+            elif kind is Answered or kind is Abort:
+                messages.append(verdict.message)  # type: ignore[union-attr]
+                continue
+            elif kind is Deferred and not aborted:
+                assert isinstance(verdict, Deferred)
+                (approvals if verdict.kind == "approval" else deferred_calls).append(verdict.call)
+                deferred_meta[call.id] = verdict.metadata
+                continue
+            answer = answers.get(index)
+            if answer is None:
+                answer = error_message(call, stop.message(), "interrupted")
+            messages.append(answer)
+        deferred = None
+        if deferred_calls or approvals:
+            deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
+        return DispatchResult(
+            tuple(messages),
+            tuple(self.events),
+            deferred,
+            tuple(self.follow_ups),
+            self.metadata,
+            tuple(executed),
+        )
+
+    def abort(self, reason: str) -> DispatchAborted:
+        """The exception for an aborted batch, its result answering every call."""
+        return DispatchAborted(reason, self.result(Stop.ABORTED))

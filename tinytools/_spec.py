@@ -21,6 +21,7 @@ from msgspec.structs import asdict as _asdict
 from ._format import Json, ToolFormat
 from ._inject import Injection
 from ._introspect import injections_of
+from ._plan import Plan
 from ._tool_policy import ToolPolicy
 from ._validate import Arguments, Enforce, SchemaValidator, StructValidator
 from .errors import ToolDefinitionError
@@ -124,8 +125,19 @@ class Tool(Generic[P, R]):
     policy: ToolPolicy = attrs.field(factory=ToolPolicy)
     exposure: Exposure = attrs.field(default=Exposure.Direct, converter=_exposure)
     format: ToolFormat = attrs.field(factory=Json)
+    # Derived from `fn` (so `attrs.evolve(tool, fn=...)` derives it again), never passed.
     is_async: bool = attrs.field(
-        default=attrs.Factory(lambda self: is_async_function(self.fn), takes_self=True)
+        init=False,
+        default=attrs.Factory(lambda self: is_async_function(self.fn), takes_self=True),
+    )
+    # What dispatch needs at run time, planned once (see `_plan`).
+    _plan: Plan = attrs.field(
+        init=False,
+        repr=False,
+        default=attrs.Factory(
+            lambda self: Plan(self.fn, self.is_async, self.injections, self.policy),
+            takes_self=True,
+        ),
     )
     # The raw-JSON decoder of a signature-built tool, kept on the tool itself so the
     # hot path of `validate` is one attribute load away (None for schema-built tools).

@@ -31,6 +31,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolResult",
+    "return_text",
     "wrap_return",
 ]
 
@@ -213,13 +214,22 @@ def wrap_return(value: object) -> ToolResult:
     """
     if isinstance(value, ToolResult):
         return value
-    if isinstance(value, str):
-        return ToolResult(content=(TextBlock(value),))
+    if isinstance(value, str):  # a str subclass (a str Enum) reads as its string value
+        return ToolResult(content=(TextBlock(str.__str__(value)),))
+    return ToolResult(content=(TextBlock(return_text(value)),), structured=value)
+
+
+def return_text(value: object) -> str:
+    """The compact JSON text the model reads for a tool's plain, non-``str`` return value.
+
+    Raises:
+        TypeError: The value cannot be encoded as JSON; return a string, a
+            JSON-encodable value or a :class:`ToolResult` instead.
+    """
     try:
-        text = _encode(value).decode()
+        return _encode(value).decode()
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"tool returned a {type(value).__qualname__}, which cannot be encoded as JSON "
             f"({exc}); return a str, a JSON-encodable value or a ToolResult"
         ) from None
-    return ToolResult(content=(TextBlock(text),), structured=value)
