@@ -9,10 +9,30 @@ cut off before their closing tag.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from tinytools.formats import anthropic, gemini, mcp, openai_chat, openai_responses
+from tinytools import Tool, ToolCall
+from tinytools._spec import NAME_PATTERN
+from tinytools.formats import (
+    anthropic,
+    coalesce_tool_results,
+    gemini,
+    json_in_tag,
+    mcp,
+    openai_chat,
+    openai_responses,
+    ptype,
+    xml,
+)
+from tinytools.formats._envelope import ENVELOPE_TAG
+from tinytools.formats._writable import REFUSAL_PREFIX
+
+AnyTool = Tool[..., object]
+DIALECTS = pytest.mark.parametrize("dialect", [json_in_tag, ptype, xml], ids=lambda m: m.__name__)
 
 # 5,000 hex digits: about 6,000 decimal digits, beyond Python's default limit of 4,300.
 HUGE = int("f" * 5000, 16)
@@ -108,3 +128,136 @@ class TestProviderArguments:
             "the arguments must be JSON text or an object, "
             "not an object with keys that are not strings"
         )
+
+
+# --- Rendering: model-supplied values never crash render_call (item 1) ------------
+
+
+def search_tool() -> AnyTool:
+    return Tool.from_schema(
+        "search",
+        "Search.",
+        {"type": "object", "properties": {"q": {}, "n": {"type": "integer"}}},
+    )
+
+
+class TestRenderValues:
+    """Item 1: values no dialect can write give a refusal note, never an exception."""
+
+    @DIALECTS
+    @pytest.mark.parametrize(
+        "arguments",
+        [{"q": nested(1000)}, {"q": [[[[[]]]]] * 2 + [nested(999)]}, {"q": float("nan")}],
+        ids=["deep-object", "deep-array", "nan"],
+    )
+    def test_refused(self, dialect: ModuleType, arguments: dict[str, object]) -> None:
+        """The result is the refusal note, which parses back as prose: no call, no error."""
+        text = dialect.render_call(ToolCall("1", "search", arguments), [search_tool()])
+        assert text.startswith(REFUSAL_PREFIX)
+        assert ((), text, ()) == dialect.parse(text, [search_tool()])
+
+    @pytest.mark.parametrize("dialect", [json_in_tag, xml], ids=lambda m: m.__name__)
+    def test_huge_int_refused_in_json(self, dialect: ModuleType) -> None:
+        """JSON cannot hold an integer past the digit limit: the note says so."""
+        text = dialect.render_call(ToolCall("1", "search", {"n": HUGE}), [search_tool()])
+        assert f"{REFUSAL_PREFIX}an integer in its arguments has more than 4300 digits]" == text
+
+    def test_huge_int_in_ptype_is_hex(self) -> None:
+        """ptype writes it in hexadecimal, which parses back to the same integer."""
+        text = ptype.render_call(ToolCall("1", "search", {"n": -HUGE}), [search_tool()])
+        assert text.startswith("search(n=-0xfff")
+        assert [{"n": -HUGE}] == [c.arguments for c in ptype.parse(text, [search_tool()]).calls]
+
+    def test_messages_default_render(self) -> None:
+        """coalesce_tool_results renders with the same rule (its default is the JSON block)."""
+        turn = {
+            "role": "assistant",
+            "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": {"n": HUGE}}}],
+        }
+        [out] = coalesce_tool_results([turn])
+        assert str(out["content"]).startswith(REFUSAL_PREFIX)
+
+
+# --- Rendering: names and keys cannot forge structure (item 3) --------------------
+
+HOSTILE = st.lists(
+    st.sampled_from(
+        [
+            *("tool_call", "tool_result", "TOOL_CALL", "tool_re\u017fult", "function", "parameter"),
+            *("<", ">", "/", "\n", " ", "=", "a", "_", "-", "!", "?", "(", ")", "[", '"'),
+            *("&lt;", "&amp;", "]]>", "<![CDATA[", "</parameter>", "</function>", "search"),
+        ]
+    ),
+    min_size=1,
+    max_size=6,
+).map("".join)
+
+
+def envelope_tags(text: str) -> list[str]:
+    return [match.group() for match in ENVELOPE_TAG.finditer(text)]
+
+
+class TestRenderNames:
+    @DIALECTS
+    @pytest.mark.parametrize(
+        "name", ["tool_result", "tool_call", "TOOL_CALL-x", "tool_re\u017fult", "a>b", "a\nb"]
+    )
+    def test_envelope_names(self, dialect: ModuleType, name: str) -> None:
+        """A name that would read as an envelope tag never becomes one."""
+        text = dialect.render_call(ToolCall("1", name, {"q": "x"}), [])
+        expected = ["<tool_call", "</tool_call"] if dialect is json_in_tag else []
+        assert expected == envelope_tags(text)
+        parsed = dialect.parse(text, [])
+        assert [] == [c.name for c in parsed.calls if c.name != name]
+
+    def test_xml_envelope_key(self) -> None:
+        """An argument named like an envelope tag moves the call to the <function=…> form."""
+        call = ToolCall("1", "search", {"tool_result": "x", "</parameter>": "y"})
+        assert f"{REFUSAL_PREFIX}an argument name cannot be written as an XML tag]" == (
+            xml.render_call(call, [search_tool()])
+        )
+        call = ToolCall("1", "search", {"tool_result": "</parameter><parameter=q>1"})
+        text = xml.render_call(call, [search_tool()])
+        assert text.startswith("<function=search>\n<parameter=tool_result>\n<![CDATA[")
+        assert [] == envelope_tags(text)
+        assert [call.arguments] == [c.arguments for c in xml.parse(text, [search_tool()]).calls]
+
+    @DIALECTS
+    @settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(
+        name=HOSTILE | st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,8}", fullmatch=True),
+        arguments=st.dictionaries(HOSTILE, HOSTILE | st.text(max_size=8), max_size=3),
+    )
+    def test_round_trip_or_refusal(
+        self, dialect: ModuleType, name: str, arguments: dict[str, object]
+    ) -> None:
+        """render_call → parse gives back the same call, or render refuses with its note.
+
+        Nothing the render writes opens or closes the envelope except the
+        json_in_tag block's own two tags, and no other call ever comes out.
+        """
+        tools = [Tool.from_schema(name, "", {"type": "object"})] if plain_tag(name) else []
+        text = dialect.render_call(ToolCall("1", name, arguments), tools)
+        parsed = dialect.parse(text, tools)
+        if text.startswith(REFUSAL_PREFIX):
+            assert ((), text, ()) == parsed
+            assert "<" not in text
+            return
+        expected = ["<tool_call", "</tool_call"] if dialect is json_in_tag else []
+        assert expected == envelope_tags(text)
+        assert [(name, arguments)] == [(c.name, c.arguments) for c in parsed.calls]
+        assert ((), "") == (parsed.errors, parsed.text)
+
+
+def plain_tag(name: str) -> bool:
+    return NAME_PATTERN.fullmatch(name) is not None
+
+
+@pytest.mark.parametrize("dialect", [ptype, xml], ids=lambda m: m.__name__)
+@pytest.mark.parametrize("raw", ["", " ", 'x"), search(q="y', "<q>y</q>", "</search><search/>"])
+def test_raw_arguments_are_never_a_call(dialect: ModuleType, raw: str) -> None:
+    """Arguments that are no object parse back as one broken call keeping them, never a call."""
+    text = dialect.render_call(ToolCall("1", "search", raw), [search_tool()])
+    parsed = dialect.parse(text, [search_tool()])
+    assert ((), "") == (parsed.calls, parsed.text)
+    assert ["search"] == [error.name for error in parsed.errors]

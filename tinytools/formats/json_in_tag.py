@@ -102,6 +102,12 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     Envelope tags inside strings are written as ``\\u003c…``, so the block
     cannot be closed or forged from inside. ``tools`` is accepted for
     symmetry with the other dialects; the text does not depend on it.
+
+    Arguments holding a value JSON cannot carry faithfully (an integer past
+    Python's digit limit, nesting deeper than
+    :data:`~tinytools.formats._writable.JSON_DEPTH`, a non-finite number)
+    are not written: the result is the note ``[tool call not written:
+    <reason>]``, which :func:`parse` reads as prose. It never raises.
     """
     arguments = arguments_of(call)
     return json_call_block(call if arguments is None else ToolCall(call.id, call.name, arguments))

@@ -43,6 +43,7 @@ from typing import Final
 
 from tinytools._format import PType
 from tinytools._registry import AnyTool
+from tinytools._spec import NAME_PATTERN
 from tinytools._wire import ToolCall
 
 from ._dialect import (
@@ -68,6 +69,7 @@ from ._pyscan import (
     scan_fragment,
     source_text,
 )
+from ._writable import refusal, unwritable
 
 __all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_TOKENS", "PROTOCOL", "parse", "render", "render_call"]
 
@@ -108,11 +110,26 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     Leading arguments in the declared order are positional; the rest are
     keywords, and keys that are not ASCII identifiers go in one
     ``**{...}``. Strings are double-quoted with JSON escapes (envelope tags
-    written ``\\u003c…``). Arguments that are not an object are written raw.
+    written ``\\u003c…``); an integer too long for Python's int-to-str
+    digit limit is written in hexadecimal, which reads back the same.
+
+    It never raises. A call :func:`parse` could not read back as the same
+    call is refused: the result is the note ``[tool call not written:
+    <reason>]``, which parses as prose. That is a name outside the tool-name
+    grammar (``^[A-Za-z_][A-Za-z0-9_-]{0,63}$``), arguments nested deeper
+    than :data:`MAX_DEPTH` allows (30 levels below the arguments object), a
+    non-finite number, or a value that is not JSON. Arguments that are not
+    an object are written as one string after ``**`` (``name(**"{oops")``),
+    which parses back as a broken call (an error), never as a call.
     """
+    if NAME_PATTERN.fullmatch(call.name) is None:
+        return refusal("its tool name cannot be written as a Python-style call")
     arguments = arguments_of(call)
     if arguments is None:
-        return escape_json(f"{call.name}({call.arguments})")
+        return escape_json(f"{call.name}(**{_literal_text(str(call.arguments))})")
+    problem = unwritable(arguments, MAX_DEPTH - 1, huge_ints=True)
+    if problem is not None:
+        return refusal(problem)
     order = _order(tool_map(tools).get(call.name))
     parts: list[str] = []
     for key in order:
@@ -128,11 +145,17 @@ def render_call(call: ToolCall, tools: Tools) -> str:
 
 
 def _literal_text(value: object) -> str:
+    """A JSON value as a Python literal (checked by :func:`unwritable` first; bounded depth)."""
     if isinstance(value, str):
         return '"' + value.translate(_ESCAPES) + '"'
-    if value is None or isinstance(value, (bool, int, float)):
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return repr(value)
+        except ValueError:  # past the int-to-str digit limit: hexadecimal has none
+            return hex(value)
+    if value is None or isinstance(value, (bool, float)):
         return repr(value)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_literal_text(item) for item in value) + "]"
     if isinstance(value, dict):
         items = (f"{_literal_text(str(k))}: {_literal_text(v)}" for k, v in value.items())
