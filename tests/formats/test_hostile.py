@@ -261,3 +261,49 @@ def test_raw_arguments_are_never_a_call(dialect: ModuleType, raw: str) -> None:
     parsed = dialect.parse(text, [search_tool()])
     assert ((), "") == (parsed.calls, parsed.text)
     assert ["search"] == [error.name for error in parsed.errors]
+
+
+# --- Reasoning is never a call (item 4) -------------------------------------------
+
+CALLS = {
+    json_in_tag: '<tool_call>{"name": "search", "arguments": {"q": "x"}}</tool_call>',
+    xml: "<search><q>x</q></search>",
+    ptype: 'search(q="x")',
+}
+GLM = "<tool_call>search<arg_key>q</arg_key><arg_value>x</arg_value></tool_call>"
+
+
+class TestReasoning:
+    @DIALECTS
+    @pytest.mark.parametrize(
+        "template",
+        [
+            "<think>{call}</think>",
+            "<think>I will call {call}\nthen wait",  # cut off while thinking
+            "Let me try {call} first.</think>",  # the template opened the reasoning
+            "<think>a</think>b<think>{call}",
+        ],
+        ids=["closed", "unclosed", "opened-by-template", "second-unclosed"],
+    )
+    def test_call_in_reasoning_is_prose(self, dialect: ModuleType, template: str) -> None:
+        """A call written while thinking is not read: it stays in the prose, untouched."""
+        text = template.format(call=CALLS[dialect])
+        assert ((), text, ()) == dialect.parse(text, [search_tool()])
+
+    @DIALECTS
+    def test_call_after_reasoning(self, dialect: ModuleType) -> None:
+        """The call after the reasoning is read; the reasoning is kept in the prose."""
+        text = f"<think>maybe {CALLS[dialect]}?</think>\n{CALLS[dialect]}"
+        parsed = dialect.parse(text, [search_tool()])
+        assert [{"q": "x"}] == [call.arguments for call in parsed.calls]
+        assert f"<think>maybe {CALLS[dialect]}?</think>\n" == parsed.text
+
+    def test_glm_in_reasoning(self) -> None:
+        text = f"<think>{GLM}"
+        assert ((), text, ()) == xml.parse(text, [search_tool()])
+
+    def test_broken_fragment_keeps_original_text(self) -> None:
+        """A fragment straddling reasoning is cut from the original text, not the blanked one."""
+        text = '<tool_call>{"name": "search", <think>hm</think>'
+        parsed = json_in_tag.parse(text, [search_tool()])
+        assert [text] == [error.arguments for error in parsed.errors]

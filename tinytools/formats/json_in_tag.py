@@ -25,6 +25,9 @@ each ``<tool_call>`` block:
   ``use <tool_call> tags`` stays text.
 * The name is taken as written: a name not among ``tools`` is returned as a
   call, for dispatch's unknown-tool policy to answer.
+* Reasoning (``<think>…</think>``, an unclosed ``<think>`` to the end of the
+  text, or everything before a ``</think>`` that has no ``<think>``) is never
+  read for calls: it stays in ``Parsed.text``, tags and all.
 
 Reading is linear in the text: blocks are found with memoised ``str.find``,
 and each is decoded from its start to where its JSON ends or breaks.
@@ -48,6 +51,7 @@ from ._dialect import (
     catalogue,
     decode_relaxed,
     decode_strict,
+    hide_reasoning,
     skip_space,
 )
 from ._envelope import json_call_block
@@ -124,7 +128,9 @@ def parse(text: str, tools: Tools = ()) -> Parsed:
         The calls, the remaining prose, and each broken block as an invalid
         ``ToolCall`` holding its raw text. Nothing is executed.
     """
-    out, finder, pos = Collector(text), Finder(text), 0
+    out, pos = Collector(text), 0
+    text = hide_reasoning(text)
+    finder = Finder(text)
     while (start := finder.find(_OPEN, pos)) != -1 and not out.full:
         block = _read(text, finder, start)
         if block is None:
@@ -132,7 +138,7 @@ def parse(text: str, tools: Tools = ()) -> Parsed:
             pos = start + len(_OPEN)
             continue
         out.prose(pos, start)
-        _record(out, text[start : block[0]], block[1])
+        _record(out, out.source[start : block[0]], block[1])
         pos = block[0]
     if out.full:
         out.rest(pos)

@@ -12,6 +12,10 @@
   ``<|tool_call_start|>…<|tool_call_end|>`` (LFM2), the closing marker
   optional at the end: every call inside, bare or listed, whatever its name.
 
+Reasoning (``<think>…</think>``, an unclosed ``<think>`` to the end of the
+text, or everything before a ``</think>`` that has no ``<think>``) is never
+read for calls: it stays in ``Parsed.text``, tags and all.
+
 Outside a list or a wrapper an unknown name is prose; inside one it is
 returned as written, for dispatch's unknown-tool policy to answer.
 
@@ -52,6 +56,7 @@ from ._dialect import (
     Tools,
     arguments_of,
     catalogue,
+    hide_reasoning,
     properties,
     tool_map,
 )
@@ -218,9 +223,10 @@ def _name_start(text: str, at: int) -> int | None:
 
 class _Reader:
     def __init__(self, text: str, tools: dict[str, AnyTool]) -> None:
-        self.text, self.tools = text, tools
-        self.finder = Finder(text)
         self.out = Collector(text)
+        self.text, self.tools = hide_reasoning(text), tools
+        text = self.text
+        self.finder = Finder(text)
         self.whole = (len(text) - len(text.lstrip()), len(text.rstrip()))
         # Outside a wrapper and away from the start a call name is a tool name,
         # so a "(" after any other character is dismissed at once.
@@ -295,12 +301,16 @@ class _Reader:
             return None  # not the whole message after all: prose
         self.out.prose(prose, first)
         if scan.problem is not None:
-            self.out.error(name, text[first:stop], scan.problem)
+            self.out.error(name, self.out.source[first:stop], scan.problem)
         elif bracket is None:
-            self._calls(text[start:stop], [name], source_text(text, at, stop, fixes), name)
+            self._calls(
+                self.out.source[start:stop], [name], source_text(text, at, stop, fixes), name
+            )
         else:
             fixes += [(a, b, "_" * (b - a)) for a, b in scan.renamed]
-            self._calls(text[first:stop], scan.names, source_text(text, first, stop, fixes), None)
+            self._calls(
+                self.out.source[first:stop], scan.names, source_text(text, first, stop, fixes), None
+            )
         return stop
 
     def _calls(self, raw: str, names: list[str], source: str, bare: str | None) -> None:

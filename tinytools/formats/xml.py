@@ -12,6 +12,10 @@
   value cannot contain those two tags unless it is in CDATA, see below).
 * **GLM** — ``<tool_call>f<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>``.
 
+Reasoning (``<think>…</think>``, an unclosed ``<think>`` to the end of the
+text, or everything before a ``</think>`` that has no ``<think>``) is never
+read for calls: it stays in ``Parsed.text``, tags and all.
+
 The function and GLM forms say unambiguously that a call is meant, so a name
 not among ``tools`` is returned as written, for dispatch's unknown-tool
 policy to answer. An outer ``<tool_call>`` holds one or more calls (native or
@@ -56,6 +60,7 @@ from ._dialect import (
     arguments_of,
     catalogue,
     convert_text,
+    hide_reasoning,
     properties,
     skip_space,
     tool_map,
@@ -220,12 +225,12 @@ def parse(text: str, tools: Tools = ()) -> Parsed:
 
 class _Reader:
     def __init__(self, text: str, tools: Tools) -> None:
-        self.text = text
+        self.text = hide_reasoning(text)
         self.tools = tool_map(tools)
         # What may follow "<" up to ">" in an opening tag, and which opener it is.
         self.openers = {name + end: name for name in self.tools for end in ("", "/")}
         self.openers["tool_call"] = _WRAP
-        self.find = Finder(text).find
+        self.find = Finder(self.text).find
         self.out = Collector(text)
 
     def run(self) -> Parsed:
@@ -275,7 +280,7 @@ class _Reader:
         except _Broken as broken:
             end = self.find(close, broken.pos)
             end = len(text) if end == -1 else end + len(close)
-            self.out.error(broken.name, text[start:end], broken.reason)
+            self.out.error(broken.name, self.out.source[start:end], broken.reason)
             return end
         if found is None:
             return None
