@@ -307,3 +307,68 @@ class TestReasoning:
         text = '<tool_call>{"name": "search", <think>hm</think>'
         parsed = json_in_tag.parse(text, [search_tool()])
         assert [text] == [error.arguments for error in parsed.errors]
+
+
+# --- Blocks never closed (item 5) -------------------------------------------------
+
+
+class TestCutOff:
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "<tool_call>search<arg_key>q</arg_key><arg_value>x</arg_value>",
+            "<tool_call>search<arg_key>q</arg_key><arg_value>x</arg_value>\n",
+            "<search><q>x</q>",
+            "<tool_call><search><q>x</q>",
+            "<function=search><parameter=q>x</parameter>",
+            "<function=search><parameter=q>x",
+            "<tool_call><function=search><parameter=q>x</parameter>",
+        ],
+    )
+    def test_xml(self, text: str) -> None:
+        """A call the text ends inside is one named error holding the rest of the text."""
+        parsed = xml.parse(text, [search_tool()])
+        assert ((), "") == (parsed.calls, parsed.text)
+        assert [("search", text)] == [(e.name, e.arguments) for e in parsed.errors]
+        assert "cut off" in str(parsed.errors[0].invalid)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "<tool_call><function=search><parameter=q>x</parameter></function>",
+            "<tool_call><search><q>x</q></search>",
+            "<tool_call><search/>",
+        ],
+    )
+    def test_xml_closed_inside_an_unclosed_wrapper(self, text: str) -> None:
+        """Calls closed by their own tags are complete, whatever the outer tag."""
+        assert ["search"] == [c.name for c in xml.parse(text, [search_tool()]).calls]
+
+    @pytest.mark.parametrize(
+        ("text", "name"),
+        [
+            ('<tool_call>{"name": "search", "arguments": {"q": "x"', "search"),
+            ('<tool_call>{"name": "search", "arguments": {"q": "x"}', "search"),
+            ("<tool_call>{'name': 'search', 'arguments': {}}", "search"),
+            ('<tool_call>{"arguments": {"q": 1}, "name": "se', ""),
+        ],
+    )
+    def test_json_in_tag(self, text: str, name: str) -> None:
+        """Unclosed and not complete JSON: a named error, never repaired into a call."""
+        parsed = json_in_tag.parse(text, [search_tool()])
+        assert ((), "") == (parsed.calls, parsed.text)
+        assert [(name, text)] == [(e.name, e.arguments) for e in parsed.errors]
+        assert "cut off" in str(parsed.errors[0].invalid)
+
+    def test_json_in_tag_cut_by_the_next_block(self) -> None:
+        """A block cut short by the next one is an error; the next one still runs."""
+        first = '<tool_call>{"name": "search", "arguments": {"q": "x"'
+        second = '<tool_call>{"name": "search", "arguments": {"q": "y"}}</tool_call>'
+        parsed = json_in_tag.parse(first + second, [search_tool()])
+        assert [{"q": "y"}] == [call.arguments for call in parsed.calls]
+        assert [first] == [error.arguments for error in parsed.errors]
+
+    def test_json_in_tag_complete_json_unclosed(self) -> None:
+        """Complete JSON proves the call complete, closing tag or not."""
+        text = '<tool_call>{"name": "search", "arguments": {"q": "x"}}'
+        assert [{"q": "x"}] == [c.arguments for c in json_in_tag.parse(text).calls]

@@ -20,8 +20,15 @@ The function and GLM forms say unambiguously that a call is meant, so a name
 not among ``tools`` is returned as written, for dispatch's unknown-tool
 policy to answer. An outer ``<tool_call>`` holds one or more calls (native or
 function form) or one GLM call; one holding JSON is an error (that is the
-``json_in_tag`` dialect). A closing tag missing at the end of the text is
-tolerated.
+``json_in_tag`` dialect).
+
+**Cut-off calls.** A call is run only when its text shows it complete: a
+native or function-form call must be closed by its own closing tag (or by
+the ``</tool_call>`` around it), a GLM call by ``</tool_call>``. An outer
+``<tool_call>`` missing its closing tag at the end of the text is tolerated
+when every call inside was closed. A call the text ends inside (a reply cut
+off mid-call) is a broken fragment in ``Parsed.errors``, named when its
+name was read, never a call with the arguments read so far.
 
 **Values.** A value is the text between its tags, minus one ``\\n`` right
 after the opening tag and one right before the closing tag (``\\r`` and other
@@ -307,7 +314,9 @@ class _Reader:
         arguments: dict[str, object] = {}
         while True:
             pos = self._skip(pos)
-            if pos == len(text) or (stop is not None and text.startswith(stop, pos)):
+            if pos == len(text):
+                raise _Broken(_cut(f"<{name}>", close), pos, name)
+            if stop is not None and text.startswith(stop, pos):
                 return [(name, arguments)], pos
             if text.startswith(close, pos):
                 return [(name, arguments)], pos + len(close)
@@ -375,7 +384,9 @@ class _Reader:
         pos = gt + 1
         while True:
             pos = self._skip(pos)
-            if pos == len(text) or (stop is not None and text.startswith(stop, pos)):
+            if pos == len(text):
+                raise _Broken(_cut(f"{_FUNCTION}{name}>", _FUNCTION_CLOSE), pos, name)
+            if stop is not None and text.startswith(stop, pos):
                 return (name, arguments), pos
             if text.startswith(_FUNCTION_CLOSE, pos):
                 return (name, arguments), pos + len(_FUNCTION_CLOSE)
@@ -413,6 +424,7 @@ class _Reader:
                 "<tool_name><argument>value</argument></tool_name>",
                 pos,
             )
+        glm = None
         if text.startswith("<", pos):
             calls, pos = self._tagged(pos)
         else:
@@ -424,7 +436,9 @@ class _Reader:
         if text.startswith(_WRAP_CLOSE, pos):
             return calls, pos + len(_WRAP_CLOSE)
         if pos == len(text):
-            return calls, pos
+            if glm is not None:  # only its closing tag shows a GLM call complete
+                raise _Broken(_cut(_WRAP, _WRAP_CLOSE), pos, glm[0][0])
+            return calls, pos  # each call inside was closed by its own tag
         raise _Broken(f"unexpected text inside <tool_call>: {text[pos : pos + 40]!r}", pos)
 
     def _tagged(self, pos: int) -> _Found:
@@ -477,6 +491,13 @@ class _Reader:
         if end == -1:
             raise _Broken(f"{opening} is never closed", len(self.text), name)
         return _trim(self.text[start:end]), end + len(closing)
+
+
+def _cut(opening: str, closing: str) -> str:
+    return (
+        f"{opening} is never closed with {closing}: the call looks cut off, so it was "
+        "not run; write the whole call again"
+    )
 
 
 def _trim(raw: str) -> str:
