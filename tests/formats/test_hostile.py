@@ -372,3 +372,17 @@ class TestCutOff:
         """Complete JSON proves the call complete, closing tag or not."""
         text = '<tool_call>{"name": "search", "arguments": {"q": "x"}}'
         assert [{"q": "x"}] == [c.arguments for c in json_in_tag.parse(text).calls]
+
+
+def test_coalesce_deep_call_arguments() -> None:
+    """An assistant turn whose call arguments nest 990 deep is rendered as a refusal note."""
+    turn = {
+        "role": "assistant",
+        "content": "x",
+        "tool_calls": [{"id": "1", "function": {"name": "f", "arguments": nested(990)}}],
+    }
+    [out] = coalesce_tool_results([turn])
+    assert (
+        f"x\n{REFUSAL_PREFIX}its arguments are nested more than 128 levels deep]"
+        == (out["content"])
+    )
