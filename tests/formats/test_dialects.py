@@ -254,9 +254,14 @@ class TestXmlParse:
         assert Parsed((), text, ()) == xml.parse(text, TOOLS)
 
     def test_self_closing_and_unclosed(self) -> None:
-        """``<tool/>`` has no arguments; a call unclosed at the end of the text is kept."""
+        """``<tool/>`` has no arguments; a call unclosed at the end of the text is cut off:
+        a broken fragment, never a call with the arguments read so far (issue 10)."""
         text = "<search/> then <search><query>x</query>"
-        assert [("search", {}), ("search", {"query": "x"})] == calls(xml.parse(text, TOOLS))
+        parsed = xml.parse(text, TOOLS)
+        assert [("search", {})] == calls(parsed)
+        assert [("search", "<search><query>x</query>")] == [
+            (error.name, error.arguments) for error in parsed.errors
+        ]
 
     def test_cdata(self) -> None:
         """A CDATA value is taken exactly, even holding its own closing tag."""

@@ -4,6 +4,8 @@
 * :class:`Collector` gathers prose, calls and broken fragments in the order
   they appear and numbers them into a :class:`~tinytools.formats.Parsed`;
   past :data:`MAX_CALLS` of them the rest of the text is one more error.
+* :func:`hide_reasoning` blanks out a model's reasoning, so no call is read
+  from it (see the function for what counts as reasoning).
 * :class:`Finder` is ``str.find`` with a memory per needle, so scanners that
   ask for the same closing tag again and again stay linear in the input.
 * :func:`convert_text` reads a text value by its JSON schema (for the XML
@@ -41,6 +43,7 @@ __all__ = [
     "decode_relaxed",
     "decode_strict",
     "describe",
+    "hide_reasoning",
     "one_line",
     "parameter_lines",
     "properties",
@@ -92,6 +95,38 @@ def decode_relaxed(text: str) -> object:
     return value
 
 
+_THINK, _THINK_END = "<think>", "</think>"
+
+
+def hide_reasoning(text: str) -> str:
+    """``text`` with its reasoning replaced by as many spaces; positions are kept.
+
+    Reasoning is never a call: the parsers read this text for calls and take
+    prose (reasoning included, tags and all) and broken fragments from the
+    original. Reasoning is what lies inside ``<think>…</think>``; a
+    ``<think>`` never closed runs to the end of the text (a reply cut off
+    while thinking); and a ``</think>`` before any ``<think>`` closes
+    reasoning the chat template opened, so everything before it is reasoning
+    (Qwen 3, DeepSeek R1). Linear: one forward scan with ``str.find``.
+    """
+    if _THINK_END not in text and _THINK not in text:
+        return text
+    parts: list[str] = []
+    pos = 0
+    first_end = text.find(_THINK_END)
+    first_open = text.find(_THINK)
+    if first_end != -1 and (first_open == -1 or first_end < first_open):
+        pos = first_end + len(_THINK_END)
+        parts.append(" " * pos)
+    while (start := text.find(_THINK, pos)) != -1:
+        end = text.find(_THINK_END, start + len(_THINK))
+        stop = len(text) if end == -1 else end + len(_THINK_END)
+        parts += [text[pos:start], " " * (stop - start)]
+        pos = stop
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 def tool_map(tools: Tools) -> dict[str, AnyTool]:
     """Every tool by name (hidden ones too: dispatch decides what may run).
 
@@ -110,6 +145,8 @@ class Collector:
     """Prose, calls and broken fragments of one text, in order of appearance."""
 
     def __init__(self, text: str) -> None:
+        #: The original text: prose and broken fragments are cut from it.
+        self.source = text
         self._text = text
         self._prose: list[str] = []
         self._calls: list[ToolCall] = []

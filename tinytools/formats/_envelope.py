@@ -42,6 +42,8 @@ from typing import Final
 
 from tinytools._wire import ToolCall
 
+from ._writable import JSON_DEPTH, refusal, unwritable
+
 __all__ = [
     "ENVELOPE_TAG",
     "escape_attr",
@@ -138,7 +140,13 @@ def json_call_block(call: ToolCall) -> str:
 
     The form is ``<tool_call>``, a newline, ``{"name": …, "arguments": …}``
     (``json.dumps`` spacing, non-ASCII kept), a newline, ``</tool_call>`` —
-    the shape Hermes- and Qwen-style chat templates render.
+    the shape Hermes- and Qwen-style chat templates render. Arguments that
+    JSON cannot carry faithfully (see :mod:`tinytools.formats._writable`)
+    give its refusal note instead of a block.
     """
+    if isinstance(call.arguments, dict):
+        problem = unwritable(call.arguments, JSON_DEPTH)
+        if problem is not None:
+            return refusal(problem)
     payload = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
     return f"<tool_call>\n{escape_json(payload)}\n</tool_call>"

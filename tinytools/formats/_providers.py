@@ -8,6 +8,8 @@
   or arguments that are not what the provider promised, give a call with
   ``invalid`` set and the raw value kept as JSON text — never a dropped call,
   never ``{}`` in place of malformed input.
+* :func:`json_text` writes any value a response holds as compact JSON text,
+  without ever raising (see the function for what it writes when JSON cannot).
 * :func:`strict_schema` is OpenAI's strict-mode projection (documented on the
   function), used by ``openai_chat`` and ``openai_responses``.
 """
@@ -21,7 +23,7 @@ from typing import Final
 import msgspec
 
 from tinytools._registry import AnyTool
-from tinytools._validate import json_text, json_type
+from tinytools._validate import json_type
 from tinytools._wire import ToolCall
 
 from ._parsed import SyntheticIds
@@ -42,6 +44,70 @@ __all__ = [
     "strict_schema",
     "typed_calls",
 ]
+
+
+def json_text(value: object) -> str:
+    """Compact JSON text for ``value``; never raises, whatever a response holds.
+
+    Responses carry model-chosen values, and some cannot be encoded as they
+    stand: an integer longer than Python's int-to-str digit limit
+    (:func:`sys.get_int_max_str_digits`), nesting deeper than the recursion
+    limit, or a value that is not JSON at all. Those are written by
+    :func:`_walk_text` instead, which needs no recursion and writes in linear
+    time. The text only serves as the seed of synthetic ids, in error messages
+    and as the kept raw form of arguments a call was refused for, so it need
+    not be JSON there: it must be deterministic and must not fail.
+    """
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return _walk_text(value)
+
+
+def _leaf_text(value: object) -> str:
+    """One non-container value for :func:`_walk_text`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        # Hexadecimal has no digit limit and takes linear time; it is not JSON,
+        # which is what it should look like: admission cannot read it either.
+        return hex(value)
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError):
+        return msgspec.json.encode(f"<{type(value).__name__}>").decode()
+
+
+def _walk_text(value: object) -> str:
+    """JSON-like text for any value, iteratively: huge integers as ``0x…`` hex."""
+    out: list[str] = []
+    todo: list[object] = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, _Raw):
+            out.append(item.text)
+        elif isinstance(item, Mapping):
+            parts: list[object] = [_Raw("{")]
+            for index, (key, child) in enumerate(item.items()):
+                key_text = key if isinstance(key, str) else _leaf_text(key)
+                comma = "," if index else ""
+                parts += [_Raw(comma + msgspec.json.encode(key_text).decode() + ":"), child]
+            todo += reversed([*parts, _Raw("}")])
+        elif isinstance(item, (list, tuple)):
+            parts = [_Raw("[")]
+            for index, child in enumerate(item):
+                parts += [_Raw(","), child] if index else [child]
+            todo += reversed([*parts, _Raw("]")])
+        else:
+            out.append(_leaf_text(item))
+    return "".join(out)
+
+
+class _Raw:
+    """Text :func:`_walk_text` emits as it stands."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str) -> None:
+        self.text = text
 
 
 def as_data(value: object) -> object:
@@ -159,7 +225,10 @@ def make_call(
         args = dict(arguments)
     else:
         expected = "JSON text or an object" if raw_string else "a JSON object"
-        problems.append(f"the arguments must be {expected}, not {kind_of(arguments)}")
+        found = kind_of(arguments)
+        if isinstance(arguments, Mapping):
+            found = "an object with keys that are not strings"
+        problems.append(f"the arguments must be {expected}, not {found}")
         args = json_text(arguments)
     return ToolCall(call_id, name, args, "; ".join(problems) or None)
 

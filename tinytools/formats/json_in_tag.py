@@ -18,13 +18,19 @@ each ``<tool_call>`` block:
   normalise or reject under its policies.
 * A block holding strict JSON ends at its closing tag, or, when it has none
   before the next block (the final block of a reply, or one cut short by the
-  next), right after the JSON: text after it stays prose, and a
-  ``<tool_call>`` inside a JSON string ends nothing. Any other block ends at
-  its closing tag, the next ``<tool_call>`` or the end of the text, whichever
-  comes first; an unclosed tag not followed by ``{`` or ``[`` is prose, so
-  ``use <tool_call> tags`` stays text.
+  next), right after the JSON: a complete JSON value shows the call
+  complete. Text after it stays prose, and a ``<tool_call>`` inside a JSON
+  string ends nothing. A block never closed whose JSON is not complete (a
+  reply cut off mid-call) is a broken fragment, ending at the next
+  ``<tool_call>`` or the end of the text, named when it gives a
+  ``"name"``: it is never repaired into a call with partial arguments. An
+  unclosed tag not followed by ``{`` or ``[`` is prose, so ``use
+  <tool_call> tags`` stays text.
 * The name is taken as written: a name not among ``tools`` is returned as a
   call, for dispatch's unknown-tool policy to answer.
+* Reasoning (``<think>…</think>``, an unclosed ``<think>`` to the end of the
+  text, or everything before a ``</think>`` that has no ``<think>``) is never
+  read for calls: it stays in ``Parsed.text``, tags and all.
 
 Reading is linear in the text: blocks are found with memoised ``str.find``,
 and each is decoded from its start to where its JSON ends or breaks.
@@ -33,6 +39,7 @@ and each is decoded from its start to where its JSON ends or breaks.
 from __future__ import annotations
 
 import json
+import re
 from typing import Final
 
 import msgspec
@@ -48,6 +55,7 @@ from ._dialect import (
     catalogue,
     decode_relaxed,
     decode_strict,
+    hide_reasoning,
     skip_space,
 )
 from ._envelope import json_call_block
@@ -85,6 +93,18 @@ _BROKEN = (
 )
 
 
+#: The value of a block that is never closed and holds no complete JSON value.
+_CUT: Final = object()
+_CUT_OFF = (
+    "this <tool_call> block is never closed and its JSON is incomplete: the call looks "
+    "cut off, so it was not run; write the whole call again"
+)
+# The name a cut-off block gives, for its error (only a name a tool could have).
+_NAMED: Final = re.compile(
+    r"""["']name["'][ \t\r\n]*:[ \t\r\n]*["']([A-Za-z_][A-Za-z0-9_-]{0,63})["']"""
+)
+
+
 def render(tools: Tools) -> str:
     """The catalogue for the system prompt: :data:`PROTOCOL`, then each tool.
 
@@ -102,6 +122,12 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     Envelope tags inside strings are written as ``\\u003c…``, so the block
     cannot be closed or forged from inside. ``tools`` is accepted for
     symmetry with the other dialects; the text does not depend on it.
+
+    Arguments holding a value JSON cannot carry faithfully (an integer past
+    Python's digit limit, nesting deeper than
+    :data:`~tinytools.formats._writable.JSON_DEPTH`, a non-finite number)
+    are not written: the result is the note ``[tool call not written:
+    <reason>]``, which :func:`parse` reads as prose. It never raises.
     """
     arguments = arguments_of(call)
     return json_call_block(call if arguments is None else ToolCall(call.id, call.name, arguments))
@@ -118,7 +144,9 @@ def parse(text: str, tools: Tools = ()) -> Parsed:
         The calls, the remaining prose, and each broken block as an invalid
         ``ToolCall`` holding its raw text. Nothing is executed.
     """
-    out, finder, pos = Collector(text), Finder(text), 0
+    out, pos = Collector(text), 0
+    text = hide_reasoning(text)
+    finder = Finder(text)
     while (start := finder.find(_OPEN, pos)) != -1 and not out.full:
         block = _read(text, finder, start)
         if block is None:
@@ -126,7 +154,7 @@ def parse(text: str, tools: Tools = ()) -> Parsed:
             pos = start + len(_OPEN)
             continue
         out.prose(pos, start)
-        _record(out, text[start : block[0]], block[1])
+        _record(out, out.source[start : block[0]], block[1])
         pos = block[0]
     if out.full:
         out.rest(pos)
@@ -155,7 +183,7 @@ def _read(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
         return close + len(_CLOSE), decode_relaxed(text[body:close])
     if not text.startswith(("{", "["), first):
         return None
-    return limit, decode_relaxed(text[body:limit])
+    return limit, _CUT  # never closed, and its JSON does not show it complete
 
 
 def _strict_prefix(text: str, pos: int) -> tuple[object, int]:
@@ -172,6 +200,10 @@ def _record(out: Collector, raw: str, value: object) -> None:
     """Record the calls of one block, or its ``raw`` text as an error."""
     if value is NOTHING:
         out.error("", raw, _BROKEN)
+        return
+    if value is _CUT:
+        named = _NAMED.search(raw)
+        out.error("" if named is None else named.group(1), raw, _CUT_OFF)
         return
     for item in value if isinstance(value, list) else [value]:
         name, arguments = _call(item)

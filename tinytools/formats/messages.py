@@ -108,8 +108,9 @@ def _calls_as_text(
     message: Mapping[str, object], render: Callable[[ToolCall], str], names: dict[str, str]
 ) -> dict[str, object]:
     """An assistant turn with its ``tool_calls`` rendered into its text content."""
-    turn = _copy(message)
-    entries = turn.pop("tool_calls", None)
+    # The calls are read, not copied: their arguments may nest past what a deep copy reaches.
+    turn = _copy({key: value for key, value in message.items() if key != "tool_calls"})
+    entries = message.get("tool_calls")
     calls = [_to_tool_call(e) for e in entries] if isinstance(entries, (list, tuple)) else []
     if not calls:
         return turn

@@ -12,6 +12,10 @@
   ``<|tool_call_start|>…<|tool_call_end|>`` (LFM2), the closing marker
   optional at the end: every call inside, bare or listed, whatever its name.
 
+Reasoning (``<think>…</think>``, an unclosed ``<think>`` to the end of the
+text, or everything before a ``</think>`` that has no ``<think>``) is never
+read for calls: it stays in ``Parsed.text``, tags and all.
+
 Outside a list or a wrapper an unknown name is prose; inside one it is
 returned as written, for dispatch's unknown-tool policy to answer.
 
@@ -43,6 +47,7 @@ from typing import Final
 
 from tinytools._format import PType
 from tinytools._registry import AnyTool
+from tinytools._spec import NAME_PATTERN
 from tinytools._wire import ToolCall
 
 from ._dialect import (
@@ -51,6 +56,7 @@ from ._dialect import (
     Tools,
     arguments_of,
     catalogue,
+    hide_reasoning,
     properties,
     tool_map,
 )
@@ -68,6 +74,7 @@ from ._pyscan import (
     scan_fragment,
     source_text,
 )
+from ._writable import refusal, unwritable
 
 __all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_TOKENS", "PROTOCOL", "parse", "render", "render_call"]
 
@@ -108,11 +115,26 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     Leading arguments in the declared order are positional; the rest are
     keywords, and keys that are not ASCII identifiers go in one
     ``**{...}``. Strings are double-quoted with JSON escapes (envelope tags
-    written ``\\u003c…``). Arguments that are not an object are written raw.
+    written ``\\u003c…``); an integer too long for Python's int-to-str
+    digit limit is written in hexadecimal, which reads back the same.
+
+    It never raises. A call :func:`parse` could not read back as the same
+    call is refused: the result is the note ``[tool call not written:
+    <reason>]``, which parses as prose. That is a name outside the tool-name
+    grammar (``^[A-Za-z_][A-Za-z0-9_-]{0,63}$``), arguments nested deeper
+    than :data:`MAX_DEPTH` allows (30 levels below the arguments object), a
+    non-finite number, or a value that is not JSON. Arguments that are not
+    an object are written as one string after ``**`` (``name(**"{oops")``),
+    which parses back as a broken call (an error), never as a call.
     """
+    if NAME_PATTERN.fullmatch(call.name) is None:
+        return refusal("its tool name cannot be written as a Python-style call")
     arguments = arguments_of(call)
     if arguments is None:
-        return escape_json(f"{call.name}({call.arguments})")
+        return escape_json(f"{call.name}(**{_literal_text(str(call.arguments))})")
+    problem = unwritable(arguments, MAX_DEPTH - 1, huge_ints=True)
+    if problem is not None:
+        return refusal(problem)
     order = _order(tool_map(tools).get(call.name))
     parts: list[str] = []
     for key in order:
@@ -128,11 +150,17 @@ def render_call(call: ToolCall, tools: Tools) -> str:
 
 
 def _literal_text(value: object) -> str:
+    """A JSON value as a Python literal (checked by :func:`unwritable` first; bounded depth)."""
     if isinstance(value, str):
         return '"' + value.translate(_ESCAPES) + '"'
-    if value is None or isinstance(value, (bool, int, float)):
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return repr(value)
+        except ValueError:  # past the int-to-str digit limit: hexadecimal has none
+            return hex(value)
+    if value is None or isinstance(value, (bool, float)):
         return repr(value)
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_literal_text(item) for item in value) + "]"
     if isinstance(value, dict):
         items = (f"{_literal_text(str(k))}: {_literal_text(v)}" for k, v in value.items())
@@ -195,9 +223,10 @@ def _name_start(text: str, at: int) -> int | None:
 
 class _Reader:
     def __init__(self, text: str, tools: dict[str, AnyTool]) -> None:
-        self.text, self.tools = text, tools
-        self.finder = Finder(text)
         self.out = Collector(text)
+        self.text, self.tools = hide_reasoning(text), tools
+        text = self.text
+        self.finder = Finder(text)
         self.whole = (len(text) - len(text.lstrip()), len(text.rstrip()))
         # Outside a wrapper and away from the start a call name is a tool name,
         # so a "(" after any other character is dismissed at once.
@@ -272,12 +301,16 @@ class _Reader:
             return None  # not the whole message after all: prose
         self.out.prose(prose, first)
         if scan.problem is not None:
-            self.out.error(name, text[first:stop], scan.problem)
+            self.out.error(name, self.out.source[first:stop], scan.problem)
         elif bracket is None:
-            self._calls(text[start:stop], [name], source_text(text, at, stop, fixes), name)
+            self._calls(
+                self.out.source[start:stop], [name], source_text(text, at, stop, fixes), name
+            )
         else:
             fixes += [(a, b, "_" * (b - a)) for a, b in scan.renamed]
-            self._calls(text[first:stop], scan.names, source_text(text, first, stop, fixes), None)
+            self._calls(
+                self.out.source[first:stop], scan.names, source_text(text, first, stop, fixes), None
+            )
         return stop
 
     def _calls(self, raw: str, names: list[str], source: str, bare: str | None) -> None:

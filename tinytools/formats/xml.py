@@ -9,15 +9,26 @@
 * **Qwen3-Coder** — ``<function=f><parameter=p>value</parameter></function>``,
   with or without an outer ``<tool_call>``. A missing ``</parameter>`` ends at
   the next ``<parameter=`` or ``</function>``, as vLLM reads it (so such a
-  value cannot contain those two tags).
+  value cannot contain those two tags unless it is in CDATA, see below).
 * **GLM** — ``<tool_call>f<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>``.
+
+Reasoning (``<think>…</think>``, an unclosed ``<think>`` to the end of the
+text, or everything before a ``</think>`` that has no ``<think>``) is never
+read for calls: it stays in ``Parsed.text``, tags and all.
 
 The function and GLM forms say unambiguously that a call is meant, so a name
 not among ``tools`` is returned as written, for dispatch's unknown-tool
 policy to answer. An outer ``<tool_call>`` holds one or more calls (native or
 function form) or one GLM call; one holding JSON is an error (that is the
-``json_in_tag`` dialect). A closing tag missing at the end of the text is
-tolerated.
+``json_in_tag`` dialect).
+
+**Cut-off calls.** A call is run only when its text shows it complete: a
+native or function-form call must be closed by its own closing tag (or by
+the ``</tool_call>`` around it), a GLM call by ``</tool_call>``. An outer
+``<tool_call>`` missing its closing tag at the end of the text is tolerated
+when every call inside was closed. A call the text ends inside (a reply cut
+off mid-call) is a broken fragment in ``Parsed.errors``, named when its
+name was read, never a call with the arguments read so far.
 
 **Values.** A value is the text between its tags, minus one ``\\n`` right
 after the opening tag and one right before the closing tag (``\\r`` and other
@@ -28,10 +39,10 @@ no type, that text is the value, verbatim. Otherwise it is read as JSON
 the schema does not admit, kept as the string, so validation reports the
 mismatch. A native value ends at its closing tag and never runs past the
 call's own closing tag. Two rules keep :func:`render_call` reversible: a
-value may be a run of ``<![CDATA[…]]>`` sections (used for text holding
-either closing tag), and the envelope escape of ``&lt;tool_call`` and
-``&lt;tool_result`` is undone, so a call written back into a transcript
-cannot forge the envelope.
+value (native or ``<parameter=…>``) may be a run of ``<![CDATA[…]]>``
+sections (used for text holding a tag that would end it), and the
+envelope escape of ``&lt;tool_call`` and ``&lt;tool_result`` is undone,
+so a call written back into a transcript cannot forge the envelope.
 
 Reading is linear in the text: searches are ``str.find`` from positions that
 only move forward (memoised for fixed tags), and each regular expression is
@@ -56,12 +67,14 @@ from ._dialect import (
     arguments_of,
     catalogue,
     convert_text,
+    hide_reasoning,
     properties,
     skip_space,
     tool_map,
 )
-from ._envelope import escape_body, escape_json, unescape_body
+from ._envelope import ENVELOPE_TAG, escape_body, escape_json, unescape_body
 from ._parsed import Parsed
+from ._writable import JSON_DEPTH, refusal, unwritable
 
 __all__ = ["PROTOCOL", "parse", "render", "render_call"]
 
@@ -109,31 +122,67 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     """The text a model writes for ``call``, which :func:`parse` reads back.
 
     The native form, one argument per line: a string as its text (in CDATA
-    when it holds its own closing tag), any other value as JSON, envelope
-    tags escaped. A name or argument name that cannot be a tag uses the
-    ``<function=…>`` form; arguments that are not an object are written raw
-    inside the tool's tag. ``tools`` is accepted for symmetry with the other
-    dialects; the text does not depend on it.
+    when it holds its own closing tag), any other value as JSON (``</``
+    written ``<\\/``), envelope tags escaped. ``tools`` is accepted
+    for symmetry with the other dialects; the text does not depend on it.
+
+    **Names and argument names.** A name goes in a tag only when it is a
+    plain tag name (the tool-name grammar for the tool; for an argument, no
+    ``<``, ``>``, newline, leading ``/``, ``!``, ``?`` or trailing ``/``) and
+    does not read as an envelope tag (``tool_call``, ``TOOL_RESULT``,
+    ``tool_call-x``…, see :mod:`tinytools.formats._envelope`). Otherwise the
+    call is written in the ``<function=…>`` form, where a name is any text of
+    1 to 256 characters without ``<``, ``>`` or a newline, and which cannot
+    open or close the envelope. A name that fits neither is refused.
+
+    **Refusals.** A call that cannot be written so that :func:`parse` reads
+    back the same call — such a name, or arguments holding an integer past
+    Python's digit limit, nesting deeper than
+    :data:`~tinytools.formats._writable.JSON_DEPTH` or a non-finite number —
+    gives the note ``[tool call not written: <reason>]``, which parses as
+    prose. Arguments that are not an object are written as a JSON string
+    inside ``<function=name>…</function>``, which parses back as a broken
+    call (an error), never as a call. It never raises.
     """
     arguments = arguments_of(call)
+    if not _name_ok(call.name):
+        return refusal("its tool name cannot be written as an XML call")
     if arguments is None:
-        return f"<{call.name}>{escape_body(str(call.arguments))}</{call.name}>"
-    native = NAME_PATTERN.fullmatch(call.name) and call.name != "tool_call"
-    if native and all(_field_ok(key) for key in arguments):
+        raw = msgspec.json.encode(str(call.arguments)).decode().replace("<", "\\u003c")
+        return f"{_FUNCTION}{call.name}>\n{raw}\n{_FUNCTION_CLOSE}"
+    problem = unwritable(arguments, JSON_DEPTH)
+    if problem is not None:
+        return refusal(problem)
+    if _tag_ok(call.name, NAME_PATTERN.fullmatch(call.name) is not None) and all(
+        _tag_ok(key, _field_ok(key)) for key in arguments
+    ):
         lines = [f"<{call.name}>"]
         lines += [f"<{k}>{_field_text(call.name, k, v)}</{k}>" for k, v in arguments.items()]
         return "\n".join([*lines, f"</{call.name}>"])
+    if not all(_name_ok(key) for key in arguments):
+        return refusal("an argument name cannot be written as an XML tag")
     lines = [f"{_FUNCTION}{call.name}>"]
     for key, value in arguments.items():
-        lines += [f"{_PARAMETER}{key}>", _plain(value), _PARAMETER_CLOSE]
+        lines += [f"{_PARAMETER}{key}>", _parameter_text(value), _PARAMETER_CLOSE]
     return "\n".join([*lines, _FUNCTION_CLOSE])
+
+
+def _tag_ok(name: str, plain: bool) -> bool:
+    """Whether a plain tag name can be written as a tag: not an envelope tag."""
+    return plain and ENVELOPE_TAG.match("<" + name) is None
 
 
 def _plain(value: object) -> str:
     if isinstance(value, str):
         return escape_body(value)
-    # JSON has "<" only inside strings, where "\/" and "\u003c" are plain escapes.
-    return escape_json(msgspec.json.encode(value).decode()).replace("</", "<\\/")
+    # JSON has "<" only inside strings, where "\/" and "\u003c" are plain escapes; no
+    # closing tag, envelope tag or "<parameter=" is left to end the value early.
+    text = escape_json(msgspec.json.encode(value).decode()).replace("</", "<\\/")
+    return text.replace(_PARAMETER, "\\u003cparameter=")
+
+
+def _cdata(text: str) -> str:
+    return _CDATA + text.replace(_CDATA_END, "]]]]><![CDATA[>") + _CDATA_END
 
 
 def _field_text(name: str, key: str, value: object) -> str:
@@ -141,8 +190,15 @@ def _field_text(name: str, key: str, value: object) -> str:
     if not isinstance(value, str):
         return text
     if any(tag in text for tag in (f"</{key}>", f"</{name}>", _CDATA)):
-        return _CDATA + text.replace(_CDATA_END, "]]]]><![CDATA[>") + _CDATA_END
+        return _cdata(text)
     return ("\n" if text.startswith("\n") else "") + text + ("\n" if text.endswith("\n") else "")
+
+
+def _parameter_text(value: object) -> str:
+    """A ``<parameter=…>`` value: in CDATA when it holds a tag that would end it."""
+    text = _plain(value)
+    ends = (_PARAMETER_CLOSE, _PARAMETER, _FUNCTION_CLOSE, _CDATA)
+    return _cdata(text) if isinstance(value, str) and any(e in text for e in ends) else text
 
 
 def _field_ok(name: str) -> bool:
@@ -155,7 +211,8 @@ def _field_ok(name: str) -> bool:
 
 
 def _name_ok(name: str) -> bool:
-    return 0 < len(name) <= _MAX_NAME and "<" not in name and "\n" not in name
+    """A ``<function=…>`` or ``<parameter=…>`` name (parsing reads it up to the first ``>``)."""
+    return 0 < len(name) <= _MAX_NAME and not any(c in name for c in "<>\n")
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:
@@ -175,12 +232,12 @@ def parse(text: str, tools: Tools = ()) -> Parsed:
 
 class _Reader:
     def __init__(self, text: str, tools: Tools) -> None:
-        self.text = text
+        self.text = hide_reasoning(text)
         self.tools = tool_map(tools)
         # What may follow "<" up to ">" in an opening tag, and which opener it is.
         self.openers = {name + end: name for name in self.tools for end in ("", "/")}
         self.openers["tool_call"] = _WRAP
-        self.find = Finder(text).find
+        self.find = Finder(self.text).find
         self.out = Collector(text)
 
     def run(self) -> Parsed:
@@ -230,7 +287,7 @@ class _Reader:
         except _Broken as broken:
             end = self.find(close, broken.pos)
             end = len(text) if end == -1 else end + len(close)
-            self.out.error(broken.name, text[start:end], broken.reason)
+            self.out.error(broken.name, self.out.source[start:end], broken.reason)
             return end
         if found is None:
             return None
@@ -257,7 +314,9 @@ class _Reader:
         arguments: dict[str, object] = {}
         while True:
             pos = self._skip(pos)
-            if pos == len(text) or (stop is not None and text.startswith(stop, pos)):
+            if pos == len(text):
+                raise _Broken(_cut(f"<{name}>", close), pos, name)
+            if stop is not None and text.startswith(stop, pos):
                 return [(name, arguments)], pos
             if text.startswith(close, pos):
                 return [(name, arguments)], pos + len(close)
@@ -325,7 +384,9 @@ class _Reader:
         pos = gt + 1
         while True:
             pos = self._skip(pos)
-            if pos == len(text) or (stop is not None and text.startswith(stop, pos)):
+            if pos == len(text):
+                raise _Broken(_cut(f"{_FUNCTION}{name}>", _FUNCTION_CLOSE), pos, name)
+            if stop is not None and text.startswith(stop, pos):
                 return (name, arguments), pos
             if text.startswith(_FUNCTION_CLOSE, pos):
                 return (name, arguments), pos + len(_FUNCTION_CLOSE)
@@ -344,6 +405,9 @@ class _Reader:
             pos = end
 
     def _parameter_value(self, pos: int, stop: str | None) -> tuple[str, int]:
+        cdata = self._cdata(pos, _PARAMETER_CLOSE)
+        if cdata is not None:
+            return cdata
         needles = (_PARAMETER_CLOSE, _PARAMETER, _FUNCTION_CLOSE) + ((stop,) if stop else ())
         ends = [found for needle in needles if (found := self.find(needle, pos)) != -1]
         end = min(ends, default=len(self.text))
@@ -360,6 +424,7 @@ class _Reader:
                 "<tool_name><argument>value</argument></tool_name>",
                 pos,
             )
+        glm = None
         if text.startswith("<", pos):
             calls, pos = self._tagged(pos)
         else:
@@ -371,7 +436,9 @@ class _Reader:
         if text.startswith(_WRAP_CLOSE, pos):
             return calls, pos + len(_WRAP_CLOSE)
         if pos == len(text):
-            return calls, pos
+            if glm is not None:  # only its closing tag shows a GLM call complete
+                raise _Broken(_cut(_WRAP, _WRAP_CLOSE), pos, glm[0][0])
+            return calls, pos  # each call inside was closed by its own tag
         raise _Broken(f"unexpected text inside <tool_call>: {text[pos : pos + 40]!r}", pos)
 
     def _tagged(self, pos: int) -> _Found:
@@ -424,6 +491,13 @@ class _Reader:
         if end == -1:
             raise _Broken(f"{opening} is never closed", len(self.text), name)
         return _trim(self.text[start:end]), end + len(closing)
+
+
+def _cut(opening: str, closing: str) -> str:
+    return (
+        f"{opening} is never closed with {closing}: the call looks cut off, so it was "
+        "not run; write the whole call again"
+    )
 
 
 def _trim(raw: str) -> str:
