@@ -8,10 +8,10 @@ from tinytools import (
     ApprovalRequired,
     DeferredToolRequests,
     DeferredToolResults,
+    Deny,
     DispatchEnv,
     Inject,
     Registry,
-    Reject,
     RunContext,
     Tool,
     ToolCall,
@@ -182,7 +182,7 @@ class TestInlineHandler:
         """The inline resume runs the same middleware, even when it came as a generator."""
 
         def gate(call: ToolCall, env: DispatchEnv) -> object:
-            return Reject("still refused") if env.is_call_approved(call.id) else call
+            return Deny("still refused") if env.is_call_approved(call.id) else call
 
         hooks = [before_tool(gate)]
         middleware = hooks if kind == "list" else (hook for hook in hooks)

@@ -35,9 +35,9 @@ import attrs
 import msgspec
 
 from . import repair
-from ._approvals import Approve, ApproveWithArgs, DeferredToolResults, Deny, Respond
+from ._approvals import Approve, ApproveWithArgs, DeferredToolResults, Respond, same_call
 from ._dispatch_env import DispatchEnv
-from ._middleware import Approved, Defer, HookFailed, Reject, Stack
+from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
 from ._validate import preview
@@ -278,6 +278,7 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
     if not isinstance(opened, ToolCall):
         return opened
     call = opened
+    approved = call if batch.env.is_call_approved(call.id) else None
     for hook in batch.stack.befores:
         try:
             outcome: object = hook(call, batch.env)
@@ -288,24 +289,38 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
                 outcome = yield outcome
             except Exception as error:
                 raise HookFailed("before_tool", hook, error) from error
-        if isinstance(outcome, Reject):
+        if isinstance(outcome, Deny):
             batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
             return Answered(index, error_message(call, outcome.message, "denied"))
         if isinstance(outcome, Defer):
             return _defer(index, call, outcome.kind, outcome.metadata, batch)
-        if isinstance(outcome, Approved):
-            call = outcome.call
+        if isinstance(outcome, Allow):
+            call = approved = _kept_id(hook, call, outcome.call or call)
             if call.id not in batch.env.approved:
                 batch.env.approved.add(call.id)
                 batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
-        elif not isinstance(outcome, ToolCall):
+        elif isinstance(outcome, ToolCall):
+            call = _kept_id(hook, call, outcome)
+            if approved is not None and call is not approved and not same_call(approved, call):
+                # The approval covered the call as it was: a changed call meets the gates again.
+                batch.env.approved.discard(call.id)
+                approved = None
+        else:
             raise TypeError(
                 f"before_tool hook {hook!r} returned {outcome!r}; return the call, "
-                "Approved(call), Reject(message) or Defer()"
+                "Allow(), Allow(call), Deny(message) or Defer() (instances, not the classes)"
             )
-        else:
-            call = outcome
     return _checked(index, call, batch)
+
+
+def _kept_id(hook: object, call: ToolCall, returned: ToolCall) -> ToolCall:
+    """``returned``, when it keeps ``call``'s id (answers and approvals are keyed by it)."""
+    if returned.id != call.id:
+        raise TypeError(
+            f"before_tool hook {hook!r} changed the call id from {call.id!r} to "
+            f"{returned.id!r}; a hook may change a call's name or arguments, never its id"
+        )
+    return returned
 
 
 def _admit_plain(index: int, call: ToolCall, batch: _Batch) -> Verdict:

@@ -33,7 +33,9 @@ from collections.abc import Iterable, Mapping
 from typing import TypeAlias
 
 import attrs
+import msgspec
 
+from ._middleware import Deny
 from ._wire import ToolCall, ToolResult
 
 __all__ = [
@@ -44,6 +46,7 @@ __all__ = [
     "DeferredToolResults",
     "Deny",
     "Respond",
+    "same_call",
 ]
 
 
@@ -60,13 +63,6 @@ class ApproveWithArgs:
 
 
 @attrs.frozen
-class Deny:
-    """Do not run the call; the model reads ``message``."""
-
-    message: str
-
-
-@attrs.frozen
 class Respond:
     """The host completed the call; ``result`` is its answer."""
 
@@ -74,6 +70,32 @@ class Respond:
 
 
 Decision: TypeAlias = "Approve | ApproveWithArgs | Deny | Respond"
+
+
+def _comparable(arguments: object) -> tuple[str, object]:
+    """Arguments as a value two calls can be compared by (see the module docstring).
+
+    JSON text is decoded and re-encoded with sorted keys, so a raw string and
+    the dict it decodes to compare equal; text that does not decode compares
+    as itself; a dict that cannot be encoded as JSON compares with ``==``.
+    """
+    value = arguments
+    if isinstance(arguments, (str, bytes)):
+        try:
+            value = msgspec.json.decode(arguments)
+        except msgspec.DecodeError:
+            return "text", arguments
+    try:
+        return "json", msgspec.json.encode(value, order="sorted")
+    except (TypeError, ValueError, OverflowError):
+        return "value", value
+
+
+def same_call(a: ToolCall, b: ToolCall) -> bool:
+    """Whether ``a`` and ``b`` are the same call: id, tool name and arguments."""
+    if a.id != b.id or a.name != b.name:
+        return False
+    return a.arguments is b.arguments or _comparable(a.arguments) == _comparable(b.arguments)
 
 
 class DeferredToolResults:
