@@ -206,6 +206,27 @@ class TestBinding:
         assert result.deferred is not None
         assert ["c2"] == [c.id for c in result.deferred.approvals]
 
+    def test_resumed_call_with_other_arguments_is_asked_again(self) -> None:
+        """A bound approval does not cover a resumed call with other arguments."""
+        human = Human(Defer())
+        middleware = [HumanApprovalMiddleware(human)]
+        first = dispatch_sync(
+            [ToolCall("c1", "delete", {"path": "a"})], Registry.of(delete), middleware=middleware
+        )
+        assert first.deferred is not None
+        results = first.deferred.approve("c1")
+        forged = ToolCall("c1", "delete", {"path": "/"})
+        resumed = dispatch_sync(
+            [forged], Registry.of(delete), middleware=middleware, approvals=results
+        )
+        assert ([], ()) == (runs, resumed.executed)
+        assert resumed.deferred is not None
+        assert [forged] == list(resumed.deferred.approvals)
+        same = dispatch_sync(
+            first.deferred.all, Registry.of(delete), middleware=middleware, approvals=results
+        )
+        assert (["delete a"], ("c1",)) == (runs, same.executed)
+
 
 class TestAsync:
     @pytest.mark.anyio

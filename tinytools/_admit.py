@@ -19,10 +19,11 @@ driver sends back its value — :func:`admit_batch` refuses awaitables (there
 is no event loop in ``dispatch_sync``), :func:`admit_batch_async` awaits
 them. Everything else is shared.
 
-On resume (``approvals`` given), each call's decision is taken first:
-approved calls go through the whole pipeline marked approved, denied and
-host-answered calls become :class:`Resolved`, and calls without a decision
-are :class:`Skipped`.
+On resume (``approvals`` given), each call's decision is looked up first
+(never consumed): approved calls go through the whole pipeline marked
+approved, denied and host-answered calls become :class:`Resolved`, calls
+without a decision are :class:`Skipped`, and a call whose id carries a
+decision bound to another call is :class:`Deferred` again for approval.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import attrs
 import msgspec
 
 from . import repair
-from ._approvals import Approve, ApproveWithArgs, DeferredToolResults, Respond, same_call
+from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
 from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
@@ -330,22 +331,48 @@ def _admit_plain(index: int, call: ToolCall, batch: _Batch) -> Verdict:
 
 
 def _decided(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
-    """On resume: the call to admit (approved), or the verdict its decision gives."""
+    """On resume: the call to admit (approved), or the verdict its decision gives.
+
+    Decisions are looked up, never consumed: resuming is pure. A decision bound
+    to another call under this id (another tool or other arguments) does not
+    answer this one: the call is deferred again for approval and nothing runs.
+    """
     assert batch.resume is not None
-    decision = batch.resume.take(call.id)
+    decision = batch.resume.decisions.get(call.id)
     if decision is None:
         return Skipped(index)
-    if isinstance(decision, Deny):
-        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=decision.message))
-        return Resolved(index, call, ToolResult.error(decision.message), "denied")
+    if not decision.answers(call):
+        return _redeferred(index, call, decision, batch)
+    answer = decision.answer
+    if isinstance(answer, Deny):
+        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=answer.message))
+        return Resolved(index, call, ToolResult.error(answer.message), "denied")
     batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
-    if isinstance(decision, Respond):
-        return Resolved(index, call, decision.result, "ok")
-    if isinstance(decision, ApproveWithArgs):
-        call = msgspec.structs.replace(call, arguments=dict(decision.arguments), invalid=None)
-    assert isinstance(decision, (Approve, ApproveWithArgs))
+    if isinstance(answer, Respond):
+        return Resolved(index, call, answer.result, "ok")
+    if isinstance(answer, ApproveWithArgs):
+        call = msgspec.structs.replace(call, arguments=dict(answer.arguments), invalid=None)
     batch.env.approved.add(call.id)
     return call
+
+
+def _redeferred(index: int, call: ToolCall, decision: Decision, batch: _Batch) -> Deferred:
+    """A call whose id carries a decision made for another call: back among the approvals."""
+    assert decision.call is not None
+    other = (
+        "the same tool with other arguments"
+        if decision.call.name == call.name
+        else f"tool `{decision.call.name}`"
+    )
+    reason = (
+        f"the decision for call id `{call.id}` was made for another call ({other}); "
+        "decide this call itself"
+    )
+    metadata: dict[str, object] = {"reason": reason}
+    batch.emit(
+        ToolDeferred(call_id=call.id, tool_name=call.name, reason="approval", metadata=metadata)
+    )
+    return Deferred(index, call, "approval", metadata)
 
 
 def _checked(index: int, call: ToolCall, batch: _Batch) -> Verdict:
