@@ -8,10 +8,10 @@ from tinytools import (
     ApprovalRequired,
     DeferredToolRequests,
     DeferredToolResults,
+    Deny,
     DispatchEnv,
     Inject,
     Registry,
-    Reject,
     RunContext,
     Tool,
     ToolCall,
@@ -22,7 +22,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools.events import ToolApproved, ToolCompleted, ToolDenied, ToolStarted
+from tinytools.events import ToolApproved, ToolCompleted, ToolDeferred, ToolDenied, ToolStarted
 
 ran: list[object] = []
 
@@ -137,23 +137,139 @@ class TestResume:
         assert ["2"] == [m.tool_call_id for m in result.messages]
         assert ["4", "1", "3"] == [c.id for c in requests.remaining(results)]
 
-    def test_resuming_twice_runs_nothing_twice(self) -> None:
-        """The same results resume a call once; a second resume neither runs nor answers it."""
+    def test_resuming_twice_gives_the_same_answers(self) -> None:
+        """Resuming is pure: the same calls with the same results answer alike both times."""
         requests = pending()
-        results = DeferredToolResults().approve("1")
+        results = requests.approve("1").deny("2", "no").respond("4", "host did it")
         first = dispatch_sync(requests.all, TOOLS, approvals=results)
         second = dispatch_sync(requests.all, TOOLS, approvals=results)
-        assert (["1"], []) == (
-            [m.tool_call_id for m in first.messages],
-            [m.tool_call_id for m in second.messages],
-        )
-        assert [("pay", 5)] == ran
+        assert first.messages == second.messages
+        assert first.executed == second.executed == ("1",)
+        assert [("pay", 5), ("pay", 5)] == ran  # running a side effect once is the ledger's job
 
     def test_approved_flag_injected(self) -> None:
         """A tool raising ApprovalRequired sees it was approved and does not ask again."""
         result = dispatch_sync(pending().all, TOOLS, approvals=DeferredToolResults().approve("3"))
         assert [ToolApproved] == [type(e) for e in result.events][:1]
         assert [("transfer", 7)] == ran
+
+
+def resume(results: DeferredToolResults, *calls: ToolCall) -> dict[str, str]:
+    """Resume ``calls`` with ``results``: call id → "ran", "deferred" or the message status."""
+    result = dispatch_sync(calls, TOOLS, approvals=results)
+    outcome = {m.tool_call_id: m.status for m in result.messages}
+    outcome |= {c.id: "deferred" for c in (result.deferred.all if result.deferred else ())}
+    return {i: "ran" if i in result.executed else s for i, s in outcome.items()}
+
+
+class TestBoundDecisions:
+    def test_reused_id_with_other_arguments_is_not_approved(self) -> None:
+        """An approval bound to a call does not approve other arguments under its id."""
+        results = pending().approve("1")
+        forged = ToolCall("1", "pay", '{"amount": 500}')
+        result = dispatch_sync([forged], TOOLS, approvals=results)
+        assert ([], (), ()) == (ran, result.messages, result.executed)
+        assert result.deferred is not None
+        assert [forged] == list(result.deferred.approvals)
+        reason = result.deferred.metadata["1"]["reason"]
+        assert "was made for another call (the same tool with other arguments)" in str(reason)
+        assert [ToolDeferred] == [type(e) for e in result.events]
+
+    def test_reused_id_with_another_tool_is_not_approved(self) -> None:
+        """An approval bound to a call does not approve another tool under its id."""
+        results = pending().approve("1")
+        assert {"1": "deferred"} == resume(results, ToolCall("1", "transfer", '{"amount": 5}'))
+        assert [] == ran
+
+    def test_denial_and_response_are_bound_too(self) -> None:
+        """A bound denial or host result answers only its own call."""
+        requests = pending()
+        results = requests.deny("1", "no").respond("4", "done")
+        other_args = ToolCall("1", "pay", {"amount": 9})
+        other_tool = ToolCall("4", "pay", {"amount": 1})
+        assert {"1": "deferred", "4": "deferred"} == resume(results, other_args, other_tool)
+        assert [] == ran
+
+    @pytest.mark.parametrize(
+        "arguments",
+        ['{"amount": 5}', {"amount": 5}, ' { "amount" : 5 } '],
+        ids=["same text", "decoded dict", "other whitespace"],
+    )
+    def test_arguments_compare_as_json(self, arguments: str | dict[str, object]) -> None:
+        """The model's raw text and the same JSON value in another form are the same call."""
+        results = pending().approve("1")
+        assert {"1": "ran"} == resume(results, ToolCall("1", "pay", arguments))
+
+    @pytest.mark.parametrize("amount", ["5.0", "true", '"5"'])
+    def test_json_values_of_other_types_differ(self, amount: str) -> None:
+        """5, 5.0, true and "5" are different arguments."""
+        results = pending().approve("1")
+        assert {"1": "deferred"} == resume(results, ToolCall("1", "pay", f'{{"amount": {amount}}}'))
+
+    def test_undecodable_arguments_compare_as_text(self) -> None:
+        """Raw text that is not JSON (repaired on admission) binds as that exact text."""
+        first = dispatch_sync([ToolCall("r", "pay", "{amount: 5,}")], TOOLS)
+        assert first.deferred is not None
+        results = first.deferred.approve("r")
+        assert {"r": "deferred"} == resume(results, ToolCall("r", "pay", "{amount: 6,}"))
+        assert {"r": "ran"} == resume(results, ToolCall("r", "pay", "{amount: 5,}"))
+        assert [("pay", 5)] == ran
+
+    def test_rebuilt_from_decisions_stays_bound(self) -> None:
+        """Results rebuilt from ``.decisions`` keep each decision bound to its call."""
+        rebuilt = DeferredToolResults(pending().approve("1").decisions)
+        assert {"1": "deferred"} == resume(rebuilt, ToolCall("1", "pay", {"amount": 500}))
+        assert {"1": "ran"} == resume(rebuilt, ToolCall("1", "pay", {"amount": 5}))
+
+    def test_bare_results_bind_by_id_alone(self) -> None:
+        """DeferredToolResults().approve(id) is the weaker form: any call under the id."""
+        results = DeferredToolResults().approve("1")
+        assert {"1": "ran"} == resume(results, ToolCall("1", "pay", {"amount": 500}))
+        assert [("pay", 500)] == ran
+
+    def test_approve_all_approves_exactly_those_calls(self) -> None:
+        """approve_all binds each awaiting call; the host call and edited calls stay undecided."""
+        requests = pending()
+        results = requests.approve_all()
+        assert ["1", "2", "3"] == list(results.decisions)
+        edited = ToolCall("2", "pay", {"amount": 60})
+        outcome = resume(results, requests.approvals[0], edited, requests.calls[0])
+        assert {"1": "ran", "2": "deferred"} == outcome  # "4" has no decision: no answer
+        assert [("pay", 5)] == ran
+
+    def test_deciding_an_id_that_was_not_deferred_is_refused(self) -> None:
+        """A bound builder refuses an id the requests do not hold, naming the pending ids."""
+        requests = pending()
+        with pytest.raises(ValueError, match="call id '9' is not among the deferred calls"):
+            requests.approve("9")
+        with pytest.raises(ValueError, match="'1', '2', '3'"):
+            requests.approve("1").deny("9", "no")
+
+    def test_decisions_for_ids_not_in_the_batch_are_ignored_and_listed(self) -> None:
+        """A decision no call of the batch answers changes nothing; unmatched() lists it."""
+        results = DeferredToolResults().approve("1").approve("zzz").deny("2", "no")
+        batch = [ToolCall("1", "pay", {"amount": 5})]
+        assert {"1": "ran"} == resume(results, *batch)
+        assert ("zzz", "2") == results.unmatched(batch)
+        bound = pending().approve("1").approve("2")
+        assert ("1", "2") == bound.unmatched([ToolCall("1", "pay", {"amount": 1})])
+
+    def test_repeated_id_refused_before_decisions(self) -> None:
+        """Within one batch a repeated id never runs, even when its decision matches."""
+        requests = pending()
+        call = requests.approvals[0]
+        result = dispatch_sync([call, call], TOOLS, approvals=requests.approve("1"))
+        assert ["ok", "error"] == [m.status for m in result.messages]
+        assert "repeats an earlier call's id" in result.messages[1].content
+        assert [("pay", 5)] == ran
+
+    def test_results_are_immutable(self) -> None:
+        """Neither the results nor their decisions can be changed in place."""
+        results = pending().approve("1")
+        with pytest.raises(AttributeError):
+            results.decisions = {}  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            results.decisions["2"] = results.decisions["1"]  # type: ignore[index]
 
 
 class TestInlineHandler:
@@ -182,7 +298,7 @@ class TestInlineHandler:
         """The inline resume runs the same middleware, even when it came as a generator."""
 
         def gate(call: ToolCall, env: DispatchEnv) -> object:
-            return Reject("still refused") if env.is_call_approved(call.id) else call
+            return Deny("still refused") if env.is_call_approved(call.id) else call
 
         hooks = [before_tool(gate)]
         middleware = hooks if kind == "list" else (hook for hook in hooks)

@@ -11,17 +11,18 @@ import pytest
 import trio
 
 from tinytools import (
+    Allow,
     ApprovalRequired,
     Artifact,
     CallDeferred,
     Context,
     Defer,
+    Deny,
     DirectoryArtifactStore,
     DispatchAborted,
     Inject,
     MemoryArtifactStore,
     Registry,
-    Reject,
     RunPolicy,
     Store,
     Tool,
@@ -39,6 +40,7 @@ from tinytools import (
 from tinytools.events import (
     Event,
     InvalidToolArgs,
+    ToolApproved,
     ToolCompleted,
     ToolDeferred,
     ToolDenied,
@@ -283,11 +285,11 @@ class TestMiddleware:
     def test_before_adjusts_rejects_defers(self) -> None:
         """before_tool may rewrite a call, reject it with a message, or defer it."""
 
-        def gate(c: ToolCall, env: object) -> ToolCall | Reject | Defer:
+        def gate(c: ToolCall, env: object) -> ToolCall | Deny | Defer:
             if c.id == "1":
                 return msgspec.structs.replace(c, arguments='{"a": 10}')
             if c.id == "2":
-                return Reject("not today")
+                return Deny("not today")
             return Defer({"queue": "later"})
 
         calls = [
@@ -302,6 +304,37 @@ class TestMiddleware:
         assert ("3",) == tuple(c.id for c in result.deferred.calls)
         assert {"3": {"queue": "later"}} == result.deferred.metadata
         assert ToolDenied in [type(e) for e in result.events]
+
+    def test_allow_approves_past_the_gate(self) -> None:
+        """Allow() goes on approved; Allow(call) goes on with the replacement, approved."""
+
+        def allow(c: ToolCall, env: object) -> Allow:
+            return Allow(call("p2", "pay", '{"amount": 3}')) if c.id == "p2" else Allow()
+
+        calls = [call("p1", "pay", '{"amount": 1}'), call("p2", "pay", '{"amount": 2}')]
+        result = dispatch_sync(calls, TOOLS, middleware=[before_tool(allow)])
+        assert ([("pay", 1), ("pay", 3)], ("p1", "p2")) == (ran, result.executed)
+        assert 2 == sum(isinstance(e, ToolApproved) for e in result.events)
+
+    def test_hook_may_not_change_the_call_id(self) -> None:
+        """A hook returning a call under another id is a TypeError; nothing runs."""
+
+        def swap(c: ToolCall, env: object) -> ToolCall:
+            return msgspec.structs.replace(c, id="other")
+
+        with pytest.raises(TypeError, match="changed the call id from '1' to 'other'"):
+            dispatch_sync([call("1", "add", '{"a": 1}')], TOOLS, middleware=[before_tool(swap)])
+        assert [] == ran
+
+    @pytest.mark.parametrize("outcome", ["yes", Allow, Defer])
+    def test_bad_outcome_names_the_vocabulary(self, outcome: object) -> None:
+        """A hook returning anything else is a TypeError naming what to return."""
+        with pytest.raises(TypeError, match=r"Allow\(\), Allow\(call\), Deny\(message\) or Defer"):
+            dispatch_sync(
+                [call("1", "add", '{"a": 1}')],
+                TOOLS,
+                middleware=[before_tool(lambda c, env: outcome)],  # type: ignore[arg-type,return-value]
+            )
 
     def test_defer_for_approval(self) -> None:
         """A Defer of kind "approval" waits among the approvals, not the host calls."""

@@ -19,6 +19,16 @@ class TestExports:
         assert sorted(tinytools.__all__) == list(tinytools.__all__)
         assert public - {"annotations"} == set(tinytools.__all__)
 
+    def test_one_approval_vocabulary(self) -> None:
+        """Allow, Deny and Defer are the only approval outcomes; the old names are gone."""
+        assert {"Allow", "Deny", "Defer"} <= set(tinytools.__all__)
+        assert not {"Approved", "Reject"} & set(dir(tinytools))
+        from tinytools import _human, _middleware
+
+        assert tinytools.Deny is _middleware.Deny
+        assert (tinytools.Allow, tinytools.Defer) == (_middleware.Allow, _middleware.Defer)
+        assert not hasattr(_human, "Allow") or _human.Allow is tinytools.Allow
+
     def test_classes_report_tinytools(self) -> None:
         """Every exported class and function reports `tinytools` as its module."""
         for name in tinytools.__all__:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 
 import attrs
+import msgspec
 import pytest
 
 from tinytools import (
@@ -15,11 +16,13 @@ from tinytools import (
     DeferredToolResults,
     Deny,
     DispatchAborted,
+    DispatchEnv,
     HumanApprovalMiddleware,
     Registry,
     ToolCall,
     ToolPolicy,
     ToolPolicyMiddleware,
+    before_tool,
     dispatch,
     dispatch_sync,
     tool,
@@ -151,6 +154,78 @@ class TestWhoIsAsked:
         risky = tool(name="risky", policy=ToolPolicy.classified())(lambda: runs.append("risky"))
         dispatch_sync([ToolCall("c1", "risky", {})], Registry.of(risky), middleware=middleware)
         assert ["risky"] == runs
+
+
+@tool(approval_required=True)
+def delete(path: str) -> str:
+    """Delete ``path`` (needs approval)."""
+    runs.append(f"delete {path}")
+    return "deleted"
+
+
+class TestBinding:
+    def test_later_hook_changing_the_call_withdraws_the_approval(self) -> None:
+        """Allow approves the call as it stood: a later hook's edit meets the gate again."""
+
+        def widen(call: ToolCall, env: DispatchEnv) -> ToolCall:
+            return msgspec.structs.replace(call, arguments={"path": "/"})
+
+        middleware = [HumanApprovalMiddleware(Human(Allow())), before_tool(widen)]
+        call = ToolCall("c1", "delete", {"path": "/tmp/x"})
+        result = dispatch_sync([call], Registry.of(delete), middleware=middleware)
+        assert ([], ()) == (runs, result.executed)
+        assert result.deferred is not None
+        assert [{"path": "/"}] == [c.arguments for c in result.deferred.approvals]
+
+    def test_later_hook_keeping_the_call_keeps_the_approval(self) -> None:
+        """A later hook returning an equal call (even rebuilt) leaves the approval in place."""
+
+        def rebuild(call: ToolCall, env: DispatchEnv) -> ToolCall:
+            return ToolCall(call.id, call.name, msgspec.json.encode(call.arguments).decode())
+
+        middleware = [HumanApprovalMiddleware(Human(Allow())), before_tool(rebuild)]
+        call = ToolCall("c1", "delete", {"path": "/tmp/x"})
+        dispatch_sync([call], Registry.of(delete), middleware=middleware)
+        assert ["delete /tmp/x"] == runs
+
+    def test_allow_with_an_edited_call(self) -> None:
+        """Allow(call) runs the edited call, approved."""
+        edited = ToolCall("c1", "delete", {"path": "/tmp/safe"})
+        middleware = [HumanApprovalMiddleware(Human(Allow(edited)))]
+        call = ToolCall("c1", "delete", {"path": "/"})
+        result = dispatch_sync([call], Registry.of(delete), middleware=middleware)
+        assert (["delete /tmp/safe"], ("c1",)) == (runs, result.executed)
+
+    def test_approval_is_per_call(self) -> None:
+        """Allowing one call of a batch approves no other call of it."""
+        answers = {"c1": Allow(), "c2": Defer()}
+        middleware = [HumanApprovalMiddleware(lambda call, tool: answers[call.id])]
+        calls = [ToolCall("c1", "delete", {"path": "a"}), ToolCall("c2", "delete", {"path": "a"})]
+        result = dispatch_sync(calls, Registry.of(delete), middleware=middleware)
+        assert (["delete a"], ("c1",)) == (runs, result.executed)
+        assert result.deferred is not None
+        assert ["c2"] == [c.id for c in result.deferred.approvals]
+
+    def test_resumed_call_with_other_arguments_is_asked_again(self) -> None:
+        """A bound approval does not cover a resumed call with other arguments."""
+        human = Human(Defer())
+        middleware = [HumanApprovalMiddleware(human)]
+        first = dispatch_sync(
+            [ToolCall("c1", "delete", {"path": "a"})], Registry.of(delete), middleware=middleware
+        )
+        assert first.deferred is not None
+        results = first.deferred.approve("c1")
+        forged = ToolCall("c1", "delete", {"path": "/"})
+        resumed = dispatch_sync(
+            [forged], Registry.of(delete), middleware=middleware, approvals=results
+        )
+        assert ([], ()) == (runs, resumed.executed)
+        assert resumed.deferred is not None
+        assert [forged] == list(resumed.deferred.approvals)
+        same = dispatch_sync(
+            first.deferred.all, Registry.of(delete), middleware=middleware, approvals=results
+        )
+        assert (["delete a"], ("c1",)) == (runs, same.executed)
 
 
 class TestAsync:

@@ -166,6 +166,24 @@ class TestApproval:
         assert (["probe"], ["ok"]) == (runs, [m.status for m in resumed.messages])
         assert [ToolApproved] == [type(e) for e in resumed.events][:1]
 
+    def test_bound_approval_covers_only_its_call(self) -> None:
+        """On resume, an approval bound to a deferred call does not cover another tool
+        called under its id, even one require_approval would defer."""
+        runs: list[str] = []
+        tools = Registry.of(probe(CLASSIFIED, runs), probe(CLASSIFIED, runs, "other"))
+        guard = [M.require_approval()]
+        first = dispatch_sync([ToolCall("c1", "probe", {})], tools, middleware=guard)
+        assert first.deferred is not None
+        results = first.deferred.approve("c1")
+        forged = dispatch_sync(
+            [ToolCall("c1", "other", {})], tools, middleware=guard, approvals=results
+        )
+        assert ([], ()) == (runs, forged.messages)
+        assert forged.deferred is not None
+        assert ["other"] == [c.name for c in forged.deferred.approvals]
+        resumed = dispatch_sync(first.deferred.all, tools, middleware=guard, approvals=results)
+        assert (["probe"], ("c1",)) == (runs, resumed.executed)
+
     def test_approval_does_not_lift_refusals(self) -> None:
         """An approved call of a tool that breaks a refusing rule is still denied."""
         runs: list[str] = []

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from ._approvals import DeferredToolRequests as DeferredToolRequests
 from ._approvals import DeferredToolResults as DeferredToolResults
-from ._approvals import Deny as Deny
 from ._artifacts import ArtifactRef as ArtifactRef
 from ._artifacts import ArtifactStore as ArtifactStore
 from ._artifacts import DirectoryArtifactStore as DirectoryArtifactStore
@@ -48,7 +47,6 @@ from ._format import Json as Json
 from ._format import PType as PType
 from ._format import ToolFormat as ToolFormat
 from ._format import Xml as Xml
-from ._human import Allow as Allow
 from ._human import ApprovalCallback as ApprovalCallback
 from ._human import ApprovalOutcome as ApprovalOutcome
 from ._human import HumanApprovalMiddleware as HumanApprovalMiddleware
@@ -65,10 +63,10 @@ from ._inject import State as State
 from ._inject import Store as Store
 from ._inject import bind as bind
 from ._inject import check_context as check_context
-from ._middleware import Approved as Approved
+from ._middleware import Allow as Allow
 from ._middleware import Defer as Defer
+from ._middleware import Deny as Deny
 from ._middleware import Middleware as Middleware
-from ._middleware import Reject as Reject
 from ._middleware import after_tool as after_tool
 from ._middleware import before_tool as before_tool
 from ._policy_middleware import ExposureExplanation as ExposureExplanation
@@ -115,7 +113,6 @@ __all__ = [
     "ApprovalCallback",
     "ApprovalOutcome",
     "ApprovalRequired",
-    "Approved",
     "Artifact",
     "ArtifactRef",
     "ArtifactStore",
@@ -153,7 +150,6 @@ __all__ = [
     "PType",
     "PolicyExposure",
     "Registry",
-    "Reject",
     "RetryableError",
     "RunContext",
     "RunPolicy",

@@ -19,10 +19,11 @@ driver sends back its value — :func:`admit_batch` refuses awaitables (there
 is no event loop in ``dispatch_sync``), :func:`admit_batch_async` awaits
 them. Everything else is shared.
 
-On resume (``approvals`` given), each call's decision is taken first:
-approved calls go through the whole pipeline marked approved, denied and
-host-answered calls become :class:`Resolved`, and calls without a decision
-are :class:`Skipped`.
+On resume (``approvals`` given), each call's decision is looked up first
+(never consumed): approved calls go through the whole pipeline marked
+approved, denied and host-answered calls become :class:`Resolved`, calls
+without a decision are :class:`Skipped`, and a call whose id carries a
+decision bound to another call is :class:`Deferred` again for approval.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ import attrs
 import msgspec
 
 from . import repair
-from ._approvals import Approve, ApproveWithArgs, DeferredToolResults, Deny, Respond
+from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
 from ._dispatch_env import DispatchEnv
-from ._middleware import Approved, Defer, HookFailed, Reject, Stack
+from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
 from ._validate import preview
@@ -283,6 +284,7 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
     if not isinstance(opened, ToolCall):
         return opened
     call = opened
+    approved = call if batch.env.is_call_approved(call.id) else None
     for hook in batch.stack.befores:
         try:
             outcome: object = hook(call, batch.env)
@@ -293,24 +295,38 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
                 outcome = yield outcome
             except Exception as error:
                 raise HookFailed("before_tool", hook, error) from error
-        if isinstance(outcome, Reject):
+        if isinstance(outcome, Deny):
             batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
             return Answered(index, error_message(call, outcome.message, "denied"))
         if isinstance(outcome, Defer):
             return _defer(index, call, outcome.kind, outcome.metadata, batch)
-        if isinstance(outcome, Approved):
-            call = outcome.call
+        if isinstance(outcome, Allow):
+            call = approved = _kept_id(hook, call, outcome.call or call)
             if call.id not in batch.env.approved:
                 batch.env.approved.add(call.id)
                 batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
-        elif not isinstance(outcome, ToolCall):
+        elif isinstance(outcome, ToolCall):
+            call = _kept_id(hook, call, outcome)
+            if approved is not None and call is not approved and not same_call(approved, call):
+                # The approval covered the call as it was: a changed call meets the gates again.
+                batch.env.approved.discard(call.id)
+                approved = None
+        else:
             raise TypeError(
                 f"before_tool hook {hook!r} returned {outcome!r}; return the call, "
-                "Approved(call), Reject(message) or Defer()"
+                "Allow(), Allow(call), Deny(message) or Defer() (instances, not the classes)"
             )
-        else:
-            call = outcome
     return _checked(index, call, batch)
+
+
+def _kept_id(hook: object, call: ToolCall, returned: ToolCall) -> ToolCall:
+    """``returned``, when it keeps ``call``'s id (answers and approvals are keyed by it)."""
+    if returned.id != call.id:
+        raise TypeError(
+            f"before_tool hook {hook!r} changed the call id from {call.id!r} to "
+            f"{returned.id!r}; a hook may change a call's name or arguments, never its id"
+        )
+    return returned
 
 
 def _admit_plain(index: int, call: ToolCall, batch: _Batch) -> Verdict:
@@ -320,22 +336,48 @@ def _admit_plain(index: int, call: ToolCall, batch: _Batch) -> Verdict:
 
 
 def _decided(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
-    """On resume: the call to admit (approved), or the verdict its decision gives."""
+    """On resume: the call to admit (approved), or the verdict its decision gives.
+
+    Decisions are looked up, never consumed: resuming is pure. A decision bound
+    to another call under this id (another tool or other arguments) does not
+    answer this one: the call is deferred again for approval and nothing runs.
+    """
     assert batch.resume is not None
-    decision = batch.resume.take(call.id)
+    decision = batch.resume.decisions.get(call.id)
     if decision is None:
         return Skipped(index)
-    if isinstance(decision, Deny):
-        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=decision.message))
-        return Resolved(index, call, ToolResult.error(decision.message), "denied")
+    if not decision.answers(call):
+        return _redeferred(index, call, decision, batch)
+    answer = decision.answer
+    if isinstance(answer, Deny):
+        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=answer.message))
+        return Resolved(index, call, ToolResult.error(answer.message), "denied")
     batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
-    if isinstance(decision, Respond):
-        return Resolved(index, call, decision.result, "ok")
-    if isinstance(decision, ApproveWithArgs):
-        call = msgspec.structs.replace(call, arguments=dict(decision.arguments), invalid=None)
-    assert isinstance(decision, (Approve, ApproveWithArgs))
+    if isinstance(answer, Respond):
+        return Resolved(index, call, answer.result, "ok")
+    if isinstance(answer, ApproveWithArgs):
+        call = msgspec.structs.replace(call, arguments=dict(answer.arguments), invalid=None)
     batch.env.approved.add(call.id)
     return call
+
+
+def _redeferred(index: int, call: ToolCall, decision: Decision, batch: _Batch) -> Deferred:
+    """A call whose id carries a decision made for another call: back among the approvals."""
+    assert decision.call is not None
+    other = (
+        "the same tool with other arguments"
+        if decision.call.name == call.name
+        else f"tool `{decision.call.name}`"
+    )
+    reason = (
+        f"the decision for call id `{call.id}` was made for another call ({other}); "
+        "decide this call itself"
+    )
+    metadata: dict[str, object] = {"reason": reason}
+    batch.emit(
+        ToolDeferred(call_id=call.id, tool_name=call.name, reason="approval", metadata=metadata)
+    )
+    return Deferred(index, call, "approval", metadata)
 
 
 def _checked(index: int, call: ToolCall, batch: _Batch) -> Verdict:

@@ -3,40 +3,65 @@
 A dispatch that defers calls returns :class:`DeferredToolRequests`: calls the
 host completes itself (external tools, ``CallDeferred``, middleware
 ``Defer``) and calls awaiting a human's approval. The host answers with
-:class:`DeferredToolResults`, built fluently::
+:class:`DeferredToolResults`, built fluently from the requests themselves::
 
+    pending = result.deferred
     results = (
-        DeferredToolResults()
-        .approve("call-1")                          # run with the model's arguments
-        .approve_with_args("call-2", {"path": "x"}) # run with edited arguments
-        .deny("call-3", "operator refused")         # answered with an error, never run
-        .respond("call-4", ToolResult.success("done"))  # the host ran it
+        pending.approve("call-1")                         # run with the model's arguments
+        .approve_with_args("call-2", {"path": "x"})       # run with edited arguments
+        .deny("call-3", "operator refused")               # answered with an error, never run
+        .respond("call-4", ToolResult.success("done"))    # the host ran it
     )
 
-and resumes with ``dispatch(pending_calls, tools, approvals=results)``: an
+and resumes with ``dispatch(pending.all, tools, approvals=results)``: an
 approved call re-enters the whole admission pipeline (middleware, name and
 argument checks — edited arguments are validated like the model's) marked
 approved, so no approval gate defers it again; a denial or a host result is
 answered through the same fold and events as any call, but never counts as
-executed. On resume, calls the results do not mention are left alone: they
-get no message and do not run (they were answered, or are still pending —
+executed. On resume, calls the results do not decide are left alone: they get
+no message and do not run (they were answered, or are still pending —
 ``DeferredToolRequests.remaining(results)`` says which).
 
-A results value is single-use per call: dispatch consumes each decision once,
-so resuming again with the same value never runs or answers a call twice.
+Decisions are bound to calls. A decision made through the requests
+(``pending.approve(id)`` and the rest, and every decision chained after
+one) answers the deferred call itself — its id, tool name and arguments. On
+resume, a call that reuses that id with another tool name or other arguments
+is not answered by it: the call is deferred again, among the approvals, with
+``metadata["reason"]`` saying why, and nothing runs. Arguments compare as
+JSON values (a raw JSON string and the dict it decodes to are the same
+arguments; key order does not matter, ``1`` and ``1.0`` and ``true`` all
+differ); raw text that does not decode compares as text. Deciding an id that
+is not pending in the requests raises ``ValueError``.
+
+``DeferredToolResults()`` built from nothing binds each decision by id alone:
+the weaker form, for hosts that keep no record of the deferred calls. It
+answers whatever call arrives under that id.
+
+A results value is immutable: the builders return a new value and dispatch
+only looks decisions up, so dispatching the same calls with the same results
+twice gives the same answers both times (resuming is pure). Running a resumed
+side effect at most once is the effect ledger's job (``ledger=``), not the
+results'.
+
+Decisions whose id answers no call of the batch (an id not in it, or a bound
+decision whose call differs) are ignored;
+``DeferredToolResults.unmatched(calls)`` lists them.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Mapping
+from types import MappingProxyType
 from typing import TypeAlias
 
 import attrs
+import msgspec
 
+from ._middleware import Deny
 from ._wire import ToolCall, ToolResult
 
 __all__ = [
+    "Answer",
     "Approve",
     "ApproveWithArgs",
     "Decision",
@@ -44,6 +69,7 @@ __all__ = [
     "DeferredToolResults",
     "Deny",
     "Respond",
+    "same_call",
 ]
 
 
@@ -60,34 +86,113 @@ class ApproveWithArgs:
 
 
 @attrs.frozen
-class Deny:
-    """Do not run the call; the model reads ``message``."""
-
-    message: str
-
-
-@attrs.frozen
 class Respond:
     """The host completed the call; ``result`` is its answer."""
 
     result: ToolResult
 
 
-Decision: TypeAlias = "Approve | ApproveWithArgs | Deny | Respond"
+#: What the host decided for one call.
+Answer: TypeAlias = "Approve | ApproveWithArgs | Deny | Respond"
+_ANSWERS = (Approve, ApproveWithArgs, Deny, Respond)
 
 
+def _comparable(arguments: object) -> tuple[str, object]:
+    """Arguments as a value two calls can be compared by (see the module docstring).
+
+    JSON text is decoded and re-encoded with sorted keys, so a raw string and
+    the dict it decodes to compare equal; text that does not decode compares
+    as itself; a dict that cannot be encoded as JSON compares with ``==``.
+    """
+    value = arguments
+    if isinstance(arguments, (str, bytes)):
+        try:
+            value = msgspec.json.decode(arguments)
+        except msgspec.DecodeError:
+            return "text", arguments
+    try:
+        return "json", msgspec.json.encode(value, order="sorted")
+    except (TypeError, ValueError, OverflowError):
+        return "value", value
+
+
+def same_call(a: ToolCall, b: ToolCall) -> bool:
+    """Whether ``a`` and ``b`` are the same call: id, tool name and arguments."""
+    if a.id != b.id or a.name != b.name:
+        return False
+    return a.arguments is b.arguments or _comparable(a.arguments) == _comparable(b.arguments)
+
+
+@attrs.frozen
+class Decision:
+    """One decision and the deferred call it answers.
+
+    Attributes:
+        answer: What was decided.
+        call: The call it answers, or None for a decision bound by id alone
+            (the weaker form, from a bare ``DeferredToolResults()``).
+    """
+
+    answer: Answer
+    call: ToolCall | None = None
+
+    def answers(self, call: ToolCall) -> bool:
+        """Whether this decision answers ``call`` (a bound decision: the same call)."""
+        return same_call(self.call, call) if self.call is not None else True
+
+
+def _decisions(value: Mapping[str, Decision | Answer] | None) -> Mapping[str, Decision]:
+    """A read-only copy; a bare answer becomes a decision bound by id alone."""
+    decisions: dict[str, Decision] = {}
+    for call_id, decision in (value or {}).items():
+        if isinstance(decision, _ANSWERS):
+            decision = Decision(decision)
+        if not isinstance(decision, Decision):
+            raise TypeError(
+                f"the decision for call {call_id!r} is {decision!r}; build decisions with "
+                "DeferredToolResults().approve(...), .approve_with_args(...), .deny(...) "
+                "or .respond(...)"
+            )
+        decisions[call_id] = decision
+    return MappingProxyType(decisions)
+
+
+def _pending(value: Mapping[str, ToolCall] | Iterable[ToolCall]) -> Mapping[str, ToolCall]:
+    calls = value.values() if isinstance(value, Mapping) else value
+    return MappingProxyType({call.id: call for call in calls})
+
+
+@attrs.frozen(repr=False, eq=True)
 class DeferredToolResults:
-    """The host's decisions on deferred calls, by call id (a fluent, copy-on-write builder)."""
+    """The host's decisions on deferred calls, by call id: an immutable value.
 
-    __slots__ = ("_decisions", "_lock", "_spent")
+    Build it with the fluent, copy-on-write builders, best started from the
+    ``DeferredToolRequests`` it answers (decisions bound to the calls) rather
+    than from ``DeferredToolResults()`` (decisions bound by id alone). See the
+    module docstring.
 
-    def __init__(self, decisions: Mapping[str, Decision] | None = None) -> None:
-        self._decisions: dict[str, Decision] = dict(decisions or {})
-        self._spent: set[str] = set()
-        self._lock = threading.Lock()
+    Attributes:
+        decisions: Call id → its decision (read-only).
+        pending: Call id → the deferred call, when the results answer a
+            ``DeferredToolRequests``: decisions are bound to these calls.
+            Empty for the weaker, id-only form.
+    """
 
-    def _with(self, call_id: str, decision: Decision) -> DeferredToolResults:
-        return DeferredToolResults({**self._decisions, call_id: decision})
+    decisions: Mapping[str, Decision] = attrs.field(default=None, converter=_decisions, hash=False)
+    pending: Mapping[str, ToolCall] = attrs.field(
+        factory=dict, converter=_pending, kw_only=True, hash=False
+    )
+
+    def _with(self, call_id: str, answer: Answer) -> DeferredToolResults:
+        bound = self.pending.get(call_id)
+        if self.pending and bound is None:
+            ids = ", ".join(map(repr, self.pending))
+            raise ValueError(
+                f"call id {call_id!r} is not among the deferred calls these results answer "
+                f"({ids}); decide only pending calls, or start from DeferredToolResults() "
+                "to decide by id alone"
+            )
+        return attrs.evolve(self, decisions={**self.decisions, call_id: Decision(answer, bound)})
 
     def approve(self, call_id: str) -> DeferredToolResults:
         """Approve ``call_id`` as the model sent it."""
@@ -97,7 +202,7 @@ class DeferredToolResults:
         self, call_id: str, arguments: Mapping[str, object]
     ) -> DeferredToolResults:
         """Approve ``call_id`` with edited arguments (re-validated on resume)."""
-        return self._with(call_id, ApproveWithArgs(dict(arguments)))
+        return self._with(call_id, ApproveWithArgs(MappingProxyType(dict(arguments))))
 
     def deny(self, call_id: str, message: str) -> DeferredToolResults:
         """Deny ``call_id``; ``message`` tells the model why."""
@@ -108,26 +213,25 @@ class DeferredToolResults:
         answer = ToolResult.success(result) if isinstance(result, str) else result
         return self._with(call_id, Respond(answer))
 
-    @property
-    def decisions(self) -> Mapping[str, Decision]:
-        """Every decision, by call id."""
-        return dict(self._decisions)
+    def decision_for(self, call: ToolCall) -> Decision | None:
+        """The decision that answers ``call``, or None (a lookup: nothing is consumed)."""
+        decision = self.decisions.get(call.id)
+        return decision if decision is not None and decision.answers(call) else None
 
-    def take(self, call_id: str) -> Decision | None:
-        """The decision for ``call_id``, once: a taken decision is not returned again."""
-        with self._lock:
-            if call_id in self._spent:
-                return None
-            decision = self._decisions.get(call_id)
-            if decision is not None:
-                self._spent.add(call_id)
-            return decision
+    def unmatched(self, calls: Iterable[ToolCall]) -> tuple[str, ...]:
+        """The ids whose decision answers none of ``calls`` (dispatch ignores them)."""
+        batch = {call.id: call for call in calls}
+        return tuple(
+            call_id
+            for call_id, decision in self.decisions.items()
+            if call_id not in batch or not decision.answers(batch[call_id])
+        )
 
     def __contains__(self, call_id: object) -> bool:
-        return call_id in self._decisions
+        return call_id in self.decisions
 
     def __repr__(self) -> str:
-        return f"DeferredToolResults({self._decisions!r})"
+        return f"DeferredToolResults({dict(self.decisions)!r})"
 
 
 def _frozen_meta(value: Mapping[str, Mapping[str, object]]) -> Mapping[str, Mapping[str, object]]:
@@ -137,6 +241,10 @@ def _frozen_meta(value: Mapping[str, Mapping[str, object]]) -> Mapping[str, Mapp
 @attrs.frozen
 class DeferredToolRequests:
     """Calls that left the batch without a result, to be resolved later.
+
+    The builders (``approve``, ``approve_with_args``, ``deny``, ``respond``,
+    ``approve_all``, and ``results()`` for an empty start) return
+    ``DeferredToolResults`` bound to these calls.
 
     Attributes:
         calls: Calls the host completes itself: external (schema-only) tools
@@ -156,13 +264,33 @@ class DeferredToolRequests:
         return self.calls + self.approvals
 
     def remaining(self, results: DeferredToolResults) -> tuple[ToolCall, ...]:
-        """The pending calls ``results`` does not decide."""
-        return tuple(call for call in self.all if call.id not in results)
+        """The pending calls ``results`` does not decide (a decision for another call
+        under the same id does not count)."""
+        return tuple(call for call in self.all if results.decision_for(call) is None)
+
+    def results(self) -> DeferredToolResults:
+        """No decisions yet, bound to these calls: the start of a decision chain."""
+        return DeferredToolResults(pending=self.all)
+
+    def approve(self, call_id: str) -> DeferredToolResults:
+        """Approve the pending call ``call_id`` as the model sent it (bound to it)."""
+        return self.results().approve(call_id)
+
+    def approve_with_args(
+        self, call_id: str, arguments: Mapping[str, object]
+    ) -> DeferredToolResults:
+        """Approve the pending call ``call_id`` with edited arguments (bound to it)."""
+        return self.results().approve_with_args(call_id, arguments)
+
+    def deny(self, call_id: str, message: str) -> DeferredToolResults:
+        """Deny the pending call ``call_id``; ``message`` tells the model why."""
+        return self.results().deny(call_id, message)
+
+    def respond(self, call_id: str, result: ToolResult | str) -> DeferredToolResults:
+        """Answer the pending call ``call_id`` with the host's own result."""
+        return self.results().respond(call_id, result)
 
     def approve_all(self) -> DeferredToolResults:
-        """A blanket approval of every call awaiting approval."""
-        return _approve(self.approvals)
-
-
-def _approve(calls: Iterable[ToolCall]) -> DeferredToolResults:
-    return DeferredToolResults({call.id: Approve() for call in calls})
+        """Approve exactly the calls awaiting approval, each bound to its call."""
+        decisions = {call.id: Decision(Approve(), call) for call in self.approvals}
+        return DeferredToolResults(decisions, pending=self.all)

@@ -8,17 +8,23 @@ outcome::
 
     dispatch_sync(calls, tools, middleware=[HumanApprovalMiddleware(ask)])
 
-* :class:`Allow` runs the call as approved: no approval gate (the tool's
+* ``Allow()`` runs the call as approved: no approval gate (the tool's
   ``approval_required`` flag, ``ToolPolicyMiddleware.require_approval()``)
-  defers it afterwards, and dispatch emits ``ToolApproved``.
+  defers it afterwards, and dispatch emits ``ToolApproved``. The approval
+  covers this call only (``Allow(call)`` approves an edited call with the same
+  id); a later hook that changes the call withdraws it.
 * ``Deny(message)`` answers the model with ``message`` (status ``denied``).
-* ``Defer()`` takes the call out of the batch, into ``DispatchResult.deferred``,
-  for the host to decide later.
+* ``Defer()`` takes the call out of the batch, into
+  ``DispatchResult.deferred.approvals``, for the host to decide later.
+
+These are the same ``Allow``, ``Deny`` and ``Defer`` any ``before_tool`` hook
+returns; the middleware only files a ``Defer`` among the approvals.
 
 By default only tools whose policy has ``access.approval_required`` are
 asked about; ``every_call=True`` asks about every call (the tool is None
 when the name resolves to nothing callable, which dispatch then answers as
-unknown). A call already approved (on resume) passes without asking.
+unknown). A call already approved — on resume by a decision that answers
+it, or by an earlier hook — passes without asking.
 
 The callback may be async: ``before_tool`` then returns a coroutine, which
 ``dispatch`` awaits; ``dispatch_sync`` refuses it with a ``TypeError``.
@@ -32,8 +38,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
-from ._approvals import Deny
-from ._middleware import Approved, Defer, Reject
+from ._middleware import Allow, Defer, Deny
 from ._policy_middleware import resolve
 from ._registry import AnyTool
 from ._spec import is_async_function
@@ -42,12 +47,7 @@ from ._wire import ToolCall
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
 
-__all__ = ["Allow", "ApprovalCallback", "ApprovalOutcome", "HumanApprovalMiddleware"]
-
-
-@attrs.frozen
-class Allow:
-    """Run the call, approved."""
+__all__ = ["ApprovalCallback", "ApprovalOutcome", "HumanApprovalMiddleware"]
 
 
 #: What an approval callback answers.
@@ -58,17 +58,15 @@ ApprovalCallback: TypeAlias = Callable[
 ]
 
 
-def _translate(call: ToolCall, outcome: object) -> Approved | Reject | Defer:
-    if isinstance(outcome, Allow):
-        return Approved(call)
-    if isinstance(outcome, Deny):
-        return Reject(outcome.message)
+def _translate(call: ToolCall, outcome: object) -> ApprovalOutcome:
+    if isinstance(outcome, (Allow, Deny)):
+        return outcome
     if isinstance(outcome, Defer):
         # A human chose to decide later: the call waits among the approvals.
         return attrs.evolve(outcome, kind="approval")
     raise TypeError(
         f"the approval callback returned {outcome!r} for call {call.id!r}; "
-        "return Allow(), Deny(message) or Defer()"
+        "return Allow(), Deny(message) or Defer() (an instance, not the class)"
     )
 
 
@@ -92,7 +90,7 @@ class HumanApprovalMiddleware:
 
     def before_tool(
         self, call: ToolCall, env: DispatchEnv
-    ) -> ToolCall | Approved | Reject | Defer | Awaitable[Approved | Reject | Defer]:
+    ) -> ToolCall | ApprovalOutcome | Awaitable[ApprovalOutcome]:
         """The callback's decision for ``call``, or the call unchanged when nobody need ask."""
         if env.is_call_approved(call.id):
             return call
@@ -108,13 +106,11 @@ class HumanApprovalMiddleware:
             return self._settle(call, outcome)
         return _translate(call, outcome)
 
-    async def _ask_later(self, call: ToolCall, tool: AnyTool | None) -> Approved | Reject | Defer:
+    async def _ask_later(self, call: ToolCall, tool: AnyTool | None) -> ApprovalOutcome:
         outcome = self.callback(call, tool)
         return _translate(call, await outcome if inspect.isawaitable(outcome) else outcome)
 
-    async def _settle(
-        self, call: ToolCall, pending: Awaitable[ApprovalOutcome]
-    ) -> Approved | Reject | Defer:
+    async def _settle(self, call: ToolCall, pending: Awaitable[ApprovalOutcome]) -> ApprovalOutcome:
         return _translate(call, await pending)
 
     def __repr__(self) -> str:

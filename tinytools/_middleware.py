@@ -3,13 +3,13 @@
 A middleware is any object with an optional ``before_tool`` and an optional
 ``after_tool`` method (both synchronous, both pure data transforms):
 
-* ``before_tool(call, env) -> ToolCall | Approved | Reject | Defer`` runs
+* ``before_tool(call, env) -> ToolCall | Allow | Deny | Defer`` runs
   before name resolution and validation: return the call (adjusted or not)
-  to go on, :class:`Approved` to go on past every approval gate,
-  :class:`Reject` to answer the model with a message, or :class:`Defer` to
-  take the call out of the batch for later. Under ``dispatch`` (not
-  ``dispatch_sync``) the hook may return an awaitable of these, for example
-  to ask a human asynchronously.
+  to go on, :class:`Allow` to go on approved past every approval gate,
+  :class:`Deny` to answer the model with a message (status ``denied``), or
+  :class:`Defer` to take the call out of the batch for later. Under
+  ``dispatch`` (not ``dispatch_sync``) the hook may return an awaitable of
+  these, for example to ask a human asynchronously.
 * ``after_tool(call, result, env) -> ToolResult`` runs after the tool, before
   the result becomes a message; it may rewrite the result.
 
@@ -17,6 +17,17 @@ The stack is composed once per dispatch (:func:`compose`): ``before_tool``
 hooks run in the order given, ``after_tool`` hooks in reverse (an onion, as
 in ASGI). :func:`before_tool` and :func:`after_tool` turn a plain function
 into a middleware.
+
+``Allow``, ``Deny`` and ``Defer`` are the one approval vocabulary of the
+package: a ``before_tool`` hook returns them, a ``HumanApprovalMiddleware``
+callback returns them, and ``Deny`` is also what ``DeferredToolResults.deny``
+records. A hook may adjust a call's name and arguments, never its id: the id
+is what the call's answer, approval and deferral are keyed by.
+
+An approval is bound to the call it was given for. ``Allow`` approves the call
+as it stands after that hook (or ``Allow(call)``'s replacement); when a later
+hook changes that call's name or arguments, the approval is withdrawn, so the
+changed call meets the approval gates again.
 """
 
 from __future__ import annotations
@@ -33,13 +44,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "After",
-    "Approved",
+    "Allow",
     "Before",
     "BeforeOutcome",
     "Defer",
+    "Deny",
     "HookFailed",
     "Middleware",
-    "Reject",
     "Stack",
     "after_tool",
     "before_tool",
@@ -47,16 +58,25 @@ __all__ = [
 ]
 
 
+@attrs.frozen(repr=False)
+class Allow:
+    """Go on, approved: no approval gate defers the call (dispatch emits ``ToolApproved``).
+
+    Attributes:
+        call: The call to go on with instead (same id; its name or arguments
+            may differ), or None to go on with the call as it is. The approval
+            covers exactly this call.
+    """
+
+    call: ToolCall | None = None
+
+    def __repr__(self) -> str:
+        return "Allow()" if self.call is None else f"Allow({self.call!r})"
+
+
 @attrs.frozen
-class Approved:
-    """Go on with ``call``, approved: no approval gate defers it (emits ``ToolApproved``)."""
-
-    call: ToolCall
-
-
-@attrs.frozen
-class Reject:
-    """Answer the call with ``message`` (status ``denied``) instead of running it."""
+class Deny:
+    """Do not run the call; the model reads ``message`` (status ``denied``, ``ToolDenied``)."""
 
     message: str
 
@@ -81,7 +101,7 @@ class Defer:
 
 
 #: What a ``before_tool`` hook returns (under ``dispatch``, possibly awaitable).
-BeforeOutcome: TypeAlias = "ToolCall | Approved | Reject | Defer"
+BeforeOutcome: TypeAlias = "ToolCall | Allow | Deny | Defer"
 #: A ``before_tool`` hook.
 Before: TypeAlias = "Callable[[ToolCall, DispatchEnv], BeforeOutcome | Awaitable[BeforeOutcome]]"
 #: An ``after_tool`` hook.

@@ -43,7 +43,7 @@ import msgspec
 
 from ._fold import render, truncate
 from ._inject import Context
-from ._middleware import Defer, Reject
+from ._middleware import Defer, Deny
 from ._registry import AnyTool, Registry
 from ._spec import Exposure
 from ._tool_policy import BYTES, ToolPolicy
@@ -266,7 +266,7 @@ class ToolPolicyMiddleware:
             )
         return None
 
-    def before_tool(self, call: ToolCall, env: DispatchEnv) -> ToolCall | Reject | Defer:
+    def before_tool(self, call: ToolCall, env: DispatchEnv) -> ToolCall | Deny | Defer:
         """Refuse or defer a call of a tool that breaks a rule; pass every other call on."""
         tool = resolve(call, env)
         if tool is None:
@@ -274,7 +274,7 @@ class ToolPolicyMiddleware:
         refusal = self.refusal(tool.policy, workspace_of(env.context))
         if refusal is not None:
             rule, reason = refusal
-            return Reject(f"Tool `{tool.name}` was not run: {reason} (policy rule: {rule}).")
+            return Deny(f"Tool `{tool.name}` was not run: {reason} (policy rule: {rule}).")
         if self.approval and not env.is_call_approved(call.id) and not _read_only(tool.policy):
             reason = "it is not classified read-only, so a human must approve the call"
             return Defer({"rule": "require_approval", "reason": reason}, kind="approval")

@@ -66,12 +66,14 @@ class TestResumeProperty:
         self, calls: list[ToolCall], data: st.DataObject
     ) -> None:
         """Across a dispatch and its resume every call is answered at most once, in order,
-        pending calls stay pending, and only approved calls of gated tools ever run."""
+        pending calls stay pending, only approved calls of gated tools ever run, and
+        resuming again with the same results gives the same answers."""
         ran.clear()
         first = dispatch_sync(calls, TOOLS)
         assert [] == [r for r in ran if r == "gated"]
         pending = first.deferred.all if first.deferred else ()
-        results = DeferredToolResults()
+        bound = data.draw(st.booleans(), label="bound")
+        results = first.deferred.results() if first.deferred and bound else DeferredToolResults()
         approved: set[str] = set()
         for call in pending:
             choice = data.draw(decisions, label=call.id)
@@ -91,7 +93,12 @@ class TestResumeProperty:
 
         answered_first = [m.tool_call_id for m in first.messages]
         answered_resume = [m.tool_call_id for m in resumed.messages]
-        assert [] == [m.tool_call_id for m in again.messages]
+        # Resuming is pure: the same results answer the same calls alike, every time.
+        assert (resumed.messages, resumed.executed, resumed.deferred) == (
+            again.messages,
+            again.executed,
+            again.deferred,
+        )
         assert not set(answered_first) & set(answered_resume)
         pending_ids = [c.id for c in pending]
         assert answered_resume == [i for i in pending_ids if i in set(answered_resume)]
@@ -105,3 +112,37 @@ class TestResumeProperty:
         )
         assert runs_of_gated <= approved
         assert set(resumed.executed) <= approved
+
+
+class TestBindingProperty:
+    @settings(max_examples=150, deadline=None)
+    @given(
+        calls=calls_strategy,
+        changes=st.lists(st.tuples(st.booleans(), st.integers(-5, 5)), max_size=8),
+    )
+    def test_bound_approval_runs_only_its_own_call(
+        self, calls: list[ToolCall], changes: list[tuple[bool, int]]
+    ) -> None:
+        """Approving every pending call, then resuming calls that reuse those ids with
+        another tool or other arguments, runs none of the changed calls."""
+        first = dispatch_sync(calls, TOOLS)
+        if first.deferred is None:
+            return
+        results = first.deferred.approve_all()
+        resumed_calls = []
+        for call, (rename, n) in zip(first.deferred.all, changes + [(False, 99)] * 8, strict=False):
+            name = (
+                {"gated": "asks", "asks": "gated"}.get(call.name, call.name)
+                if rename
+                else call.name
+            )
+            resumed_calls.append(ToolCall(call.id, name, {"n": n} if name != "host" else {}))
+        ran.clear()
+        resumed = dispatch_sync(resumed_calls, TOOLS, approvals=results)
+        for original, sent in zip(first.deferred.all, resumed_calls, strict=True):
+            decision = results.decision_for(sent)
+            same = (original.name, original.arguments) == (sent.name, sent.arguments)
+            assert (decision is not None) == (same and original in first.deferred.approvals)
+            if not same:
+                assert sent.id not in resumed.executed
+                assert sent.id not in {m.tool_call_id for m in resumed.messages}
