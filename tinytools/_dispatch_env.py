@@ -34,7 +34,8 @@ class DispatchEnv:
         context: What injection draws from (a fresh ``Context`` is made the first
             time something asks, when dispatch was given none).
         advertised: The names offered to the model this turn, if restricted.
-        approved: Ids of the calls a human approved (on resume, or by middleware);
+        approved: Ids of the calls a human approved (on resume, or by a hook returning
+            ``Allow``);
             grows as admission goes on.
     """
 
