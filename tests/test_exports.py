@@ -37,11 +37,36 @@ class TestExports:
                 assert value.__module__ == "tinytools", name
 
     def test_core_import_is_light(self) -> None:
-        """`import tinytools` loads neither hypothesis, psycopg nor CLI-only modules."""
+        """`import tinytools` loads neither hypothesis, psycopg, CLI-only modules, nor the
+        event-loop and schema-compiler packages a sync-only user never needs."""
+        heavy = (
+            "hypothesis",
+            "psycopg",
+            "tinytools._cli",
+            "argparse",
+            "trio",
+            "anyio",
+            "fastjsonschema",
+        )
+        code = f"import sys, tinytools; print(sorted(m for m in {heavy!r} if m in sys.modules))"
+        out = subprocess.run(
+            [sys.executable, "-c", code], check=True, capture_output=True, text=True
+        ).stdout
+        assert out.strip() == "[]"
+
+    def test_sync_dispatch_stays_light(self) -> None:
+        """A dispatch_sync of sync tools (schema-built ones included) loads no event loop."""
         code = (
-            "import sys, tinytools; "
-            "print(sorted(m for m in ('hypothesis', 'psycopg', 'tinytools._cli', 'argparse') "
-            "if m in sys.modules))"
+            "import sys, tinytools as t\n"
+            "@t.tool\n"
+            "def add(a: int, b: int) -> int:\n"
+            "    return a + b\n"
+            "echo = t.Tool.from_schema('echo', 'Echo.', {'type': 'object'}, fn=lambda **kw: kw)\n"
+            "calls = [t.ToolCall('1', 'add', '{\"a\": 1, \"b\": 2}'),\n"
+            "         t.ToolCall('2', 'echo', {})]\n"
+            "result = t.dispatch_sync(calls, [add, echo])\n"
+            "assert [m.content for m in result.messages] == ['3', '{}']\n"
+            "print(sorted(m for m in ('trio', 'anyio') if m in sys.modules))"
         )
         out = subprocess.run(
             [sys.executable, "-c", code], check=True, capture_output=True, text=True

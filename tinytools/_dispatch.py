@@ -38,6 +38,7 @@ from ._result import DispatchAborted, DispatchResult
 from ._run import EventHandler, HostFailed, Run, Stop
 from ._wire import ToolCall, ToolMessage
 from ._workers import event_loop
+from .events import Custom
 from .policies import RunPolicy
 
 __all__ = ["DEFAULT_POLICY", "DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]
@@ -54,6 +55,7 @@ _NO_MIDDLEWARE = Stack()
 _STACKS: dict[tuple[int, ...], tuple[tuple[object, ...], Stack]] = {}
 _TOOL_TUPLES: dict[int, tuple[tuple[AnyTool, ...], Registry]] = {}
 _REMEMBERED = 64
+_UNMATCHED = {"reason": "no call of the batch has this decision's id; it was ignored"}
 
 
 # --- prepare -------------------------------------------------------------------------
@@ -156,6 +158,11 @@ def _begin(run: Run) -> None:
         DispatchAborted: A ``Fail`` policy fired, or a hook or host callback raised.
         ToolDefinitionError: An admitted tool's injection cannot be satisfied.
     """
+    if run.resume is not None:  # a decision for another call under a batch id re-defers it
+        present = {call.id for call in run.calls}
+        for call_id in run.resume.unmatched(run.calls):
+            if call_id not in present:
+                run.emit(Custom(call_id=call_id, name="unmatched_decision", data=_UNMATCHED))
     admitted = run.admitted()
     if len(admitted) != len(run.verdicts):
         for verdict in run.verdicts:
@@ -393,7 +400,11 @@ async def dispatch(
         advertised: The tool names offered to the model this turn; a call to
             any other tool is treated as unknown (fail closed).
         approvals: The host's decisions, to resume deferred calls (pass the
-            pending calls as ``calls``; see ``DeferredToolResults``).
+            pending calls as ``calls``; see ``DeferredToolResults``). A decision
+            for an id no call of the batch has is ignored and reported as a
+            ``Custom`` event named ``"unmatched_decision"`` under that id; a
+            decision made for another call under a batch call's id leaves that
+            call deferred again, with the reason in its metadata.
         ledger: An effect ledger told when each call starts and settles.
         on_event: Receives each event as it happens (sync or async callable).
             If it raises, the batch is aborted (``DispatchAborted``, every call
@@ -480,13 +491,30 @@ def _merge(
     answered = {m.tool_call_id for m in resumed.messages}
     still = first.deferred
     assert still is not None
-    remaining_calls = tuple(c for c in still.calls if c.id not in answered)
-    remaining_approvals = tuple(c for c in still.approvals if c.id not in answered)
     again = resumed.deferred or DeferredToolRequests()
+    # Pending after both passes, by id: what the resumed pass deferred again replaces what
+    # the first pass deferred (an approved external call moves from approvals to calls).
+    pending: dict[str, tuple[bool, ToolCall]] = {}
+    for call in still.calls:
+        pending[call.id] = (False, call)
+    for call in still.approvals:
+        pending[call.id] = (True, call)
+    for call_id in answered:
+        pending.pop(call_id, None)
+    for call in again.calls:
+        pending[call.id] = (False, call)
+    for call in again.approvals:
+        pending[call.id] = (True, call)
+    order = {call.id: index for index, call in enumerate(calls)}
+    kept = sorted(pending.items(), key=lambda item: order.get(item[0], len(order)))
+    metadata = {
+        call_id: {**still.metadata.get(call_id, {}), **again.metadata.get(call_id, {})}
+        for call_id, _ in kept
+    }
     deferred = DeferredToolRequests(
-        remaining_calls + tuple(c for c in again.calls if c not in remaining_calls),
-        remaining_approvals + tuple(c for c in again.approvals if c not in remaining_approvals),
-        {k: v for k, v in {**still.metadata, **again.metadata}.items() if k not in answered},
+        tuple(call for _, (approval, call) in kept if not approval),
+        tuple(call for _, (approval, call) in kept if approval),
+        {k: v for k, v in metadata.items() if v},
     )
     executed = set(first.executed) | set(resumed.executed)
     return DispatchResult(

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
-import fastjsonschema
 import msgspec
 
 from .errors import ToolArgumentsError, ToolDefinitionError
+
+if TYPE_CHECKING:
+    import fastjsonschema
 
 __all__ = [
     "ENFORCED_KEYWORDS",
@@ -236,6 +238,10 @@ def _local_value(key: str, value: object, enforce: Enforce) -> object:
     return local_schema(value, enforce) if key in _SCHEMAS else value
 
 
+class _NeverRaised(Exception):
+    """Stands for fastjsonschema's validation error until the schema is compiled."""
+
+
 class SchemaValidator:
     """Validates decoded arguments against a JSON schema, compiled on first use.
 
@@ -243,7 +249,7 @@ class SchemaValidator:
     code), so a registry of many imported tools compiles only what it calls.
     """
 
-    __slots__ = ("_check", "enforce", "injected", "schema")
+    __slots__ = ("_check", "_invalid", "enforce", "injected", "schema")
 
     def __init__(
         self, schema: Mapping[str, object], enforce: Enforce, injected: frozenset[str] = frozenset()
@@ -254,6 +260,7 @@ class SchemaValidator:
         # one, and injection must never be overridable (DESIGN: a schema violation).
         self.injected = injected
         self._check: Callable[[object], object] | None = None
+        self._invalid: type[Exception] = _NeverRaised  # fastjsonschema's, once compiled
 
     def compile(self, tool_name: str) -> Callable[[object], object]:
         """The compiled check (compiling it now if needed).
@@ -262,6 +269,9 @@ class SchemaValidator:
             ToolDefinitionError: fastjsonschema cannot compile the schema.
         """
         if self._check is None:
+            import fastjsonschema  # on first use: `import tinytools` does not load it
+
+            self._invalid = fastjsonschema.JsonSchemaValueException
             try:
                 self._check = fastjsonschema.compile(
                     local_schema(dict(self.schema), self.enforce),  # type: ignore[arg-type]
@@ -294,8 +304,8 @@ class SchemaValidator:
         check = self.compile(tool_name)
         try:
             check(value)
-        except fastjsonschema.JsonSchemaValueException as error:
-            raise _from_fastjsonschema(tool_name, value, error) from None
+        except self._invalid as error:
+            raise _from_fastjsonschema(tool_name, value, error) from None  # type: ignore[arg-type]
         except RecursionError:
             raise _too_deep(tool_name) from None
         return value

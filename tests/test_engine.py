@@ -1,0 +1,533 @@
+"""Regression tests for the one dispatch engine (issue 10's defects in execution and folding).
+
+Each test names the defect it guards against. Synchronisation uses events and trio's
+mock clock, never sleeps; the few real timeouts here are the behaviour under test and
+are kept to hundredths of a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Iterator
+
+import anyio
+import attrs
+import msgspec
+import pytest
+import trio
+import trio.testing
+
+from tinytools import (
+    Cancellation,
+    DispatchAborted,
+    Emit,
+    FatalToolError,
+    Inject,
+    RunPolicy,
+    ToolCall,
+    ToolPolicy,
+    ToolResult,
+    dispatch,
+    dispatch_sync,
+    tool,
+)
+from tinytools._workers import THREADS, PoolExhausted, ThreadPool
+from tinytools.events import Custom, Event, ToolFailed, ToolStarted, UnknownToolCall
+
+
+@tool
+def add(a: int, b: int = 0) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@tool(approval_required=True)
+def transfer(amount: int) -> str:
+    """Move money (needs approval)."""
+    return f"moved {amount}"
+
+
+def call(call_id: str, name: str, arguments: object) -> ToolCall:
+    return ToolCall(call_id, name, arguments)  # type: ignore[arg-type]
+
+
+def ids(result: object) -> list[str]:
+    return [m.tool_call_id for m in result.messages]  # type: ignore[attr-defined]
+
+
+# --- execution: what tools raise ---------------------------------------------------------
+
+
+class Unprintable(Exception):
+    def __str__(self) -> str:
+        raise RuntimeError("no text for you")
+
+
+class Odd(BaseException):
+    """A BaseException that is neither an interrupt nor a cancellation."""
+
+
+@tool
+def unprintable() -> str:
+    """Raise an exception whose __str__ raises."""
+    raise Unprintable
+
+
+@tool
+def odd() -> str:
+    """Raise a plain BaseException subclass."""
+    raise Odd("strange")
+
+
+class TestWhatToolsRaise:
+    def test_an_exception_whose_str_raises_is_that_calls_error(self) -> None:
+        """Defect: an exception whose __str__ raises aborted the whole batch."""
+        result = dispatch_sync(
+            [call("u", "unprintable", {}), call("a", "add", {"a": 1})], [unprintable, add]
+        )
+        assert ["u", "a"] == ids(result)
+        failed, done = result.messages
+        assert failed.is_error
+        assert "Unprintable" in failed.content
+        assert done.content == "1"
+        msgspec.json.encode(result.events)
+
+    def test_a_base_exception_subclass_is_that_calls_error(self) -> None:
+        """A tool raising a BaseException that is not an interrupt is answered, not raised."""
+        result = dispatch_sync([call("o", "odd", {}), call("a", "add", {"a": 2})], [odd, add])
+        assert result.messages[0].is_error
+        assert "Odd: strange" in result.messages[0].content
+        assert result.messages[1].content == "2"
+
+    def test_keyboard_interrupt_propagates_bare_inline(self) -> None:
+        @tool
+        def interrupted() -> str:
+            """Raise KeyboardInterrupt."""
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            dispatch_sync([call("k", "interrupted", {})], [interrupted])
+
+    def test_system_exit_is_bare_under_concurrency(self) -> None:
+        """Defect: under concurrency, SystemExit/KeyboardInterrupt came out wrapped in a
+        BaseExceptionGroup."""
+
+        @tool
+        async def leave() -> str:
+            """Exit."""
+            raise SystemExit(3)
+
+        @tool
+        async def wait() -> str:
+            """Yield once."""
+            await trio.sleep(0)
+            return "ok"
+
+        async def main() -> None:
+            await dispatch(
+                [call("w", "wait", {}), call("x", "leave", {})],
+                [wait, leave],
+                policy=RunPolicy(max_concurrency=2),
+            )
+
+        with pytest.raises(SystemExit) as info:
+            trio.run(main)
+        assert type(info.value) is SystemExit
+        assert info.value.code == 3
+
+    @pytest.mark.skipif(sys.version_info < (3, 11), reason="3.10 cannot tell a task's own raise")
+    def test_a_tools_own_cancelled_error_is_its_failure_under_asyncio(self) -> None:
+        """Defect: under asyncio, one tool raising CancelledError marked the whole batch
+        cancelled."""
+
+        @tool
+        async def rogue() -> str:
+            """Raise CancelledError of its own accord."""
+            raise asyncio.CancelledError
+
+        @tool
+        async def fine() -> str:
+            """Yield, then answer."""
+            await asyncio.sleep(0)
+            return "fine"
+
+        async def main() -> object:
+            return await dispatch(
+                [call("r", "rogue", {}), call("f", "fine", {})],
+                [rogue, fine],
+                policy=RunPolicy(max_concurrency=2),
+            )
+
+        result = asyncio.run(main())
+        rogue_answer, fine_answer = result.messages  # type: ignore[attr-defined]
+        assert rogue_answer.status == "error"
+        assert "CancelledError" in rogue_answer.content
+        assert fine_answer.content == "fine"
+        assert fine_answer.status == "ok"
+
+
+# --- secrets -------------------------------------------------------------------------------
+
+
+@tool(policy=ToolPolicy(redact=("token",)))
+def login(user: str, token: str) -> str:
+    """Log in; fails loudly."""
+    raise ValueError(f"token {token} rejected for {user}")
+
+
+@tool(policy=ToolPolicy(redact=("token",)))
+def doom(token: str) -> str:
+    """Fail fatally, naming the token."""
+    raise FatalToolError(f"cannot go on with {token}")
+
+
+class TestSecretsInExceptions:
+    def test_exception_text_is_scrubbed(self) -> None:
+        """Defect: a redacting tool's exception text carried the secret into the message,
+        the ToolFailed event and its traceback."""
+        result = dispatch_sync(
+            [call("l", "login", {"user": "ann", "token": "s3cr3t-XYZ"})], [login]
+        )
+        assert "s3cr3t-XYZ" not in result.messages[0].content
+        assert "ann" in result.messages[0].content
+        failed = [e for e in result.events if isinstance(e, ToolFailed)]
+        assert failed
+        assert all("s3cr3t-XYZ" not in (e.message + (e.traceback or "")) for e in failed)
+        assert b"s3cr3t-XYZ" not in msgspec.json.encode(result)
+
+    def test_fatal_reason_is_scrubbed(self) -> None:
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync([call("d", "doom", {"token": "s3cr3t-XYZ"})], [doom])
+        assert "s3cr3t-XYZ" not in info.value.reason
+        assert b"s3cr3t-XYZ" not in msgspec.json.encode(info.value.result)
+
+    def test_resumed_denial_does_not_show_secret_arguments(self) -> None:
+        """Defect: on resume, a denied call's ToolStarted showed its raw arguments."""
+
+        @tool(approval_required=True, policy=ToolPolicy(redact=("token",)))
+        def guarded(token: str) -> str:
+            """Needs approval."""
+            return "ran"
+
+        calls = [call("g", "guarded", {"token": "s3cr3t-XYZ"})]
+        pending = dispatch_sync(calls, [guarded]).deferred
+        assert pending is not None
+        for decided in (pending.deny("g", "no"), pending.respond("g", ToolResult.success("done"))):
+            result = dispatch_sync(calls, [guarded], approvals=decided)
+            started = [e for e in result.events if isinstance(e, ToolStarted)]
+            assert started
+            assert b"s3cr3t-XYZ" not in msgspec.json.encode(started)
+
+
+# --- host callbacks ------------------------------------------------------------------------
+
+
+class TestHostCallbacks:
+    def test_on_event_failing_during_admission_aborts_with_every_call_answered(self) -> None:
+        """Defect: an on_event handler raising on UnknownToolCall escaped raw."""
+
+        def picky(event: Event) -> None:
+            if isinstance(event, UnknownToolCall):
+                raise OSError("log full")
+
+        ran: list[int] = []
+
+        @tool
+        def note(n: int) -> int:
+            """Record n."""
+            ran.append(n)
+            return n
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(
+                [call("n", "note", {"n": 1}), call("x", "nope", {})], [note], on_event=picky
+            )
+        assert ["n", "x"] == ids(info.value.result)
+        assert ran == []  # aborted before anything ran
+        assert "on_event handler picky raised OSError('log full')" in info.value.reason
+        assert isinstance(info.value.__cause__, OSError)
+
+    def test_ledger_started_failing_aborts_before_anything_runs(self) -> None:
+        ran: list[int] = []
+
+        @tool
+        def note(n: int) -> int:
+            """Record n."""
+            ran.append(n)
+            return n
+
+        class Broken:
+            def started(self, run_id: str, call_id: str, tool_name: str, arguments: object) -> None:
+                raise ConnectionError("db down")
+
+            def settled(self, run_id: str, call_id: str, status: str) -> None:
+                raise AssertionError("never started, never settled")
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(
+                [call("a", "note", {"n": 1}), call("b", "note", {"n": 2})], [note], ledger=Broken()
+            )
+        assert ran == []
+        assert ["a", "b"] == ids(info.value.result)
+        assert all(m.status == "interrupted" for m in info.value.result.messages)
+        assert "ConnectionError('db down')" in info.value.reason
+
+    @pytest.mark.parametrize("backend", ["trio", "sync"])
+    def test_on_event_may_cancel_while_a_threaded_tool_emits(self, backend: str) -> None:
+        """Defect: an on_event handler calling Cancellation.cancel() while a threaded tool
+        emitted an event deadlocked (the sink held its lock while calling the handler)."""
+        handle = Cancellation()
+
+        @tool(blocking=True)
+        def chatty(emit: Inject[Emit]) -> str:
+            """Emit progress from a worker thread."""
+            emit("progress", {"pct": 50})
+            emit("progress", {"pct": 100})
+            return "done"
+
+        def handler(event: Event) -> None:
+            if isinstance(event, Custom):
+                handle.cancel()
+
+        calls = [call("c", "chatty", {}), call("a", "add", {"a": 1})]
+        if backend == "sync":
+            result = dispatch_sync(calls, [chatty, add], on_event=handler, cancellation=handle)
+        else:
+
+            async def main() -> object:
+                with anyio.fail_after(30):  # a guard against the old deadlock, not a wait
+                    return await dispatch(
+                        calls, [chatty, add], on_event=handler, cancellation=handle
+                    )
+
+            result = trio.run(main)
+        assert ["c", "a"] == ids(result)
+        assert result.messages[1].status == "interrupted"  # type: ignore[attr-defined]
+
+    def test_cancel_racing_the_end_of_the_batch_never_raises(self) -> None:
+        """Defect: Cancellation.cancel() could raise RunFinishedError when it raced the
+        batch's end."""
+        failures: list[BaseException] = []
+
+        for _ in range(30):
+            handle = Cancellation()
+            returned = threading.Event()
+
+            thread = threading.Thread(target=_cancel_when, args=(returned, handle, failures))
+            thread.start()
+            trio.run(_dispatch_quick, returned, handle)
+            thread.join(10)
+        assert failures == []
+
+
+def _cancel_when(
+    returned: threading.Event, handle: Cancellation, failures: list[BaseException]
+) -> None:
+    returned.wait(10)
+    try:
+        handle.cancel()
+    except BaseException as error:
+        failures.append(error)
+
+
+async def _dispatch_quick(returned: threading.Event, handle: Cancellation) -> None:
+    @tool
+    async def quick() -> str:
+        """Answer at once; a thread cancels as the batch ends."""
+        returned.set()
+        return "ok"
+
+    await dispatch([call("q", "quick", {})], [quick], cancellation=handle)
+
+
+# --- on_deferred ---------------------------------------------------------------------------
+
+
+class TestOnDeferred:
+    def test_resumed_calls_share_the_batch_budget(self) -> None:
+        """Defect: on_deferred restarted max_tool_calls for the resumed pass."""
+        result = dispatch_sync(
+            [call("t", "transfer", {"amount": 5}), call("a", "add", {"a": 1})],
+            [transfer, add],
+            policy=RunPolicy(max_tool_calls=1),
+            on_deferred=lambda pending: pending.approve_all(),
+        )
+        moved, added = result.messages
+        assert added.content == "1"
+        assert moved.is_error
+        assert "limit of 1 tool calls" in moved.content
+        assert result.executed == ("a",)
+
+    def test_resumed_calls_share_the_batch_deadline(self) -> None:
+        """Defect: on_deferred restarted the deadline for the resumed pass."""
+
+        @tool
+        async def slow(seconds: float) -> str:
+            """Sleep (on the mock clock)."""
+            await trio.sleep(seconds)
+            return "slept"
+
+        @tool(approval_required=True)
+        async def gated_slow(seconds: float) -> str:
+            """Sleep, after approval."""
+            await trio.sleep(seconds)
+            return "slept"
+
+        async def main() -> object:
+            return await dispatch(
+                [call("s", "slow", {"seconds": 8}), call("g", "gated_slow", {"seconds": 5})],
+                [slow, gated_slow],
+                policy=RunPolicy(deadline=10),
+                on_deferred=lambda pending: pending.approve_all(),
+            )
+
+        result = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        first, resumed = result.messages  # type: ignore[attr-defined]
+        assert first.content == "slept"
+        assert resumed.status == "interrupted"
+        assert "deadline" in resumed.content
+
+    def test_an_abort_in_the_resumed_pass_keeps_the_first_answers(self) -> None:
+        """Defect: an abort while resuming lost the first pass's answers (invariant 1)."""
+
+        @tool(approval_required=True)
+        def explode() -> str:
+            """Fail fatally once approved."""
+            raise FatalToolError("boom")
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(
+                [call("a", "add", {"a": 1}), call("e", "explode", {})],
+                [add, explode],
+                on_deferred=lambda pending: pending.approve_all(),
+            )
+        assert ["a", "e"] == ids(info.value.result)
+        assert info.value.result.messages[0].content == "1"
+        assert info.value.result.deferred is None
+
+    def test_a_call_deferred_again_is_listed_once(self) -> None:
+        """An approved external call is deferred again, to the host, and listed once."""
+        external = attrs.evolve(
+            transfer, fn=None, policy=ToolPolicy().with_access(approval_required=True)
+        )
+        result = dispatch_sync(
+            [call("t", "transfer", {"amount": 1})],
+            [external],
+            on_deferred=lambda pending: pending.approve_all(),
+        )
+        assert result.deferred is not None
+        assert [c.id for c in result.deferred.all] == ["t"]
+        assert [c.id for c in result.deferred.calls] == ["t"]
+
+    def test_unmatched_decisions_are_reported(self) -> None:
+        """Decisions for ids no call of the batch has are ignored and reported."""
+        pending = dispatch_sync([call("t", "transfer", {"amount": 5})], [transfer]).deferred
+        assert pending is not None
+        decided = pending.approve("t")
+        result = dispatch_sync([call("u", "add", {"a": 1})], [transfer, add], approvals=decided)
+        reported = [
+            e for e in result.events if isinstance(e, Custom) and e.name == "unmatched_decision"
+        ]
+        assert [e.call_id for e in reported] == ["t"]
+        assert result.executed == ()
+
+
+# --- workers -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    """An event hung tools wait on; set at the end so their threads return to the pool."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+class TestWorkers:
+    def test_hung_threads_never_starve_later_calls(self, gate: threading.Event) -> None:
+        """Defect: after 40 hung calls every later threaded call timed out (trio's thread
+        limiter stayed taken by the abandoned threads)."""
+
+        @tool(timeout=0.01)
+        def hang() -> str:
+            """Block until the test ends."""
+            gate.wait(30)
+            return "late"
+
+        @tool(timeout=5)
+        def quick(n: int) -> int:
+            """Answer at once, on a worker thread."""
+            return n
+
+        hung = [call(f"h{i}", "hang", {}) for i in range(45)]
+
+        async def main() -> tuple[object, object]:
+            timed = await dispatch(hung, [hang], policy=RunPolicy(max_concurrency=45))
+            return timed, await dispatch([call("q", "quick", {"n": 7})], [quick])
+
+        timed, later = trio.run(main)
+        assert all("timed out after 0.01 seconds" in m.content for m in timed.messages)  # type: ignore[attr-defined]
+        assert later.messages[0].content == "7"  # type: ignore[attr-defined]
+        assert dispatch_sync([call("q", "quick", {"n": 8})], [quick]).messages[0].content == "8"
+
+    def test_the_pool_is_bounded_and_says_so(self, gate: threading.Event) -> None:
+        """Defect: under asyncio, abandoned threads grew without bound (41 -> 86 after 45
+        calls). The pool never holds more than its limit and refuses with a clear error."""
+        pool = ThreadPool(max_threads=3, max_idle=1)
+        jobs = [pool.submit(lambda: gate.wait(30)) for _ in range(3)]
+        assert pool.threads == 3
+        with pytest.raises(PoolExhausted, match="3 tool threads are still busy"):
+            pool.submit(lambda: None)
+        gate.set()
+        for job in jobs:
+            assert job.done.wait(10)
+        fresh = pool.submit(lambda: "again")
+        assert fresh.done.wait(10)
+        assert fresh.outcome() == "again"
+
+    def test_process_pool_stays_bounded(self) -> None:
+        assert THREADS.threads <= 64
+
+    def test_async_tool_under_dispatch_sync_runs_on_asyncio(self) -> None:
+        """An async tool written for asyncio works under dispatch_sync (and the loop is
+        reused: no new event loop per call)."""
+
+        @tool
+        async def nap() -> str:
+            """Sleep on asyncio."""
+            await asyncio.sleep(0)
+            return type(asyncio.get_running_loop()).__name__
+
+        first = dispatch_sync([call("n", "nap", {})], [nap]).messages[0]
+        second = dispatch_sync([call("n", "nap", {})], [nap]).messages[0]
+        assert first.status == "ok"
+        assert first.content == second.content
+
+    def test_dispatch_sync_inside_a_running_loop_needing_one_says_what_to_do(self) -> None:
+        @tool
+        async def nap() -> str:
+            """Sleep on asyncio."""
+            return "ok"
+
+        async def main() -> None:
+            dispatch_sync([call("n", "nap", {})], [nap])
+
+        with pytest.raises(RuntimeError, match=r"await tinytools\.dispatch"):
+            asyncio.run(main())
+
+
+class TestToolSpec:
+    def test_is_async_follows_fn(self) -> None:
+        """Defect: attrs.evolve(tool, fn=async_fn) left is_async False."""
+
+        async def aadd(a: int, b: int = 0) -> int:
+            return a + b
+
+        evolved = attrs.evolve(add, fn=aadd)
+        assert evolved.is_async
+        assert (
+            dispatch_sync([call("e", "add", {"a": 2, "b": 3})], [evolved]).messages[0].content
+            == "5"
+        )
