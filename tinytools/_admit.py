@@ -32,7 +32,6 @@ import inspect
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import Literal, TypeAlias
 
-import attrs
 import msgspec
 
 from . import repair
@@ -134,22 +133,46 @@ def _with_schema(text: str, tool: AnyTool) -> str:
     return f"{text} Expected arguments (JSON schema): {schema}"
 
 
-@attrs.define
 class _Batch:
     """The mutable bookkeeping of one admission pass (kept out of the verdicts)."""
 
-    env: DispatchEnv
-    stack: Stack
-    emit: Emit
-    cancelled: Callable[[], bool]
-    expired: Callable[[], bool]
-    resume: DeferredToolResults | None
-    used: int = 0
-    seen: set[str] = attrs.Factory(set)
+    __slots__ = (
+        "cancelled",
+        "emit",
+        "env",
+        "expired",
+        "limit",
+        "limited",
+        "resume",
+        "seen",
+        "stack",
+        "used",
+    )
+
+    def __init__(
+        self,
+        env: DispatchEnv,
+        stack: Stack,
+        emit: Emit,
+        cancelled: Callable[[], bool] | None,
+        expired: Callable[[], bool] | None,
+        resume: DeferredToolResults | None,
+        used: int = 0,
+    ) -> None:
+        self.env = env
+        self.stack = stack
+        self.emit = emit
+        self.cancelled = cancelled
+        self.expired = expired
+        self.resume = resume
+        self.used = used
+        self.seen: set[str] = set()
+        self.limit: int | None = env.policy.max_tool_calls
+        # Whether any limit can refuse a call (else the checks are skipped outright).
+        self.limited = cancelled is not None or expired is not None or self.limit is not None
 
     def over_budget(self) -> bool:
-        limit = self.env.policy.max_tool_calls
-        return limit is not None and self.used >= limit
+        return self.limit is not None and self.used >= self.limit
 
 
 def admit_batch(
@@ -158,8 +181,8 @@ def admit_batch(
     stack: Stack,
     emit: Emit,
     *,
-    cancelled: Callable[[], bool] = lambda: False,
-    expired: Callable[[], bool] = lambda: False,
+    cancelled: Callable[[], bool] | None = None,
+    expired: Callable[[], bool] | None = None,
     resume: DeferredToolResults | None = None,
     used: int = 0,
 ) -> tuple[list[Verdict], int]:
@@ -182,8 +205,8 @@ def admit_batch(
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
     batch = _Batch(env, stack, emit, cancelled, expired, resume, used)
-    if not stack.befores:
-        return _admit_all_plain(calls, batch), batch.used
+    if not stack.befores:  # no hook can return an awaitable: one plain call per call
+        return [_admit_plain(i, call, batch) for i, call in enumerate(calls)], batch.used
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -208,15 +231,15 @@ async def admit_batch_async(
     stack: Stack,
     emit: Emit,
     *,
-    cancelled: Callable[[], bool] = lambda: False,
-    expired: Callable[[], bool] = lambda: False,
+    cancelled: Callable[[], bool] | None = None,
+    expired: Callable[[], bool] | None = None,
     resume: DeferredToolResults | None = None,
     used: int = 0,
 ) -> tuple[list[Verdict], int]:
     """:func:`admit_batch`, awaiting what ``before_tool`` hooks return."""
     batch = _Batch(env, stack, emit, cancelled, expired, resume, used)
-    if not stack.befores:
-        return _admit_all_plain(calls, batch), batch.used
+    if not stack.befores:  # no hook can return an awaitable: one plain call per call
+        return [_admit_plain(i, call, batch) for i, call in enumerate(calls)], batch.used
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -238,16 +261,8 @@ async def admit_batch_async(
     return verdicts, batch.used
 
 
-def _admit_all_plain(calls: Sequence[ToolCall], batch: _Batch) -> list[Verdict]:
-    # No hook can return an awaitable: admit each call with a plain function call.
-    return [_admit_plain(index, call, batch) for index, call in enumerate(calls)]
-
-
-def _repeated(index: int, call: ToolCall, batch: _Batch) -> Answered | None:
+def _repeated(index: int, call: ToolCall, batch: _Batch) -> Answered:
     """The answer for a call whose id an earlier call of the batch already used."""
-    if call.id not in batch.seen:
-        batch.seen.add(call.id)
-        return None
     # Approvals, results and transcripts are keyed by call id: a repeated id could
     # inherit another call's approval, so it never runs (fail closed).
     text = (
@@ -263,17 +278,19 @@ def _opening(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
 
     A call going on has taken its ``max_tool_calls`` slot.
     """
-    repeated = _repeated(index, call, batch)
-    if repeated is not None:
-        return repeated
+    seen = batch.seen
+    if call.id in seen:
+        return _repeated(index, call, batch)
+    seen.add(call.id)
     if batch.resume is not None:
         decided = _decided(index, call, batch)
         if not isinstance(decided, ToolCall):
             return decided
         call = decided
-    limit = _limits(call, batch)
-    if limit is not None:
-        return Answered(index, limit)
+    if batch.limited:
+        limit = _limits(call, batch)
+        if limit is not None:
+            return Answered(index, limit)
     batch.used += 1
     return call
 
@@ -290,6 +307,14 @@ def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
             outcome: object = hook(call, batch.env)
         except Exception as error:
             raise HookFailed("before_tool", hook, error) from error
+        if type(outcome) is ToolCall:  # the common answer: the call, as it was or adjusted
+            if outcome is not call:
+                call = _kept_id(hook, call, outcome)
+                if approved is not None and call is not approved and not same_call(approved, call):
+                    # The approval covered the call as it was: a changed call meets the gates again.
+                    batch.env.approved.discard(call.id)
+                    approved = None
+            continue
         if inspect.isawaitable(outcome):
             try:
                 outcome = yield outcome
@@ -381,25 +406,43 @@ def _redeferred(index: int, call: ToolCall, decision: Decision, batch: _Batch) -
 
 
 def _checked(index: int, call: ToolCall, batch: _Batch) -> Verdict:
-    """Name resolution, argument checks and the deferral gates."""
-    tool = _resolve(index, call, batch)
-    if not isinstance(tool, tuple):
-        return tool
-    call, found = tool
-    arguments = _arguments(index, call, found, batch)
-    if not isinstance(arguments, dict):
-        return arguments
-    if found.fn is None:
+    """Name resolution, argument checks and the deferral gates.
+
+    The common case — a callable name, arguments that validate, a tool no gate holds —
+    costs a lookup, the validation and one verdict; every other case leaves through
+    the function that answers it.
+    """
+    found = batch.env.lookup(call.name)
+    if found is None:
+        resolved = _resolve(index, call, batch)
+        if not isinstance(resolved, tuple):
+            return resolved
+        call, found = resolved
+    if call.invalid is None:
+        try:
+            arguments = found.validate(call.arguments)
+        except ToolArgumentsError as error:
+            answer = _refused(index, call, found, error, batch)
+            if not isinstance(answer, dict):
+                return answer
+            arguments = answer
+    else:
+        answer = _arguments(index, call, found, batch)
+        if not isinstance(answer, dict):
+            return answer
+        arguments = answer
+    plan = found._plan
+    if plan.external:
         return _defer(index, call, "external", {}, batch)
-    if found.policy.access.approval_required and not batch.env.is_call_approved(call.id):
+    if plan.gated and not batch.env.is_call_approved(call.id):
         return _defer(index, call, "approval", {}, batch)
     return Admitted(index, call, found, arguments)
 
 
 def _limits(call: ToolCall, batch: _Batch) -> ToolMessage | None:
-    if batch.cancelled():
+    if batch.cancelled is not None and batch.cancelled():
         return error_message(call, "Tool call not run: the batch was cancelled.", "interrupted")
-    if batch.expired():
+    if batch.expired is not None and batch.expired():
         return error_message(call, "Tool call not run: the batch's deadline passed.", "interrupted")
     if batch.over_budget():
         limit = batch.env.policy.max_tool_calls
@@ -466,9 +509,17 @@ def _arguments(
             raise ToolArgumentsError(tool.name, call.invalid, malformed=True)
         return tool.validate(call.arguments)
     except ToolArgumentsError as error:
-        if error.malformed:
-            return _repaired(index, call, tool, error, batch)
-        return _invalid(index, call, tool, error, call.arguments, batch)
+        return _refused(index, call, tool, error, batch)
+
+
+def _refused(
+    index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, batch: _Batch
+) -> dict[str, object] | Answered | Abort:
+    """Malformed text is repaired or answered; well-formed arguments that break the
+    schema meet the invalid-args policy."""
+    if error.malformed:
+        return _repaired(index, call, tool, error, batch)
+    return _invalid(index, call, tool, error, call.arguments, batch)
 
 
 def _invalid_event(

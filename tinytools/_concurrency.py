@@ -153,7 +153,7 @@ async def _settle(run: Run, item: Admitted, deadline: float | None) -> None:
 async def execute(run: Run, deadline: float | None) -> Stop | None:
     """Run the admitted calls under the batch's deadline (on ``anyio.current_time``'s
     clock) and cancellation; why calls were cut off, or None when none was."""
-    admitted = run.admitted()
+    admitted = run.admitted
     cancellation = run.cancellation
     if cancellation is None and deadline is None:
         # Nothing can stop the batch from outside: no batch scope, no loop token.
@@ -176,7 +176,7 @@ async def execute(run: Run, deadline: float | None) -> Stop | None:
                 forget()
     if cancellation is not None and cancellation.cancelled:
         return _after(run, Stop.CANCELLED)
-    if run.stopped():
+    if run.halted:
         return _after(run, Stop.ABORTED)
     if scope.cancel_called or (deadline is not None and current_time() >= deadline):
         return _after(run, Stop.DEADLINE)
@@ -184,7 +184,7 @@ async def execute(run: Run, deadline: float | None) -> Stop | None:
 
 
 def _after(run: Run, stop: Stop | None) -> Stop | None:
-    if stop is None and run.stopped():
+    if stop is None and run.halted:
         stop = Stop.ABORTED
     if stop is not None:
         run.interrupt(stop)
@@ -220,7 +220,7 @@ def _halted(run: Run, deadline: float | None) -> bool:
     by the loop, so the flags are read before each call)."""
     cancellation = run.cancellation
     return (
-        run.stopped()
+        run.halted
         or (cancellation is not None and cancellation.cancelled)
         or (deadline is not None and current_time() >= deadline)
     )
@@ -235,7 +235,7 @@ async def _worker(
             stop()
             return
         await _settle(run, item, deadline)
-        if run.stopped():
+        if run.halted:
             stop()
             return
 

@@ -22,10 +22,11 @@ admission refused runs; no tool runs on arguments that failed its schema.
 from __future__ import annotations
 
 import inspect
+import operator
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 
-from ._admit import Abort, Resolved, admit_batch, admit_batch_async
+from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
@@ -71,7 +72,7 @@ def _stack(middleware: Iterable[object] | Stack) -> Stack:
     items = middleware if type(middleware) is tuple else tuple(middleware)
     key = tuple(map(id, items))
     known = _STACKS.get(key)
-    if known is not None and all(a is b for a, b in zip(known[0], items, strict=True)):
+    if known is not None and all(map(operator.is_, known[0], items)):
         return known[1]
     stack = compose(items)
     if len(_STACKS) >= _REMEMBERED:
@@ -120,26 +121,24 @@ def _prepare(
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
     if type(policy) is not RunPolicy and not isinstance(policy, RunPolicy):
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
-    env = DispatchEnv(_registry(tools), policy, context, advertised)
-    return Run(batch, env, _stack(middleware), on_event, artifacts, ledger, approvals, cancellation)
+    registry = tools if type(tools) is Registry else _registry(tools)
+    stack = _NO_MIDDLEWARE if middleware == () else _stack(middleware)
+    env = DispatchEnv(registry, policy, context, advertised)
+    return Run(batch, env, stack, on_event, artifacts, ledger, approvals, cancellation)
 
 
 # --- admit and begin -------------------------------------------------------------------
 
 
-def _expiry(deadline: float | None, clock: Callable[[], float]) -> Callable[[], bool]:
+def _expiry(deadline: float | None, clock: Callable[[], float]) -> Callable[[], bool] | None:
     if deadline is None:
-        return _never
+        return None
     return lambda: clock() >= deadline
 
 
-def _never() -> bool:
-    return False
-
-
-def _cancelled(run: Run) -> Callable[[], bool]:
+def _cancelled(run: Run) -> Callable[[], bool] | None:
     cancellation = run.cancellation
-    return _never if cancellation is None else (lambda: cancellation.cancelled)
+    return None if cancellation is None else (lambda: cancellation.cancelled)
 
 
 def _abort_for(run: Run, error: Exception) -> DispatchAborted:
@@ -150,50 +149,71 @@ def _abort_for(run: Run, error: Exception) -> DispatchAborted:
     return aborted
 
 
-def _begin(run: Run) -> None:
+def _begin(run: Run) -> bool:
     """After admission: abort on a ``Fail`` verdict; answer resolved calls; check
-    injections; write the ledger's started rows — all before any tool runs.
+    injections; write the ledger's started rows — all before any tool runs. Returns
+    whether ``dispatch_sync`` needs an event loop for the batch's execution.
 
     Raises:
         DispatchAborted: A ``Fail`` policy fired, or a hook or host callback raised.
         ToolDefinitionError: An admitted tool's injection cannot be satisfied.
     """
+    verdicts = run.verdicts
     if run.resume is not None:  # a decision for another call under a batch id re-defers it
         present = {call.id for call in run.calls}
         for call_id in run.resume.unmatched(run.calls):
             if call_id not in present:
                 run.emit(Custom(call_id=call_id, name="unmatched_decision", data=_UNMATCHED))
-    admitted = run.admitted()
-    if len(admitted) != len(run.verdicts):
-        for verdict in run.verdicts:
+    admitted = [v for v in verdicts if type(v) is Admitted]
+    run.admitted = admitted
+    if len(admitted) != len(verdicts):
+        for verdict in verdicts:
             if type(verdict) is Abort:
                 raise run.abort(verdict.reason)
-        for verdict in run.verdicts:
+        for verdict in verdicts:
             if type(verdict) is Resolved:
                 run.resolved(verdict)
-    injecting = [item.tool for item in admitted if item.tool._plan.injections]
+    run_timeout = run.env.policy.tool_timeout
+    threaded = 0
+    needs_loop = run.sink is not None and run.sink.is_async
+    injecting = None
+    for item in admitted:
+        plan = item.tool._plan
+        if plan.is_async:
+            needs_loop = True
+        elif plan.blocking or plan.timeout is not None or run_timeout is not None:
+            threaded += 1
+        if plan.injections:
+            injecting = [*(injecting or ()), item.tool]
     if injecting:
         check_context(injecting, run.env.context)
-    ledger = run.ledger
-    if ledger is not None:
-        run_id = run.env.context.run_id
-        try:
-            for item in admitted:
-                redactor = item.tool._plan.redactor
-                arguments = item.arguments
-                if redactor is not None:
-                    arguments = redactor.arguments(arguments)[0]
-                ledger.started(run_id, item.call.id, item.tool.name, arguments)
-        except Exception as error:
-            run.fail(HostFailed("the effect ledger's started()", error))
-    failure = run.failed()
+    if run.ledger is not None:
+        _started(run, admitted)
+    failure = run.failure
     if failure is not None:
         raise _abort_for(run, failure)
+    return needs_loop or (threaded > 1 and run.env.policy.max_concurrency > 1)
+
+
+def _started(run: Run, admitted: list[Admitted]) -> None:
+    """The ledger's started rows, before any tool of the batch runs."""
+    ledger = run.ledger
+    assert ledger is not None
+    run_id = run.env.context.run_id
+    try:
+        for item in admitted:
+            redactor = item.tool._plan.redactor
+            arguments = item.arguments
+            if redactor is not None:
+                arguments = redactor.arguments(arguments)[0]
+            ledger.started(run_id, item.call.id, item.tool.name, arguments)
+    except Exception as error:
+        run.fail(HostFailed("the effect ledger's started()", error))
 
 
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:
     """The result, or the abort a fatal call or a failed hook/callback calls for."""
-    failure = run.failed()
+    failure = run.failure
     if failure is not None:
         raise _abort_for(run, failure)
     if run.fatal is not None:
@@ -204,47 +224,16 @@ def _finished(run: Run, stop: Stop | None) -> DispatchResult:
 # --- dispatch_sync ---------------------------------------------------------------------
 
 
-def _admit_sync(run: Run, expired: Callable[[], bool], used: int) -> int:
-    try:
-        run.verdicts, used = admit_batch(
-            run.calls,
-            run.env,
-            run.stack,
-            run.emit,
-            cancelled=_cancelled(run),
-            expired=expired,
-            resume=run.resume,
-            used=used,
-        )
-    except HookFailed as failed:
-        raise _abort_for(run, failed) from failed.error
-    return used
-
-
-def _needs_loop(run: Run) -> bool:
-    if run.sink is not None and run.sink.is_async:
-        return True
-    policy = run.env.policy
-    threaded = 0
-    for item in run.admitted():
-        plan = item.tool._plan
-        if plan.is_async:
-            return True
-        if plan.threaded(plan.timeout_under(policy.tool_timeout)):
-            threaded += 1
-    return threaded > 1 and policy.max_concurrency > 1
-
-
 def _execute_inline(run: Run, deadline: float | None) -> Stop | None:
     """Run every admitted (synchronous) call on this thread, in order; why any stopped."""
     cancellation = run.cancellation
-    for item in run.admitted():
+    for item in run.admitted:
         if cancellation is not None and cancellation.cancelled:
             return Stop.CANCELLED
         if deadline is not None and time.monotonic() >= deadline:
             return Stop.DEADLINE
         run.finish(item, run_inline(run, item, deadline))
-        if run.stopped():
+        if run.halted:
             return Stop.ABORTED
     return None
 
@@ -263,9 +252,20 @@ async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
 
 
 def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchResult, int]:
-    used = _admit_sync(run, _expiry(deadline, time.monotonic), used)
-    _begin(run)
-    if _needs_loop(run):
+    try:
+        run.verdicts, used = admit_batch(
+            run.calls,
+            run.env,
+            run.stack,
+            run.emit,
+            cancelled=None if run.cancellation is None else _cancelled(run),
+            expired=None if deadline is None else _expiry(deadline, time.monotonic),
+            resume=run.resume,
+            used=used,
+        )
+    except HookFailed as failed:
+        raise _abort_for(run, failed) from failed.error
+    if _begin(run):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         stop = event_loop().run_until_complete(_on_loop(run, remaining))
     else:

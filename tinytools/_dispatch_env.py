@@ -39,7 +39,7 @@ class DispatchEnv:
             grows as admission goes on.
     """
 
-    __slots__ = ("_context", "advertised", "approved", "policy", "tools")
+    __slots__ = ("_context", "_open", "_tools", "advertised", "approved", "policy", "tools")
 
     def __init__(
         self,
@@ -51,8 +51,11 @@ class DispatchEnv:
         self.tools = tools
         self.policy = policy
         self._context = context
-        self.advertised = advertised_names(advertised)
+        self.advertised = None if advertised is None else advertised_names(advertised)
         self.approved: set[str] = set()
+        # No allow-list and no advertised set: a lookup is the registry's and the exposure.
+        self._open = policy.allowlist is None and advertised is None
+        self._tools = tools._tools
 
     @property
     def context(self) -> Context:
@@ -68,8 +71,12 @@ class DispatchEnv:
 
     def lookup(self, name: str) -> AnyTool | None:
         """The tool ``name`` names, when the model may call it this turn (fail closed)."""
-        tool = self.tools.get(name)
-        if tool is None or tool.exposure is Exposure.Hidden:
+        tool = self._tools.get(name)
+        if tool is None:
+            return None
+        if self._open:
+            return tool if tool.exposure is Exposure.Direct else None
+        if tool.exposure is Exposure.Hidden:
             return None
         allowlist = self.policy.allowlist
         if allowlist is not None and not self.policy.allows(name):

@@ -199,10 +199,13 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
     plan = item.tool._plan
     fn = plan.fn
     assert fn is not None
-    timeout = plan.timeout_under(run.env.policy.tool_timeout)
-    handle = Cancellation() if plan.injections or timeout is not None else UNSEEN
-    kwargs = kwargs_for(run, item, handle, deadline)
-    threaded = plan.threaded(timeout)
+    timeout = plan.timeout or run.env.policy.tool_timeout
+    threaded = plan.blocking or timeout is not None
+    if threaded or plan.injections:
+        handle = Cancellation()
+        kwargs = kwargs_for(run, item, handle, deadline)
+    else:  # nothing can see the handle or the injected values: none are made
+        handle, kwargs = UNSEEN, item.arguments
     run.start(item)
     attempt = 0
     while True:

@@ -175,10 +175,25 @@ def fold(
         HookFailed: An ``after_tool`` hook raised (dispatch aborts).
     """
     kind = type(outcome)
-    if kind is not Failed and kind is not Fatal and not afters and kind is not ToolResult:
-        plain = _plain(call, name, limit, outcome)
-        if plain is not None:
-            return plain
+    if not afters and kind is not Failed and kind is not Fatal and kind is not ToolResult:
+        # A plain return value no hook sees: its message directly, no ToolResult made.
+        output = None
+        if kind is str:
+            content: str | None = outcome  # type: ignore[assignment]
+        elif isinstance(outcome, str):  # a str subclass (a str Enum): its string value
+            content = str.__str__(outcome)
+        else:
+            try:
+                content = return_text(outcome)
+            except (TypeError, ValueError):
+                content = None  # the full fold answers it as the error it is
+            if outcome is not None:
+                output = ToolOutput(outcome, ())
+        if content is not None:
+            if limit is not None:
+                content = truncate(content, limit)
+            message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
+            return message, ToolCompleted(call_id=call.id, tool_name=name, metadata={}), (), None
     if kind is Failed or kind is Fatal:
         result = ToolResult.error(outcome.message)  # type: ignore[attr-defined]
         status: MessageStatus = outcome.status if kind is Failed else "error"  # type: ignore[attr-defined]
@@ -201,24 +216,6 @@ def fold(
             TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}"),
         )
     return _from_result(call, name, limit, result, status, outcome, store, run_id)
-
-
-def _plain(call: ToolCall, name: str, limit: int | None, value: object) -> Folded | None:
-    """The fold of a plain return value with no hook to see it; None when it needs wrapping."""
-    if type(value) is str:
-        content, output = value, None
-    elif isinstance(value, str):  # a str subclass (a str Enum): its string value
-        content, output = str.__str__(value), None
-    else:
-        try:
-            content = return_text(value)
-        except (TypeError, ValueError):
-            return None  # the full fold answers it as the error it is
-        output = None if value is None else ToolOutput(value, ())
-    if limit is not None:
-        content = truncate(content, limit)
-    message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
-    return message, ToolCompleted(call_id=call.id, tool_name=name, metadata={}), (), None
 
 
 def _from_result(

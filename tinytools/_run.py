@@ -58,6 +58,23 @@ class HostFailed(Exception):
         super().__init__(f"{where} raised {error!r}")
 
 
+_HANDLERS: dict[int, tuple[object, bool]] = {}
+
+
+def _is_async_handler(handler: object) -> bool:
+    """Whether ``on_event`` returns awaitables (remembered per handler object: most hosts
+    pass the same handler to every dispatch; a bounded memo, which changes nothing but
+    speed)."""
+    known = _HANDLERS.get(id(handler))
+    if known is not None and known[0] is handler:
+        return known[1]
+    answer = is_async_function(handler)
+    if len(_HANDLERS) >= 64:
+        _HANDLERS.pop(next(iter(_HANDLERS)))
+    _HANDLERS[id(handler)] = (handler, answer)
+    return answer
+
+
 def _name(fn: object) -> str:
     return str(getattr(fn, "__name__", None) or repr(fn))
 
@@ -67,19 +84,19 @@ class Sink:
 
     No lock is held while the handler runs (a handler may cancel the batch, or be
     called from a tool's worker thread). An exception from the handler does not
-    unwind the stage that emitted the event: the first one is kept in
-    :attr:`failure`, and dispatch aborts the batch at the next stage boundary, with
-    every call answered.
+    unwind the stage that emitted the event: the first one is kept as the run's
+    failure, and dispatch aborts the batch at the next stage boundary, with every call
+    answered.
     """
 
-    __slots__ = ("_handler", "events", "failure", "is_async", "pending")
+    __slots__ = ("_handler", "_run", "events", "is_async", "pending")
 
-    def __init__(self, events: list[Event], on_event: EventHandler) -> None:
-        self.events = events
+    def __init__(self, run: Run, on_event: EventHandler) -> None:
+        self._run = run
+        self.events = run.events
         self._handler = on_event
-        self.is_async = is_async_function(on_event)
+        self.is_async = _is_async_handler(on_event)
         self.pending: deque[Event] = deque()
-        self.failure: HostFailed | None = None
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
@@ -89,8 +106,7 @@ class Sink:
         try:
             self._handler(event)
         except Exception as error:
-            if self.failure is None:
-                self.failure = HostFailed(f"the on_event handler {_name(self._handler)}", error)
+            self._run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
 
     async def flush(self) -> None:
         """Await the async handler for every event waiting for it, in order."""
@@ -100,14 +116,14 @@ class Sink:
             try:
                 await self._handler(event)  # type: ignore[misc]
             except Exception as error:
-                if self.failure is None:
-                    self.failure = HostFailed(f"the on_event handler {_name(self._handler)}", error)
+                self._run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
 
 
 class Run:
     """One dispatch's state, filled as the batch goes through the stages."""
 
     __slots__ = (
+        "admitted",
         "answers",
         "calls",
         "cancellation",
@@ -117,6 +133,7 @@ class Run:
         "failure",
         "fatal",
         "follow_ups",
+        "halted",
         "ledger",
         "metadata",
         "postponed",
@@ -143,7 +160,10 @@ class Run:
         self.env = env
         self.stack = stack
         self.events: list[Event] = []
-        self.sink = None if on_event is None else Sink(self.events, on_event)
+        self.failure: Exception | None = None  # a hook or host callback that raised
+        self.fatal: str | None = None
+        self.halted = False  # fatal or failed: no further call may start
+        self.sink = None if on_event is None else Sink(self, on_event)
         self.emit: Callable[[Event], None] = (
             self.events.append if self.sink is None else self.sink.emit
         )
@@ -152,36 +172,20 @@ class Run:
         self.resume = resume
         self.cancellation = cancellation
         self.verdicts: list[Verdict] = []
+        self.admitted: list[Admitted] = []  # the Admitted verdicts, once admission is done
         self.answers: dict[int, ToolMessage] = {}
         self.postponed: dict[int, Postponed] = {}
         self.follow_ups: list[FollowUp] = []
         self.metadata: dict[str, dict[str, object]] = {}
         self.started: set[int] = set()
-        self.fatal: str | None = None
-        self.failure: Exception | None = None  # a hook or host callback that raised
 
     # --- what the stages ask ------------------------------------------------------
 
-    def admitted(self) -> list[Admitted]:
-        return [v for v in self.verdicts if type(v) is Admitted]
-
-    def failed(self) -> Exception | None:
-        """The first hook or host callback that raised, if any (the batch must abort)."""
-        if self.failure is None and self.sink is not None:
-            return self.sink.failure
-        return self.failure
-
     def fail(self, error: Exception) -> None:
+        """Record the first hook or host callback that raised: the batch must abort."""
         if self.failure is None:
             self.failure = error
-
-    def stopped(self) -> bool:
-        """Whether the batch must not start another call (fatal, or a callback failed)."""
-        return (
-            self.fatal is not None
-            or self.failure is not None
-            or (self.sink is not None and self.sink.failure is not None)
-        )
+        self.halted = True
 
     # --- one call -----------------------------------------------------------------
 
@@ -223,6 +227,7 @@ class Run:
         self._answer(item.index, call, message, event, follow_up, metadata)
         if type(outcome) is Fatal and self.fatal is None:
             self.fatal = outcome.message
+            self.halted = True
 
     def resolved(self, verdict: Resolved) -> None:
         """A denied or host-answered call (on resume): answered like any other, never run."""
@@ -289,7 +294,7 @@ class Run:
     def interrupt(self, stop: Stop) -> None:
         """Answer started-but-unfinished calls as interrupted (their events included)."""
         text = f"Tool call interrupted: the batch was {stop.value}."
-        for item in self.admitted():
+        for item in self.admitted:
             index = item.index
             if index in self.started and index not in self.answers and index not in self.postponed:
                 self.finish(item, Failed("Cancelled", text, status="interrupted"))
