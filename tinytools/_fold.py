@@ -129,11 +129,12 @@ def _escape_start(text: str) -> int | None:
 
 
 def truncate(text: str, limit: int | None) -> str:
-    """``text`` cut to ``limit`` UTF-8 bytes, marker included.
+    """``text`` cut to ``limit`` UTF-8 bytes, marker included: never longer.
 
-    The cut falls on a character boundary and never inside a backslash
-    escape (``\\"``, ``\\u00e9``), so JSON text stays readable; the marker
-    says how much was kept.
+    Below about 45 bytes the full marker does not fit: a shorter one is used
+    (``\\n[truncated]``, then ``…``), and below 3 bytes none. The cut falls
+    on a character boundary and never inside a backslash escape (``\\"``,
+    ``\\u00e9``), so JSON text stays readable; the marker says how much was kept.
     """
     if limit is None or len(text) * 4 <= limit:  # UTF-8 takes at most 4 bytes a character
         return text
@@ -142,12 +143,19 @@ def truncate(text: str, limit: int | None) -> str:
     if len(data) <= limit:
         return text
     marker = f"\n[truncated: {len(data)} bytes, showing the first {{}}]"
+    if len(marker.format(limit)) > limit:  # a tiny limit: a short marker, or none at all
+        marker = next((m for m in _SHORT_MARKERS if len(m.encode()) <= limit), "")
     keep = max(0, limit - len(marker.format(limit).encode()))
     kept = data[:keep].decode("utf-8", "ignore")
     cut = _escape_start(kept)
     if cut is not None:
         kept = kept[:cut]
     return kept + marker.format(len(kept.encode()))
+
+
+#: Markers for limits too small for the full one, longest first (the limit is a limit:
+#: below 3 bytes the content is only cut).
+_SHORT_MARKERS = ("\n[truncated]", "…")
 
 
 def _persist(
