@@ -167,7 +167,7 @@ class TestUnknownTools:
         [message] = result.messages
         assert message.is_error
         assert f"Unknown tool `{name}`" in message.content
-        assert "`admin`" not in message.content.split("Available tools:")[1]
+        assert "`admin`" not in message.content.split("vailable tools:")[1]
         assert [] == ran
         assert [
             UnknownToolCall(

@@ -29,6 +29,7 @@ from tinytools import (
     ToolCall,
     ToolPolicy,
     ToolResult,
+    after_tool,
     dispatch,
     dispatch_sync,
     tool,
@@ -516,6 +517,20 @@ class TestWorkers:
 
         with pytest.raises(RuntimeError, match=r"await tinytools\.dispatch"):
             asyncio.run(main())
+
+
+class TestReturnedText:
+    @pytest.mark.parametrize("hooked", [False, True])
+    def test_a_lone_surrogate_in_returned_text_still_encodes(self, hooked: bool) -> None:
+        @tool
+        def broken_text() -> str:
+            """Return text holding a lone surrogate."""
+            return "ok \udc80 end"
+
+        middleware = [after_tool(lambda c, r, e: r)] if hooked else []
+        result = dispatch_sync([call("b", "broken_text", {})], [broken_text], middleware=middleware)
+        assert result.messages[0].content == "ok \\udc80 end"
+        msgspec.json.encode(result)
 
 
 class TestToolSpec:

@@ -29,18 +29,18 @@ decision bound to another call is :class:`Deferred` again for approval.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from typing import Literal, TypeAlias
 
 import msgspec
 
-from . import repair
+from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
 from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
-from ._validate import preview
+from ._validate import json_text, preview, printable
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult
 from .errors import ToolArgumentsError
 from .events import (
@@ -473,26 +473,90 @@ def _resolve(
         name, tool = found
         if name == call.name:
             return call, tool
-        batch.emit(_unknown(call, f"rewrite:{name}"))
+        batch.emit(_unknown(call, f"rewrite:{name}", batch.env, tool))
         return msgspec.structs.replace(call, name=name), tool
     policy = batch.env.policy.unknown_tool
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
-    batch.emit(_unknown(call, recovery))
-    names = ", ".join(f"`{n}`" for n in sorted(batch.env.callable)) or "none"
-    received = preview(call.arguments, 200, raw_text=True)
+    event = _unknown(call, recovery, batch.env)
+    batch.emit(event)
+    # Named by what the model may call this turn, at most a handful (never the whole
+    # registry); the arguments as the event shows them (redacted when a registered
+    # tool the name reaches redacts).
+    requested = preview(call.name, 80, raw_text=True)
+    names, complete = _suggestions(call.name, batch.env)
+    listed = ", ".join(f"`{n}`" for n in names)
+    if complete:
+        hint = f"Available tools: {listed or 'none'}."
+    else:
+        hint = f"Closest available tools: {listed or 'none with a similar name'}."
+    received = preview(event.arguments, 200, raw_text=True)
     text = (
-        f"Unknown tool `{call.name}`: no tool of that name can be called this turn. "
-        f"Available tools: {names}. Arguments received: {received}."
+        f"Unknown tool `{requested}`: no tool of that name can be called this turn. "
+        f"{hint} Arguments received: {received}."
     )
+    answer = error_message(msgspec.structs.replace(call, name=printable(call.name)), text)
     if recovery == "fail":
-        return Abort(index, error_message(call, text), f"unknown tool {call.name!r}")
-    return Answered(index, error_message(call, text))
+        return Abort(index, answer, f"unknown tool {requested!r}")
+    return Answered(index, answer)
 
 
-def _unknown(call: ToolCall, recovery: str) -> UnknownToolCall:
-    return UnknownToolCall(
-        call_id=call.id, requested_name=call.name, arguments=call.arguments, recovery=recovery
+def _suggestions(name: str, env: DispatchEnv) -> tuple[list[str], bool]:
+    """The names the message offers, and whether they are every callable name.
+
+    At most ``_suggest.LIMIT`` names (never the whole registry): when the model may
+    call no more than that many, all of them; otherwise the closest few, from the
+    registry's index (see ``_suggest``). ``env.callable`` is never built here.
+    """
+    few = [c for c in (env.advertised, env.policy.allowlist) if c is not None]
+    among = min(few, key=len) if few else None
+    universe = among if among is not None else env.tools.keys()
+    if len(universe) <= _suggest.LIMIT:
+        index = env.tools.name_index()
+        every = [n for n in env.tools if n in universe and env.lookup(n) is not None]
+        first = [n for n in index.variants(name) if n in every]
+        return first + sorted(n for n in every if n not in first), True
+    suggested = env.tools.name_index().suggest(
+        name, lambda n: env.lookup(n) is not None, among=among
     )
+    return suggested, False
+
+
+def _unknown(
+    call: ToolCall, recovery: str, env: DispatchEnv, target: AnyTool | None = None
+) -> UnknownToolCall:
+    """The event for an unknown call: arguments verbatim, but never a secret.
+
+    When the requested name reaches registered tools (exactly, or but for case,
+    whitespace and ``-``/``_``) or the call is rewritten to ``target``, their
+    redaction applies; arguments JSON cannot carry are shown as printable text.
+    """
+    paths = [p for t in _reached(call.name, env, target) for p in t.policy.redact]
+    arguments: dict[str, object] | str = call.arguments
+    if paths:
+        arguments = Redactor(tuple(paths)).raw(call.arguments)[0]
+    return UnknownToolCall(
+        call_id=call.id,
+        requested_name=printable(call.name),
+        arguments=_encodable(arguments),
+        recovery=recovery,
+    )
+
+
+def _reached(name: str, env: DispatchEnv, target: AnyTool | None) -> list[AnyTool]:
+    names = {name, *env.tools.name_index().variants(name)}
+    reached = [env.tools[n] for n in names if n in env.tools]
+    return [*reached, target] if target is not None else reached
+
+
+def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:
+    """``arguments`` as they are when JSON can carry them, else as printable text."""
+    try:
+        msgspec.json.encode(arguments)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        if isinstance(arguments, str):
+            return printable(arguments)
+        return printable(json_text(arguments))
+    return arguments
 
 
 def _arguments(
@@ -522,45 +586,65 @@ def _refused(
     return _invalid(index, call, tool, error, call.arguments, batch)
 
 
+def _secrets(
+    redactor: Redactor, call: ToolCall, value: object
+) -> tuple[dict[str, object] | str, list[object]]:
+    """The call's arguments redacted, and every secret in them or in ``value``.
+
+    ``value`` is what was validated in the end (repaired or normalised arguments):
+    its secrets are scrubbed too, whatever the raw text looked like.
+    """
+    arguments, secrets = redactor.raw(call.arguments)
+    if isinstance(value, Mapping):
+        secrets += redactor.arguments(value)[1]
+    elif isinstance(value, str) and value is not call.arguments:
+        secrets += redactor.raw(value)[1]
+    return arguments, secrets
+
+
 def _invalid_event(
-    call: ToolCall, tool: AnyTool, error: ToolArgumentsError, recovery: str
+    call: ToolCall, tool: AnyTool, error: ToolArgumentsError, recovery: str, value: object = None
 ) -> Event:
     arguments, text = call.arguments, str(error)
     if tool.policy.redact:
         redactor = Redactor(tool.policy.redact)
-        arguments, secrets = redactor.raw(call.arguments)
+        arguments, secrets = _secrets(redactor, call, value)
         text = redactor.scrub(text, secrets)
     return InvalidToolArgs(
         call_id=call.id,
         tool_name=tool.name,
-        arguments=arguments,
-        error=text,
+        arguments=_encodable(arguments),
+        error=printable(text),
         recovery=recovery,
     )
 
 
-def _error_answer(index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError) -> Answered:
+def _error_answer(
+    index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, value: object = None
+) -> Answered:
     """The model's answer for bad arguments: the error and the schema (secrets scrubbed)."""
     text = _with_schema(str(error), tool)
     if tool.policy.redact:
         redactor = Redactor(tool.policy.redact)
-        text = redactor.scrub(text, redactor.raw(call.arguments)[1])
-    return Answered(index, error_message(call, text))
+        text = redactor.scrub(text, _secrets(redactor, call, value)[1])
+    return Answered(index, error_message(call, printable(text)))
 
 
 def _repaired(
     index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, batch: _Batch
 ) -> dict[str, object] | Answered | Abort:
-    """Relaxed repair of malformed JSON, else the always-on parse-error answer."""
-    fixed = (
-        repair.repair_relaxed_object(call.arguments) if isinstance(call.arguments, str) else None
-    )
+    """Relaxed repair of malformed JSON, else the always-on parse-error answer.
+
+    The repaired text is validated as text, so a repeated field is refused as on
+    every other route; its secrets are scrubbed from the event and the message.
+    """
+    fixed = repair.repair_relaxed_text(call.arguments) if isinstance(call.arguments, str) else None
     if fixed is None:
         batch.emit(_invalid_event(call, tool, error, "tool_error"))
         return _error_answer(index, call, tool, error)
-    batch.emit(_invalid_event(call, tool, error, "repaired"))
+    batch.emit(_invalid_event(call, tool, error, "repaired", fixed.value))
     try:
-        return tool.validate(fixed.value)
+        return tool.validate(fixed.text)
     except ToolArgumentsError as schema_error:
         return _invalid(index, call, tool, schema_error, fixed.value, batch)
 
@@ -579,14 +663,14 @@ def _invalid(
         decoded = msgspec.json.decode(value) if isinstance(value, (str, bytes)) else value
         normalized = repair.normalize_arguments(decoded, tool.parameters)
         if normalized is not None:
-            batch.emit(_invalid_event(call, tool, error, "normalized"))
+            batch.emit(_invalid_event(call, tool, error, "normalized", normalized.value))
             try:
                 return tool.validate(normalized.value)
             except ToolArgumentsError as still:
                 error = still
     if isinstance(policy, Fail):
-        batch.emit(_invalid_event(call, tool, error, "fail"))
-        answer = _error_answer(index, call, tool, error)
+        batch.emit(_invalid_event(call, tool, error, "fail", value))
+        answer = _error_answer(index, call, tool, error, value)
         return Abort(index, answer.message, f"invalid arguments for tool `{tool.name}`")
-    batch.emit(_invalid_event(call, tool, error, "tool_error"))
-    return _error_answer(index, call, tool, error)
+    batch.emit(_invalid_event(call, tool, error, "tool_error", value))
+    return _error_answer(index, call, tool, error, value)

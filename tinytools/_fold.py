@@ -9,8 +9,10 @@ output). Otherwise the value is wrapped as a ``ToolResult``, after-middleware
 rewrites it, artifacts are persisted, and content blocks become the text the model
 reads. Either way the content is cut to the byte limit with a visible marker.
 
-A return value that cannot be answered (not JSON-encodable, a malformed
-``ToolResult``) is an error message for that call, never an abort.
+A return value that cannot be answered (not JSON-encodable, holding NaN, a
+malformed ``ToolResult``) is an error message for that call, never an abort; a
+lone surrogate in returned text is written as its escape (``\udc80``), so every
+message encodes.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import msgspec
 
 from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput
 from ._middleware import After, HookFailed
+from ._validate import printable
 from ._wire import (
     Artifact,
     ContentBlock,
@@ -120,11 +123,12 @@ def _escape_start(text: str) -> int | None:
 
 
 def truncate(text: str, limit: int | None) -> str:
-    """``text`` cut to ``limit`` UTF-8 bytes, marker included.
+    """``text`` cut to ``limit`` UTF-8 bytes, marker included: never longer.
 
-    The cut falls on a character boundary and never inside a backslash
-    escape (``\\"``, ``\\u00e9``), so JSON text stays readable; the marker
-    says how much was kept.
+    Below about 45 bytes the full marker does not fit: a shorter one is used
+    (``\\n[truncated]``, then ``…``), and below 3 bytes none. The cut falls
+    on a character boundary and never inside a backslash escape (``\\"``,
+    ``\\u00e9``), so JSON text stays readable; the marker says how much was kept.
     """
     if limit is None or len(text) * 4 <= limit:  # UTF-8 takes at most 4 bytes a character
         return text
@@ -133,12 +137,19 @@ def truncate(text: str, limit: int | None) -> str:
     if len(data) <= limit:
         return text
     marker = f"\n[truncated: {len(data)} bytes, showing the first {{}}]"
+    if len(marker.format(limit)) > limit:  # a tiny limit: a short marker, or none at all
+        marker = next((m for m in _SHORT_MARKERS if len(m.encode()) <= limit), "")
     keep = max(0, limit - len(marker.format(limit).encode()))
     kept = data[:keep].decode("utf-8", "ignore")
     cut = _escape_start(kept)
     if cut is not None:
         kept = kept[:cut]
     return kept + marker.format(len(kept.encode()))
+
+
+#: Markers for limits too small for the full one, longest first (the limit is a limit:
+#: below 3 bytes the content is only cut).
+_SHORT_MARKERS = ("\n[truncated]", "…")
 
 
 def _persist(
@@ -180,8 +191,10 @@ def fold(
         output = None
         if kind is str:
             content: str | None = outcome  # type: ignore[assignment]
+            if not outcome.isascii():  # type: ignore[attr-defined]
+                content = printable(outcome)  # type: ignore[arg-type]
         elif isinstance(outcome, str):  # a str subclass (a str Enum): its string value
-            content = str.__str__(outcome)
+            content = printable(str.__str__(outcome))
         else:
             try:
                 content = return_text(outcome)
@@ -238,7 +251,7 @@ def _from_result(
     message = ToolMessage(
         tool_call_id=call.id,
         name=name,
-        content=truncate(render(result.content), limit),
+        content=truncate(printable(render(result.content)), limit),
         is_error=result.is_error or final != "ok",
         artifact=output,
         status=final,

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 
 from ._spec import Tool
+from ._suggest import NameIndex
 from ._tool_policy import ToolPolicy
 from .errors import ToolDefinitionError
 
@@ -30,9 +31,10 @@ class Registry(Mapping[str, AnyTool]):
             that is not a :class:`Tool`, at once.
     """
 
-    __slots__ = ("_tools",)
+    __slots__ = ("_name_index", "_tools")
 
     _tools: Mapping[str, AnyTool]
+    _name_index: NameIndex
 
     def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
         found: dict[str, AnyTool] = {}
@@ -95,6 +97,14 @@ class Registry(Mapping[str, AnyTool]):
         tool's ``policy`` as it resolves the call.)
         """
         return MappingProxyType({name: tool.policy for name, tool in self._tools.items()})
+
+    def name_index(self) -> NameIndex:
+        """The index that suggests names for unknown calls (built on first use, then kept)."""
+        try:
+            return self._name_index
+        except AttributeError:
+            object.__setattr__(self, "_name_index", NameIndex(self._tools))
+            return self._name_index
 
     def __repr__(self) -> str:
         return f"Registry({', '.join(self._tools)})"

@@ -19,8 +19,9 @@ an ``int`` is expected, on a slow path taken only after the fast one failed.
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
@@ -36,9 +37,12 @@ __all__ = [
     "Enforce",
     "SchemaValidator",
     "StructValidator",
+    "json_problem",
     "json_type",
-    "preview",
     "local_schema",
+    "preview",
+    "printable",
+    "text_problem",
 ]
 
 #: What a caller may hand to ``validate``: decoded arguments or raw JSON text.
@@ -91,6 +95,62 @@ def _integral_floats_to_int(value: object) -> object:
     return root
 
 
+class _Refused(msgspec.ValidationError):
+    """Well-formed JSON that JSON itself cannot mean unambiguously (a repeated field).
+
+    A ``ValidationError`` so every caller of a decoder that catches msgspec's errors
+    (``Tool.validate``'s hot path, the fast path) falls back to the full validator,
+    which turns it into the ``ToolArgumentsError`` it describes.
+    """
+
+    def __init__(self, path: str, detail: str) -> None:
+        super().__init__(detail)
+        self.path = path
+        self.detail = detail
+
+
+def _struct_decoder(struct: type[msgspec.Struct]) -> Callable[[str | bytes], msgspec.Struct]:
+    """msgspec's decoder for ``struct``, refusing objects that repeat a field.
+
+    msgspec keeps the last of repeated keys, while a person (or an approver) reading
+    the text may see the first: the arguments are refused instead. Scanning every
+    text for repeats would double the cost of the hot path, so a cheap bound decides
+    when to look: each key is followed by one ``:``, so a text with no more colons
+    than the fields it certainly set holds no repeated key at any depth. A field
+    counts as set when it is required, or when its value is not the very object the
+    field's default is (a factory-made or copied default never counts).
+    """
+    decode = msgspec.json.Decoder(struct).decode
+    fields, defaults = struct.__struct_fields__, struct.__struct_defaults__
+    required = len(fields) - len(defaults)
+    optional = tuple(
+        (name, default)
+        for name, default in zip(fields[required:], defaults, strict=True)
+        if type(default).__name__ != "Factory" and not isinstance(default, (list, dict, set))
+    )
+
+    def checked(text: str | bytes) -> msgspec.Struct:
+        value = decode(text)
+        colons = text.count(":") if type(text) is str else text.count(b":")  # type: ignore[arg-type]
+        if colons > required:
+            present = required
+            for name, default in optional:
+                if getattr(value, name) is not default:
+                    present += 1
+            if colons > present:
+                _refuse_repeats(text)
+        return value
+
+    return checked
+
+
+def _refuse_repeats(text: str | bytes) -> None:
+    """Raise ``_Refused`` when ``text`` repeats a field (the exact, slow scan)."""
+    problem = text_problem(text)
+    if problem is not None:
+        raise _Refused(*problem)
+
+
 class StructValidator:
     """Validates and converts arguments through a generated msgspec ``Struct``."""
 
@@ -98,30 +158,35 @@ class StructValidator:
 
     def __init__(self, struct: type[msgspec.Struct]) -> None:
         self._struct = struct
-        #: Decode raw JSON straight into the Struct (raises msgspec's errors as they are).
-        self.decode = msgspec.json.Decoder(struct).decode
+        #: Decode raw JSON straight into the Struct (raises msgspec's errors as they are;
+        #: a repeated field raises a ``ValidationError`` too).
+        self.decode = _struct_decoder(struct)
 
     def validate(self, tool_name: str, arguments: Arguments) -> dict[str, object]:
         """The keyword arguments for the function, converted to the parameters' types.
 
         Raises:
             ToolArgumentsError: The arguments are not valid JSON (``malformed``) or
-                break the schema.
+                break the schema (repeated fields, numbers JSON has no text for and
+                lone surrogates included).
         """
         try:
             if isinstance(arguments, (str, bytes)):
                 value = self.decode(arguments)
             else:
+                _refuse_values(tool_name, arguments)
                 value = msgspec.convert(arguments, self._struct)
+        except _Refused as refused:
+            raise ToolArgumentsError(tool_name, refused.detail, path=refused.path) from None
         except msgspec.ValidationError as error:  # before DecodeError, its base class
             # The typed decoder reports the first ill-typed value before a syntax error
             # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all
             # is malformed, whatever its first value looked like.
-            decoded = (
-                _decode_json(tool_name, arguments)
-                if isinstance(arguments, (str, bytes))
-                else arguments
-            )
+            if isinstance(arguments, (str, bytes)):
+                decoded = _decode_json(tool_name, arguments)
+                _refuse_text(tool_name, arguments)  # a repeat before whichever value failed
+            else:
+                decoded = arguments
             value = self._retry(tool_name, decoded, error)
         except (msgspec.DecodeError, UnicodeError, RecursionError) as error:
             raise _not_json(tool_name, error) from None
@@ -140,11 +205,43 @@ class StructValidator:
 
 
 def _decode_json(tool_name: str, text: str | bytes) -> object:
-    """Raw text decoded as JSON, or the ``malformed`` error that says why it is not JSON."""
+    """Raw text decoded as JSON, or the ``malformed`` error that says why it is not JSON.
+
+    A number JSON text holds but no Python value can stand for (``1e999``, an
+    integer past 64 bits) is a schema error at its path, as for a typed tool.
+    """
     try:
         return msgspec.json.decode(text)
+    except msgspec.ValidationError as error:
+        problem = text_problem(text)
+        if problem is not None:
+            raise ToolArgumentsError(tool_name, problem[1], path=problem[0]) from None
+        raise _from_msgspec(tool_name, error) from None
     except (msgspec.DecodeError, UnicodeError, RecursionError) as error:
         raise _not_json(tool_name, error) from None
+
+
+def _refuse_text(tool_name: str, text: str | bytes) -> None:
+    """Raise the schema error for a repeated field (or an unreadable value) in ``text``."""
+    problem = text_problem(text)
+    if problem is not None:
+        raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
+
+
+def _refuse_values(tool_name: str, value: object) -> None:
+    """Raise the schema error for a decoded value JSON text cannot carry (see ``json_problem``).
+
+    A cheap gate first: msgspec encodes the value in C, failing on lone surrogates and
+    huge integers and writing ``null`` for NaN and infinities; only then is it walked.
+    """
+    try:
+        suspect = _encode(value).find(b"null") >= 0  # `in` costs more than find here
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        suspect = True
+    if suspect:
+        problem = json_problem(value)
+        if problem is not None:
+            raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
 
 
 def _not_json(
@@ -292,9 +389,15 @@ class SchemaValidator:
             ToolArgumentsError: The arguments are not valid JSON, not an
                 object, or break the schema.
         """
-        value = (
-            _decode_json(tool_name, arguments) if isinstance(arguments, (str, bytes)) else arguments
-        )
+        if isinstance(arguments, (str, bytes)):
+            value = _decode_json(tool_name, arguments)
+            if isinstance(value, dict) and (
+                arguments.count(":") if isinstance(arguments, str) else arguments.count(b":")
+            ) > len(value):
+                _refuse_text(tool_name, arguments)
+        else:
+            value = arguments
+            _refuse_values(tool_name, value)
         if not isinstance(value, Mapping):
             raise ToolArgumentsError(tool_name, f"Expected `object`, got `{json_type(value)}`")
         value = dict(value)
@@ -329,20 +432,83 @@ def json_type(value: object) -> str:
 
 
 def preview(value: object, limit: int = 60, *, raw_text: bool = False) -> str:
-    """``value`` as JSON text (``repr`` if it is not JSON), cut to ``limit`` characters.
+    """``value`` as JSON text, cut to ``limit`` characters; never raises.
 
-    With ``raw_text``, a string is shown as itself (raw arguments as the model sent them).
+    With ``raw_text``, a string is shown as itself (raw arguments as the model sent
+    them). Whatever the model sent — nesting deeper than Python recurses, integers
+    too long to print, lone surrogates — the preview is printable text.
     """
-    text = value if raw_text and isinstance(value, str) else json_text(value)
+    text = value if raw_text and isinstance(value, str) else json_text(value, limit)
+    text = printable(text if len(text) <= limit else text[: limit - 1] + "…")
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def json_text(value: object) -> str:
-    """Compact JSON text for ``value`` (its ``repr`` if it is not JSON)."""
+def json_text(value: object, limit: int | None = None) -> str:
+    """Compact JSON text for ``value``; never raises.
+
+    What msgspec cannot encode (a foreign object, a huge integer, a lone surrogate,
+    very deep nesting) is written by a bounded walk instead: a JSON-like text, stopped
+    once it passes ``limit`` characters, with placeholders for what has no text.
+    """
     try:
-        return msgspec.json.encode(value).decode()
-    except (TypeError, ValueError, OverflowError):
-        return repr(value)
+        return _encode(value).decode()
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return "".join(_pieces(value, limit))
+
+
+class _Token(str):
+    """Punctuation queued by :func:`_pieces` (emitted as is)."""
+
+    __slots__ = ()
+
+
+def _scalar_text(item: object) -> str:
+    if item is None or isinstance(item, (bool, str)):
+        return _encode(printable(item) if isinstance(item, str) else item).decode()
+    if isinstance(item, int):
+        bits = item.bit_length()
+        return str(item) if bits <= 256 else f"<integer of {bits} bits>"
+    if isinstance(item, float):
+        return (
+            repr(item)
+            if item - item == 0
+            else {"nan": "NaN", "inf": "Infinity"}.get(repr(item), "-Infinity")
+        )
+    try:
+        return printable(f"<{type(item).__qualname__}>")
+    except Exception:  # a hostile __qualname__ must not crash a preview
+        return "<object>"
+
+
+def _pieces(value: object, limit: int | None) -> Iterator[str]:
+    """JSON-like text for ``value``, piece by piece, without recursion."""
+    stack: list[object] = [value]
+    size = 0
+    while stack and (limit is None or size <= limit):
+        item = stack.pop()
+        if isinstance(item, _Token):
+            piece = str(item)
+        elif isinstance(item, Mapping):
+            piece = "{"
+            stack.append(_Token("}"))
+            entries = list(item.items())
+            for index in range(len(entries) - 1, -1, -1):
+                key, child = entries[index]
+                stack.append(child)
+                stack.append(_Token(_scalar_text(key if isinstance(key, str) else str(key)) + ":"))
+                if index:
+                    stack.append(_Token(","))
+        elif isinstance(item, (list, tuple)):
+            piece = "["
+            stack.append(_Token("]"))
+            for index in range(len(item) - 1, -1, -1):
+                stack.append(item[index])
+                if index:
+                    stack.append(_Token(","))
+        else:
+            piece = _scalar_text(item)
+        size += len(piece)
+        yield piece
 
 
 def _json_path(data: object, segments: list[str]) -> str:
@@ -381,3 +547,121 @@ def _from_fastjsonschema(
     else:
         detail = (error.message or "invalid value").replace(error.name or "data", "value", 1)
     return ToolArgumentsError(tool_name, detail, path=_json_path(data, list(error.path or [])))
+
+
+# --- values JSON text cannot carry --------------------------------------------
+
+_encode = msgspec.json.encode
+#: Decoded integers longer than this (in bits) have no decimal text in Python.
+_LONGEST_INT = 14_000
+
+
+def printable(text: str) -> str:
+    """``text`` with every lone surrogate written as an escape (``\\udc80``).
+
+    A model's ``"\\udc80"`` decodes to a lone surrogate, which no UTF-8 or JSON
+    encoder can write: names and previews echoed into messages and events go
+    through here so that every ``DispatchResult`` encodes.
+    """
+    if text.isascii():
+        return text
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode()
+    return text
+
+
+def _child(path: str, key: str) -> str:
+    return f"{path}.{key}" if key.isidentifier() else f"{path}[{preview(key)}]"
+
+
+def _value_problem(item: object) -> str | None:
+    """Why one scalar cannot be JSON text, or None."""
+    if isinstance(item, str):
+        if printable(item) is not item:
+            return (
+                "String holds a lone surrogate (an unpaired `\\ud800`-`\\udfff` escape), "
+                "which JSON text cannot carry; send valid Unicode text"
+            )
+    elif isinstance(item, float):
+        if item - item != 0:
+            found = "NaN" if item != item else ("Infinity" if item > 0 else "-Infinity")
+            return f"Expected a finite `number`, got `{found}`; JSON has no such number"
+    elif isinstance(item, _Huge) or (
+        isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > _LONGEST_INT
+    ):
+        return "Integer value out of range; send an integer of at most 64 bits"
+    return None
+
+
+def json_problem(value: object) -> tuple[str, str] | None:
+    """The first value in decoded ``value`` that JSON text cannot carry: ``(path, detail)``.
+
+    Lone surrogates (in keys or strings), NaN and infinities, integers past 64 bits:
+    raw text holding them is refused by msgspec, so decoded arguments are refused too,
+    whichever route they took. Walks without recursion.
+    """
+    stack: list[tuple[object, str]] = [(value, "$")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, _Pairs):
+            seen: set[str] = set()
+            for key, child in item:
+                where = _child(path, printable(key))
+                if key in seen:
+                    return where, f"Object repeats field `{printable(key)}`; send each field once"
+                seen.add(key)
+                problem = _value_problem(key)
+                if problem is not None:
+                    return where, problem
+                stack.append((child, where))
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                where = _child(path, printable(str(key)))
+                problem = _value_problem(key)
+                if problem is not None:
+                    return where, problem
+                stack.append((child, where))
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+        else:
+            problem = _value_problem(item)
+            if problem is not None:
+                return path, problem
+    return None
+
+
+class _Pairs(list[tuple[str, object]]):
+    """One JSON object's members in order, repeats kept (``object_pairs_hook``)."""
+
+    __slots__ = ()
+
+
+class _Huge:
+    """An integer too long for Python to read from text (``parse_int``)."""
+
+    __slots__ = ()
+
+
+def _parse_int(text: str) -> object:
+    # Only the length matters here: past Python's digit limit, int() would raise.
+    return 0 if len(text) < 4000 else _Huge()
+
+
+_PAIRS = json.JSONDecoder(object_pairs_hook=_Pairs, parse_int=_parse_int)
+
+
+def text_problem(text: str | bytes) -> tuple[str, str] | None:
+    """The first repeated field or unreadable value in JSON ``text``: ``(path, detail)``.
+
+    The slow, exact check behind the decoders' cheap bound: the standard library's
+    scanner keeps every member of every object. Text it cannot read (not JSON, or
+    nested past the recursion limit) has no such problem to report: msgspec's own
+    error stands.
+    """
+    try:
+        tree = _PAIRS.decode(text if isinstance(text, str) else text.decode())
+    except (ValueError, RecursionError):
+        return None
+    return json_problem(tree)

@@ -200,19 +200,69 @@ class ToolMessage(msgspec.Struct, frozen=True, kw_only=True):
 _encode = msgspec.json.encode
 
 
+def _nonfinite(value: object) -> str | None:
+    """Where a NaN or infinity sits in a plain JSON-like value (``$.a[0]``), if anywhere."""
+    stack: list[tuple[object, str]] = [(value, "$")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, float):
+            if item - item != 0:
+                return path
+        elif isinstance(item, dict):
+            stack.extend((v, f"{path}.{k}") for k, v in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return None
+
+
+_BLOCKS = (TextBlock, JsonBlock, ImageBlock, FileBlock)
+
+
+def _check_result(result: ToolResult) -> None:
+    """Refuse a ToolResult built with the wrong shapes (msgspec does not check at init)."""
+    for field in ("content", "follow_up"):
+        blocks = getattr(result, field)
+        if not isinstance(blocks, (tuple, list)) or not all(isinstance(b, _BLOCKS) for b in blocks):
+            raise TypeError(
+                f"tool returned a ToolResult whose `{field}` is {blocks!r:.80}, not a tuple of "
+                "content blocks; build it with ToolResult.success(text) or ToolResult.error(text), "
+                "or pass content=(TextBlock(...), ...)"
+            )
+    artifacts = result.artifacts
+    if not isinstance(artifacts, (tuple, list)) or not all(
+        isinstance(a, Artifact) for a in artifacts
+    ):
+        raise TypeError(
+            f"tool returned a ToolResult whose `artifacts` is {artifacts!r:.80}, not a tuple of "
+            "Artifact; pass artifacts=(Artifact(name, data), ...)"
+        )
+    if not isinstance(result.metadata, dict) or not isinstance(result.is_error, bool):
+        raise TypeError(
+            "tool returned a ToolResult whose `metadata` is not a dict or whose `is_error` is "
+            "not a bool; pass metadata={...} and is_error=True/False"
+        )
+
+
 def wrap_return(value: object) -> ToolResult:
     """Wrap a tool's plain return value as a :class:`ToolResult`.
 
-    A :class:`ToolResult` is kept as it is; a ``str`` becomes one text block;
-    any other value msgspec can encode (numbers, ``None``, lists, dicts,
-    dataclasses, attrs classes, Structs, …) becomes its compact JSON text plus
-    ``structured``.
+    A :class:`ToolResult` is kept as it is (once its fields are checked); a ``str``
+    becomes one text block; any other value msgspec can encode (numbers, ``None``,
+    lists, dicts, dataclasses, attrs classes, Structs, …) becomes its compact JSON
+    text plus ``structured``.
+
+    JSON has no NaN or infinity (an encoder writes ``null`` for them, silently
+    changing the answer), so a value holding one is refused.
 
     Raises:
-        TypeError: The value cannot be encoded as JSON; return a string, a
-            JSON-encodable value or a :class:`ToolResult` instead.
+        TypeError: The value cannot be encoded as JSON, or is a ToolResult built
+            with the wrong shapes; return a string, a JSON-encodable value or a
+            well-formed :class:`ToolResult` instead.
+        ValueError: The value holds a NaN or an infinity; return finite numbers
+            (or ``None``, or a string such as ``"NaN"``).
     """
     if isinstance(value, ToolResult):
+        _check_result(value)
         return value
     if isinstance(value, str):  # a str subclass (a str Enum) reads as its string value
         return ToolResult(content=(TextBlock(str.__str__(value)),))
@@ -222,14 +272,26 @@ def wrap_return(value: object) -> ToolResult:
 def return_text(value: object) -> str:
     """The compact JSON text the model reads for a tool's plain, non-``str`` return value.
 
+    JSON has no NaN or infinity (an encoder writes ``null`` for them, silently
+    changing the answer), so a value holding one is refused.
+
     Raises:
         TypeError: The value cannot be encoded as JSON; return a string, a
             JSON-encodable value or a :class:`ToolResult` instead.
+        ValueError: The value holds a NaN or an infinity.
     """
     try:
-        return _encode(value).decode()
+        encoded = _encode(value)
     except (TypeError, ValueError) as exc:
         raise TypeError(
             f"tool returned a {type(value).__qualname__}, which cannot be encoded as JSON "
             f"({exc}); return a str, a JSON-encodable value or a ToolResult"
         ) from None
+    if b"null" in encoded:  # NaN and infinities encode as null: only then look closer
+        where = _nonfinite(msgspec.to_builtins(value))
+        if where is not None:
+            raise ValueError(
+                f"tool returned a value holding NaN or an infinity at `{where}`, which JSON "
+                'cannot carry; return finite numbers (or None, or a string such as "NaN")'
+            )
+    return encoded.decode()

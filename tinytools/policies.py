@@ -76,6 +76,15 @@ def _at_least_one(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> N
         )
 
 
+def _delay(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+    finite = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not finite or not 0 <= value < float("inf"):
+        raise ValueError(
+            f"{attribute.name} must be a finite number of seconds >= 0 "
+            f"(0 retries at once); got {value!r}"
+        )
+
+
 def _names(value: Collection[str] | None) -> frozenset[str] | None:
     if value is None:
         return None
@@ -141,8 +150,8 @@ class RunPolicy:
     max_result_bytes: int | None = attrs.field(default=None, validator=BYTES)
     allowlist: frozenset[str] | None = attrs.field(default=None, converter=_names)
     fail_closed_allowlist: bool = True
-    retry_base_delay: float = 0.1
-    retry_max_delay: float = 5.0
+    retry_base_delay: float = attrs.field(default=0.1, validator=_delay)
+    retry_max_delay: float = attrs.field(default=5.0, validator=_delay)
 
     @max_tool_calls.validator
     def _check_max_tool_calls(self, attribute: "attrs.Attribute[Any]", value: Any) -> None:

@@ -174,11 +174,39 @@ def repair_relaxed_object(raw: str) -> Repaired | None:
         The object with its repair kinds, or ``None`` when the text cannot be repaired
         without guessing.
     """
-    return _repair(raw, _scan)
+    document = _repair_document(raw, _scan)
+    return None if document is None else document.repaired
+
+
+@attrs.frozen
+class RepairedText:
+    """For dispatch: the repair and the strict JSON text it decoded (not public API).
+
+    Dispatch validates the text rather than the object, so what the text alone
+    shows (a repeated field) is refused as on every other route.
+    """
+
+    repaired: Repaired
+    text: str
+
+    @property
+    def value(self) -> dict[str, object]:
+        """The decoded object."""
+        return self.repaired.value
+
+
+def repair_relaxed_text(raw: str) -> RepairedText | None:
+    """:func:`repair_relaxed_object`, keeping the strict JSON text (for dispatch)."""
+    return _repair_document(raw, _scan)
 
 
 def _repair(raw: str, scan: _Scanner) -> Repaired | None:
     """`repair_relaxed_object` with a given scanner (the benchmarks time both)."""
+    document = _repair_document(raw, scan)
+    return None if document is None else document.repaired
+
+
+def _repair_document(raw: str, scan: _Scanner) -> RepairedText | None:
     found: set[RepairKind] = set()
     text = _unwrap_document(raw, found)
     # An object starts with "{" and ends with "}"; checking first refuses prose,
@@ -199,7 +227,8 @@ def _repair(raw: str, scan: _Scanner) -> Repaired | None:
         return None
     kinds = [kind for bit, kind in _SCANNED_KINDS if bits & bit]
     kinds.extend(kind for kind in _LAYER_KINDS if kind in found)
-    return Repaired(value, tuple(kinds))
+    text = strict if isinstance(strict, str) else strict.decode()
+    return RepairedText(Repaired(value, tuple(kinds)), text)
 
 
 # The scanner's bits, in REPAIR_KINDS order, then the kinds found around the document.

@@ -65,6 +65,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
+from tinytools._validate import json_text, printable
 from tinytools.events import (
     Custom,
     InvalidToolArgs,
@@ -399,8 +400,8 @@ def _check_unknown(
     message: ToolMessage | None,
     last: bool,
 ) -> None:
-    assert event.requested_name == call.name, f"{event!r} does not name {call!r}"
-    assert event.arguments == call.arguments, f"{event!r} does not keep {call!r} verbatim"
+    assert event.requested_name == printable(call.name), f"{event!r} does not name {call!r}"
+    assert event.arguments == _shown(call.arguments), f"{event!r} does not keep {call!r} verbatim"
     assert call.name not in callable_names, (
         f"call {call.id!r} names the callable tool {call.name!r} but got {event!r}"
     )
@@ -423,6 +424,17 @@ def _check_unknown(
         )
 
 
+def _shown(arguments: object) -> object:
+    """Arguments as events keep them: verbatim, unless JSON cannot carry them (then as text)."""
+    try:
+        msgspec.json.encode(arguments)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return (
+            printable(arguments) if isinstance(arguments, str) else printable(json_text(arguments))
+        )
+    return arguments
+
+
 def _check_invalid(
     call: ToolCall,
     event: InvalidToolArgs,
@@ -435,7 +447,9 @@ def _check_invalid(
     assert event.recovery in _INVALID_RECOVERIES, f"unknown recovery in {event!r}"
     assert event.tool_name in registry, f"{event!r} names an unregistered tool"
     if not getattr(registry[event.tool_name].policy, "redact", None):
-        assert event.arguments == call.arguments, f"{event!r} does not keep {call!r} verbatim"
+        assert event.arguments == _shown(call.arguments), (
+            f"{event!r} does not keep {call!r} verbatim"
+        )
     assert event.error.strip(), f"invariant 7: {event!r} gives no reason"
     if event.recovery in {"tool_error", "fail"}:
         refused = last and not executed and message is not None and message.status == "error"

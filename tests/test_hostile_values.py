@@ -1,0 +1,265 @@
+"""Regression tests for the hostile-input audit (issue 10): every call is answered and
+every result encodes, whatever text the model sends."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from tinytools import (
+    Registry,
+    RunPolicy,
+    Tool,
+    ToolCall,
+    ToolPolicy,
+    ToolResult,
+    dispatch_sync,
+    tool,
+    wrap_return,
+)
+from tinytools._fold import truncate
+from tinytools.events import InvalidToolArgs, UnknownToolCall
+
+
+@tool
+def get_weather(city: str, temp: float = 0.0) -> str:
+    """Weather for a city."""
+    return city
+
+
+@tool(policy=ToolPolicy(redact=("password",)))
+def login(user: str, password: str) -> str:
+    """Log in."""
+    return user
+
+
+SCHEMA_TOOL = Tool.from_schema(
+    "measure",
+    "Measure.",
+    {"type": "object", "properties": {"x": {"type": "number"}}},
+    fn=lambda x=0: x,
+)
+TOOLS = Registry.of(get_weather, login, SCHEMA_TOOL)
+
+
+def _nested(depth: int) -> dict[str, object]:
+    root: dict[str, object] = {}
+    node = root
+    for _ in range(depth):
+        child: dict[str, object] = {}
+        node["a"] = child
+        node = child
+    return root
+
+
+def _answered(calls: list[ToolCall], tools: Registry = TOOLS, **options: object):  # type: ignore[no-untyped-def]
+    result = dispatch_sync(calls, tools, **options)  # type: ignore[arg-type]
+    assert [m.tool_call_id for m in result.messages] == [c.id for c in calls]
+    msgspec.json.encode(result)  # every result encodes
+    return result
+
+
+class TestItem1EveryCallAnswered:
+    @pytest.mark.parametrize(
+        "arguments",
+        [
+            {"x": _nested(990)},
+            {"x": int("f" * 5000, 16)},
+            '{"x":' + "[" * 990 + "]" * 990 + "}",
+            '{"x": ' + "9" * 5000 + "}",
+        ],
+        ids=["deep-dict", "huge-int-dict", "deep-raw", "huge-int-raw"],
+    )
+    @pytest.mark.parametrize("name", ["nope", "get_weather", "measure", "login"])
+    def test_hostile_arguments_are_answered(self, name: str, arguments: object) -> None:
+        [message] = _answered([ToolCall("c", name, arguments)]).messages  # type: ignore[arg-type]
+        assert message.is_error
+
+
+class TestItem2Suggestions:
+    def test_names_at_most_five_close_callable_names(self) -> None:
+        tools = [Tool.from_schema(f"tool_{i}", "t", {"type": "object"}) for i in range(10_000)]
+        tools.append(Tool.from_schema("Search_Docs", "t", {"type": "object"}))
+        tools.append(Tool.from_schema("search_docs_v2", "t", {"type": "object"}))
+        hidden = Tool.from_schema("search-docs", "t", {"type": "object"}, exposure="hidden")
+        registry = Registry([*tools, hidden])
+        [message] = _answered([ToolCall("c", "search_docs", {})], registry).messages
+        assert len(message.content) < 500
+        assert "`Search_Docs`, `search_docs_v2`" in message.content
+        assert "search-docs" not in message.content
+
+    def test_only_names_the_model_may_call(self) -> None:
+        [message] = _answered([ToolCall("c", "get_wether", {})], advertised=["login"]).messages
+        assert "get_weather" not in message.content
+
+
+class TestItem3Redaction:
+    SECRET = "hunter2-secret"
+
+    @pytest.mark.parametrize(
+        ("name", "options"),
+        [
+            ("LOGIN", {}),
+            ("login", {"advertised": ["get_weather"]}),
+            ("login", {"policy": RunPolicy(allowlist=["get_weather"])}),
+        ],
+        ids=["case-variant", "not-advertised", "not-allowed"],
+    )
+    def test_unknown_call_to_a_redacting_tool(self, name: str, options: dict[str, object]) -> None:
+        arguments = {"user": "u", "password": self.SECRET}
+        result = _answered([ToolCall("c", name, arguments)], **options)
+        assert self.SECRET not in msgspec.json.encode(result).decode()
+        [event] = [e for e in result.events if isinstance(e, UnknownToolCall)]
+        assert event.arguments == {"user": "u", "password": "[redacted]"}
+
+    def test_after_relaxed_repair(self) -> None:
+        raw = "{'user': 5, 'password': '" + self.SECRET + "'}"
+        result = _answered([ToolCall("c", "login", raw)])
+        assert self.SECRET not in msgspec.json.encode(result).decode()
+        assert any(isinstance(e, InvalidToolArgs) for e in result.events)
+
+
+class TestItem4Surrogates:
+    def test_dict_argument_with_a_lone_surrogate_is_refused_at_its_path(self) -> None:
+        [message] = _answered([ToolCall("c", "get_weather", {"city": "a\udc80"})]).messages
+        assert message.is_error
+        assert "`$.city`" in message.content
+        assert "surrogate" in message.content
+
+    @settings(max_examples=60, deadline=None)
+    @given(
+        name=st.text(max_size=12),
+        arguments=st.one_of(
+            st.text(max_size=40),
+            st.dictionaries(st.text(max_size=6), st.text(max_size=10), max_size=3),
+        ),
+    )
+    @example(name="g\udc80", arguments={"city": "a\udc80"})
+    def test_arbitrary_text_encodes(self, name: str, arguments: object) -> None:
+        for target in (name, "get_weather", "measure", "login"):
+            _answered([ToolCall("c", target, arguments)])  # type: ignore[arg-type]
+
+
+class TestItem5Truncate:
+    @given(limit=st.integers(0, 200), text=st.text(max_size=300))
+    def test_never_longer_than_the_limit(self, limit: int, text: str) -> None:
+        assert len(truncate(text, limit).encode("utf-8", "surrogatepass")) <= limit or (
+            len(text.encode("utf-8", "surrogatepass")) <= limit
+        )
+
+    def test_tiny_limit_through_dispatch(self) -> None:
+        result = _answered(
+            [ToolCall("c", "get_weather", {"city": "x" * 100})],
+            policy=RunPolicy(max_result_bytes=10),
+        )
+        assert len(result.messages[0].content.encode()) <= 10
+
+
+class TestItem6RetryDelays:
+    @pytest.mark.parametrize("field", ["retry_base_delay", "retry_max_delay"])
+    @pytest.mark.parametrize("value", [-1, float("nan"), float("inf"), "1", True, None])
+    def test_refused_at_construction(self, field: str, value: object) -> None:
+        with pytest.raises(ValueError, match=field):
+            RunPolicy(**{field: value})  # type: ignore[arg-type]
+
+
+class TestItem7NonFinite:
+    @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+    @pytest.mark.parametrize(("name", "key"), [("get_weather", "temp"), ("measure", "x")])
+    def test_dict_arguments_refused_at_their_path(self, name: str, key: str, value: float) -> None:
+        arguments: dict[str, object] = {key: value} | (
+            {"city": "a"} if name == "get_weather" else {}
+        )
+        [message] = _answered([ToolCall("c", name, arguments)]).messages
+        assert message.is_error
+        assert f"`$.{key}`" in message.content
+        assert "finite" in message.content
+
+    @pytest.mark.parametrize(("name", "key"), [("get_weather", "temp"), ("measure", "x")])
+    def test_raw_text_refused_at_its_path(self, name: str, key: str) -> None:
+        city = '"city": "a", ' if name == "get_weather" else ""
+        [message] = _answered([ToolCall("c", name, "{" + city + f'"{key}": 1e999}}')]).messages
+        assert message.is_error
+        assert f"`$.{key}`" in message.content
+
+    def test_json_in_tag_text_dialect(self) -> None:
+        from tinytools.formats import json_in_tag
+
+        parsed = json_in_tag.parse(
+            '<tool_call>{"name": "get_weather", '
+            '"arguments": {"city": "a", "temp": 1e999}}</tool_call>',
+            TOOLS,
+        )
+        [message] = _answered(list(parsed.calls)).messages
+        assert message.is_error
+
+    def test_wrap_return_refuses_nan(self) -> None:
+        with pytest.raises(ValueError, match=r"\$\.a\[1\]"):
+            wrap_return({"a": [1.0, float("nan")]})
+
+    def test_nan_result_is_an_error_message_on_the_general_path(self) -> None:
+        @tool
+        def nan_tool() -> object:
+            """NaN."""
+            return {"a": float("nan")}
+
+        result = _answered(
+            [ToolCall("c", "nan_tool", {})], Registry.of(nan_tool), on_event=lambda e: None
+        )
+        assert result.messages[0].is_error
+        assert "NaN" in result.messages[0].content
+
+    def test_nan_result_is_an_error_message_without_hooks(self) -> None:
+        """A plain return value with no hook to see it is folded directly, and refused
+        alike."""
+
+        @tool
+        def nan_tool() -> object:
+            """NaN."""
+            return {"a": float("nan")}
+
+        result = _answered([ToolCall("c", "nan_tool", {})], Registry.of(nan_tool))
+        assert result.messages[0].is_error
+        assert "NaN" in result.messages[0].content
+
+
+class TestItem8DuplicateKeys:
+    @pytest.mark.parametrize(
+        "raw",
+        [
+            '{"city": "a", "city": "b"}',
+            '{"city": 1, "city": "b"}',
+            '{"city": "a", "\\u0063ity": "b"}',
+        ],
+    )
+    def test_refused_whatever_the_order(self, raw: str) -> None:
+        [message] = _answered([ToolCall("c", "get_weather", raw)]).messages
+        assert message.is_error
+        assert "repeats field `city`" in message.content
+
+    def test_schema_tool_and_nested(self) -> None:
+        [message] = _answered([ToolCall("c", "measure", '{"x": 1, "x": 2}')]).messages
+        assert "repeats field `x`" in message.content
+
+    def test_relaxed_json(self) -> None:
+        [message] = _answered([ToolCall("c", "get_weather", "{city: 'a', city: 'b'}")]).messages
+        assert message.is_error
+        assert "repeats field `city`" in message.content
+
+
+class TestItem9MalformedToolResult:
+    @pytest.mark.parametrize(
+        "result",
+        [ToolResult(content="abc"), ToolResult(content=None), ToolResult(content=("x", 1))],  # type: ignore[arg-type]
+    )
+    def test_becomes_an_error_message(self, result: ToolResult) -> None:
+        @tool
+        def bad() -> ToolResult:
+            """Bad."""
+            return result
+
+        [message] = _answered([ToolCall("c", "bad", {})], Registry.of(bad)).messages
+        assert message.is_error
+        assert "ToolResult.success" in message.content
