@@ -55,6 +55,7 @@ from .policies import Fail, NormalizeThenReturnToolError
 
 __all__ = [
     "Abort",
+    "Admission",
     "Admitted",
     "Answered",
     "Deferred",
@@ -133,10 +134,16 @@ def _with_schema(text: str, tool: AnyTool) -> str:
     return f"{text} Expected arguments (JSON schema): {schema}"
 
 
-class _Batch:
-    """The mutable bookkeeping of one admission pass (kept out of the verdicts)."""
+class Admission:
+    """The mutable bookkeeping of admission (kept out of the verdicts).
+
+    ``dispatch``'s run state extends it (one object per dispatch, not two): the
+    fields below are what admission reads and fills; :meth:`admission` sets the
+    per-pass ones.
+    """
 
     __slots__ = (
+        "admitted",
         "cancelled",
         "emit",
         "env",
@@ -145,29 +152,29 @@ class _Batch:
         "limited",
         "resume",
         "seen",
+        "special",
         "stack",
         "used",
     )
 
-    def __init__(
-        self,
-        env: DispatchEnv,
-        stack: Stack,
-        emit: Emit,
-        cancelled: Callable[[], bool] | None,
-        expired: Callable[[], bool] | None,
-        resume: DeferredToolResults | None,
-        used: int = 0,
+    env: DispatchEnv
+    stack: Stack
+    emit: Emit
+    resume: DeferredToolResults | None
+
+    def admission(
+        self, cancelled: Callable[[], bool] | None, expired: Callable[[], bool] | None, used: int
     ) -> None:
-        self.env = env
-        self.stack = stack
-        self.emit = emit
+        """Start an admission pass: the stop checks and the slots already used."""
         self.cancelled = cancelled
         self.expired = expired
-        self.resume = resume
         self.used = used
         self.seen: set[str] = set()
-        self.limit: int | None = env.policy.max_tool_calls
+        #: The Admitted verdicts, in call order, as admission makes them.
+        self.admitted: list[Admitted] = []
+        #: Whether an admitted tool needs more than an inline call (see ``Plan.plain``).
+        self.special = False
+        self.limit: int | None = self.env.policy.max_tool_calls
         # Whether any limit can refuse a call (else the checks are skipped outright).
         self.limited = cancelled is not None or expired is not None or self.limit is not None
 
@@ -175,38 +182,20 @@ class _Batch:
         return self.limit is not None and self.used >= self.limit
 
 
-def admit_batch(
-    calls: Sequence[ToolCall],
-    env: DispatchEnv,
-    stack: Stack,
-    emit: Emit,
-    *,
-    cancelled: Callable[[], bool] | None = None,
-    expired: Callable[[], bool] | None = None,
-    resume: DeferredToolResults | None = None,
-    used: int = 0,
-) -> tuple[list[Verdict], int]:
-    """A verdict for every call, in call order (no awaiting: ``dispatch_sync``), and how
-    many ``max_tool_calls`` slots are used after them.
+def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
+    """A verdict for every call, in call order (no awaiting: ``dispatch_sync``).
 
     Args:
         calls: The batch.
-        env: What the batch is resolved against.
-        stack: The composed middleware.
-        emit: Receives each admission event.
-        cancelled: Whether the caller cancelled the batch.
-        expired: Whether the batch's deadline has passed.
-        resume: The host's decisions, when resuming deferred calls.
-        used: Slots of ``max_tool_calls`` already used (by an earlier pass of the
-            same dispatch).
+        batch: The admission state (its pass begun with :meth:`Admission.admission`):
+            the env, the middleware, where events go, the host's decisions on resume.
 
     Raises:
         TypeError: A ``before_tool`` hook returned an awaitable.
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
-    batch = _Batch(env, stack, emit, cancelled, expired, resume, used)
-    if not stack.befores:  # no hook can return an awaitable: one plain call per call
-        return [_admit_plain(i, call, batch) for i, call in enumerate(calls)], batch.used
+    if not batch.stack.befores:  # no hook can return an awaitable: one plain call per call
+        return [_admit_plain(i, call, batch) for i, call in enumerate(calls)]
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -222,24 +211,13 @@ def admit_batch(
             "a before_tool hook returned an awaitable, which dispatch_sync cannot wait for; "
             "use `await dispatch(...)` or make the hook synchronous"
         )
-    return verdicts, batch.used
+    return verdicts
 
 
-async def admit_batch_async(
-    calls: Sequence[ToolCall],
-    env: DispatchEnv,
-    stack: Stack,
-    emit: Emit,
-    *,
-    cancelled: Callable[[], bool] | None = None,
-    expired: Callable[[], bool] | None = None,
-    resume: DeferredToolResults | None = None,
-    used: int = 0,
-) -> tuple[list[Verdict], int]:
+async def admit_batch_async(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
     """:func:`admit_batch`, awaiting what ``before_tool`` hooks return."""
-    batch = _Batch(env, stack, emit, cancelled, expired, resume, used)
-    if not stack.befores:  # no hook can return an awaitable: one plain call per call
-        return [_admit_plain(i, call, batch) for i, call in enumerate(calls)], batch.used
+    if not batch.stack.befores:  # no hook can return an awaitable: one plain call per call
+        return [_admit_plain(i, call, batch) for i, call in enumerate(calls)]
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -258,10 +236,10 @@ async def admit_batch_async(
                 sent = await pending
             except Exception as error:
                 failure = error
-    return verdicts, batch.used
+    return verdicts
 
 
-def _repeated(index: int, call: ToolCall, batch: _Batch) -> Answered:
+def _repeated(index: int, call: ToolCall, batch: Admission) -> Answered:
     """The answer for a call whose id an earlier call of the batch already used."""
     # Approvals, results and transcripts are keyed by call id: a repeated id could
     # inherit another call's approval, so it never runs (fail closed).
@@ -273,7 +251,7 @@ def _repeated(index: int, call: ToolCall, batch: _Batch) -> Answered:
     return Answered(index, error_message(call, text))
 
 
-def _opening(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
+def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
     """Repeated ids, the host's decision on resume, the limits: the call going on, or its verdict.
 
     A call going on has taken its ``max_tool_calls`` slot.
@@ -295,7 +273,7 @@ def _opening(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
     return call
 
 
-def _admit(index: int, call: ToolCall, batch: _Batch) -> _Admission:
+def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
     """Admit one call through the ``before_tool`` hooks (yielding what they await)."""
     opened = _opening(index, call, batch)
     if not isinstance(opened, ToolCall):
@@ -354,13 +332,13 @@ def _kept_id(hook: object, call: ToolCall, returned: ToolCall) -> ToolCall:
     return returned
 
 
-def _admit_plain(index: int, call: ToolCall, batch: _Batch) -> Verdict:
+def _admit_plain(index: int, call: ToolCall, batch: Admission) -> Verdict:
     """:func:`_admit` for a batch with no hooks: a plain call, no generator to drive."""
     opened = _opening(index, call, batch)
     return _checked(index, opened, batch) if isinstance(opened, ToolCall) else opened
 
 
-def _decided(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
+def _decided(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
     """On resume: the call to admit (approved), or the verdict its decision gives.
 
     Decisions are looked up, never consumed: resuming is pure. A decision bound
@@ -386,7 +364,7 @@ def _decided(index: int, call: ToolCall, batch: _Batch) -> ToolCall | Verdict:
     return call
 
 
-def _redeferred(index: int, call: ToolCall, decision: Decision, batch: _Batch) -> Deferred:
+def _redeferred(index: int, call: ToolCall, decision: Decision, batch: Admission) -> Deferred:
     """A call whose id carries a decision made for another call: back among the approvals."""
     assert decision.call is not None
     other = (
@@ -405,7 +383,7 @@ def _redeferred(index: int, call: ToolCall, decision: Decision, batch: _Batch) -
     return Deferred(index, call, "approval", metadata)
 
 
-def _checked(index: int, call: ToolCall, batch: _Batch) -> Verdict:
+def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     """Name resolution, argument checks and the deferral gates.
 
     The common case — a callable name, arguments that validate, a tool no gate holds —
@@ -432,14 +410,18 @@ def _checked(index: int, call: ToolCall, batch: _Batch) -> Verdict:
             return answer
         arguments = answer
     plan = found._plan
-    if plan.external:
-        return _defer(index, call, "external", {}, batch)
-    if plan.gated and not batch.env.is_call_approved(call.id):
-        return _defer(index, call, "approval", {}, batch)
-    return Admitted(index, call, found, arguments)
+    if not plan.plain:
+        if plan.external:
+            return _defer(index, call, "external", {}, batch)
+        if plan.gated and not batch.env.is_call_approved(call.id):
+            return _defer(index, call, "approval", {}, batch)
+        batch.special = True
+    admitted = Admitted(index, call, found, arguments)
+    batch.admitted.append(admitted)
+    return admitted
 
 
-def _limits(call: ToolCall, batch: _Batch) -> ToolMessage | None:
+def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
     if batch.cancelled is not None and batch.cancelled():
         return error_message(call, "Tool call not run: the batch was cancelled.", "interrupted")
     if batch.expired is not None and batch.expired():
@@ -457,7 +439,7 @@ def _defer(
     call: ToolCall,
     kind: Literal["approval", "external", "deferred"],
     metadata: dict[str, object],
-    batch: _Batch,
+    batch: Admission,
 ) -> Deferred:
     batch.used -= 1  # a deferred call takes a slot only when it runs
     batch.emit(ToolDeferred(call_id=call.id, tool_name=call.name, reason=kind, metadata=metadata))
@@ -465,7 +447,7 @@ def _defer(
 
 
 def _resolve(
-    index: int, call: ToolCall, batch: _Batch
+    index: int, call: ToolCall, batch: Admission
 ) -> tuple[ToolCall, AnyTool] | Answered | Abort:
     """The tool ``call`` names, or the unknown-tool policy's answer."""
     found = batch.env.resolve(call.name)
@@ -560,7 +542,7 @@ def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:
 
 
 def _arguments(
-    index: int, call: ToolCall, tool: AnyTool, batch: _Batch
+    index: int, call: ToolCall, tool: AnyTool, batch: Admission
 ) -> dict[str, object] | Answered | Abort:
     """The validated arguments, or the answer for malformed or invalid ones.
 
@@ -577,7 +559,7 @@ def _arguments(
 
 
 def _refused(
-    index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, batch: _Batch
+    index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, batch: Admission
 ) -> dict[str, object] | Answered | Abort:
     """Malformed text is repaired or answered; well-formed arguments that break the
     schema meet the invalid-args policy."""
@@ -631,7 +613,7 @@ def _error_answer(
 
 
 def _repaired(
-    index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, batch: _Batch
+    index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, batch: Admission
 ) -> dict[str, object] | Answered | Abort:
     """Relaxed repair of malformed JSON, else the always-on parse-error answer.
 
@@ -655,7 +637,7 @@ def _invalid(
     tool: AnyTool,
     error: ToolArgumentsError,
     value: object,
-    batch: _Batch,
+    batch: Admission,
 ) -> dict[str, object] | Answered | Abort:
     """The invalid-args policy for well-formed arguments that break the schema."""
     policy = batch.env.policy.invalid_args

@@ -164,8 +164,7 @@ def _begin(run: Run) -> bool:
         for call_id in run.resume.unmatched(run.calls):
             if call_id not in present:
                 run.emit(Custom(call_id=call_id, name="unmatched_decision", data=_UNMATCHED))
-    admitted = [v for v in verdicts if type(v) is Admitted]
-    run.admitted = admitted
+    admitted = run.admitted
     if len(admitted) != len(verdicts):
         for verdict in verdicts:
             if type(verdict) is Abort:
@@ -174,17 +173,18 @@ def _begin(run: Run) -> bool:
             if type(verdict) is Resolved:
                 run.resolved(verdict)
     run_timeout = run.env.policy.tool_timeout
-    threaded = 0
     needs_loop = run.sink is not None and run.sink.is_async
     injecting = None
-    for item in admitted:
-        plan = item.tool._plan
-        if plan.is_async:
-            needs_loop = True
-        elif plan.blocking or plan.timeout is not None or run_timeout is not None:
-            threaded += 1
-        if plan.injections:
-            injecting = [*(injecting or ()), item.tool]
+    threaded = 0
+    if run.special or run_timeout is not None:
+        for item in admitted:
+            plan = item.tool._plan
+            if plan.is_async:
+                needs_loop = True
+            elif plan.blocking or plan.timeout is not None or run_timeout is not None:
+                threaded += 1
+            if plan.injections:
+                injecting = [*(injecting or ()), item.tool]
     if injecting:
         check_context(injecting, run.env.context)
     if run.ledger is not None:
@@ -252,17 +252,13 @@ async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
 
 
 def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchResult, int]:
+    run.admission(
+        None if run.cancellation is None else _cancelled(run),
+        None if deadline is None else _expiry(deadline, time.monotonic),
+        used,
+    )
     try:
-        run.verdicts, used = admit_batch(
-            run.calls,
-            run.env,
-            run.stack,
-            run.emit,
-            cancelled=None if run.cancellation is None else _cancelled(run),
-            expired=None if deadline is None else _expiry(deadline, time.monotonic),
-            resume=run.resume,
-            used=used,
-        )
+        run.verdicts = admit_batch(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
     if _begin(run):
@@ -270,7 +266,7 @@ def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchRes
         stop = event_loop().run_until_complete(_on_loop(run, remaining))
     else:
         stop = _execute_inline(run, deadline)
-    return _finished(run, stop), used
+    return _finished(run, stop), run.used
 
 
 def dispatch_sync(
@@ -350,17 +346,9 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[Disp
     from . import _concurrency
     from ._concurrency import current_time
 
+    run.admission(_cancelled(run), _expiry(deadline, current_time), used)
     try:
-        run.verdicts, used = await admit_batch_async(
-            run.calls,
-            run.env,
-            run.stack,
-            run.emit,
-            cancelled=_cancelled(run),
-            expired=_expiry(deadline, current_time),
-            resume=run.resume,
-            used=used,
-        )
+        run.verdicts = await admit_batch_async(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
     if run.sink is not None:
@@ -369,7 +357,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[Disp
     stop = await _concurrency.execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
-    return _finished(run, stop), used
+    return _finished(run, stop), run.used
 
 
 async def dispatch(

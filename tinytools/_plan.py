@@ -33,6 +33,7 @@ class Plan:
         "injections",
         "is_async",
         "limit",
+        "plain",
         "redactor",
         "retries",
         "timeout",
@@ -56,6 +57,11 @@ class Plan:
         self.gated = bool(policy.access.approval_required)
         self.retries: int = runtime.max_retries
         self.redactor: Redactor | None = None
+        #: Nothing but an inline call: not async, no thread, no timeout of its own, no
+        #: injection, no gate (the run's own timeout is checked per dispatch).
+        self.plain = not (
+            is_async or self.blocking or self.timeout or injections or self.gated or fn is None
+        )
         if policy.redact:
             from ._redact import Redactor
 

@@ -14,7 +14,17 @@ import enum
 from collections import deque
 from collections.abc import Awaitable, Callable
 
-from ._admit import Abort, Admitted, Answered, Deferred, Resolved, Skipped, Verdict, error_message
+from ._admit import (
+    Abort,
+    Admission,
+    Admitted,
+    Answered,
+    Deferred,
+    Resolved,
+    Skipped,
+    Verdict,
+    error_message,
+)
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
@@ -119,16 +129,14 @@ class Sink:
                 self._run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
 
 
-class Run:
-    """One dispatch's state, filled as the batch goes through the stages."""
+class Run(Admission):
+    """One dispatch's state, filled as the batch goes through the stages (admission's
+    own bookkeeping included: see :class:`Admission`)."""
 
     __slots__ = (
-        "admitted",
         "answers",
         "calls",
         "cancellation",
-        "emit",
-        "env",
         "events",
         "failure",
         "fatal",
@@ -137,9 +145,7 @@ class Run:
         "ledger",
         "metadata",
         "postponed",
-        "resume",
         "sink",
-        "stack",
         "started",
         "store",
         "verdicts",
@@ -172,7 +178,6 @@ class Run:
         self.resume = resume
         self.cancellation = cancellation
         self.verdicts: list[Verdict] = []
-        self.admitted: list[Admitted] = []  # the Admitted verdicts, once admission is done
         self.answers: dict[int, ToolMessage] = {}
         self.postponed: dict[int, Postponed] = {}
         self.follow_ups: list[FollowUp] = []
