@@ -285,14 +285,12 @@ def _ignore_event(event: object) -> None:
     """The cheapest ``on_event`` handler."""
 
 
-def _pass_call(call: ToolCall, env: tinytools.DispatchEnv) -> ToolCall:
+def _pass_call(call: ToolCall, env: object) -> ToolCall:
     """A ``before_tool`` hook that lets every call through unchanged."""
     return call
 
 
-def _pass_result(
-    call: ToolCall, result: tinytools.ToolResult, env: tinytools.DispatchEnv
-) -> tinytools.ToolResult:
+def _pass_result(call: ToolCall, result: tinytools.ToolResult, env: object) -> tinytools.ToolResult:
     """An ``after_tool`` hook that keeps every result."""
     return result
 

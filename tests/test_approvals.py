@@ -9,7 +9,6 @@ from tinytools import (
     DeferredToolRequests,
     DeferredToolResults,
     Deny,
-    DispatchEnv,
     Inject,
     Registry,
     RunContext,
@@ -22,6 +21,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
+from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import ToolApproved, ToolCompleted, ToolDeferred, ToolDenied, ToolStarted
 
 ran: list[object] = []

@@ -17,9 +17,9 @@ from tinytools import (
     ToolResult,
     dispatch_sync,
     tool,
-    wrap_return,
 )
 from tinytools._fold import truncate
+from tinytools._wire import wrap_return
 from tinytools.events import InvalidToolArgs, UnknownToolCall
 
 

@@ -16,7 +16,6 @@ from tinytools import (
     DeferredToolResults,
     Deny,
     DispatchAborted,
-    DispatchEnv,
     HumanApprovalMiddleware,
     Registry,
     ToolCall,
@@ -27,6 +26,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
+from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
 
 runs: list[str] = []

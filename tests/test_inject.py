@@ -7,7 +7,6 @@ import pytest
 
 from tinytools import (
     CallId,
-    CallRuntime,
     Cancellation,
     Context,
     Emit,
@@ -17,10 +16,10 @@ from tinytools import (
     Store,
     ToolCall,
     ToolDefinitionError,
-    bind,
     check_context,
     tool,
 )
+from tinytools._inject import CallRuntime, bind
 
 
 @attrs.frozen

@@ -11,7 +11,6 @@ import pytest
 from tinytools import (
     Context,
     DeferredToolResults,
-    DispatchEnv,
     ExposureExplanation,
     ImageBlock,
     JsonBlock,
@@ -30,6 +29,7 @@ from tinytools import (
     tool,
 )
 from tinytools._decorate import _Options
+from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
 from tinytools.policies import Rewrite
 

@@ -7,7 +7,8 @@ import dataclasses
 import msgspec
 import pytest
 
-from tinytools import JsonBlock, TextBlock, ToolCall, ToolMessage, ToolResult, wrap_return
+from tinytools import JsonBlock, TextBlock, ToolCall, ToolMessage, ToolResult
+from tinytools._wire import wrap_return
 
 
 @dataclasses.dataclass

@@ -24,6 +24,7 @@ private; its public names are re-exported here):
   ``_result`` (``DispatchResult``), ``_run`` (one dispatch's state and its result),
   ``_dispatch`` (``dispatch``, ``dispatch_sync``), ``_effects`` (the ledger hook)
 * public modules — ``errors``, ``events``, ``policies``, ``repair``, ``formats``
+  (``formats.bfcl`` imports BFCL tool definitions), ``ledger``
 """
 
 from __future__ import annotations
@@ -41,8 +42,6 @@ from ._dispatch import DeferredToolHandler as DeferredToolHandler
 from ._dispatch import EventHandler as EventHandler
 from ._dispatch import dispatch as dispatch
 from ._dispatch import dispatch_sync as dispatch_sync
-from ._dispatch_env import DispatchEnv as DispatchEnv
-from ._effects import EffectLedger as EffectLedger
 from ._format import Json as Json
 from ._format import PType as PType
 from ._format import ToolFormat as ToolFormat
@@ -50,10 +49,7 @@ from ._format import Xml as Xml
 from ._human import ApprovalCallback as ApprovalCallback
 from ._human import ApprovalOutcome as ApprovalOutcome
 from ._human import HumanApprovalMiddleware as HumanApprovalMiddleware
-from ._import import schema_from_bfcl as schema_from_bfcl
-from ._import import tool_from_bfcl as tool_from_bfcl
 from ._inject import CallId as CallId
-from ._inject import CallRuntime as CallRuntime
 from ._inject import Cancellation as Cancellation
 from ._inject import Context as Context
 from ._inject import Emit as Emit
@@ -61,7 +57,6 @@ from ._inject import Inject as Inject
 from ._inject import RunContext as RunContext
 from ._inject import State as State
 from ._inject import Store as Store
-from ._inject import bind as bind
 from ._inject import check_context as check_context
 from ._middleware import Allow as Allow
 from ._middleware import Defer as Defer
@@ -94,7 +89,6 @@ from ._wire import TextBlock as TextBlock
 from ._wire import ToolCall as ToolCall
 from ._wire import ToolMessage as ToolMessage
 from ._wire import ToolResult as ToolResult
-from ._wire import wrap_return as wrap_return
 from .errors import ApprovalRequired as ApprovalRequired
 from .errors import CallDeferred as CallDeferred
 from .errors import FatalToolError as FatalToolError
@@ -118,7 +112,6 @@ __all__ = [
     "ArtifactStore",
     "CallDeferred",
     "CallId",
-    "CallRuntime",
     "Cancellation",
     "ContentBlock",
     "Context",
@@ -129,9 +122,7 @@ __all__ = [
     "Deny",
     "DirectoryArtifactStore",
     "DispatchAborted",
-    "DispatchEnv",
     "DispatchResult",
-    "EffectLedger",
     "Emit",
     "EventHandler",
     "Exposure",
@@ -176,14 +167,10 @@ __all__ = [
     "Xml",
     "after_tool",
     "before_tool",
-    "bind",
     "check_context",
     "dispatch",
     "dispatch_sync",
-    "schema_from_bfcl",
     "tool",
-    "tool_from_bfcl",
-    "wrap_return",
 ]
 
 

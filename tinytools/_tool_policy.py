@@ -175,6 +175,8 @@ class ToolRuntime:
     sandbox: SandboxMode = attrs.field(default="inherit", validator=_one_of(SandboxMode))
     timeout: float | None = attrs.field(default=None, converter=_as_seconds, validator=SECONDS)
     max_retries: int = attrs.field(default=0, validator=_RETRIES)
+    # `idempotent`, `replay` and `idempotency_key` are read by the effect ledger's
+    # `reconcile` (issue 13); until then only MCP's `idempotentHint` reads `idempotent`.
     idempotent: bool = _flag()
     max_result_bytes: int | None = attrs.field(default=None, validator=BYTES)
     replay: ReplayMode = attrs.field(default="never", validator=_one_of(ReplayMode))
@@ -201,6 +203,10 @@ class ToolAccess:
         background_safe: The tool may run with nobody watching.
     """
 
+    # `workspace`, `trusted_roots` and `credentials` are declarations for the host (read
+    # through `Registry.policies()`): no tinytools code enforces them yet; the CLI's
+    # `tinytools check` (issue 15) will report them, and a workspace rule in
+    # `ToolPolicyMiddleware` would check them against the context's `Workspace`.
     workspace: WorkspaceAccess = attrs.field(default="none", validator=_one_of(WorkspaceAccess))
     trusted_roots: tuple[str, ...] = attrs.field(
         default=(), converter=_as_tuple, validator=_STRINGS

@@ -154,13 +154,21 @@ class Custom(_Event, frozen=True):
 
 
 class ToolsAdvertised(_Event, frozen=True):
-    """The tools offered to the model this turn."""
+    """The tools offered to the model this turn.
+
+    Not emitted yet: toolset resolution and deferred discovery (issue 12) will emit it
+    when a dispatch resolves what the model was offered.
+    """
 
     names: tuple[str, ...]
 
 
 class ToolSearched(_Event, frozen=True):
-    """The model searched the deferred-tool catalogue."""
+    """The model searched the deferred-tool catalogue.
+
+    Not emitted yet: the intrinsic ``tool_search`` of ``tinytools.discovery`` (issue 12)
+    will emit it.
+    """
 
     call_id: str
     query: str
@@ -168,7 +176,10 @@ class ToolSearched(_Event, frozen=True):
 
 
 class ToolEffectReconciled(_Event, frozen=True):
-    """On resume, the ledger settled a call interrupted by a crash."""
+    """On resume, the ledger settled a call interrupted by a crash.
+
+    Not emitted yet: ``tinytools.ledger.reconcile`` (issue 13) will emit it.
+    """
 
     call_id: str
     tool_name: str

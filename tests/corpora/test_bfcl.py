@@ -1,4 +1,4 @@
-"""Tests for `tinytools.tool_from_bfcl` against the Berkeley Function Calling Leaderboard corpus.
+"""Tests for `tinytools.formats.bfcl.tool_from_bfcl` on the Berkeley Function Calling Leaderboard.
 
 Every function definition of ``bfcl/data`` becomes a schema-only tool, built
 once and shared by the module's tests. Every ground-truth call of
@@ -26,7 +26,8 @@ from typing import Any, NamedTuple
 import attrs
 import pytest
 
-from tinytools import Tool, ToolArgumentsError, ToolDefinitionError, tool_from_bfcl
+from tinytools import Tool, ToolArgumentsError, ToolDefinitionError
+from tinytools.formats.bfcl import tool_from_bfcl
 
 #: Categories with ground truth (``possible_answer/BFCL_v4_<category>.json``).
 ANSWERED = (
