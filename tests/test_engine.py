@@ -533,6 +533,24 @@ class TestReturnedText:
         msgspec.json.encode(result)
 
 
+class TestToolsArgument:
+    def test_a_list_changed_between_dispatches_is_seen(self) -> None:
+        """A list of tools is remembered between dispatches, never trusted: a tool removed
+        from it can no longer be called, one added can."""
+        tools = [add]
+        assert dispatch_sync([call("1", "transfer", {"amount": 1})], tools).messages[0].is_error
+        tools.append(transfer)
+        deferred = dispatch_sync([call("1", "transfer", {"amount": 1})], tools).deferred
+        assert deferred is not None
+        tools.remove(transfer)
+        assert dispatch_sync([call("1", "transfer", {"amount": 1})], tools).messages[0].is_error
+
+    def test_a_tuple_is_used_as_given(self) -> None:
+        tools = (add, transfer)
+        for _ in range(2):
+            assert dispatch_sync([call("1", "add", {"a": 4})], tools).messages[0].content == "4"
+
+
 class TestToolSpec:
     def test_is_async_follows_fn(self) -> None:
         """Defect: attrs.evolve(tool, fn=async_fn) left is_async False."""
