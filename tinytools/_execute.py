@@ -20,10 +20,10 @@ call's secret argument values when the tool redacts.
 from __future__ import annotations
 
 import functools
+import linecache
 import random
 import threading
 import time
-import traceback
 
 from ._admit import Admitted
 from ._fold import Failed, Fatal, Postponed
@@ -68,10 +68,37 @@ def _text(error: BaseException) -> str:
 
 
 def _trace(error: BaseException) -> str:
+    """The traceback the ``ToolFailed`` event carries: the frames and the exception line,
+    for the error and the errors it was raised from (as Python prints them, without
+    the column markers, which cost most of the time of a failed call)."""
     try:
-        return "".join(traceback.format_exception(type(error), error, error.__traceback__))
+        chain: list[BaseException] = []
+        while error is not None and error not in chain and len(chain) < 8:
+            chain.append(error)
+            error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)  # type: ignore[assignment]
+        parts: list[str] = []
+        for index, link in enumerate(reversed(chain)):
+            if index:
+                parts.append(_LINK_CAUSE if link.__cause__ is not None else _LINK_CONTEXT)
+            parts.append("Traceback (most recent call last):\n")
+            tb = link.__traceback__
+            while tb is not None:  # linecache's cached lines: no file is stat'ed per failure
+                code, lineno = tb.tb_frame.f_code, tb.tb_lineno
+                parts.append(f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n')
+                line = linecache.getline(code.co_filename, lineno).strip()
+                if line:
+                    parts.append(f"    {line}\n")
+                tb = tb.tb_next
+            said = _text(link)
+            kind = type(link).__qualname__
+            parts.append(f"{kind}: {said}\n" if said else f"{kind}\n")
+        return "".join(parts)
     except BaseException:  # a frame or __str__ that cannot be formatted
         return f"{type(error).__name__}: {_text(error)}"
+
+
+_LINK_CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
+_LINK_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
 
 
 def classify(error: BaseException, item: Admitted) -> object:
