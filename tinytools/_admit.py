@@ -194,8 +194,8 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
         TypeError: A ``before_tool`` hook returned an awaitable.
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
-    if not batch.stack.befores:  # no hook can return an awaitable: one plain call per call
-        return [_admit_plain(i, call, batch) for i, call in enumerate(calls)]
+    if not batch.stack.befores:  # no hook can return an awaitable: no generator needed
+        return _admit_plainly(calls, batch)
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -216,8 +216,8 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
 
 async def admit_batch_async(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
     """:func:`admit_batch`, awaiting what ``before_tool`` hooks return."""
-    if not batch.stack.befores:  # no hook can return an awaitable: one plain call per call
-        return [_admit_plain(i, call, batch) for i, call in enumerate(calls)]
+    if not batch.stack.befores:  # no hook can return an awaitable: no generator needed
+        return _admit_plainly(calls, batch)
     verdicts = []
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -332,10 +332,15 @@ def _kept_id(hook: object, call: ToolCall, returned: ToolCall) -> ToolCall:
     return returned
 
 
-def _admit_plain(index: int, call: ToolCall, batch: Admission) -> Verdict:
-    """:func:`_admit` for a batch with no hooks: a plain call, no generator to drive."""
-    opened = _opening(index, call, batch)
-    return _checked(index, opened, batch) if isinstance(opened, ToolCall) else opened
+def _admit_plainly(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
+    """:func:`_admit` for a batch with no hooks: the opening checks, then the name,
+    argument and gate checks, one plain call each."""
+    verdicts: list[Verdict] = []
+    append = verdicts.append
+    for index, call in enumerate(calls):
+        opened = _opening(index, call, batch)
+        append(_checked(index, opened, batch) if type(opened) is ToolCall else opened)  # type: ignore[arg-type]
+    return verdicts
 
 
 def _decided(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
@@ -390,7 +395,8 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     costs a lookup, the validation and one verdict; every other case leaves through
     the function that answers it.
     """
-    found = batch.env.lookup(call.name)
+    env = batch.env
+    found = env.lookup(call.name)
     if found is None:
         resolved = _resolve(index, call, batch)
         if not isinstance(resolved, tuple):

@@ -179,10 +179,11 @@ class Run(Admission):
         self.cancellation = cancellation
         self.verdicts: list[Verdict] = []
         self.answers: dict[int, ToolMessage] = {}
-        self.postponed: dict[int, Postponed] = {}
-        self.follow_ups: list[FollowUp] = []
-        self.metadata: dict[str, dict[str, object]] = {}
         self.started: set[int] = set()
+        # Made on first need: most batches postpone nothing and carry no extras.
+        self.postponed: dict[int, Postponed] | None = None
+        self.follow_ups: list[FollowUp] | None = None
+        self.metadata: dict[str, dict[str, object]] | None = None
 
     # --- what the stages ask ------------------------------------------------------
 
@@ -211,6 +212,8 @@ class Run(Admission):
         """
         call, name = item.call, item.tool.name
         if type(outcome) is Postponed:
+            if self.postponed is None:
+                self.postponed = {}
             self.postponed[item.index] = outcome
             self.emit(
                 ToolDeferred(
@@ -283,8 +286,12 @@ class Run(Admission):
     ) -> None:
         self.answers[index] = message
         if follow_up:
+            if self.follow_ups is None:
+                self.follow_ups = []
             self.follow_ups.append(FollowUp(call.id, follow_up))
         if metadata:
+            if self.metadata is None:
+                self.metadata = {}
             self.metadata[call.id] = metadata
         self.emit(event)
         if self.ledger is not None and index in self.started:
@@ -301,27 +308,39 @@ class Run(Admission):
         text = f"Tool call interrupted: the batch was {stop.value}."
         for item in self.admitted:
             index = item.index
-            if index in self.started and index not in self.answers and index not in self.postponed:
+            postponed = self.postponed or ()
+            if index in self.started and index not in self.answers and index not in postponed:
                 self.finish(item, Failed("Cancelled", text, status="interrupted"))
 
     # --- the result ---------------------------------------------------------------
 
     def result(self, stop: Stop = Stop.CANCELLED) -> DispatchResult:
         """The result in call order; calls left unanswered are answered as interrupted."""
+        calls, answers, started = self.calls, self.answers, self.started
+        follow_ups = () if self.follow_ups is None else tuple(self.follow_ups)
+        metadata = {} if self.metadata is None else self.metadata
+        if len(answers) == len(calls) and len(self.admitted) == len(calls):
+            # Every call admitted, run and answered: the messages are the answers.
+            messages = [answers[index] for index in range(len(calls))]
+            executed = [call.id for index, call in enumerate(calls) if index in started]
+            return DispatchResult(
+                tuple(messages), tuple(self.events), None, follow_ups, metadata, tuple(executed)
+            )
         aborted = stop is Stop.ABORTED
-        messages: list[ToolMessage] = []
+        messages = []
         deferred_calls: list[ToolCall] = []
         approvals: list[ToolCall] = []
         deferred_meta: dict[str, dict[str, object]] = {}
-        executed: list[str] = []
-        answers, started, verdicts = self.answers, self.started, self.verdicts
-        for index, call in enumerate(self.calls):
+        executed = []
+        postponements = self.postponed or {}
+        verdicts = self.verdicts
+        for index, call in enumerate(calls):
             verdict = verdicts[index] if index < len(verdicts) else None
             kind = type(verdict)
             if kind is Admitted:
                 if index in started:
                     executed.append(call.id)
-                postponed = self.postponed.get(index)
+                postponed = postponements.get(index)
                 if postponed is not None:
                     (approvals if postponed.kind == "approval" else deferred_calls).append(call)
                     deferred_meta[call.id] = postponed.metadata
@@ -344,12 +363,7 @@ class Run(Admission):
         if deferred_calls or approvals:
             deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
         return DispatchResult(
-            tuple(messages),
-            tuple(self.events),
-            deferred,
-            tuple(self.follow_ups),
-            self.metadata,
-            tuple(executed),
+            tuple(messages), tuple(self.events), deferred, follow_ups, metadata, tuple(executed)
         )
 
     def abort(self, reason: str) -> DispatchAborted:
