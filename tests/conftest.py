@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+from hypothesis import Phase, settings
 from locations import CORPORA
 
 
@@ -20,3 +22,15 @@ def corpora() -> Path:
 def anyio_backend(request: pytest.FixtureRequest) -> str:
     """Every async test runs under trio (the default runtime) and asyncio."""
     return str(request.param)
+
+
+# Hypothesis profiles: "dev" (the default) keeps the whole suite quick; "ci" runs more
+# examples. Select one with HYPOTHESIS_PROFILE=ci. Property tests that set their own
+# max_examples scale it by the loaded profile (see tests/properties/test_dispatch_keywords.py).
+# "triage" skips shrinking, to list many distinct failures fast while debugging.
+settings.register_profile("dev", max_examples=100)
+settings.register_profile("ci", max_examples=400)
+settings.register_profile(
+    "triage", max_examples=300, phases=[Phase.explicit, Phase.reuse, Phase.generate]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))

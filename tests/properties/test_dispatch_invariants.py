@@ -210,6 +210,7 @@ def check_dispatch_invariants(
     *,
     policy: RunPolicy = RunPolicy(),  # noqa: B008 - frozen
     advertised: Collection[str] | None = None,
+    resolved: Collection[str] = (),
 ) -> None:
     """Assert DESIGN.md's dispatch invariants for one batch and its result.
 
@@ -222,6 +223,9 @@ def check_dispatch_invariants(
             may enter after dispatch returned, so it may be missing.
         policy: The run policy the batch ran with.
         advertised: The ``advertised`` set the batch ran with.
+        resolved: On resume, the ids of the calls a host decision answered (denied or
+            responded): they are folded like a call that ran (``ToolStarted`` and
+            ``ToolCompleted``) but never run, so ``executed`` omits them.
 
     Raises:
         AssertionError: An invariant is broken; the message says which and why.
@@ -244,9 +248,10 @@ def check_dispatch_invariants(
     for call in calls:
         message = messages.get(call.id)
         events = [event for _, event in events_of[call.id]]
-        _check_events(call, message, events, call.id in executed, callable_names, registry)
-        _check_message(call, message, events, call.id in executed, policy)
-    _check_executed(calls, result, events_of)
+        folded = call.id in executed or call.id in resolved
+        _check_events(call, message, events, folded, callable_names, registry, resolved)
+        _check_message(call, message, events, folded, policy)
+    _check_executed([c for c in calls if c.id not in resolved], result, events_of)
     if any(getattr(event, "recovery", None) == "fail" for event in result.events):
         assert not executed, (
             f"a Fail policy fired, yet calls {sorted(executed)} ran: Fail aborts the batch "
@@ -350,8 +355,13 @@ def _check_events(
     executed: bool,
     callable_names: frozenset[str],
     registry: Registry,
+    resolved: Collection[str] = (),
 ) -> None:
-    """Per call: lifecycle order, and what each recovery event promises."""
+    """Per call: lifecycle order, and what each recovery event promises.
+
+    ``executed`` is true for a call that ran, or that a host decision answered (an id in
+    ``resolved``: folded like a call that ran, and a denial keeps its ``denied`` status).
+    """
     kinds = [type(event).__name__ for event in events]
     started = [i for i, e in enumerate(events) if isinstance(e, ToolStarted)]
     # A tool that raises ApprovalRequired or CallDeferred ends with ToolDeferred instead.
@@ -375,7 +385,8 @@ def _check_events(
         if message is not None and not isinstance(end, ToolDeferred):
             assert getattr(end, "tool_name", None) == message.name, (end, message)
             if isinstance(end, ToolCompleted):
-                assert message.status in {"ok", "error"}, (end, message)
+                statuses = {"ok", "error", "denied"} if call.id in resolved else {"ok", "error"}
+                assert message.status in statuses, (end, message)
                 assert end.is_error == message.is_error, (end, message)
             else:
                 assert message.status in {"error", "interrupted"}, (end, message)
