@@ -155,6 +155,7 @@ class Admission:
         "special",
         "stack",
         "used",
+        "verdicts",
     )
 
     env: DispatchEnv
@@ -170,6 +171,8 @@ class Admission:
         self.expired = expired
         self.used = used
         self.seen: set[str] = set()
+        #: The verdicts so far, in call order (kept when a hook aborts admission midway).
+        self.verdicts: list[Verdict] = []
         #: The Admitted verdicts, in call order, as admission makes them.
         self.admitted: list[Admitted] = []
         #: Whether an admitted tool needs more than an inline call (see ``Plan.plain``).
@@ -196,7 +199,7 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
     """
     if not batch.stack.befores:  # no hook can return an awaitable: no generator needed
         return _admit_plainly(calls, batch)
-    verdicts = []
+    verdicts = batch.verdicts
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
         try:
@@ -218,7 +221,7 @@ async def admit_batch_async(calls: Sequence[ToolCall], batch: Admission) -> list
     """:func:`admit_batch`, awaiting what ``before_tool`` hooks return."""
     if not batch.stack.befores:  # no hook can return an awaitable: no generator needed
         return _admit_plainly(calls, batch)
-    verdicts = []
+    verdicts = batch.verdicts
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
         sent: object = None
@@ -335,7 +338,7 @@ def _kept_id(hook: object, call: ToolCall, returned: ToolCall) -> ToolCall:
 def _admit_plainly(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
     """:func:`_admit` for a batch with no hooks: the opening checks, then the name,
     argument and gate checks, one plain call each."""
-    verdicts: list[Verdict] = []
+    verdicts = batch.verdicts
     append = verdicts.append
     for index, call in enumerate(calls):
         opened = _opening(index, call, batch)

@@ -171,12 +171,12 @@ def _begin(run: Run) -> bool:
                 run.emit(Custom(call_id=call_id, name="unmatched_decision", data=_UNMATCHED))
     admitted = run.admitted
     if len(admitted) != len(verdicts):
+        for verdict in verdicts:  # the host's answers stand, even in a batch that aborts
+            if type(verdict) is Resolved:
+                run.resolved(verdict)
         for verdict in verdicts:
             if type(verdict) is Abort:
                 raise run.abort(verdict.reason)
-        for verdict in verdicts:
-            if type(verdict) is Resolved:
-                run.resolved(verdict)
     run_timeout = run.env.policy.tool_timeout
     needs_loop = run.sink is not None and run.sink.is_async
     injecting = None

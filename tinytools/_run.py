@@ -14,6 +14,8 @@ import enum
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+import msgspec
+
 from ._admit import (
     Abort,
     Admission,
@@ -22,20 +24,19 @@ from ._admit import (
     Deferred,
     Resolved,
     Skipped,
-    Verdict,
     error_message,
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger
-from ._fold import Failed, Fatal, Postponed, fold
+from ._fold import Failed, Fatal, Folded, Postponed, fold
 from ._inject import Cancellation
 from ._middleware import HookFailed, Stack
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
 from ._wire import ContentBlock, ToolCall, ToolMessage
-from .events import Event, ToolDeferred, ToolStarted
+from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
 
 __all__ = [
     "EventHandler",
@@ -99,7 +100,7 @@ class Sink:
     answered.
     """
 
-    __slots__ = ("_handler", "_run", "events", "is_async", "pending")
+    __slots__ = ("_handler", "_run", "events", "flushing", "is_async", "pending")
 
     def __init__(self, run: Run, on_event: EventHandler) -> None:
         self._run = run
@@ -107,6 +108,7 @@ class Sink:
         self._handler = on_event
         self.is_async = _is_async_handler(on_event)
         self.pending: deque[Event] = deque()
+        self.flushing = False
 
     def emit(self, event: Event) -> None:
         self.events.append(event)
@@ -119,7 +121,17 @@ class Sink:
             self._run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
 
     async def flush(self) -> None:
-        """Await the async handler for every event waiting for it, in order."""
+        """Await the async handler for every event waiting for it, in order: one task
+        flushes at a time (a concurrent call leaves its events to the flushing one)."""
+        if self.flushing:
+            return
+        self.flushing = True
+        try:
+            await self._drain()
+        finally:
+            self.flushing = False
+
+    async def _drain(self) -> None:
         pending = self.pending
         while pending:
             event = pending.popleft()
@@ -148,7 +160,6 @@ class Run(Admission):
         "sink",
         "started",
         "store",
-        "verdicts",
     )
 
     def __init__(
@@ -177,7 +188,7 @@ class Run(Admission):
         self.ledger = ledger
         self.resume = resume
         self.cancellation = cancellation
-        self.verdicts: list[Verdict] = []
+        self.verdicts = []
         self.answers: dict[int, ToolMessage] = {}
         self.started: set[int] = set()
         # Made on first need: most batches postpone nothing and carry no extras.
@@ -222,16 +233,7 @@ class Run(Admission):
             )
             return
         limit = item.tool._plan.limit or self.env.policy.max_result_bytes
-        try:
-            message, event, follow_up, metadata = fold(
-                call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
-            )
-        except HookFailed as failed:
-            self.fail(failed)
-            return
-        except Exception as error:  # the artifact store
-            self.fail(HostFailed("the artifact store", error))
-            return
+        message, event, follow_up, metadata = self._fold(call, name, limit, outcome, None)
         self._answer(item.index, call, message, event, follow_up, metadata)
         if type(outcome) is Fatal and self.fatal is None:
             self.fatal = outcome.message
@@ -247,33 +249,37 @@ class Run(Admission):
         self.emit(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
         limit = (tool._plan.limit if tool else None) or self.env.policy.max_result_bytes
         name = tool.name if tool else call.name
-        try:
-            message, event, follow_up, metadata = fold(
-                call,
-                name,
-                limit,
-                verdict.result,
-                self.stack.afters,
-                self.env,
-                self.store,
-                self._run_id,
-            )
-        except HookFailed as failed:
-            self.fail(failed)
-            return
-        except Exception as error:
-            self.fail(HostFailed("the artifact store", error))
-            return
-        if verdict.status == "denied":
-            message = ToolMessage(
-                tool_call_id=message.tool_call_id,
-                name=message.name,
-                content=message.content,
-                is_error=True,
-                artifact=message.artifact,
-                status="denied",
-            )
+        result = verdict.result
+        message, event, follow_up, metadata = self._fold(call, name, limit, result, result)
+        if verdict.status == "denied":  # denied stays denied, whatever the hooks made of it
+            message = msgspec.structs.replace(message, is_error=True, status="denied")
+            if isinstance(event, ToolCompleted):
+                event = msgspec.structs.replace(event, is_error=True)
         self._answer(verdict.index, call, message, event, follow_up, metadata)
+
+    def _fold(
+        self, call: ToolCall, name: str, limit: int | None, outcome: object, fallback: object
+    ) -> Folded:
+        """:func:`fold` through the ``after_tool`` hooks; when a hook (or the artifact
+        store) raises, the failure is recorded (the batch aborts) and the call is still
+        answered: with ``fallback`` as no hook saw it, or, for a call whose tool ran, an
+        error saying its result was lost."""
+        try:
+            return fold(
+                call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
+            )
+        except Exception as error:
+            failed = (
+                error if isinstance(error, HookFailed) else HostFailed("the artifact store", error)
+            )
+            self.fail(failed)
+            if fallback is None:  # the model hears what happened, not the host's internals
+                where = "an after_tool hook" if isinstance(error, HookFailed) else "storing it"
+                fallback = Failed(
+                    type(failed).__name__,
+                    f"Tool `{name}` ran, but its result was lost: {where} failed.",
+                )
+            return fold(call, name, limit, fallback, (), self.env, None, self._run_id)
 
     def _answer(
         self,
