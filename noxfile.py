@@ -5,13 +5,16 @@ Versions and dependency groups come from ``pyproject.toml``, the single source.
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
 PYTHONS = nox.project.python_versions(PYPROJECT)  # from the classifiers
 
 nox.options.sessions = ["tests", "lint", "typecheck"]
-nox.options.error_on_missing_interpreters = False
+# A missing interpreter is skipped locally and an error under CI, as in `.ci/run`.
+nox.options.error_on_missing_interpreters = os.environ.get("CI") == "true"
 
 
 @nox.session(python=PYTHONS)

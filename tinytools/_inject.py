@@ -310,7 +310,8 @@ def plan_injection(
     source = marker_of(metadata) or builtin_source(inner)
     if source is not None:
         return Injection(name, source, optional=optional, default=fallback)
-    if isinstance(inner, type):
+    # Before Python 3.11 `isinstance(list[int], type)` is True: a subscripted generic is no class.
+    if not isinstance(inner, types.GenericAlias) and isinstance(inner, type):
         return Injection(name, Source.VALUE, key=inner, optional=optional, default=fallback)
     return (
         f"parameter `{name}`: cannot inject `{base!r}`; inject a class (looked up in "
