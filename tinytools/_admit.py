@@ -197,9 +197,13 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
         TypeError: A ``before_tool`` hook returned an awaitable.
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
-    if not batch.stack.befores:  # no hook can return an awaitable: no generator needed
-        return _admit_plainly(calls, batch)
     verdicts = batch.verdicts
+    if not batch.stack.befores:  # no hook can return an awaitable: no generator needed
+        append = verdicts.append
+        for index, call in enumerate(calls):
+            opened = _opening(index, call, batch)
+            append(_checked(index, opened, batch) if type(opened) is ToolCall else opened)  # type: ignore[arg-type]
+        return verdicts
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
         try:
@@ -219,8 +223,8 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
 
 async def admit_batch_async(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
     """:func:`admit_batch`, awaiting what ``before_tool`` hooks return."""
-    if not batch.stack.befores:  # no hook can return an awaitable: no generator needed
-        return _admit_plainly(calls, batch)
+    if not batch.stack.befores:  # no hook can return an awaitable: nothing to await
+        return admit_batch(calls, batch)
     verdicts = batch.verdicts
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -333,17 +337,6 @@ def _kept_id(hook: object, call: ToolCall, returned: ToolCall) -> ToolCall:
             f"{returned.id!r}; a hook may change a call's name or arguments, never its id"
         )
     return returned
-
-
-def _admit_plainly(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
-    """:func:`_admit` for a batch with no hooks: the opening checks, then the name,
-    argument and gate checks, one plain call each."""
-    verdicts = batch.verdicts
-    append = verdicts.append
-    for index, call in enumerate(calls):
-        opened = _opening(index, call, batch)
-        append(_checked(index, opened, batch) if type(opened) is ToolCall else opened)  # type: ignore[arg-type]
-    return verdicts
 
 
 def _decided(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
