@@ -130,8 +130,7 @@ def error_message(call: ToolCall, content: str, status: MessageStatus = "error")
 
 
 def _with_schema(text: str, tool: AnyTool) -> str:
-    schema = msgspec.json.encode(tool.parameters).decode()
-    return f"{text} Expected arguments (JSON schema): {schema}"
+    return f"{text} Expected arguments (JSON schema): {tool._plan.schema_text(tool.parameters)}"
 
 
 class Admission:

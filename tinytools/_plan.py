@@ -26,6 +26,7 @@ class Plan:
     """A tool's run-time needs (see the module docstring)."""
 
     __slots__ = (
+        "_schema_text",
         "blocking",
         "external",
         "fn",
@@ -57,6 +58,7 @@ class Plan:
         self.gated = bool(policy.access.approval_required)
         self.retries: int = runtime.max_retries
         self.redactor: Redactor | None = None
+        self._schema_text: str | None = None
         #: Nothing but an inline call: not async, no thread, no timeout of its own, no
         #: injection, no gate (the run's own timeout is checked per dispatch).
         self.plain = not (
@@ -66,6 +68,16 @@ class Plan:
             from ._redact import Redactor
 
             self.redactor = Redactor(policy.redact)
+
+    def schema_text(self, parameters: dict[str, object]) -> str:
+        """The tool's schema as compact JSON, for error messages (encoded once, on the
+        first bad call)."""
+        text = self._schema_text
+        if text is None:
+            import msgspec
+
+            text = self._schema_text = msgspec.json.encode(parameters).decode()
+        return text
 
     def timeout_under(self, run_timeout: float | None) -> float | None:
         """The timeout of one attempt: the tool's own, else the run's."""

@@ -11,6 +11,7 @@ aborted batch raises.
 from __future__ import annotations
 
 import enum
+import operator
 from collections import deque
 from collections.abc import Awaitable, Callable
 
@@ -70,6 +71,7 @@ class HostFailed(Exception):
 
 
 _HANDLERS: dict[int, tuple[object, bool]] = {}
+_call_id = operator.attrgetter("id")
 
 
 def _is_async_handler(handler: object) -> bool:
@@ -325,12 +327,17 @@ class Run(Admission):
         calls, answers, started = self.calls, self.answers, self.started
         follow_ups = () if self.follow_ups is None else tuple(self.follow_ups)
         metadata = {} if self.metadata is None else self.metadata
-        if len(answers) == len(calls) and len(self.admitted) == len(calls):
-            # Every call admitted, run and answered: the messages are the answers.
-            messages = [answers[index] for index in range(len(calls))]
-            executed = [call.id for index, call in enumerate(calls) if index in started]
+        count = len(calls)
+        if len(answers) == count and len(self.admitted) == count and len(started) == count:
+            # Every call admitted, run and answered: the messages are the answers (read
+            # with map, which makes no frame per dispatch as a comprehension does).
             return DispatchResult(
-                tuple(messages), tuple(self.events), None, follow_ups, metadata, tuple(executed)
+                tuple(map(answers.__getitem__, range(count))),
+                tuple(self.events),
+                None,
+                follow_ups,
+                metadata,
+                tuple(map(_call_id, calls)),
             )
         aborted = stop is Stop.ABORTED
         messages = []
