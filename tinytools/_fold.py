@@ -11,7 +11,7 @@ reads. Either way the content is cut to the byte limit with a visible marker.
 
 A return value that cannot be answered (not JSON-encodable, holding NaN, a
 malformed ``ToolResult``) is an error message for that call, never an abort; a
-lone surrogate in returned text is written as its escape (``\udc80``), so every
+lone surrogate in returned text is written as its escape (``\\udc80``), so every
 message encodes.
 """
 
