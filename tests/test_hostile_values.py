@@ -7,7 +7,9 @@ import msgspec
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from json_strategies import json_objects
 
+import tinytools
 from tinytools import (
     Registry,
     RunPolicy,
@@ -263,3 +265,25 @@ class TestItem9MalformedToolResult:
         [message] = _answered([ToolCall("c", "bad", {})], Registry.of(bad)).messages
         assert message.is_error
         assert "ToolResult.success" in message.content
+
+
+class TestRepeatedKeysProperty:
+    """The counting bound that spares most texts the exact scan never lets a repeat pass."""
+
+    @given(obj=json_objects(), data=st.data())
+    @settings(max_examples=200, deadline=None)
+    def test_repeats_refused_and_clean_text_accepted(
+        self, obj: dict[str, object], data: st.DataObject
+    ) -> None:
+        schema_tool = Tool.from_schema(
+            "open", "Any object.", {"type": "object"}, fn=lambda **kw: kw
+        )
+        text = msgspec.json.encode(obj).decode()
+        assert schema_tool.validate(text) == obj  # nothing repeated: accepted
+        if not obj:
+            return
+        key = data.draw(st.sampled_from(sorted(obj)))
+        value = msgspec.json.encode(obj[key]).decode()
+        repeated = "{" + msgspec.json.encode(key).decode() + ":" + value + "," + text[1:]
+        with pytest.raises(tinytools.ToolArgumentsError, match="repeats field"):
+            schema_tool.validate(repeated)

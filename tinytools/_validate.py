@@ -137,11 +137,50 @@ def _struct_decoder(struct: type[msgspec.Struct]) -> Callable[[str | bytes], msg
             for name, default in optional:
                 if getattr(value, name) is not default:
                     present += 1
-            if colons > present:
+            if colons > present and _repeats_possible(text, msgspec.json.decode(text)):
                 _refuse_repeats(text)
         return value
 
     return checked
+
+
+def _repeats_possible(text: str | bytes, tree: object) -> bool:
+    """Whether ``text`` (decoded as ``tree``) may repeat a key, by counting: every key of
+    every object is followed by one ``:`` outside strings, so when the colons of the text
+    less those inside its strings equal the keys ``tree`` kept, nothing was repeated.
+    Text with a ``\\u`` escape (which may spell a colon the text does not show) is
+    always scanned exactly."""
+    if isinstance(text, bytes):
+        if b"\\u" in text:
+            return True
+        colons = text.count(b":")
+    else:
+        if "\\u" in text:
+            return True
+        colons = text.count(":")
+    keys = 0
+    stack = [tree]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            keys += len(item)  # type: ignore[arg-type]
+            for key, member in item.items():  # type: ignore[attr-defined]
+                colons -= key.count(":")
+                if type(member) in _CONTAINERS:
+                    stack.append(member)
+                elif type(member) is str:
+                    colons -= member.count(":")
+        elif kind is list:
+            for member in item:  # type: ignore[attr-defined]
+                if type(member) in _CONTAINERS:
+                    stack.append(member)
+                elif type(member) is str:
+                    colons -= member.count(":")
+    return colons != keys
+
+
+_CONTAINERS = (dict, list)
 
 
 def _refuse_repeats(text: str | bytes) -> None:
@@ -391,9 +430,7 @@ class SchemaValidator:
         """
         if isinstance(arguments, (str, bytes)):
             value = _decode_json(tool_name, arguments)
-            if isinstance(value, dict) and (
-                arguments.count(":") if isinstance(arguments, str) else arguments.count(b":")
-            ) > len(value):
+            if isinstance(value, dict) and _repeats_possible(arguments, value):
                 _refuse_text(tool_name, arguments)
         else:
             value = arguments
