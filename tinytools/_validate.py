@@ -123,6 +123,7 @@ def _struct_decoder(struct: type[msgspec.Struct]) -> Callable[[str | bytes], msg
     decode = msgspec.json.Decoder(struct).decode
     fields, defaults = struct.__struct_fields__, struct.__struct_defaults__
     required = len(fields) - len(defaults)
+    every = len(fields)
     optional = tuple(
         (name, default)
         for name, default in zip(fields[required:], defaults, strict=True)
@@ -134,9 +135,10 @@ def _struct_decoder(struct: type[msgspec.Struct]) -> Callable[[str | bytes], msg
         colons = text.count(":") if type(text) is str else text.count(b":")  # type: ignore[arg-type]
         if colons > required:
             present = required
-            for name, default in optional:
-                if getattr(value, name) is not default:
-                    present += 1
+            if colons <= every:  # flat arguments: count the fields certainly sent
+                for name, default in optional:
+                    if getattr(value, name) is not default:
+                        present += 1
             if colons > present and _repeats_possible(text, msgspec.json.decode(text)):
                 _refuse_repeats(text)
         return value
@@ -145,42 +147,15 @@ def _struct_decoder(struct: type[msgspec.Struct]) -> Callable[[str | bytes], msg
 
 
 def _repeats_possible(text: str | bytes, tree: object) -> bool:
-    """Whether ``text`` (decoded as ``tree``) may repeat a key, by counting: every key of
-    every object is followed by one ``:`` outside strings, so when the colons of the text
-    less those inside its strings equal the keys ``tree`` kept, nothing was repeated.
-    Text with a ``\\u`` escape (which may spell a colon the text does not show) is
-    always scanned exactly."""
+    """Whether ``text`` (decoded as ``tree``) may repeat a key, by counting colons: the
+    JSON msgspec writes for ``tree`` has one ``:`` per key it kept plus the colons inside
+    its strings, and so has ``text`` — plus one for each key it repeated. Text with a
+    ``\\u`` escape (which may spell a colon the text does not show) is always scanned
+    exactly."""
+    written = msgspec.json.encode(tree).count(b":")
     if isinstance(text, bytes):
-        if b"\\u" in text:
-            return True
-        colons = text.count(b":")
-    else:
-        if "\\u" in text:
-            return True
-        colons = text.count(":")
-    keys = 0
-    stack = [tree]
-    while stack:
-        item = stack.pop()
-        kind = type(item)
-        if kind is dict:
-            keys += len(item)  # type: ignore[arg-type]
-            for key, member in item.items():  # type: ignore[attr-defined]
-                colons -= key.count(":")
-                if type(member) in _CONTAINERS:
-                    stack.append(member)
-                elif type(member) is str:
-                    colons -= member.count(":")
-        elif kind is list:
-            for member in item:  # type: ignore[attr-defined]
-                if type(member) in _CONTAINERS:
-                    stack.append(member)
-                elif type(member) is str:
-                    colons -= member.count(":")
-    return colons != keys
-
-
-_CONTAINERS = (dict, list)
+        return b"\\u" in text or text.count(b":") != written
+    return "\\u" in text or text.count(":") != written
 
 
 def _refuse_repeats(text: str | bytes) -> None:
