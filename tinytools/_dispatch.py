@@ -324,19 +324,7 @@ def dispatch_sync(
         if inspect.iscoroutine(decided):
             decided.close()
         raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
-    again = _prepare(
-        result.deferred.all,
-        run.env.tools,
-        policy,
-        run.stack,
-        run.env.context,
-        advertised,
-        decided,
-        ledger,
-        on_event,
-        artifacts,
-        cancellation,
-    )
+    again = _resumed(run, result, decided, on_event)
     try:
         resumed, _ = _pass_sync(again, deadline, used)
     except DispatchAborted as aborted:
@@ -444,19 +432,7 @@ async def dispatch(
     decided = on_deferred(result.deferred)
     if inspect.isawaitable(decided):
         decided = await decided
-    again = _prepare(
-        result.deferred.all,
-        run.env.tools,
-        policy,
-        run.stack,
-        run.env.context,
-        advertised,
-        decided,
-        ledger,
-        on_event,
-        artifacts,
-        cancellation,
-    )
+    again = _resumed(run, result, decided, on_event)
     try:
         resumed, _ = await _pass_async(again, deadline, used)
     except DispatchAborted as aborted:
@@ -465,6 +441,28 @@ async def dispatch(
 
 
 # --- on_deferred: the two passes as one result ------------------------------------------
+
+
+def _resumed(
+    run: Run, first: DispatchResult, decided: object, on_event: EventHandler | None
+) -> Run:
+    """The run that resumes ``first``'s deferred calls with the inline decisions: the same
+    registry, policy, composed middleware, context (so the same run id), advertised
+    names, ledger, handler, artifact store and cancellation."""
+    assert first.deferred is not None
+    return _prepare(
+        first.deferred.all,
+        run.env.tools,
+        run.env.policy,
+        run.stack,
+        run.env.context,
+        run.env.advertised,
+        decided,  # type: ignore[arg-type]  # checked by _prepare
+        run.ledger,
+        on_event,
+        run.store,
+        run.cancellation,
+    )
 
 
 def _merged_abort(
