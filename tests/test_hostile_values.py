@@ -287,3 +287,48 @@ class TestRepeatedKeysProperty:
         repeated = "{" + msgspec.json.encode(key).decode() + ":" + value + "," + text[1:]
         with pytest.raises(tinytools.ToolArgumentsError, match="repeats field"):
             schema_tool.validate(repeated)
+
+
+@tool
+def finder(query: str, limit: int = 10, exact: bool = False, tags: list[str] | None = None) -> str:
+    """Find things."""
+    return query
+
+
+_FINDER_VALUES = {
+    "limit": st.sampled_from([10, 0, 5]),
+    "exact": st.booleans(),
+    "tags": st.lists(st.sampled_from(['"exact":', "a:b", "limit", "exact"]), min_size=1),
+}
+
+
+class TestRepeatedKeysOnTypedTools:
+    """A typed tool's cheap bound counts a field sent with its default value by its key in
+    the text; a repeated field is still refused whatever the other fields hold."""
+
+    @given(data=st.data())
+    @settings(max_examples=600, deadline=None)
+    def test_refused_exactly_when_repeated(self, data: st.DataObject) -> None:
+        query = data.draw(st.sampled_from(["q", "q", "a:b", '"exact": true']))
+        fields: list[tuple[str, object]] = [("query", query)]
+        for name in data.draw(st.permutations(sorted(_FINDER_VALUES))):
+            if data.draw(st.booleans()):
+                fields.append((name, data.draw(_FINDER_VALUES[name])))
+        repeat = data.draw(st.booleans())
+        if repeat:
+            name, _ = data.draw(st.sampled_from(fields[1:] or fields))
+            value = "q" if name == "query" else data.draw(_FINDER_VALUES[name])
+            fields.insert(data.draw(st.integers(0, len(fields))), (name, value))
+        text = (
+            "{"
+            + ",".join(
+                f"{msgspec.json.encode(k).decode()}: {msgspec.json.encode(v).decode()}"
+                for k, v in fields
+            )
+            + "}"
+        )
+        if repeat:
+            with pytest.raises(tinytools.ToolArgumentsError, match="repeats field"):
+                finder.validate(text)
+        else:
+            assert finder.validate(text)["query"] == query

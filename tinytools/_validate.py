@@ -117,27 +117,36 @@ def _struct_decoder(struct: type[msgspec.Struct]) -> Callable[[str | bytes], msg
     text for repeats would double the cost of the hot path, so a cheap bound decides
     when to look: each key is followed by one ``:``, so a text with no more colons
     than the fields it certainly set holds no repeated key at any depth. A field
-    counts as set when it is required, or when its value is not the very object the
-    field's default is (a factory-made or copied default never counts).
+    counts as set when it is required, when its value is not the very object the
+    field's default is, or when the text (holding no backslash) shows its key; past
+    that bound, :func:`_repeats_possible` compares colon counts before any exact scan.
     """
     decode = msgspec.json.Decoder(struct).decode
     fields, defaults = struct.__struct_fields__, struct.__struct_defaults__
     required = len(fields) - len(defaults)
     every = len(fields)
+    # An optional field: its attribute, its default and how its key reads in JSON text.
+    encoded = struct.__struct_encode_fields__
     optional = tuple(
-        (name, default)
-        for name, default in zip(fields[required:], defaults, strict=True)
+        (name, default, msgspec.json.encode(key).decode() + ":")
+        for name, default, key in zip(fields[required:], defaults, encoded[required:], strict=True)
         if type(default).__name__ != "Factory" and not isinstance(default, (list, dict, set))
     )
 
     def checked(text: str | bytes) -> msgspec.Struct:
         value = decode(text)
-        colons = text.count(":") if type(text) is str else text.count(b":")  # type: ignore[arg-type]
+        if isinstance(text, bytes):
+            text = text.decode()  # the counts below read characters
+        colons = text.count(":")
         if colons > required:
             present = required
             if colons <= every:  # flat arguments: count the fields certainly sent
-                for name, default in optional:
-                    if getattr(value, name) is not default:
+                # In text without a backslash, `"name":` can only be a key: a field that
+                # holds its default is still sent when its key is there (at any depth,
+                # which only ever counts a key that brought its own colon).
+                keyed = "\\" not in text
+                for name, default, key in optional:
+                    if getattr(value, name) is not default or (keyed and key in text):
                         present += 1
             if colons > present and _repeats_possible(text, msgspec.json.decode(text)):
                 _refuse_repeats(text)
