@@ -271,7 +271,9 @@ def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchRes
         stop = event_loop().run_until_complete(_on_loop(run, remaining))
     else:
         stop = _execute_inline(run, deadline)
-    return _finished(run, stop), run.used
+    if run.halted:  # a fatal call, or a hook or host callback that raised
+        return _finished(run, stop), run.used
+    return run.result(stop or Stop.CANCELLED), run.used
 
 
 def dispatch_sync(
@@ -350,7 +352,9 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[Disp
     stop = await _concurrency.execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
-    return _finished(run, stop), run.used
+    if run.halted:  # a fatal call, or a hook or host callback that raised
+        return _finished(run, stop), run.used
+    return run.result(stop or Stop.CANCELLED), run.used
 
 
 async def dispatch(

@@ -235,8 +235,18 @@ class Run(Admission):
             )
             return
         limit = item.tool._plan.limit or self.env.policy.max_result_bytes
-        message, event, follow_up, metadata = self._fold(call, name, limit, outcome, None)
-        self._answer(item.index, call, message, event, follow_up, metadata)
+        try:
+            message, event, follow_up, metadata = fold(
+                call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
+            )
+        except Exception as error:  # an after_tool hook, or the artifact store
+            message, event, follow_up, metadata = self._lost(error, call, name, limit, None)
+        self.answers[item.index] = message
+        if follow_up or metadata:
+            self._extras(call, follow_up, metadata)
+        self.emit(event)
+        if self.ledger is not None:
+            self._settle(call, message)
         if type(outcome) is Fatal and self.fatal is None:
             self.fatal = outcome.message
             self.halted = True
@@ -262,26 +272,30 @@ class Run(Admission):
     def _fold(
         self, call: ToolCall, name: str, limit: int | None, outcome: object, fallback: object
     ) -> Folded:
-        """:func:`fold` through the ``after_tool`` hooks; when a hook (or the artifact
-        store) raises, the failure is recorded (the batch aborts) and the call is still
-        answered: with ``fallback`` as no hook saw it, or, for a call whose tool ran, an
-        error saying its result was lost."""
+        """:func:`fold` through the ``after_tool`` hooks (see :meth:`_lost` when one raises)."""
         try:
             return fold(
                 call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
             )
         except Exception as error:
-            failed = (
-                error if isinstance(error, HookFailed) else HostFailed("the artifact store", error)
+            return self._lost(error, call, name, limit, fallback)
+
+    def _lost(
+        self, error: Exception, call: ToolCall, name: str, limit: int | None, fallback: object
+    ) -> Folded:
+        """An ``after_tool`` hook (or the artifact store) raised while a call was folded:
+        the failure is recorded (the batch aborts) and the call is still answered — with
+        ``fallback`` as no hook saw it, or, for a call whose tool ran, an error saying its
+        result was lost."""
+        failed = error if isinstance(error, HookFailed) else HostFailed("the artifact store", error)
+        self.fail(failed)
+        if fallback is None:  # the model hears what happened, not the host's internals
+            where = "an after_tool hook" if isinstance(error, HookFailed) else "storing it"
+            fallback = Failed(
+                type(failed).__name__,
+                f"Tool `{name}` ran, but its result was lost: {where} failed.",
             )
-            self.fail(failed)
-            if fallback is None:  # the model hears what happened, not the host's internals
-                where = "an after_tool hook" if isinstance(error, HookFailed) else "storing it"
-                fallback = Failed(
-                    type(failed).__name__,
-                    f"Tool `{name}` ran, but its result was lost: {where} failed.",
-                )
-            return fold(call, name, limit, fallback, (), self.env, None, self._run_id)
+        return fold(call, name, limit, fallback, (), self.env, None, self._run_id)
 
     def _answer(
         self,
@@ -293,6 +307,18 @@ class Run(Admission):
         metadata: dict[str, object] | None,
     ) -> None:
         self.answers[index] = message
+        if follow_up or metadata:
+            self._extras(call, follow_up, metadata)
+        self.emit(event)
+        if self.ledger is not None and index in self.started:
+            self._settle(call, message)
+
+    def _extras(
+        self,
+        call: ToolCall,
+        follow_up: tuple[ContentBlock, ...],
+        metadata: dict[str, object] | None,
+    ) -> None:
         if follow_up:
             if self.follow_ups is None:
                 self.follow_ups = []
@@ -301,12 +327,13 @@ class Run(Admission):
             if self.metadata is None:
                 self.metadata = {}
             self.metadata[call.id] = metadata
-        self.emit(event)
-        if self.ledger is not None and index in self.started:
-            try:
-                self.ledger.settled(self.env.context.run_id, call.id, message.status)
-            except Exception as error:
-                self.fail(HostFailed("the effect ledger's settled()", error))
+
+    def _settle(self, call: ToolCall, message: ToolMessage) -> None:
+        assert self.ledger is not None
+        try:
+            self.ledger.settled(self.env.context.run_id, call.id, message.status)
+        except Exception as error:
+            self.fail(HostFailed("the effect ledger's settled()", error))
 
     def _run_id(self) -> str:
         return self.env.context.run_id
