@@ -422,6 +422,34 @@ class TestOnDeferred:
         assert [c.id for c in result.deferred.all] == ["t"]
         assert [c.id for c in result.deferred.calls] == ["t"]
 
+    def test_a_raising_handler_aborts_with_the_first_answers(self) -> None:
+        """An on_deferred handler that raises aborts the batch; what ran is still answered."""
+
+        def broken(pending: object) -> object:
+            raise LookupError("approver offline")
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(
+                [call("a", "add", {"a": 1}), call("t", "transfer", {"amount": 5})],
+                [add, transfer],
+                on_deferred=broken,  # type: ignore[arg-type]
+            )
+        assert (
+            info.value.reason
+            == "the on_deferred handler broken raised LookupError('approver offline')"
+        )
+        assert [m.content for m in info.value.result.messages] == ["1"]
+        assert info.value.result.deferred is not None
+        assert isinstance(info.value.__cause__, LookupError)
+
+    def test_a_handler_returning_something_else_says_what_to_return(self) -> None:
+        with pytest.raises(TypeError, match="return the host's decisions as DeferredToolResults"):
+            dispatch_sync(
+                [call("t", "transfer", {"amount": 5})],
+                [transfer],
+                on_deferred=lambda pending: {"t": "yes"},  # type: ignore[arg-type,return-value]
+            )
+
     def test_unmatched_decisions_are_reported(self) -> None:
         """Decisions for ids no call of the batch has are ignored and reported."""
         pending = dispatch_sync([call("t", "transfer", {"amount": 5})], [transfer]).deferred

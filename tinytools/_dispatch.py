@@ -321,12 +321,12 @@ def dispatch_sync(
     result, used = _pass_sync(run, deadline, 0)
     if result.deferred is None or on_deferred is None:
         return result
-    decided = on_deferred(result.deferred)
+    decided = _decided(on_deferred, result)
     if inspect.isawaitable(decided):
         if inspect.iscoroutine(decided):
             decided.close()
         raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
-    again = _resumed(run, result, decided, on_event)
+    again = _resumed(run, result, _checked_decisions(decided), on_event)
     try:
         resumed, _ = _pass_sync(again, deadline, used)
     except DispatchAborted as aborted:
@@ -433,10 +433,13 @@ async def dispatch(
     result, used = await _pass_async(run, deadline, 0)
     if result.deferred is None or on_deferred is None:
         return result
-    decided = on_deferred(result.deferred)
+    decided = _decided(on_deferred, result)
     if inspect.isawaitable(decided):
-        decided = await decided
-    again = _resumed(run, result, decided, on_event)
+        try:
+            decided = await decided
+        except Exception as error:
+            raise _handler_failed(on_deferred, result, error) from error
+    again = _resumed(run, result, _checked_decisions(decided), on_event)
     try:
         resumed, _ = await _pass_async(again, deadline, used)
     except DispatchAborted as aborted:
@@ -447,8 +450,35 @@ async def dispatch(
 # --- on_deferred: the two passes as one result ------------------------------------------
 
 
+def _decided(on_deferred: DeferredToolHandler, first: DispatchResult) -> object:
+    """What ``on_deferred`` decides (or the awaitable of it); a handler that raises aborts
+    the batch, the first pass's answers kept."""
+    assert first.deferred is not None
+    try:
+        return on_deferred(first.deferred)
+    except Exception as error:
+        raise _handler_failed(on_deferred, first, error) from error
+
+
+def _handler_failed(
+    on_deferred: object, first: DispatchResult, error: Exception
+) -> DispatchAborted:
+    name = getattr(on_deferred, "__name__", None) or repr(on_deferred)
+    return DispatchAborted(f"the on_deferred handler {name} raised {error!r}", first)
+
+
+def _checked_decisions(decided: object) -> DeferredToolResults:
+    if not isinstance(decided, DeferredToolResults):
+        raise TypeError(
+            f"on_deferred returned {type(decided).__name__}; return the host's decisions as "
+            "DeferredToolResults, for example `pending.approve_all()` or "
+            "`pending.deny(call_id, reason)`"
+        )
+    return decided
+
+
 def _resumed(
-    run: Run, first: DispatchResult, decided: object, on_event: EventHandler | None
+    run: Run, first: DispatchResult, decided: DeferredToolResults, on_event: EventHandler | None
 ) -> Run:
     """The run that resumes ``first``'s deferred calls with the inline decisions: the same
     registry, policy, composed middleware, context (so the same run id), advertised
@@ -461,7 +491,7 @@ def _resumed(
         run.stack,
         run.env.context,
         run.env.advertised,
-        decided,  # type: ignore[arg-type]  # checked by _prepare
+        decided,
         run.ledger,
         on_event,
         run.store,
