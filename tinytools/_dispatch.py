@@ -34,6 +34,7 @@ from ._effects import EffectLedger
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context
 from ._middleware import HookFailed, Stack, compose
+from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import EventHandler, HostFailed, Run, Stop
@@ -186,7 +187,7 @@ def _begin(run: Run) -> bool:
             plan = item.tool._plan
             if plan.is_async:
                 needs_loop = True
-            elif plan.blocking or plan.timeout is not None or run_timeout is not None:
+            elif plan.threaded(plan.timeout_under(run_timeout)):
                 threaded += 1
             if plan.injections:
                 injecting = [*(injecting or ()), item.tool]
@@ -207,10 +208,7 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
     run_id = run.env.context.run_id
     try:
         for item in admitted:
-            redactor = item.tool._plan.redactor
-            arguments = item.arguments
-            if redactor is not None:
-                arguments = redactor.arguments(arguments)[0]
+            arguments = shown_arguments(item.tool, item.arguments)
             ledger.started(run_id, item.call.id, item.tool.name, arguments)
     except Exception as error:
         run.fail(HostFailed("the effect ledger's started()", error))
@@ -218,6 +216,8 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
 
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:
     """The result, or the abort a fatal call or a failed hook/callback calls for."""
+    if not run.halted:  # the common case: neither
+        return run.result(stop or Stop.CANCELLED)
     failure = run.failure
     if failure is not None:
         raise _abort_for(run, failure)
@@ -271,9 +271,7 @@ def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchRes
         stop = event_loop().run_until_complete(_on_loop(run, remaining))
     else:
         stop = _execute_inline(run, deadline)
-    if run.halted:  # a fatal call, or a hook or host callback that raised
-        return _finished(run, stop), run.used
-    return run.result(stop or Stop.CANCELLED), run.used
+    return _finished(run, stop), run.used
 
 
 def dispatch_sync(
@@ -352,9 +350,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[Disp
     stop = await _concurrency.execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
-    if run.halted:  # a fatal call, or a hook or host callback that raised
-        return _finished(run, stop), run.used
-    return run.result(stop or Stop.CANCELLED), run.used
+    return _finished(run, stop), run.used
 
 
 async def dispatch(

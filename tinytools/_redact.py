@@ -103,7 +103,7 @@ class Redactor:
 
 
 def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, object]:
-    """A call's validated arguments as events and the ledger may show them."""
-    if not tool.policy.redact:
-        return arguments
-    return Redactor(tool.policy.redact).arguments(arguments)[0]
+    """A call's validated arguments as events and the ledger may show them (the tool's
+    redactor is built once, with its plan)."""
+    redactor = tool._plan.redactor
+    return arguments if redactor is None else redactor.arguments(arguments)[0]

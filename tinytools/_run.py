@@ -34,6 +34,7 @@ from ._effects import EffectLedger
 from ._fold import Failed, Fatal, Folded, Postponed, fold
 from ._inject import Cancellation
 from ._middleware import HookFailed, Stack
+from ._redact import shown_arguments
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
 from ._wire import ContentBlock, ToolCall, ToolMessage
@@ -211,10 +212,7 @@ class Run(Admission):
     def start(self, item: Admitted) -> None:
         """The call's tool is about to run: record it and emit ``ToolStarted``."""
         self.started.add(item.index)
-        arguments = item.arguments
-        redactor = item.tool._plan.redactor
-        if redactor is not None:
-            arguments = redactor.arguments(arguments)[0]
+        arguments = shown_arguments(item.tool, item.arguments)
         self.emit(ToolStarted(call_id=item.call.id, tool_name=item.tool.name, arguments=arguments))
 
     def finish(self, item: Admitted, outcome: object) -> None:
@@ -256,8 +254,8 @@ class Run(Admission):
         call = verdict.call
         tool = self.env.tools.get(call.name)
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
-        if tool is not None and tool._plan.redactor is not None:
-            arguments = tool._plan.redactor.arguments(arguments)[0]
+        if tool is not None:
+            arguments = shown_arguments(tool, arguments)
         self.emit(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
         limit = (tool._plan.limit if tool else None) or self.env.policy.max_result_bytes
         name = tool.name if tool else call.name
