@@ -592,3 +592,66 @@ class TestToolSpec:
             dispatch_sync([call("e", "add", {"a": 2, "b": 3})], [evolved]).messages[0].content
             == "5"
         )
+
+
+def _deep(depth: int) -> object:
+    value: object = 1
+    for _ in range(depth):
+        value = {"a": value}
+    return value
+
+
+class TestWhatNoResultCanCarry:
+    """Found by an attack pass: values that reached the result and made it unencodable."""
+
+    def test_arguments_nested_too_deep_are_refused(self) -> None:
+        @tool
+        def echo(x: object = None) -> str:
+            """Echo nothing."""
+            return "ran"
+
+        result = dispatch_sync([call("d", "echo", {"x": _deep(1000)})], [echo])
+        assert result.executed == ()
+        assert result.messages[0].is_error
+        msgspec.json.encode(result)
+
+    def test_a_deep_return_value_is_that_calls_error(self) -> None:
+        @tool
+        def deep() -> object:
+            """Return something nested past any encoder."""
+            value: object = 1
+            for _ in range(2000):
+                value = [value]
+            return value
+
+        result = dispatch_sync([call("d", "deep", {}), call("a", "add", {"a": 1})], [deep, add])
+        assert result.messages[0].is_error
+        assert "returned a bad value" in result.messages[0].content
+        assert result.messages[1].content == "1"
+        msgspec.json.encode(result)
+
+    @pytest.mark.parametrize("field", ["structured", "metadata"])
+    def test_a_tool_result_that_cannot_encode_is_that_calls_error(self, field: str) -> None:
+        @tool
+        def odd_result() -> object:
+            """Return a ToolResult holding something JSON cannot carry."""
+            extra = {"structured": object()} if field == "structured" else {}
+            metadata = {"x": object()} if field == "metadata" else {}
+            return ToolResult(**extra, metadata=metadata)  # type: ignore[arg-type]
+
+        result = dispatch_sync([call("o", "odd_result", {})], [odd_result])
+        assert result.messages[0].is_error
+        assert f"`{field}` cannot be encoded" in result.messages[0].content
+        msgspec.json.encode(result)
+
+    def test_an_emitted_event_must_encode(self) -> None:
+        @tool
+        def noisy(emit: Inject[Emit]) -> str:
+            """Emit something JSON cannot carry."""
+            emit("progress", object())
+            return "ran"
+
+        result = dispatch_sync([call("n", "noisy", {})], [noisy])
+        assert result.messages[0].is_error
+        assert "emit('progress', ...) cannot be recorded" in result.messages[0].content
+        msgspec.json.encode(result)

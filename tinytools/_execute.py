@@ -25,6 +25,8 @@ import random
 import threading
 import time
 
+import msgspec
+
 from ._admit import Admitted
 from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
@@ -175,7 +177,7 @@ def kwargs_for(
             run.env.is_call_approved(call_id),
         ),
         cancellation=handle,
-        emit=Emit(lambda name, data: emit(Custom(call_id=call_id, name=name, data=data))),
+        emit=Emit(lambda name, data: emit(_custom(call_id, name, data))),
     )
     return bind(dict(item.arguments), injections, runtime)
 
@@ -185,6 +187,22 @@ def interrupted(stop: Stop) -> Failed:
     return Failed(
         "Cancelled", f"Tool call interrupted: the batch was {stop.value}.", status="interrupted"
     )
+
+
+def _custom(call_id: str, name: object, data: object) -> Custom:
+    """A tool's custom event, refused (to the tool, as a ``TypeError``) unless its name is
+    text and the event encodes as JSON — every result must."""
+    event = Custom(call_id=call_id, name=name, data=data)  # type: ignore[arg-type]
+    try:
+        if not isinstance(name, str):
+            raise TypeError(f"the event name must be a str, not {type(name).__name__}")
+        msgspec.json.encode(event)
+    except (TypeError, ValueError, OverflowError, RecursionError, UnicodeError) as exc:
+        raise TypeError(
+            f"emit({name!r:.40}, ...) cannot be recorded: {exc}; emit a str name and "
+            "JSON-encodable data"
+        ) from None
+    return event
 
 
 def timed_out(item: Admitted, timeout: float) -> Failed:

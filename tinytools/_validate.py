@@ -259,7 +259,9 @@ def _refuse_values(tool_name: str, value: object) -> None:
     """
     try:
         suspect = _encode(value).find(b"null") >= 0  # `in` costs more than find here
-    except (TypeError, ValueError, OverflowError, RecursionError):
+    except RecursionError:
+        raise _too_deep(tool_name) from None  # no event or message could carry it either
+    except (TypeError, ValueError, OverflowError):
         suspect = True
     if suspect:
         problem = json_problem(value)

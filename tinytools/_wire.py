@@ -241,6 +241,14 @@ def _check_result(result: ToolResult) -> None:
             "tool returned a ToolResult whose `metadata` is not a dict or whose `is_error` is "
             "not a bool; pass metadata={...} and is_error=True/False"
         )
+    for field in ("structured", "metadata"):  # both reach the result, which must encode
+        try:
+            _encode(getattr(result, field))
+        except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+            raise TypeError(
+                f"tool returned a ToolResult whose `{field}` cannot be encoded as JSON "
+                f"({type(exc).__name__}: {exc}); pass JSON-encodable values only"
+            ) from None
 
 
 def wrap_return(value: object) -> ToolResult:
@@ -282,7 +290,7 @@ def return_text(value: object) -> str:
     """
     try:
         encoded = _encode(value)
-    except (TypeError, ValueError) as exc:
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise TypeError(
             f"tool returned a {type(value).__qualname__}, which cannot be encoded as JSON "
             f"({exc}); return a str, a JSON-encodable value or a ToolResult"
