@@ -610,10 +610,17 @@ class TestWhatNoResultCanCarry:
             """Echo nothing."""
             return "ran"
 
-        result = dispatch_sync([call("d", "echo", {"x": _deep(1000)})], [echo])
-        assert result.executed == ()
-        assert result.messages[0].is_error
-        msgspec.json.encode(result)
+        arguments = {"x": _deep(1000)}
+        try:  # whether this Python's msgspec can write it depends on its recursion limits
+            msgspec.json.encode(arguments)
+            writable = True
+        except RecursionError:
+            writable = False
+        result = dispatch_sync([call("d", "echo", arguments)], [echo])
+        msgspec.json.encode(result)  # either way, the result encodes
+        if not writable:  # what no event could carry never reaches the tool
+            assert result.executed == ()
+            assert result.messages[0].is_error
 
     def test_a_deep_return_value_is_that_calls_error(self) -> None:
         @tool
@@ -624,11 +631,17 @@ class TestWhatNoResultCanCarry:
                 value = [value]
             return value
 
+        try:  # whether this Python's msgspec can write it depends on its recursion limits
+            msgspec.json.encode(deep.fn())  # type: ignore[misc]
+            writable = True
+        except RecursionError:
+            writable = False
         result = dispatch_sync([call("d", "deep", {}), call("a", "add", {"a": 1})], [deep, add])
-        assert result.messages[0].is_error
-        assert "returned a bad value" in result.messages[0].content
-        assert result.messages[1].content == "1"
+        assert result.messages[1].content == "1"  # never an abort of the batch
         msgspec.json.encode(result)
+        if not writable:
+            assert result.messages[0].is_error
+            assert "returned a bad value" in result.messages[0].content
 
     @pytest.mark.parametrize("field", ["structured", "metadata"])
     def test_a_tool_result_that_cannot_encode_is_that_calls_error(self, field: str) -> None:
