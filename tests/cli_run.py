@@ -7,11 +7,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["REPO", "TARGETS", "run_cli"]
+__all__ = ["REPO", "run_cli"]
 
 REPO = Path(__file__).resolve().parents[1]
-#: Modules of good, bad and broken tools made for these tests.
-TARGETS = REPO / "tests" / "cli_targets"
 
 
 def run_cli(

@@ -7,7 +7,7 @@ import resource
 import textwrap
 from pathlib import Path
 
-from cli_run import REPO, TARGETS, run_cli
+from cli_run import REPO, run_cli
 
 from tinytools._lint import OPENAI_MAX_TOOLS, RULES
 

@@ -297,7 +297,7 @@ class _Collector:
         value: object = self.module
         for part in attribute.split("."):
             if not hasattr(value, part):
-                where = self.module.__name__ if value is self.module else repr(value)
+                where = self._label if value is self.module else repr(value)
                 raise TargetError(
                     f"`{where}` has no attribute `{part}`{_did_you_mean(part, value)}. "
                     f"{target_help}"
@@ -308,7 +308,7 @@ class _Collector:
             what = type(value).__name__
             hint = "; decorate it with @tool" if callable(value) else ""
             raise TargetError(
-                f"`{self.module.__name__}:{attribute}` is a {what}, not a Tool, Registry, "
+                f"`{self._label}:{attribute}` is a {what}, not a Tool, Registry, "
                 f"toolset (an object with a tools(context) method) or list of Tools{hint}"
             )
         self._add(attribute, value, tools)
@@ -339,11 +339,15 @@ def _tools_of(value: object, *, strict: bool) -> tuple[AnyTool, ...] | None:
     method = getattr(value, "tools", None)
     if not callable(method) or not (strict or callable(getattr(value, "explain", None))):
         return None
-    items = _call_tools(method)
-    bad = [item for item in items if not isinstance(item, Tool)]
-    if bad:
-        raise TargetError(f"{value!r}.tools() returned {bad[0]!r}, which is not a Tool")
-    return tuple(items)
+    try:
+        items = _call_tools(method)
+    except Exception as error:
+        raise TargetError(f"{value!r}.tools() raised {type(error).__name__}: {error}") from None
+    tools = tuple(item for item in items if isinstance(item, Tool))
+    if len(tools) < len(items):
+        bad = next(item for item in items if not isinstance(item, Tool))
+        raise TargetError(f"{value!r}.tools() returned {bad!r}, which is not a Tool")
+    return tools
 
 
 def _call_tools(method: object) -> list[object]:
