@@ -1,0 +1,59 @@
+"""Every Python code block of the documentation (docs/**/*.md) runs, page by page, with Sybil.
+
+Each page is one test: its blocks run in order in one namespace, as a reader
+following the page would run them. A block that needs what a test run has not
+(an API key, a real model) is marked in the page itself with
+``<!-- skip: next "the reason" -->`` before its fence, and Sybil skips it; the page's
+other blocks still run. Pages whose client comes from such a skipped block get a
+scripted one instead (:data:`CLIENTS`): the provider's real SDK over a mock
+transport (tests/docs_fakes.py), so the page's code runs unchanged.
+"""
+
+from __future__ import annotations
+
+import unittest
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from docs_fakes import anthropic_client, openai_client
+from sybil import Sybil
+from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+_SYBIL = Sybil(parsers=[PythonCodeBlockParser(), SkipParser()])
+#: The pages that show Python (the others are prose, diagrams and shell commands).
+PAGES = [page for page in sorted(DOCS.rglob("*.md")) if list(_SYBIL.parse(page))]
+
+#: The ``client`` each page's skipped "make a client" block would have made.
+CLIENTS: dict[str, Callable[[], object]] = {
+    "tutorial.md": openai_client,
+    "how-to/openai.md": openai_client,
+    "how-to/anthropic.md": anthropic_client,
+}
+
+
+def _page_id(page: Path) -> str:
+    return page.relative_to(DOCS).as_posix()
+
+
+def test_docs_have_python_blocks():
+    """The docs show Python, so the page tests are not silently empty."""
+    assert sum(len(list(_SYBIL.parse(page))) for page in PAGES) > 20
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_page(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Every block of the page runs (skipped ones say why in the page)."""
+    monkeypatch.chdir(tmp_path)  # blocks that write files write them here
+    document = _SYBIL.parse(page)
+    name = _page_id(page)
+    if name in CLIENTS:
+        document.namespace["client"] = CLIENTS[name]()
+    for example in document:
+        try:
+            example.evaluate()
+        except unittest.SkipTest:
+            continue  # the page says why, in its skip comment
+        except Exception as error:
+            raise AssertionError(f"{name}, line {example.line}: {error!r}") from error
