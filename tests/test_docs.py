@@ -1,4 +1,4 @@
-"""Every Python code block of the documentation (docs/**/*.md) runs, page by page, with Sybil.
+"""Every code block of the documentation (docs/**/*.md) runs, page by page, with Sybil.
 
 Each page is one test: its blocks run in order in one namespace, as a reader
 following the page would run them. A block that needs what a test run has not
@@ -7,22 +7,56 @@ following the page would run them. A block that needs what a test run has not
 other blocks still run. Pages whose client comes from such a skipped block get a
 scripted one instead (:data:`CLIENTS`): the provider's real SDK over a mock
 transport (tests/docs_fakes.py), so the page's code runs unchanged.
+
+``console`` blocks are command-line sessions: each ``$ tinytools ...`` line runs
+the real entry point in a subprocess from the repository's root, and the lines
+after it, when there are any, must be exactly its output; a command shown
+without output must succeed. ``sh`` blocks (installing, exporting a key) and
+``yaml`` blocks are shown, not run.
 """
 
 from __future__ import annotations
 
+import shlex
 import unittest
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 from docs_fakes import anthropic_client, openai_client
-from sybil import Sybil
-from sybil.parsers.markdown import PythonCodeBlockParser, SkipParser
+from sybil import Example, Sybil
+from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-_SYBIL = Sybil(parsers=[PythonCodeBlockParser(), SkipParser()])
-#: The pages that show Python (the others are prose, diagrams and shell commands).
+
+
+def run_console(example: Example) -> None:
+    """Run each ``$ tinytools ...`` command of a ``console`` block and compare its output."""
+    command: list[str] | None = None
+    expected: list[str] = []
+    for line in [*str(example.parsed).splitlines(), "$"]:
+        if not line.startswith("$"):
+            expected.append(line)
+            continue
+        if command is not None:
+            done = run_cli(*command[1:])
+            if expected:
+                assert "\n".join(expected) + "\n" == done.stdout, f"$ {shlex.join(command)}"
+            else:
+                assert 0 == done.returncode, f"$ {shlex.join(command)}: {done.stderr}"
+        command, expected = (shlex.split(line[1:]) or None), []
+        assert command is None or command[0] == "tinytools", line
+
+
+_SYBIL = Sybil(
+    parsers=[
+        PythonCodeBlockParser(),
+        CodeBlockParser(language="console", evaluator=run_console),
+        SkipParser(),
+    ]
+)
+#: The pages with blocks to run (the others are prose, diagrams and install commands).
 PAGES = [page for page in sorted(DOCS.rglob("*.md")) if list(_SYBIL.parse(page))]
 
 #: The ``client`` each page's skipped "make a client" block would have made.
