@@ -276,3 +276,30 @@ class TestEntryPoints:
         )
 
         assert "[]\n" == done.stdout
+
+
+#: The verbs docs/reference/cli.md documents (add a verb here when its section is written).
+DOCUMENTED_VERBS = ("demo", "inspect", "call", "check")
+
+
+class TestReferencePage:
+    def test_every_option_documented(self):
+        """docs/reference/cli.md names every verb and every option of each verb."""
+        page = Path(__file__).resolve().parents[1] / "docs" / "reference" / "cli.md"
+        if not page.is_file():
+            pytest.skip(f"the docs are not at {page} (an installed package?)")
+        text = page.read_text(encoding="utf-8")
+        import argparse
+
+        from tinytools._cli import _parser
+
+        commands = next(
+            a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)
+        )
+        for verb in DOCUMENTED_VERBS:
+            parser = commands.choices[verb]
+            assert f"## `tinytools {verb}`" in text
+            for action in parser._actions:
+                for option in action.option_strings:
+                    if option not in ("-h", "--help"):
+                        assert f"`{option}" in text, f"{verb} {option}"
