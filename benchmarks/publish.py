@@ -55,7 +55,7 @@ def micro(seconds: float | None) -> str:
 
 
 def _ratio(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}×"
+    return "-" if value is None else f"{value:.2f}x"
 
 
 def _table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -83,7 +83,7 @@ def _dispatch(document: Document) -> list[str]:
             r["role"],
             micro(r["cpu_s"]),
             _ratio(r["ratio"]),
-            "-" if r["target"] is None else f"≤ {r['target']}×",
+            "-" if r["target"] is None else f"≤ {r['target']}x",
             r["result"],
         )
         for r in document["results"]

@@ -87,10 +87,10 @@ class TestMarkdown:
         text = publish.markdown(publish.load(results), WHEN)
 
         assert text.startswith("Run published 2026-12-01 14:00 UTC.\n")
-        assert "| one sync call | dispatch_sync | tinytools | 4.7 µs | 6.35× | ≤ 5.0× | FAIL |" in (
+        assert "| one sync call | dispatch_sync | tinytools | 4.7 µs | 6.35x | ≤ 5.0x | FAIL |" in (
             text
         )
-        assert "| one sync call | Pydantic AI | peer | 261 µs | 352.70× | - | - |" in text
+        assert "| one sync call | Pydantic AI | peer | 261 µs | 352.70x | - | - |" in text
         assert "| flat, 1 MB | 1,000,000 | 850 µs | 2.2 ms | 3.4 ms | - |" in text
         assert "2 CPUs, load 0.5 at start; python 3.11.2, tinytools 0.1.0." in text
 

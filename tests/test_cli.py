@@ -293,9 +293,7 @@ class TestReferencePage:
 
         from tinytools._cli import _parser
 
-        commands = next(
-            a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction)
-        )
+        commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
         for verb in DOCUMENTED_VERBS:
             parser = commands.choices[verb]
             assert f"## `tinytools {verb}`" in text
