@@ -7,7 +7,6 @@ import json
 import msgspec
 import pytest
 from cli_run import run_cli
-
 from cli_targets import good_tools
 
 from tinytools import formats
