@@ -63,6 +63,14 @@ class TestInspect:
         names = [t["name"] for t in json.loads(done.stdout)["tools"]]
         assert ["get_forecast", "send_alert"] == names
 
+    def test_folder_with_broken_file(self):
+        """A folder's file that raises is named on stderr; stdout stays one JSON document."""
+        done = run_cli("inspect", "tests/cli_targets/", "--json")
+
+        assert 0 == done.returncode
+        assert "skipped tests/cli_targets/broken/raises_on_import.py:16" in done.stderr
+        assert 11 == len(json.loads(done.stdout)["tools"])  # 12 tools; `lookup` is shown once
+
     def test_unknown_format(self):
         """An unknown --format is a usage error listing the choices."""
         done = run_cli("inspect", "examples/", "--format", "yaml")

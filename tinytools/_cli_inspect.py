@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TextIO
 
@@ -64,9 +65,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     loaded = load_or_exit(args.target)
     if isinstance(loaded, int):
         return loaded
-    if loaded.broken:  # a single target that raised is a TargetError; a folder may hold some
-        for broken in loaded.broken:
-            out.write(f"# skipped {broken.path}:{broken.line}: {broken.message}\n")
+    for broken in loaded.broken:  # a folder's files that raised (a lone target that raises exits 2)
+        sys.stderr.write(f"tinytools: skipped {broken.path}:{broken.line}: {broken.message}\n")
     tools = _unique(item.tool for item in loaded.found)
     if args.format in PROVIDERS:
         _providers(args, tools, out)
