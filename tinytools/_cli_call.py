@@ -20,7 +20,7 @@ import json
 import sys
 from typing import TextIO
 
-from ._cli_output import Paint, add_target, example_epilog, load_or_exit, use_colour
+from ._cli_output import Paint, add_target, example_epilog, load_or_exit, paragraph, use_colour
 
 __all__ = ["add_parser", "run"]
 
@@ -33,7 +33,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = commands.add_parser(
         "call",
         help="run one call through dispatch_sync and print its message and events",
-        description=(
+        description=paragraph(
             "Send one tool call, as a model would write it, through dispatch_sync: print "
             "the message the model reads back and the events the host sees. ARGS is the "
             "raw arguments text (relaxed JSON is repaired as in a real run)."

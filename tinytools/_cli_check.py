@@ -13,7 +13,15 @@ import argparse
 import json
 from typing import TextIO
 
-from ._cli_output import Paint, Progress, add_target, example_epilog, load_or_exit, use_colour
+from ._cli_output import (
+    Paint,
+    Progress,
+    add_target,
+    example_epilog,
+    load_or_exit,
+    paragraph,
+    use_colour,
+)
 from ._cli_target import Broken, Found
 from ._lint import DEFAULT_BUDGET, RULES, Diagnostic, lint
 
@@ -26,7 +34,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = commands.add_parser(
         "check",
         help="lint tools: descriptions, policies, names, provider schema limits, manifest size",
-        description=(
+        description=paragraph(
             "Lint the tools of each TARGET and print one line per finding, "
             "`path:line: CODE severity: message`, as linters do. Exit status: 1 when "
             "an error (or, with --fail-on warning, a warning) was found, 2 when a "

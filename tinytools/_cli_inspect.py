@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TextIO
 
-from ._cli_output import Paint, add_target, example_epilog, load_or_exit, use_colour
+from ._cli_output import Paint, add_target, example_epilog, load_or_exit, paragraph, use_colour
 from ._registry import AnyTool
 
 __all__ = ["FORMATS", "add_parser", "run"]
@@ -31,7 +31,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser = commands.add_parser(
         "inspect",
         help="print the declarations a provider or text dialect receives, with byte sizes",
-        description=(
+        description=paragraph(
             "Print what a model is told about the tools of TARGET in one format: a "
             "provider's JSON declarations (one per tool, with the byte size of its compact "
             "JSON) or a text dialect's system-prompt catalogue, then the total size."

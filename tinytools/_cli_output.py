@@ -16,7 +16,15 @@ from typing import TextIO
 
 from ._cli_target import Loaded, TargetError, load
 
-__all__ = ["Paint", "Progress", "add_target", "example_epilog", "load_or_exit", "use_colour"]
+__all__ = [
+    "Paint",
+    "Progress",
+    "add_target",
+    "example_epilog",
+    "load_or_exit",
+    "paragraph",
+    "use_colour",
+]
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
@@ -80,6 +88,13 @@ def add_target(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
             "or a folder (every .py file under it)"
         ),
     )
+
+
+def paragraph(text: str) -> str:
+    """``text`` wrapped for ``--help`` (the verbs' raw formatter keeps the examples' lines)."""
+    import textwrap
+
+    return textwrap.fill(text, width=78)
 
 
 def example_epilog(*lines: str) -> str:
