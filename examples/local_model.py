@@ -13,6 +13,8 @@ What it shows:
   chat template, and llama-cpp-python's ``gemma`` chat format drops system messages, so
   the example writes Gemma's turn format itself and puts the catalogue at the top of the
   first user turn, where Gemma's own template puts a system prompt;
+* one worked exchange (a request, its call, the result and the answer) comes first: a
+  model this small copies the form it is shown;
 * what the model writes is parsed with ``json_in_tag.parse`` and dispatched with
   ``dispatch_sync``; the results go back as a ``[Tool results]`` user turn
   (``coalesce_tool_results``) and the model answers, up to ``MAX_TURNS`` turns;
@@ -46,6 +48,9 @@ from tinytools.formats import Parsed, coalesce_tool_results, json_in_tag
 MAX_TURNS = 3
 #: The most tokens one completion may take.
 MAX_TOKENS = 160
+#: Where a completion stops: the end of the model's turn, or a tool result it starts to
+#: make up (results come from dispatch, never from the model).
+STOP = ["<end_of_turn>", "<tool_result"]
 
 Outcome = Literal["valid", "repaired", "refused", "no call"]
 
@@ -100,28 +105,28 @@ def add_reminder(text: str, when: str) -> str:
 
 TOOLS = Registry.of(get_weather, get_time, convert_currency, add_reminder)
 
-#: The fixed requests: each asks for one tool, in plain words.
-REQUESTS: tuple[str, ...] = (
-    "What's the weather in Paris?",
-    "Is it cold in Oslo right now? Answer in fahrenheit.",
-    "Weather in Tokyo, please.",
-    "How warm is it in Cairo today?",
-    "Tell me the weather for Lima in celsius.",
-    "What time is it in Tokyo?",
-    "What's the local time in New York?",
-    "Current time in Sydney?",
-    "Do you know what time it is in Berlin?",
-    "Tell me the time in Mumbai.",
-    "Convert 100 EUR to USD.",
-    "How much is 250 USD in JPY?",
-    "Change 40 GBP into EUR.",
-    "What is 12.5 CHF in USD?",
-    "Convert 1000 JPY to EUR, please.",
-    "Remind me to call Anna tomorrow at 9.",
-    "Add a reminder: buy milk tonight.",
-    "Set a reminder to water the plants on Sunday.",
-    "Remind me about the dentist on Friday at 3pm.",
-    "Please remind me to send the report next Monday.",
+#: The fixed requests, each with the one tool it needs.
+REQUESTS: tuple[tuple[str, str], ...] = (
+    ("What's the weather in Paris?", "get_weather"),
+    ("Is it cold in Oslo right now? Answer in fahrenheit.", "get_weather"),
+    ("Weather in Tokyo, please.", "get_weather"),
+    ("How warm is it in Cairo today?", "get_weather"),
+    ("Tell me the weather for Lima in celsius.", "get_weather"),
+    ("What time is it in Tokyo?", "get_time"),
+    ("What's the local time in New York?", "get_time"),
+    ("Current time in Sydney?", "get_time"),
+    ("Do you know what time it is in Berlin?", "get_time"),
+    ("Tell me the time in Mumbai.", "get_time"),
+    ("Convert 100 EUR to USD.", "convert_currency"),
+    ("How much is 250 USD in JPY?", "convert_currency"),
+    ("Change 40 GBP into EUR.", "convert_currency"),
+    ("What is 12.5 CHF in USD?", "convert_currency"),
+    ("Convert 1000 JPY to EUR, please.", "convert_currency"),
+    ("Remind me to call Anna tomorrow at 9.", "add_reminder"),
+    ("Add a reminder: buy milk tonight.", "add_reminder"),
+    ("Set a reminder to water the plants on Sunday.", "add_reminder"),
+    ("Remind me about the dentist on Friday at 3pm.", "add_reminder"),
+    ("Please remind me to send the report next Monday.", "add_reminder"),
 )
 
 
@@ -180,9 +185,31 @@ def classify(reply: str, parsed: Parsed, events: Sequence[object]) -> Outcome:
     return "valid"
 
 
+#: One worked exchange before the real request (a tiny model copies the form it is shown;
+#: without it, Gemma 3 270M mostly repeated the catalogue back).
+EXAMPLE_REQUEST = "What time is it in Lisbon?"
+EXAMPLE_TURNS: tuple[dict[str, object], ...] = (
+    {"role": "user", "content": first_user_turn(EXAMPLE_REQUEST)},
+    {
+        "role": "assistant",
+        "content": '<tool_call>{"name": "get_time", "arguments": {"city": "Lisbon"}}</tool_call>',
+    },
+    {
+        "role": "tool",
+        "tool_call_id": "example_1",
+        "name": "get_time",
+        "content": get_time("Lisbon"),
+    },
+    {"role": "assistant", "content": "It is 14:05 in Lisbon."},
+)
+
+
 def ask(complete: Callable[[str], str], request: str) -> tuple[Outcome, list[str]]:
     """One request through the loop: the first turn's outcome and the model's replies."""
-    history: list[dict[str, object]] = [{"role": "user", "content": first_user_turn(request)}]
+    history: list[dict[str, object]] = [
+        *EXAMPLE_TURNS,
+        {"role": "user", "content": f"Request: {request}"},
+    ]
     outcome: Outcome | None = None
     replies: list[str] = []
     for _ in range(MAX_TURNS):
@@ -206,16 +233,35 @@ def ask(complete: Callable[[str], str], request: str) -> tuple[Outcome, list[str
     return outcome, replies
 
 
-def run(complete: Callable[[str], str], requests: Sequence[str] = REQUESTS) -> dict[str, object]:
-    """Every request through the loop; the counts and each request's first reply."""
+def run(
+    complete: Callable[[str], str], requests: Sequence[tuple[str, str]] = REQUESTS
+) -> dict[str, object]:
+    """Every ``(request, expected tool)`` through the loop: the counts and each first reply.
+
+    ``right_tool`` counts the requests whose first turn called (validly, or after a
+    repair) the tool the request needs: a valid call is not always the right one.
+    """
     outcomes: Counter[str] = Counter()
+    right = 0
     details = []
-    for request in requests:
+    for request, expected in requests:
         outcome, replies = ask(complete, request)
         outcomes[outcome] += 1
-        details.append({"request": request, "outcome": outcome, "first_reply": replies[0]})
+        called = [c.name for c in json_in_tag.parse(replies[0], TOOLS).calls]
+        hit = outcome in ("valid", "repaired") and expected in called
+        right += hit
+        details.append(
+            {
+                "request": request,
+                "expected": expected,
+                "outcome": outcome,
+                "called": called,
+                "right_tool": hit,
+                "first_reply": replies[0],
+            }
+        )
     counts = {name: outcomes[name] for name in ("valid", "repaired", "refused", "no call")}
-    return {"requests": len(requests), "outcomes": counts, "details": details}
+    return {"requests": len(requests), "outcomes": counts, "right_tool": right, "details": details}
 
 
 def llama_completion(model_path: Path) -> Callable[[str], str]:
@@ -225,9 +271,7 @@ def llama_completion(model_path: Path) -> Callable[[str], str]:
     llm = Llama(model_path=str(model_path), n_ctx=4096, seed=0, verbose=False)
 
     def complete(prompt: str) -> str:
-        out = llm.create_completion(
-            prompt, max_tokens=MAX_TOKENS, temperature=0.0, stop=["<end_of_turn>"]
-        )
+        out = llm.create_completion(prompt, max_tokens=MAX_TOKENS, temperature=0.0, stop=STOP)
         return str(out["choices"][0]["text"])  # type: ignore[index]
 
     return complete
@@ -244,7 +288,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     report = run(llama_completion(assemble()), REQUESTS[: args.limit])
     print(f"{report['requests']} requests, first model turn:")
     for name, count in dict(report["outcomes"]).items():  # type: ignore[call-overload]
-        print(f"  {name:<9} {count}")
+        print(f"  {name:<10} {count}")
+    print(f"  right tool {report['right_tool']}")
     if args.out is not None:
         args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
 

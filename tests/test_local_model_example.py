@@ -38,7 +38,7 @@ SCRIPT = {
         "valid",
     ),
     "What time is it in Tokyo?": (
-        "<tool_call>{'name': 'get_time', 'arguments': {'city': 'Tokyo',}}</tool_call>",
+        "<tool_call>{'name': 'get_weather', 'arguments': {'city': 'Tokyo',}}</tool_call>",
         "repaired",
     ),
     "Convert 100 EUR to USD.": (
@@ -53,6 +53,15 @@ SCRIPT = {
     "Weather in Tokyo, please.": ("It is sunny in Tokyo.", "no call"),
 }
 
+#: The tool each scripted request needs.
+EXPECTED = {
+    "What's the weather in Paris?": "get_weather",
+    "What time is it in Tokyo?": "get_time",
+    "Convert 100 EUR to USD.": "convert_currency",
+    "Remind me to call Anna tomorrow at 9.": "add_reminder",
+    "Weather in Tokyo, please.": "get_weather",
+}
+
 
 class TestLocalModelLoop:
     def test_counts(self, example):
@@ -61,33 +70,37 @@ class TestLocalModelLoop:
 
         def complete(prompt: str) -> str:
             prompts.append(prompt)
-            if prompt.count("<start_of_turn>user") > 1:  # a later turn: results came back
+            request, after = prompt.rsplit("Request: ", 1)[1].split("<end_of_turn>", 1)
+            if "<start_of_turn>user" in after:  # a later turn: the results came back
                 return "Done."
-            request = prompt.split("Request: ", 1)[1].split("<end_of_turn>", 1)[0]
             return SCRIPT[request][0]
 
-        report = example.run(complete, list(SCRIPT))
+        report = example.run(complete, [(r, EXPECTED[r]) for r in SCRIPT])
 
         assert {"valid": 1, "repaired": 1, "refused": 2, "no call": 1} == report["outcomes"]
+        assert 1 == report["right_tool"]  # get_time for a weather request is valid, not right
         assert [outcome for _, outcome in SCRIPT.values()] == [
             d["outcome"] for d in report["details"]
         ]
 
     def test_catalogue_reaches_the_model(self, example):
-        """The first prompt holds the catalogue in the user turn, in Gemma's turn format."""
+        """The first prompt holds the catalogue in a user turn, in Gemma's turn format."""
         seen: list[str] = []
 
         def complete(prompt: str) -> str:
             seen.append(prompt)
             return "No tool needed."
 
-        example.run(complete, ["What's the weather in Paris?"])
+        example.run(complete, [("What's the weather in Paris?", "get_weather")])
 
         [prompt] = seen
         assert prompt.startswith("<start_of_turn>user\nYou can call tools.")
         assert "- get_weather: Get the current weather for a city." in prompt
         assert "<tool_call>" in prompt
-        assert prompt.endswith("<end_of_turn>\n<start_of_turn>model\n")
+        assert prompt.endswith(
+            "<start_of_turn>user\nRequest: What's the weather in Paris?<end_of_turn>\n"
+            "<start_of_turn>model\n"
+        )
 
     def test_results_go_back(self, example):
         """After a call, the next prompt carries its result as a [Tool results] user turn."""
@@ -99,13 +112,13 @@ class TestLocalModelLoop:
                 return '<tool_call>{"name": "get_time", "arguments": {"city": "Lima"}}</tool_call>'
             return "It is 14:05 in Lima."
 
-        example.run(complete, ["Current time in Lima?"])
+        example.run(complete, [("Current time in Lima?", "get_time")])
 
         assert 2 == len(seen)
         assert "<start_of_turn>user\n[Tool results]\n<tool_result" in seen[1]
         assert "It is 14:05 in Lima" in seen[1]
 
     def test_twenty_requests(self, example):
-        """The fixed set has 20 requests, and the example's tools lint without errors."""
-        assert 20 == len(example.REQUESTS)
-        assert 20 == len(set(example.REQUESTS))
+        """The fixed set has 20 distinct requests, each needing one of the example's tools."""
+        assert 20 == len({request for request, _ in example.REQUESTS})
+        assert {tool for _, tool in example.REQUESTS} == set(example.TOOLS.names)
