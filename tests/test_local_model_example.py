@@ -118,6 +118,21 @@ class TestLocalModelLoop:
         assert "<start_of_turn>user\n[Tool results]\n<tool_result" in seen[1]
         assert "It is 14:05 in Lima" in seen[1]
 
+    def test_zero_shot(self, example):
+        """With shots=0 the catalogue and the request make the one and only first user turn."""
+        seen: list[str] = []
+
+        def complete(prompt: str) -> str:
+            seen.append(prompt)
+            return "No tool needed."
+
+        report = example.run(complete, [("Weather in Oslo?", "get_weather")], shots=0)
+
+        assert 1 == seen[0].count("<start_of_turn>user")
+        assert seen[0].startswith("<start_of_turn>user\nYou can call tools.")
+        assert "Request: Weather in Oslo?<end_of_turn>" in seen[0]
+        assert {"valid": 0, "repaired": 0, "refused": 0, "no call": 1} == report["outcomes"]
+
     def test_twenty_requests(self, example):
         """The fixed set has 20 distinct requests, each needing one of the example's tools."""
         assert 20 == len({request for request, _ in example.REQUESTS})
