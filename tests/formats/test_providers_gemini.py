@@ -233,8 +233,10 @@ class TestParseCalls:
         assert [ToolCall("fc-1", "ping", "[1]", reason)] == gemini.parse_calls(parts)
 
     def test_not_a_response(self) -> None:
-        """Something else is a clear ValueError."""
+        """A wrong shape is a ValueError; text is a TypeError naming the text parsers."""
         with pytest.raises(ValueError, match="expected a Gemini response"):
+            gemini.parse_calls({"candidates": [{"content": {"parts": "x"}}]})
+        with pytest.raises(TypeError, match=r"not str; .*json_in_tag\.parse"):
             gemini.parse_calls("text")
 
 

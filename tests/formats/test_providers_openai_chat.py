@@ -191,13 +191,16 @@ class TestParseCalls:
         """A call that cannot be read is kept as an invalid call, never dropped."""
         assert [expected] == openai_chat.parse_calls({"tool_calls": [item]})
 
-    @pytest.mark.parametrize(
-        "response", [42, {"choices": "x"}, {"tool_calls": "x"}, {"choices": [7]}]
-    )
+    @pytest.mark.parametrize("response", [{"choices": "x"}, {"tool_calls": "x"}, {"choices": [7]}])
     def test_not_a_response(self, response: object) -> None:
-        """Something that is not a Chat Completions response is a clear ValueError."""
+        """A dict not shaped like a Chat Completions response is a clear ValueError."""
         with pytest.raises(ValueError, match=r"expected|must be"):
             openai_chat.parse_calls(response)
+
+    def test_not_data(self) -> None:
+        """An object that is no response at all is a TypeError naming what to pass."""
+        with pytest.raises(TypeError, match=r"takes a ChatCompletion.*not int"):
+            openai_chat.parse_calls(42)
 
 
 class TestToolCallAccumulator:

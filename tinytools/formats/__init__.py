@@ -23,6 +23,7 @@ from ._choose import Exposed as Exposed
 from ._choose import split_by_format as split_by_format
 from ._parsed import Parsed as Parsed
 from ._parsed import synthetic_id as synthetic_id
+from ._received import ToolCallsFailed as ToolCallsFailed
 from .messages import coalesce_tool_results as coalesce_tool_results
 from .messages import ensure_resolvable_user_turn as ensure_resolvable_user_turn
 from .messages import pair_tool_cycles as pair_tool_cycles
@@ -31,6 +32,7 @@ from .messages import with_tool_instructions as with_tool_instructions
 __all__ = [
     "Exposed",
     "Parsed",
+    "ToolCallsFailed",
     "anthropic",
     "coalesce_tool_results",
     "ensure_resolvable_user_turn",

@@ -18,16 +18,20 @@ A message may be the SDK's ``Message`` or a plain dict, or just its
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Final
 
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._providers import (
     Tools,
+    as_data,
     copy_schema,
+    cut_off,
     exposed_tools,
     typed_calls,
 )
+from ._received import received, refuse_stream_event
 
 __all__ = ["declarations", "parse_calls", "tool_results"]
 
@@ -43,20 +47,53 @@ def declarations(tools: Tools) -> list[dict[str, object]]:
 def parse_calls(response: object) -> list[ToolCall]:
     """The ``tool_use`` blocks of a message, in order.
 
+    A message that stopped at ``max_tokens`` while writing a ``tool_use`` block
+    holds an input that may be incomplete: that call is marked ``invalid`` and
+    answered with the reason, never run.
+
     Args:
         response: A ``Message`` (SDK object or dict) or its ``content`` list.
 
     Raises:
+        TypeError: ``response`` is text, a stream or one stream event (feed
+            events to :class:`ToolCallAccumulator`).
         ValueError: ``response`` has no ``content`` list.
     """
-    return typed_calls(
+    data = received(
         response,
+        module="anthropic",
+        expects="a Message or its content list",
+        accumulator="ToolCallAccumulator",
+    )
+    refuse_stream_event(
+        data,
+        module="anthropic",
+        kinds=STREAM_EVENTS,
+        what="feed every event of `client.messages.create(..., stream=True)` to "
+        "ToolCallAccumulator().add(event)",
+    )
+    calls = typed_calls(
+        data,
         list_key="content",
         what="an Anthropic message",
         kind="tool_use",
         id_key="id",
         arguments_key="input",
     )
+    if isinstance(data, Mapping) and data.get("stop_reason") == "max_tokens" and calls:
+        blocks = data.get("content")
+        last = as_data(blocks[-1]) if isinstance(blocks, list) and blocks else None
+        if isinstance(last, Mapping) and last.get("type") == "tool_use":
+            calls[-1] = cut_off(calls[-1], _CUT)
+    return calls
+
+
+_CUT = "the response reached max_tokens"
+#: The ``type`` of the events of a Messages stream.
+STREAM_EVENTS: Final = (
+    *("message_start", "message_delta", "message_stop", "ping", "error"),
+    *("content_block_start", "content_block_delta", "content_block_stop"),
+)
 
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:

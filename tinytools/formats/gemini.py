@@ -47,6 +47,7 @@ Pass ``json_schema=True`` to send the schema unchanged as
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import Final
 
 from tinytools._wire import ToolCall, ToolMessage
 
@@ -62,6 +63,7 @@ from ._providers import (
     note,
     preview,
 )
+from ._received import ToolCallsFailed, received
 
 __all__ = ["declarations", "parse_calls", "subset_schema", "tool_results"]
 
@@ -249,33 +251,100 @@ def parse_calls(response: object) -> list[ToolCall]:
         response: A ``GenerateContentResponse``, one candidate, a ``Content``
             or a list of parts; SDK objects or dicts, in the REST
             (``functionCall``) or the SDK's (``function_call``) spelling.
+            One chunk of a stream is a response too, but a call may span
+            chunks: read a stream with :class:`ToolCallAccumulator`.
 
     Raises:
+        ToolCallsFailed: The candidate holds no call and finished because a
+            call failed (``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``,
+            ``TOO_MANY_TOOL_CALLS``, ``MALFORMED_RESPONSE``,
+            ``MISSING_THOUGHT_SIGNATURE``); the message says what to do.
+        TypeError: ``response`` is text, a stream, or another object.
         ValueError: ``response`` is not shaped like any of these.
     """
-    data = as_data(response)
+    data = received(
+        response,
+        module="gemini",
+        expects="a GenerateContentResponse, a candidate, a Content or its parts",
+        accumulator="ToolCallAccumulator",
+    )
+    candidate = _candidate(data)
     parts = _parts(data)
     ids = SyntheticIds(lambda: json_text(data))
     calls: list[ToolCall] = []
     for part in parts:
-        part = as_data(part)
-        if not isinstance(part, Mapping):
-            continue
-        call = part.get("functionCall") or part.get("function_call")
-        if call is None:
-            continue
-        call = call if isinstance(call, Mapping) else {"args": call}
-        args = call.get("args")
-        calls.append(
-            make_call(
-                call.get("id"),
-                call.get("name"),
-                {} if args is None else args,
-                ids=ids,
-                index=len(calls),
-            )
-        )
+        call = _function_call(part)
+        if call is not None:
+            calls.append(_make(call, ids, len(calls)))
+    if not calls and candidate is not None:
+        failed(candidate)
     return calls
+
+
+def _function_call(part: object) -> Mapping[str, object] | None:
+    """The ``functionCall`` of one part (``{"args": value}`` when it is not an object)."""
+    part = as_data(part)
+    if not isinstance(part, Mapping):
+        return None
+    call = part.get("functionCall") or part.get("function_call")
+    if call is None:
+        return None
+    return call if isinstance(call, Mapping) else {"args": call}
+
+
+def _make(call: Mapping[str, object], ids: SyntheticIds, index: int) -> ToolCall:
+    args = call.get("args")
+    return make_call(
+        call.get("id"), call.get("name"), {} if args is None else args, ids=ids, index=index
+    )
+
+
+#: Finish reasons that mean a call was attempted and failed, with what to do about each.
+FAILED_CALLS: Final = {
+    "MALFORMED_FUNCTION_CALL": (
+        "The model wrote a function call that could not be parsed. Retry the request, or "
+        "add a user turn asking the model to call the tool again with valid JSON arguments."
+    ),
+    "UNEXPECTED_TOOL_CALL": (
+        "The model called a function the request did not declare (or function calling is "
+        "off). Declare it with tools=gemini.declarations(...), or retry."
+    ),
+    "TOO_MANY_TOOL_CALLS": (
+        "The model made more tool calls than one turn allows. Retry, or ask it for fewer calls."
+    ),
+    "MALFORMED_RESPONSE": "Gemini could not finish the response. Retry the request.",
+    "MISSING_THOUGHT_SIGNATURE": (
+        "An earlier model turn was sent back without its thought signatures. Append the "
+        "model's Content as it came (candidates[0].content, or ToolCallAccumulator.message() "
+        "for a stream) instead of rebuilding it from its calls."
+    ),
+}
+
+
+def failed(candidate: Mapping[str, object]) -> None:
+    """Raise :class:`ToolCallsFailed` when the candidate finished because a call failed."""
+    reason = candidate.get("finishReason", candidate.get("finish_reason"))
+    reason = getattr(reason, "value", reason)  # the SDK's FinishReason enum
+    if isinstance(reason, str) and reason.upper() in FAILED_CALLS:
+        detail = candidate.get("finishMessage", candidate.get("finish_message"))
+        raise ToolCallsFailed(
+            "gemini",
+            reason.upper(),
+            detail if isinstance(detail, str) and detail else None,
+            FAILED_CALLS[reason.upper()],
+        )
+
+
+def _candidate(data: object) -> Mapping[str, object] | None:
+    """The first candidate of a response, or the candidate itself; ``None`` otherwise."""
+    if isinstance(data, Mapping) and "candidates" in data:
+        candidates = data["candidates"]
+        first = candidates[0] if isinstance(candidates, list) and candidates else None
+        first = as_data(first)
+        return first if isinstance(first, Mapping) else None
+    if isinstance(data, Mapping) and "content" in data:
+        return data
+    return None
 
 
 def _parts(data: object) -> list[object]:
@@ -283,8 +352,9 @@ def _parts(data: object) -> list[object]:
     if isinstance(node, Mapping) and "candidates" in node:
         candidates = node["candidates"]
         node = candidates[0] if isinstance(candidates, list) and candidates else {}
+        node = as_data(node)
     if isinstance(node, Mapping) and "content" in node:
-        node = node["content"]
+        node = as_data(node["content"])
     if isinstance(node, Mapping):
         node = node.get("parts") or []
     if not isinstance(node, list):

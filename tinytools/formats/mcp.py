@@ -39,6 +39,7 @@ from tinytools._wire import ToolCall, ToolMessage
 
 from ._parsed import SyntheticIds
 from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call
+from ._received import received
 
 __all__ = ["declarations", "hints", "parse_calls", "tool_results"]
 
@@ -76,12 +77,32 @@ def parse_calls(request: object) -> list[ToolCall]:
     """The ``tools/call`` requests among one JSON-RPC request or a batch, in order.
 
     Args:
-        request: A request (SDK object or dict) or a list of them.
+        request: A request (SDK object or dict), a list of them, or the
+            ``CallToolRequestParams`` (``{"name", "arguments"}``) a server
+            handler receives — that call has no request id, so it gets a
+            synthetic one (answer the request the params came in).
 
     Raises:
-        ValueError: ``request`` is neither a request nor a list.
+        TypeError: ``request`` is text or another object that is not a request.
+        ValueError: A single request is not a ``tools/call`` request (in a
+            batch, other requests are skipped), or a batch holds something
+            that is not a request.
     """
-    data = as_data(request)
+    data = received(
+        request,
+        module="mcp",
+        expects="a tools/call request, a batch of requests or CallToolRequestParams",
+        accumulator=None,
+    )
+    if isinstance(data, Mapping) and "method" not in data and "name" in data:
+        data = {"method": "tools/call", "params": data}  # CallToolRequestParams
+    elif isinstance(data, Mapping) and data.get("method") != "tools/call":
+        method = data.get("method")
+        said = f"a {json_text(method)} request" if method is not None else "no request"
+        raise ValueError(
+            f"expected a tools/call request or its params, got {said}; "
+            "pass the tools/call request (or the CallToolRequestParams of one)"
+        )
     items = data if isinstance(data, list) else [data]
     calls: list[ToolCall] = []
     for item in items:
@@ -90,7 +111,7 @@ def parse_calls(request: object) -> list[ToolCall]:
             raise ValueError(f"expected a JSON-RPC request, not {type(item).__name__}")
         if item.get("method") != "tools/call":
             continue
-        params = item.get("params")
+        params = as_data(item.get("params"))
         params = params if isinstance(params, Mapping) else {"arguments": params}
         arguments = params.get("arguments")
         calls.append(

@@ -30,12 +30,14 @@ from ._parsed import SyntheticIds
 from ._providers import (
     Tools,
     as_data,
+    cut_off,
     exposed_tools,
     json_text,
     make_call,
     openai_function,
     strict_schema,
 )
+from ._received import received
 
 __all__ = ["ToolCallAccumulator", "declarations", "parse_calls", "strict_schema", "tool_results"]
 
@@ -70,38 +72,64 @@ def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object
 def parse_calls(response: object) -> list[ToolCall]:
     """The tool calls of a completion, a choice or an assistant message, in order.
 
+    A completion cut off at the token limit (``finish_reason: "length"``) was
+    stopped while writing its last call: that call is marked ``invalid`` (its
+    text kept), so it is answered with an error instead of run on arguments
+    that may be incomplete.
+
     Args:
         response: A ``ChatCompletion`` (its first choice is read: other
             choices are alternatives, not more calls), one choice, or the
             assistant message; SDK objects or plain dicts.
 
     Raises:
+        TypeError: ``response`` is not a response at all: text, a stream, or
+            one streamed chunk (feed chunks to :class:`ToolCallAccumulator`).
         ValueError: ``response`` is not shaped like any of these.
     """
-    data = as_data(response)
-    message = _message(data)
+    data = received(
+        response,
+        module="openai_chat",
+        expects="a ChatCompletion, a choice or an assistant message",
+        accumulator="ToolCallAccumulator",
+    )
+    message, finish = _message(data)
     items = message.get("tool_calls")
     if items is None:
         return []
     if not isinstance(items, list):
         raise ValueError(f"`tool_calls` must be a list, not {json_text(items)[:80]}")
     ids = SyntheticIds(lambda: json_text(data))
-    return [_call(item, ids, index) for index, item in enumerate(items)]
+    calls = [_call(item, ids, index) for index, item in enumerate(items)]
+    if finish == "length" and calls:
+        calls[-1] = cut_off(calls[-1], _CUT)
+    return calls
 
 
-def _message(data: object) -> Mapping[str, object]:
+_CUT = "the response reached its token limit (finish_reason length)"
+
+
+def _message(data: object) -> tuple[Mapping[str, object], object]:
+    """The assistant message and the choice's ``finish_reason`` (``None`` if not known)."""
     if not isinstance(data, Mapping):
         raise ValueError(f"expected a Chat Completions response, not {type(data).__name__}")
+    finish: object = None
     if "choices" in data:
         choices = data["choices"]
         if not isinstance(choices, list):
             raise ValueError("`choices` must be a list")
         data = choices[0] if choices else {}
+    if isinstance(data, Mapping) and "delta" in data and "message" not in data:
+        raise TypeError(
+            "tinytools.formats.openai_chat.parse_calls got a streamed chunk, not a completion; "
+            "feed every chunk to ToolCallAccumulator().add(chunk) and read its calls()"
+        )
     if isinstance(data, Mapping) and "message" in data:
+        finish = data.get("finish_reason")
         data = data["message"]
     if not isinstance(data, Mapping):
         raise ValueError(f"expected an assistant message, not {json_text(data)[:80]}")
-    return data
+    return data, finish
 
 
 def _call(item: object, ids: SyntheticIds, index: int) -> ToolCall:

@@ -17,16 +17,19 @@ Calls fail closed as in ``openai_chat``; a response may be the SDK's
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._providers import (
     Tools,
+    as_data,
+    cut_off,
     exposed_tools,
     openai_function,
     typed_calls,
 )
+from ._received import received, refuse_stream_event
 
 __all__ = ["declarations", "parse_calls", "tool_results"]
 
@@ -50,14 +53,36 @@ def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object
 def parse_calls(response: object) -> list[ToolCall]:
     """The function calls of a response, in output order.
 
+    A call whose item is ``"status": "incomplete"`` (the response stopped at
+    its output limit while writing it) is marked ``invalid``, its text kept.
+
     Args:
-        response: A ``Response`` (SDK object or dict) or its ``output`` list.
+        response: A ``Response`` (SDK object or dict) or its ``output`` list;
+            the ``response.completed`` (or ``.incomplete``, ``.failed``) stream
+            event is read as the response it carries.
 
     Raises:
+        TypeError: ``response`` is text, a stream, or another stream event
+            (feed those to :class:`ToolCallAccumulator`).
         ValueError: ``response`` has no ``output`` list.
     """
-    return typed_calls(
+    data = received(
         response,
+        module="openai_responses",
+        expects="a Response or its output list",
+        accumulator="ToolCallAccumulator",
+    )
+    if isinstance(data, Mapping) and isinstance(data.get("response"), Mapping):
+        data = data["response"]  # a response.completed / .incomplete / .failed event
+    refuse_stream_event(
+        data,
+        module="openai_responses",
+        kinds=("response.",),
+        what="feed every stream event to ToolCallAccumulator().add(event), or pass the "
+        "`response` of the response.completed event",
+    )
+    calls = typed_calls(
+        data,
         list_key="output",
         what="a Responses response",
         kind="function_call",
@@ -65,6 +90,19 @@ def parse_calls(response: object) -> list[ToolCall]:
         arguments_key="arguments",
         raw_string=True,
     )
+    items = data.get("output") if isinstance(data, Mapping) else data
+    statuses = [
+        fields.get("status")
+        for fields in map(as_data, items if isinstance(items, list) else ())
+        if isinstance(fields, Mapping) and fields.get("type") == "function_call"
+    ]
+    return [
+        cut_off(call, _CUT) if status == "incomplete" else call
+        for call, status in zip(calls, statuses, strict=True)
+    ]
+
+
+_CUT = "the response stopped at its output limit (status incomplete)"
 
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
