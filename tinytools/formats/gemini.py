@@ -11,6 +11,8 @@
   that are not an object fail closed (kept as JSON text, ``invalid`` set).
   Older models send no call ``id``: each call then gets a synthetic,
   deterministic one, derived from the whole response.
+* :func:`assistant_message` — the model ``Content`` holding the calls as
+  ``functionCall`` parts (see its note on thought signatures).
 * :func:`tool_results` — all results of a turn as one user ``Content`` of
   ``functionResponse`` parts, ``response`` being ``{"output": content}`` or,
   for an error, ``{"error": content}`` (the keys Gemini documents). The call's
@@ -47,10 +49,10 @@ Pass ``json_schema=True`` to send the schema unchanged as
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Final
 
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._gemini_stream import FAILED_CALLS, ToolCallAccumulator, failed
 from ._parsed import SyntheticIds, is_synthetic
 from ._providers import (
     ANNOTATIONS,
@@ -63,9 +65,18 @@ from ._providers import (
     note,
     preview,
 )
-from ._received import ToolCallsFailed, received
+from ._received import received
+from ._turns import arguments_object, checked_calls
 
-__all__ = ["declarations", "parse_calls", "subset_schema", "tool_results"]
+__all__ = [
+    "FAILED_CALLS",
+    "ToolCallAccumulator",
+    "assistant_message",
+    "declarations",
+    "parse_calls",
+    "subset_schema",
+    "tool_results",
+]
 
 _KEEP = frozenset(
     {
@@ -299,42 +310,6 @@ def _make(call: Mapping[str, object], ids: SyntheticIds, index: int) -> ToolCall
     )
 
 
-#: Finish reasons that mean a call was attempted and failed, with what to do about each.
-FAILED_CALLS: Final = {
-    "MALFORMED_FUNCTION_CALL": (
-        "The model wrote a function call that could not be parsed. Retry the request, or "
-        "add a user turn asking the model to call the tool again with valid JSON arguments."
-    ),
-    "UNEXPECTED_TOOL_CALL": (
-        "The model called a function the request did not declare (or function calling is "
-        "off). Declare it with tools=gemini.declarations(...), or retry."
-    ),
-    "TOO_MANY_TOOL_CALLS": (
-        "The model made more tool calls than one turn allows. Retry, or ask it for fewer calls."
-    ),
-    "MALFORMED_RESPONSE": "Gemini could not finish the response. Retry the request.",
-    "MISSING_THOUGHT_SIGNATURE": (
-        "An earlier model turn was sent back without its thought signatures. Append the "
-        "model's Content as it came (candidates[0].content, or ToolCallAccumulator.message() "
-        "for a stream) instead of rebuilding it from its calls."
-    ),
-}
-
-
-def failed(candidate: Mapping[str, object]) -> None:
-    """Raise :class:`ToolCallsFailed` when the candidate finished because a call failed."""
-    reason = candidate.get("finishReason", candidate.get("finish_reason"))
-    reason = getattr(reason, "value", reason)  # the SDK's FinishReason enum
-    if isinstance(reason, str) and reason.upper() in FAILED_CALLS:
-        detail = candidate.get("finishMessage", candidate.get("finish_message"))
-        raise ToolCallsFailed(
-            "gemini",
-            reason.upper(),
-            detail if isinstance(detail, str) and detail else None,
-            FAILED_CALLS[reason.upper()],
-        )
-
-
 def _candidate(data: object) -> Mapping[str, object] | None:
     """The first candidate of a response, or the candidate itself; ``None`` otherwise."""
     if isinstance(data, Mapping) and "candidates" in data:
@@ -361,6 +336,34 @@ def _parts(data: object) -> list[object]:
         shown = preview(data)
         raise ValueError(f"expected a Gemini response, candidate, content or parts, not {shown}")
     return node
+
+
+def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dict[str, object]:
+    """The model ``Content`` that made ``calls``: its text, then one ``functionCall`` part each.
+
+    Append it to ``contents``, then the :func:`tool_results` content. A call's
+    ``id`` is written only when the model sent one (not for synthetic ids);
+    ``args`` must be an object, so a call whose raw text is not a JSON object
+    is written with ``{}`` (its error result says what was wrong).
+
+    Gemini 2.5 and 3 models attach *thought signatures* to their parts, and
+    Gemini 3 refuses a function-calling turn sent back without them. Calls do
+    not carry them: append the candidate's own ``content`` (or
+    :meth:`ToolCallAccumulator.message` for a stream) whenever you have it;
+    this function is for turns that never came from Gemini (a replayed or
+    prompt-guided history).
+
+    Args:
+        calls: The calls, as ``parse_calls`` or :class:`ToolCallAccumulator` gave them.
+        text: The text the model wrote before them, if any.
+    """
+    parts: list[object] = [{"text": text}] if text else []
+    for call in checked_calls(calls, "gemini.assistant_message"):
+        function: dict[str, object] = {"name": call.name, "args": arguments_object(call)}
+        if not is_synthetic(call.id):
+            function["id"] = call.id
+        parts.append({"functionCall": function})
+    return {"role": "model", "parts": parts}
 
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:

@@ -18,6 +18,10 @@
   ``params.arguments`` the arguments (optional in MCP: absent reads as
   ``{}``; not an object fails closed). Requests with another method are
   skipped.
+* :func:`assistant_message` — MCP's equivalent of an assistant turn: the
+  assistant ``SamplingMessage`` of sampling with tools (spec 2025-11-25),
+  ``{"role": "assistant", "content": [{"type": "tool_use", ...}]}``, for a
+  client that answers ``sampling/createMessage`` with the model's calls.
 * :func:`tool_results` — one ``CallToolResult`` per ``ToolMessage``:
   ``{"content": [{"type": "text", "text"}], "isError"}``, plus
   ``structuredContent`` when ``structured`` is on and the message's
@@ -40,8 +44,9 @@ from tinytools._wire import ToolCall, ToolMessage
 from ._parsed import SyntheticIds
 from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call
 from ._received import received
+from ._turns import arguments_object, checked_calls
 
-__all__ = ["declarations", "hints", "parse_calls", "tool_results"]
+__all__ = ["assistant_message", "declarations", "hints", "parse_calls", "tool_results"]
 
 
 def hints(tool: AnyTool) -> dict[str, bool]:
@@ -124,6 +129,27 @@ def parse_calls(request: object) -> list[ToolCall]:
             )
         )
     return calls
+
+
+def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dict[str, object]:
+    """The assistant ``SamplingMessage`` holding ``calls`` as ``tool_use`` content.
+
+    MCP has no assistant turn of its own: a server that samples with tools
+    (spec 2025-11-25, ``sampling/createMessage`` with ``tools``) receives the
+    model's calls in this message, and replays it in its next request. Its
+    ``input`` must be an object: a call whose raw text is not a JSON object is
+    written with ``{}``.
+
+    Args:
+        calls: The calls, as a provider module's ``parse_calls`` gave them.
+        text: The text the model wrote before them, if any.
+    """
+    content: list[object] = [{"type": "text", "text": text}] if text else []
+    content += [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments_object(call)}
+        for call in checked_calls(calls, "mcp.assistant_message")
+    ]
+    return {"role": "assistant", "content": content}
 
 
 def tool_results(

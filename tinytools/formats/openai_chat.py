@@ -6,6 +6,8 @@
   ``arguments`` string kept verbatim: decoding, repair and validation happen
   at admission.
 * :class:`ToolCallAccumulator` — the same from a stream of chunks.
+* :func:`assistant_message` — the assistant turn holding the calls (for a
+  streamed or prompt-guided turn, where no SDK message exists to append).
 * :func:`tool_results` — our ``ToolMessage``s as ``role: "tool"`` messages.
 
 Responses may be the SDK's objects or plain dicts (as JSON-decoded); the SDK
@@ -38,8 +40,16 @@ from ._providers import (
     strict_schema,
 )
 from ._received import received
+from ._turns import arguments_text, checked_calls
 
-__all__ = ["ToolCallAccumulator", "declarations", "parse_calls", "strict_schema", "tool_results"]
+__all__ = [
+    "ToolCallAccumulator",
+    "assistant_message",
+    "declarations",
+    "parse_calls",
+    "strict_schema",
+    "tool_results",
+]
 
 
 def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object]]:
@@ -240,6 +250,35 @@ class ToolCallAccumulator:
                 make_call(slot.id, slot.name, arguments, ids=ids, index=position, raw_string=True)
             )
         return calls
+
+
+def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dict[str, object]:
+    """The assistant message that made ``calls``, as Chat Completions takes it back.
+
+    Append it to the conversation, then the :func:`tool_results` of the calls.
+    Arguments are sent as JSON text: a call's raw text verbatim (a malformed
+    call shows what the model sent, which its error result answers).
+
+    Args:
+        calls: The calls, as ``parse_calls`` or :class:`ToolCallAccumulator` gave them.
+        text: The text the model wrote with them, if any.
+
+    Returns:
+        ``{"role": "assistant", "content": text, "tool_calls": [...]}``, without
+        ``tool_calls`` when there are none (the API refuses an empty list).
+    """
+    message: dict[str, object] = {"role": "assistant", "content": text}
+    entries = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": arguments_text(call)},
+        }
+        for call in checked_calls(calls, "openai_chat.assistant_message")
+    ]
+    if entries:
+        message["tool_calls"] = entries
+    return message
 
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:

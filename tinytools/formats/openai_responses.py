@@ -8,6 +8,9 @@
   ``output``, with ``call_id`` as the call id and ``arguments`` kept verbatim.
   Other items (messages, reasoning, hosted tools, custom tool calls, which
   need an answer of another type) are not function calls and are skipped.
+* :func:`assistant_items` — the model's turn as input items (this API's
+  equivalent of an assistant message: a turn is several items), for a
+  stateless loop (no ``previous_response_id``) over a streamed turn.
 * :func:`tool_results` — ``{"type": "function_call_output", "call_id",
   "output"}`` input items.
 
@@ -30,8 +33,10 @@ from ._providers import (
     typed_calls,
 )
 from ._received import received, refuse_stream_event
+from ._responses_stream import ToolCallAccumulator
+from ._turns import arguments_text, checked_calls
 
-__all__ = ["declarations", "parse_calls", "tool_results"]
+__all__ = ["ToolCallAccumulator", "assistant_items", "declarations", "parse_calls", "tool_results"]
 
 
 def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object]]:
@@ -103,6 +108,34 @@ def parse_calls(response: object) -> list[ToolCall]:
 
 
 _CUT = "the response stopped at its output limit (status incomplete)"
+
+
+def assistant_items(calls: Iterable[ToolCall], text: str | None = None) -> list[dict[str, object]]:
+    """The model's turn as Responses input items: its text, then one ``function_call`` per call.
+
+    Extend ``input`` with them, then with the :func:`tool_results`. With
+    ``previous_response_id`` the server already has the turn: send only the
+    results. A reasoning model run statelessly also needs its reasoning items
+    back: take every item of the turn from ``response.output`` (or
+    :meth:`ToolCallAccumulator.items` for a stream) instead.
+
+    Args:
+        calls: The calls, as ``parse_calls`` or :class:`ToolCallAccumulator` gave them.
+        text: The text the model wrote with them, if any.
+    """
+    items: list[dict[str, object]] = []
+    if text:
+        items.append({"role": "assistant", "content": text})
+    items += [
+        {
+            "type": "function_call",
+            "call_id": call.id,
+            "name": call.name,
+            "arguments": arguments_text(call),
+        }
+        for call in checked_calls(calls, "openai_responses.assistant_items")
+    ]
+    return items
 
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
