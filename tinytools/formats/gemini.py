@@ -14,8 +14,10 @@
 * :func:`assistant_message` — the model ``Content`` holding the calls as
   ``functionCall`` parts (see its note on thought signatures).
 * :func:`tool_results` — all results of a turn as one user ``Content`` of
-  ``functionResponse`` parts, ``response`` being ``{"output": content}`` or,
-  for an error, ``{"error": content}`` (the keys Gemini documents). The call's
+  ``functionResponse`` parts, ``response`` being ``{"output": value}`` or,
+  for an error, ``{"error": content}`` (the keys Gemini documents). The value
+  is the JSON object or array the content holds (a tool that returned a dict
+  or a dataclass), else the content text. The call's
   ``id`` is echoed only when the model sent one (not for synthetic ids).
 
 **The schema subset.** ``parameters`` takes a subset of OpenAPI 3.0's schema
@@ -52,6 +54,7 @@ from collections.abc import Iterable, Mapping
 
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._dialect import decode_strict
 from ._gemini_stream import FAILED_CALLS, ToolCallAccumulator, failed
 from ._parsed import SyntheticIds, is_synthetic
 from ._providers import (
@@ -366,6 +369,20 @@ def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dic
     return {"role": "model", "parts": parts}
 
 
+def _value(content: str) -> object:
+    """The JSON object or array ``content`` holds, else ``content`` itself.
+
+    Content is what the model may read (redacted and cut to the byte limit), so
+    it is decoded rather than the host-side structured value sent; cut content
+    no longer parses and goes as text.
+    """
+    if content[:1] in ("{", "["):
+        value = decode_strict(content)
+        if isinstance(value, (dict, list)):
+            return value
+    return content
+
+
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
     """Every ``ToolMessage`` as a ``functionResponse`` part of one user ``Content``.
 
@@ -375,7 +392,7 @@ def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
     parts: list[object] = []
     for m in messages:
         response: dict[str, object] = {"name": m.name}
-        response["response"] = {"error": m.content} if m.is_error else {"output": m.content}
+        response["response"] = {"error": m.content} if m.is_error else {"output": _value(m.content)}
         if not is_synthetic(m.tool_call_id):
             response["id"] = m.tool_call_id
         parts.append({"functionResponse": response})

@@ -1,7 +1,8 @@
 """Model Context Protocol: serving tinytools tools from an MCP server.
 
 * :func:`declarations` — the ``tools`` of a ``tools/list`` result:
-  ``{"name", "description", "inputSchema"}``, plus ``annotations`` when the
+  ``{"name", "description", "inputSchema"}``, plus ``outputSchema`` when the
+  tool's return type is structured (:func:`output_schema`), and ``annotations`` when the
   tool's policy is classified (an unclassified tool says nothing, and clients
   then assume the worst, as the spec's defaults do):
 
@@ -34,8 +35,11 @@ Requests and results may be the ``mcp`` SDK's objects or plain dicts.
 from __future__ import annotations
 
 import contextlib
+import typing
 from collections.abc import Iterable, Mapping
 from functools import partial
+
+import msgspec
 
 from tinytools._artifacts import ToolOutput
 from tinytools._registry import AnyTool
@@ -46,7 +50,14 @@ from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, m
 from ._received import received
 from ._turns import arguments_object, checked_calls
 
-__all__ = ["assistant_message", "declarations", "hints", "parse_calls", "tool_results"]
+__all__ = [
+    "assistant_message",
+    "declarations",
+    "hints",
+    "output_schema",
+    "parse_calls",
+    "tool_results",
+]
 
 
 def hints(tool: AnyTool) -> dict[str, bool]:
@@ -63,6 +74,37 @@ def hints(tool: AnyTool) -> dict[str, bool]:
     return found
 
 
+def output_schema(tool: AnyTool) -> dict[str, object] | None:
+    """The JSON schema of the tool's structured output, or ``None`` when it has none.
+
+    A tool's output is structured when its function's return annotation is a
+    type whose JSON schema is always an object: a dataclass, ``TypedDict``,
+    ``msgspec.Struct``, attrs class or ``dict``. Then every result is a JSON
+    object (:func:`tool_results` sends it as ``structuredContent``), as MCP
+    requires of a tool that declares an ``outputSchema``. Other return types
+    (``str``, lists, scalars, optional values, ``ToolResult``) and schema-only
+    tools have none.
+    """
+    fn = tool.fn
+    if fn is None:
+        return None
+    try:
+        returned = typing.get_type_hints(fn).get("return")
+        if returned is None or returned is type(None):
+            return None
+        schema = msgspec.json.schema(returned)
+    except Exception:  # unresolvable hints or a type msgspec cannot describe: no schema
+        return None
+    defs = schema.get("$defs")
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and isinstance(defs, dict) and len(schema) == 2:
+        target = defs.get(ref.rsplit("/", 1)[-1])
+        schema = {**target, "$defs": defs} if isinstance(target, dict) else schema
+    if schema.get("type") != "object":
+        return None
+    return copy_schema(schema)
+
+
 def declarations(tools: Tools) -> list[dict[str, object]]:
     """The ``tools`` of a ``tools/list`` result (new dicts; hidden tools skipped)."""
     out: list[dict[str, object]] = []
@@ -72,6 +114,8 @@ def declarations(tools: Tools) -> list[dict[str, object]]:
             "description": tool.description,
             "inputSchema": copy_schema(tool.parameters),
         }
+        if (schema := output_schema(tool)) is not None:
+            declaration["outputSchema"] = schema
         if annotations := hints(tool):
             declaration["annotations"] = annotations
         out.append(declaration)
@@ -161,8 +205,9 @@ def tool_results(
         messages: The messages, such as ``dispatch(...).messages``.
         structured: Add ``structuredContent`` when the tool's structured output
             (``ToolOutput.structured`` on the message's ``artifact``, as dispatch
-            makes it, or an ``artifact`` that is itself a mapping) is a JSON
-            object; turn off to keep it on the host.
+            makes it, or the ``artifact`` itself) encodes as a JSON object —
+            a dict, dataclass, ``TypedDict`` or ``msgspec.Struct``, as
+            :func:`output_schema` declares; turn off to keep it on the host.
     """
     results: list[dict[str, object]] = []
     for m in messages:
@@ -171,8 +216,11 @@ def tool_results(
             "isError": m.is_error,
         }
         output = m.artifact.structured if isinstance(m.artifact, ToolOutput) else m.artifact
-        if structured and isinstance(output, Mapping):
-            with contextlib.suppress(TypeError, ValueError, OverflowError):  # else kept on the host
-                result["structuredContent"] = copy_schema(output)  # a JSON deep copy
+        if structured and output is not None:
+            with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
+                # A JSON deep copy; what JSON cannot carry is kept on the host.
+                value = msgspec.json.decode(msgspec.json.encode(output))
+                if isinstance(value, dict):  # a dataclass or Struct is an object too
+                    result["structuredContent"] = value
         results.append(result)
     return results
