@@ -209,7 +209,11 @@ class ToolCallAccumulator:
         fields = fields if isinstance(fields, Mapping) else {"args": fields}
         partials = _field(fields, "partial_args")
         streaming = isinstance(partials, list) or bool(_field(fields, "will_continue"))
-        keep = {k: v for k, v in part.items() if k not in ("functionCall", "function_call")}
+        keep = {
+            k: v
+            for k, v in part.items()
+            if k not in ("functionCall", "function_call") and v is not None
+        }
         if not streaming:
             if self._streaming is not None and not fields.get("name"):
                 self._close()  # the last part of a streamed call: no more pieces

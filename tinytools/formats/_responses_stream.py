@@ -8,6 +8,7 @@ from tinytools._wire import ToolCall
 
 from ._providers import as_data, cut_off
 from ._streamed import Slot, finish, slot_ids
+from ._turns import arguments_text
 
 __all__ = ["ToolCallAccumulator"]
 
@@ -108,11 +109,26 @@ class ToolCallAccumulator:
         return "".join("".join(self._texts[i]) for i in sorted(self._texts))
 
     def items(self) -> list[dict[str, object]]:
-        """Every output item the stream finished (``response.output_item.done``), in order.
+        """The turn as input items, in output order: what a stateless loop sends back.
 
-        Extend a stateless conversation's ``input`` with them: reasoning items
-        included, as reasoning models need them back. An item the stream never
-        finished is not here; :func:`assistant_items` builds the turn from
-        :meth:`calls` instead.
+        Every item the stream finished (``response.output_item.done``) as it
+        came, reasoning items included (reasoning models need them back); a
+        function call the stream never finished is written from :meth:`calls`
+        (its raw text), so each call that gets a result has its item.
         """
-        return [dict(self._items[i]) for i in sorted(self._items)]
+        calls = dict(zip(sorted(self._slots), self.calls(), strict=True))
+        items = []
+        for index in sorted(self._items.keys() | calls.keys()):
+            if index in self._items:
+                items.append(dict(self._items[index]))
+            else:
+                call = calls[index]
+                items.append(
+                    {
+                        "type": "function_call",
+                        "call_id": call.id,
+                        "name": call.name,
+                        "arguments": arguments_text(call),
+                    }
+                )
+        return items

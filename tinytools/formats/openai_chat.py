@@ -190,18 +190,20 @@ class ToolCallAccumulator:
         accumulator = ToolCallAccumulator()
         for chunk in client.chat.completions.create(..., stream=True):
             accumulator.add(chunk)
+        messages.append(accumulator.message())
         calls = accumulator.calls()
 
     Args:
         choice: The choice to follow (``n > 1`` streams several).
     """
 
-    __slots__ = ("_choice", "_last", "_slots")
+    __slots__ = ("_choice", "_last", "_slots", "_text")
 
     def __init__(self, choice: int = 0) -> None:
         self._choice = choice
         self._slots: dict[int, _Slot] = {}
         self._last: int | None = None
+        self._text: list[str] = []
 
     def add(self, chunk: object) -> None:
         """Merge one ``ChatCompletionChunk`` (an SDK object or a dict); other chunks are ignored."""
@@ -210,7 +212,10 @@ class ToolCallAccumulator:
         for choice in choices if isinstance(choices, list) else ():
             if isinstance(choice, Mapping) and choice.get("index", 0) == self._choice:
                 delta = choice.get("delta")
-                items = delta.get("tool_calls") if isinstance(delta, Mapping) else None
+                delta = delta if isinstance(delta, Mapping) else {}
+                if isinstance(content := delta.get("content"), str):
+                    self._text.append(content)
+                items = delta.get("tool_calls")
                 for item in items if isinstance(items, list) else ():
                     if isinstance(item, Mapping):
                         self._merge(item)
@@ -251,6 +256,14 @@ class ToolCallAccumulator:
             )
         return calls
 
+    def text(self) -> str:
+        """The text the model streamed (``delta.content``, joined)."""
+        return "".join(self._text)
+
+    def message(self) -> dict[str, object]:
+        """The streamed assistant turn: :func:`assistant_message` of the calls and text."""
+        return assistant_message(self.calls(), self.text() or None)
+
 
 def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dict[str, object]:
     """The assistant message that made ``calls``, as Chat Completions takes it back.
@@ -281,12 +294,28 @@ def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dic
     return message
 
 
-def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
+def tool_results(
+    messages: Iterable[ToolMessage], *, status: bool = False
+) -> list[dict[str, object]]:
     """One ``{"role": "tool", "tool_call_id", "content"}`` message per ``ToolMessage``, in order.
 
     Pass ``dispatch(...).messages``; append the list after the assistant
     message that made the calls.
+
+    Args:
+        messages: The messages to send.
+        status: Add each message's ``status`` (``"ok"``, ``"error"``, …), which
+            :func:`tinytools.formats.coalesce_tool_results` shows the model. For
+            a prompt-guided history only: the OpenAI API refuses the extra key.
     """
-    return [
-        {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content} for m in messages
-    ]
+    out: list[dict[str, object]] = []
+    for m in messages:
+        message: dict[str, object] = {
+            "role": "tool",
+            "tool_call_id": m.tool_call_id,
+            "content": m.content,
+        }
+        if status:
+            message["status"] = m.status
+        out.append(message)
+    return out
