@@ -184,3 +184,31 @@ def gemini_chunks(calls: list[Call], text: str = "") -> list[dict[str, Any]]:
         }
     )
     return chunks
+
+
+def chat_chunks(calls: list[Call], text: str = "", size: int = 7) -> list[dict[str, Any]]:
+    """A Chat Completions stream: text deltas, then each call's id and name, then its pieces."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "gpt-test",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+
+    chunks = [
+        chunk({"role": "assistant", "content": p}) for p in (pieces(text, size) if text else [])
+    ]
+    for index, (call_id, name, arguments) in enumerate(calls):
+        head = {"index": index, "id": call_id, "type": "function"}
+        chunks.append(
+            chunk({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
+        )
+        chunks += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": p}}]})
+            for p in pieces(arguments, size)
+        ]
+    chunks.append(chunk({}, "tool_calls" if calls else "stop"))
+    return chunks

@@ -276,8 +276,32 @@ class TestToolCallAccumulator:
         for rest in streams:
             for delta in rest:
                 accumulator.add(chunk(delta))
+        accumulator.add({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
         expected = [ToolCall(f"c{i}", f"tool_{i}", texts[i]) for i in range(2)]
         assert expected == accumulator.calls()
+
+    def test_cut_short(self) -> None:
+        """Before the finish chunk, a call whose text is not JSON is invalid, text kept."""
+        accumulator = ToolCallAccumulator()
+        accumulator.add(
+            chunk({"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}})
+        )
+        accumulator.add(
+            chunk({"index": 1, "id": "c2", "function": {"name": "f", "arguments": '{"a'}})
+        )
+        whole, cut = accumulator.calls()
+        assert (ToolCall("c1", "f", "{}"), '{"a') == (whole, cut.arguments)
+        assert "stream ended" in str(cut.invalid)
+
+    def test_length(self) -> None:
+        """After finish_reason length, the last call is marked as cut off."""
+        accumulator = ToolCallAccumulator()
+        accumulator.add(
+            chunk({"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}})
+        )
+        accumulator.add({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+        [call] = accumulator.calls()
+        assert "token limit" in str(call.invalid)
 
 
 class TestToolResults:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from streams import anthropic_events, gemini_chunks, pieces, responses_events
+from streams import anthropic_events, chat_chunks, gemini_chunks, pieces, responses_events
 
 from tinytools import Tool, ToolCall, dispatch_sync
 from tinytools.formats import ToolCallsFailed, anthropic, gemini, openai_chat, openai_responses
@@ -29,6 +29,7 @@ RAW = [ToolCall(i, n, a) for i, n, a in CALLS]
 ACCUMULATORS = {
     "anthropic": (anthropic.ToolCallAccumulator, anthropic_events, DECODED),
     "responses": (openai_responses.ToolCallAccumulator, responses_events, RAW),
+    "openai_chat": (openai_chat.ToolCallAccumulator, chat_chunks, RAW),
 }
 BOTH = pytest.mark.parametrize("kind", sorted(ACCUMULATORS))
 
@@ -169,16 +170,30 @@ OPENING = ("message_start", "content_block_start", "response.created", "response
 DELTAS = ("content_block_delta", "response.function_call_arguments.delta")
 
 
+def kind_of(event: dict[str, Any]) -> str:
+    """An event's type; for a Chat chunk, whether it opens a call, continues one or ends."""
+    if "type" in event:
+        return str(event["type"])
+    [choice] = event["choices"]
+    items = choice["delta"].get("tool_calls")
+    if not items:
+        return "content_block_start" if choice["finish_reason"] is None else "end"
+    return "content_block_start" if "id" in items[0] else "content_block_delta"
+
+
+def call_index(event: dict[str, Any]) -> int:
+    if "choices" in event:
+        return int(event["choices"][0]["delta"]["tool_calls"][0]["index"])
+    return int(event.get("output_index", event.get("index")))
+
+
 def interleavings(kind: str) -> st.SearchStrategy[list[dict[str, Any]]]:
     """The stream of :data:`CALLS`, every call opened first, their deltas interleaved."""
     _, make, _ = ACCUMULATORS[kind]
     events = make(CALLS, size=3)
-    opening = [e for e in events if e["type"] in OPENING]
-    closing = [e for e in events if e["type"] not in OPENING + DELTAS]
-    streams = [
-        [e for e in events if e["type"] in DELTAS and e.get("output_index", e.get("index")) == n]
-        for n in (0, 1)
-    ]
+    opening = [e for e in events if kind_of(e) in OPENING]
+    closing = [e for e in events if kind_of(e) not in OPENING + DELTAS]
+    streams = [[e for e in events if kind_of(e) in DELTAS and call_index(e) == n] for n in (0, 1)]
     order = [0] * len(streams[0]) + [1] * len(streams[1])
     return st.permutations(order).map(lambda o: opening + _merge(o, streams) + closing)
 
@@ -370,7 +385,7 @@ class TestHostile:
         """Any argument text is a call: decoded when it is JSON, else invalid with the text kept."""
         make, events_of, _ = ACCUMULATORS[kind]
         [call] = fed(make(), events_of([("c1", "f", text)], size=3)).calls()
-        if kind == "responses":  # finished arguments stay the text sent, as parse_calls keeps them
+        if kind != "anthropic":  # finished arguments stay the text sent, as parse_calls keeps them
             assert (text, None) == (call.arguments, call.invalid)
             return
         try:
@@ -408,3 +423,91 @@ class TestHostile:
         ]
         [call] = fed(openai_chat.ToolCallAccumulator(), chunks).calls()
         assert len(text) == len(call.arguments)
+
+
+class TestLarge:
+    """A megabyte streamed in 50,000 pieces: each accumulator joins pieces once, at the end."""
+
+    TEXT = '{"notes": "' + "x" * (1_000_000 - 13) + '"}'
+
+    @BOTH
+    def test_arguments(self, kind: str) -> None:
+        """A megabyte of arguments in small pieces is one whole call."""
+        make, events_of, _ = ACCUMULATORS[kind]
+        [call] = fed(make(), events_of([("c1", "f", self.TEXT)], size=20)).calls()
+        expected = json.loads(self.TEXT) if kind == "anthropic" else self.TEXT
+        assert (None, expected) == (call.invalid, call.arguments)
+
+    def test_gemini_text_and_partial_args(self) -> None:
+        """Gemini text chunks and a string streamed as partialArgs are joined once."""
+        text_chunks = [
+            {"candidates": [{"content": {"role": "model", "parts": [{"text": p}]}}]}
+            for p in pieces("y" * 1_000_000, 20)
+        ]
+        partial = [
+            {"jsonPath": "$.notes", "stringValue": p, "willContinue": True}
+            for p in pieces("z" * 1_000_000, 20)
+        ]
+        call = {"name": "f", "willContinue": True, "partialArgs": partial}
+        end = {"partialArgs": [{"jsonPath": "$.n", "numberValue": 1}]}
+        chunks = [
+            *text_chunks,
+            *({"candidates": [{"content": {"parts": [{"functionCall": c}]}}]} for c in (call, end)),
+        ]
+        accumulator = fed(gemini.ToolCallAccumulator(), chunks)
+        [made] = accumulator.calls()
+        assert (1_000_000, 1_000_000) == (len(accumulator.text()), len(made.arguments["notes"]))
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=4),
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "choices",
+                    "message",
+                    "tool_calls",
+                    "output",
+                    "content",
+                    "candidates",
+                    "parts",
+                    "type",
+                    "functionCall",
+                    "method",
+                    "params",
+                    "name",
+                    "arguments",
+                    "args",
+                    "id",
+                    "finishReason",
+                    "stop_reason",
+                    "response",
+                    "delta",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=15,
+)
+
+
+class TestParseAnything:
+    @pytest.mark.parametrize(
+        "module", [openai_chat, openai_responses, anthropic, gemini], ids=lambda m: m.__name__
+    )
+    @given(value=JSON_VALUES)
+    def test_calls_or_a_clear_error(self, module: Any, value: object) -> None:
+        """Any JSON gives calls, or a ValueError/TypeError (ToolCallsFailed included)."""
+        try:
+            calls = module.parse_calls(value)
+        except (ValueError, TypeError) as error:
+            message = str(error)
+            calls = []
+        else:
+            message = "ok"
+        assert message
+        assert all(isinstance(call, ToolCall) for call in calls)

@@ -93,13 +93,26 @@ def failed(candidate: Mapping[str, object]) -> None:
 class _Streaming:
     """A call whose arguments arrive as ``partialArgs``."""
 
-    __slots__ = ("args", "fields", "open_path", "problem")
+    __slots__ = ("_args", "_open", "fields", "problem")
 
     def __init__(self, fields: Mapping[str, object]) -> None:
         self.fields = {"name": fields.get("name"), "id": fields.get("id")}
-        self.args: dict[str, object] = {}
-        self.open_path: tuple[str | int, ...] | None = None
+        self._args: dict[str, object] = {}
+        #: The string still streaming: its path, where it goes, and its pieces so far
+        #: (joined once it ends, so a long string costs linear time).
+        self._open: tuple[tuple[str | int, ...], object, str | int, list[str]] | None = None
         self.problem: str | None = None
+
+    def args(self) -> dict[str, object]:
+        """The arguments assembled so far."""
+        self._flush()
+        return self._args
+
+    def _flush(self) -> None:
+        if self._open is not None:
+            _, node, step, pieces = self._open
+            _set(node, step, "".join(pieces))
+            self._open = None
 
     def apply(self, partial: Mapping[str, object]) -> None:
         steps = _path(_field(partial, "json_path"))
@@ -110,7 +123,15 @@ class _Streaming:
         for key in _VALUES:
             if _field(partial, key) is not None:
                 value = None if key == "null_value" else _field(partial, key)
-        node: object = self.args
+        where = tuple(steps)
+        more = bool(_field(partial, "will_continue"))
+        if self._open is not None and self._open[0] == where and isinstance(value, str):
+            self._open[3].append(value)  # the next piece of the same string
+            if not more:
+                self._flush()
+            return
+        self._flush()
+        node: object = self._args
         for step, following in zip(steps, [*steps[1:], None], strict=True):
             if following is None:
                 break
@@ -119,13 +140,10 @@ class _Streaming:
                 self.problem = f"a streamed argument does not fit the others: {json_text(partial)}"
                 return
             node = child
-        where = tuple(steps)
-        if isinstance(value, str) and self.open_path == where:
-            value = str(_get(node, steps[-1])) + value  # the next piece of the same string
         if not _set(node, steps[-1], value):
             self.problem = f"a streamed argument does not fit the others: {json_text(partial)}"
-            return
-        self.open_path = where if _field(partial, "will_continue") else None
+        elif more and isinstance(value, str):
+            self._open = (where, node, steps[-1], [value])
 
 
 def _child(node: object, step: str | int, empty: object) -> object:
@@ -241,16 +259,17 @@ class ToolCallAccumulator:
     def _text(self, part: Mapping[str, object]) -> None:
         text = part.get("text")
         last = self._parts[-1] if self._parts else None
-        if (
-            isinstance(text, str)
-            and last is not None
-            and isinstance(last.get("text"), str)
-            and bool(last.get("thought")) == bool(part.get("thought"))
-        ):
-            last["text"] = str(last["text"]) + text
-            last.update({k: v for k, v in part.items() if k != "text" and v is not None})
+        fields = {k: v for k, v in part.items() if v is not None}
+        if not isinstance(text, str):
+            self._parts.append(fields)
+            return
+        pieces = last.get("text") if last is not None else None
+        thought = bool(part.get("thought"))
+        if last is not None and isinstance(pieces, list) and bool(last.get("thought")) == thought:
+            pieces.append(text)  # joined once, when read: linear in the text's length
+            last.update({k: v for k, v in fields.items() if k != "text"})
         else:
-            self._parts.append({k: v for k, v in part.items() if v is not None})
+            self._parts.append({**fields, "text": [text]})
 
     def calls(self) -> list[ToolCall]:
         """The calls so far, in order (see the class doc).
@@ -261,7 +280,7 @@ class ToolCallAccumulator:
         ids = SyntheticIds(lambda: json_text([self._candidate, [c[0] for c in self._calls]]))
         calls = []
         for index, (fields, assembly, done) in enumerate(self._calls):
-            args = fields.get("args") if assembly is None else assembly.args
+            args = fields.get("args") if assembly is None else assembly.args()
             problem = None if assembly is None else assembly.problem
             call = make_call(
                 fields.get("id"),
@@ -278,11 +297,8 @@ class ToolCallAccumulator:
 
     def text(self) -> str:
         """The text the model wrote (thoughts left out)."""
-        return "".join(
-            str(p["text"])
-            for p in self._parts
-            if isinstance(p.get("text"), str) and not p.get("thought")
-        )
+        runs = [p.get("text") for p in self._parts if not p.get("thought")]
+        return "".join("".join(run) for run in runs if isinstance(run, list))
 
     def message(self) -> dict[str, object]:
         """The model ``Content`` as streamed, ready to append to ``contents``.
@@ -300,6 +316,8 @@ class ToolCallAccumulator:
                 if not is_synthetic(call.id):
                     function["id"] = call.id
                 parts.append({**part, "functionCall": function})
+            elif isinstance(run := part.get("text"), list):
+                parts.append({**part, "text": "".join(run)})
             else:
                 parts.append(dict(part))
         return {"role": "model", "parts": parts}

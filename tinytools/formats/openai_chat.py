@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import msgspec
+
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._parsed import SyntheticIds
@@ -40,6 +42,7 @@ from ._providers import (
     strict_schema,
 )
 from ._received import received
+from ._streamed import UNFINISHED
 from ._turns import arguments_text, checked_calls
 
 __all__ = [
@@ -197,13 +200,14 @@ class ToolCallAccumulator:
         choice: The choice to follow (``n > 1`` streams several).
     """
 
-    __slots__ = ("_choice", "_last", "_slots", "_text")
+    __slots__ = ("_choice", "_finish", "_last", "_slots", "_text")
 
     def __init__(self, choice: int = 0) -> None:
         self._choice = choice
         self._slots: dict[int, _Slot] = {}
         self._last: int | None = None
         self._text: list[str] = []
+        self._finish: object = None
 
     def add(self, chunk: object) -> None:
         """Merge one ``ChatCompletionChunk`` (an SDK object or a dict); other chunks are ignored."""
@@ -211,6 +215,8 @@ class ToolCallAccumulator:
         choices = data.get("choices") if isinstance(data, Mapping) else None
         for choice in choices if isinstance(choices, list) else ():
             if isinstance(choice, Mapping) and choice.get("index", 0) == self._choice:
+                if choice.get("finish_reason") is not None:
+                    self._finish = choice["finish_reason"]
                 delta = choice.get("delta")
                 delta = delta if isinstance(delta, Mapping) else {}
                 if isinstance(content := delta.get("content"), str):
@@ -241,7 +247,13 @@ class ToolCallAccumulator:
                 slot.odd.append(arguments)
 
     def calls(self) -> list[ToolCall]:
-        """The calls so far, by index; each ``arguments`` is the joined string, verbatim."""
+        """The calls so far, by index; each ``arguments`` is the joined string, verbatim.
+
+        Before the choice's ``finish_reason`` arrives (a stream cut short), a
+        call whose text is not valid JSON is marked ``invalid``; after
+        ``finish_reason: "length"``, the last call is, as :func:`parse_calls`
+        marks it.
+        """
         slots = [self._slots[index] for index in sorted(self._slots)]
         ids = SyntheticIds(
             lambda: json_text([[slot.id, slot.name, "".join(slot.pieces)] for slot in slots])
@@ -251,9 +263,14 @@ class ToolCallAccumulator:
             arguments: object = "".join(slot.pieces)
             if slot.odd:  # a server that streams an object instead of JSON text
                 arguments = slot.odd[0] if len(slot.odd) == 1 and not slot.pieces else slot.odd
-            calls.append(
-                make_call(slot.id, slot.name, arguments, ids=ids, index=position, raw_string=True)
+            call = make_call(
+                slot.id, slot.name, arguments, ids=ids, index=position, raw_string=True
             )
+            if self._finish is None and isinstance(arguments, str) and not _whole(arguments):
+                call = cut_off(call, UNFINISHED)
+            calls.append(call)
+        if self._finish == "length" and calls:
+            calls[-1] = cut_off(calls[-1], _CUT)
         return calls
 
     def text(self) -> str:
@@ -263,6 +280,15 @@ class ToolCallAccumulator:
     def message(self) -> dict[str, object]:
         """The streamed assistant turn: :func:`assistant_message` of the calls and text."""
         return assistant_message(self.calls(), self.text() or None)
+
+
+def _whole(text: str) -> bool:
+    """Whether ``text`` is complete JSON (a stream cut inside a call leaves it broken)."""
+    try:
+        msgspec.json.decode(text)
+    except (msgspec.MsgspecError, RecursionError, UnicodeError):
+        return False
+    return True
 
 
 def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dict[str, object]:
