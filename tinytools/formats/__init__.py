@@ -2,7 +2,11 @@
 
 Provider modules (``openai_chat``, ``openai_responses``, ``anthropic``,
 ``gemini``, ``mcp``) render native declarations, parse provider responses to
-``ToolCall``s and shape ``ToolMessage``s as each provider expects. Text
+``ToolCall``s (a response that reports a failed call raises
+:class:`ToolCallsFailed`; an object that is no response, a ``TypeError``),
+accumulate streamed calls (``ToolCallAccumulator``), build the assistant turn
+holding the calls (``assistant_message``; ``assistant_items`` for Responses)
+and shape ``ToolMessage``s as each provider expects. Text
 dialect modules (``xml``, ``ptype``, ``json_in_tag``) render a catalogue for
 the system prompt and parse model text back to ``ToolCall``s. The message
 helpers (``messages``) shape an OpenAI-format transcript for models without

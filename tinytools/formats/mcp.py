@@ -1,10 +1,11 @@
 """Model Context Protocol: serving tinytools tools from an MCP server.
 
 * :func:`declarations` — the ``tools`` of a ``tools/list`` result:
-  ``{"name", "description", "inputSchema"}``, plus ``outputSchema`` when the
-  tool's return type is structured (:func:`output_schema`), and ``annotations`` when the
-  tool's policy is classified (an unclassified tool says nothing, and clients
-  then assume the worst, as the spec's defaults do):
+  ``{"name", "description", "inputSchema"}``, plus ``outputSchema`` when
+  the tool's return type is structured (:func:`output_schema`), and
+  ``annotations`` when the tool's policy is classified (an unclassified
+  tool says nothing, and clients then assume the worst, as the spec's
+  defaults do):
 
   - ``readOnlyHint`` — ``policy.side_effects.read_only``;
   - ``destructiveHint`` — ``side_effects.destructive`` and ``idempotentHint``
@@ -14,19 +15,21 @@
     makes payments.
 
 * :func:`parse_calls` — ``tools/call`` JSON-RPC requests (one, or a batch
-  list) as ``ToolCall``s: the request ``id`` becomes the call id (as text:
+  list), or the ``CallToolRequestParams`` a server handler receives, as
+  ``ToolCall``s: the request ``id`` becomes the call id (as text:
   answer with the original JSON-RPC id), ``params.name`` the name,
   ``params.arguments`` the arguments (optional in MCP: absent reads as
-  ``{}``; not an object fails closed). Requests with another method are
-  skipped.
+  ``{}``; not an object fails closed). In a batch, requests with another
+  method are skipped; a single one is a ``ValueError``.
 * :func:`assistant_message` — MCP's equivalent of an assistant turn: the
   assistant ``SamplingMessage`` of sampling with tools (spec 2025-11-25),
   ``{"role": "assistant", "content": [{"type": "tool_use", ...}]}``, for a
   client that answers ``sampling/createMessage`` with the model's calls.
 * :func:`tool_results` — one ``CallToolResult`` per ``ToolMessage``:
   ``{"content": [{"type": "text", "text"}], "isError"}``, plus
-  ``structuredContent`` when ``structured`` is on and the message's
-  ``artifact`` is a JSON object (the tool's structured output). Wrap each
+  ``structuredContent`` when ``structured`` is on and the tool's structured
+  output (a dict, dataclass, ``TypedDict`` or ``msgspec.Struct``) encodes as
+  a JSON object. Wrap each
   in the JSON-RPC response for its request.
 
 Requests and results may be the ``mcp`` SDK's objects or plain dicts.

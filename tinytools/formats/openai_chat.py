@@ -182,6 +182,11 @@ class _Slot:
 class ToolCallAccumulator:
     """Merges streamed ``choices[].delta.tool_calls[]`` into complete calls.
 
+    Feed it the chunks of ``client.chat.completions.create(..., stream=True)``.
+    (The SDK's ``client.chat.completions.stream()`` helper parses the
+    arguments of strict tools itself and raises from inside the SDK when a
+    model writes broken JSON, before tinytools sees the call.)
+
     Each delta names its call by ``index``: the first carries the ``id`` and
     the ``name``, the following ones pieces of the ``arguments`` string.
     Deltas of parallel calls may interleave; they are merged by index. A
