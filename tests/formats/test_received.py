@@ -67,6 +67,8 @@ class TestStreamEvents:
         }
         with pytest.raises(TypeError, match=r"streamed chunk.*ToolCallAccumulator"):
             openai_chat.parse_calls(chunk)
+        with pytest.raises(TypeError, match=r"streamed chunk"):
+            openai_chat.parse_calls({"object": "chat.completion.chunk", "choices": []})
 
     @pytest.mark.parametrize(
         "kind", ["response.function_call_arguments.delta", "response.output_item.added"]

@@ -127,22 +127,28 @@ def _message(data: object) -> tuple[Mapping[str, object], object]:
     if not isinstance(data, Mapping):
         raise ValueError(f"expected a Chat Completions response, not {type(data).__name__}")
     finish: object = None
+    if data.get("object") == "chat.completion.chunk":
+        raise _chunk_refused()
     if "choices" in data:
         choices = data["choices"]
         if not isinstance(choices, list):
             raise ValueError("`choices` must be a list")
         data = choices[0] if choices else {}
     if isinstance(data, Mapping) and "delta" in data and "message" not in data:
-        raise TypeError(
-            "tinytools.formats.openai_chat.parse_calls got a streamed chunk, not a completion; "
-            "feed every chunk to ToolCallAccumulator().add(chunk) and read its calls()"
-        )
+        raise _chunk_refused()
     if isinstance(data, Mapping) and "message" in data:
         finish = data.get("finish_reason")
         data = data["message"]
     if not isinstance(data, Mapping):
         raise ValueError(f"expected an assistant message, not {json_text(data)[:80]}")
     return data, finish
+
+
+def _chunk_refused() -> TypeError:
+    return TypeError(
+        "tinytools.formats.openai_chat.parse_calls got a streamed chunk, not a completion; "
+        "feed every chunk to ToolCallAccumulator().add(chunk) and read its calls()"
+    )
 
 
 def _call(item: object, ids: SyntheticIds, index: int) -> ToolCall:
