@@ -511,3 +511,23 @@ class TestParseAnything:
             message = "ok"
         assert message
         assert all(isinstance(call, ToolCall) for call in calls)
+
+
+class TestAnthropicServerTools:
+    def test_server_tool_input_kept(self) -> None:
+        """A server tool's streamed input stays in the message, and is not a call of ours."""
+        block = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+        events = [
+            {"type": "content_block_start", "index": 0, "content_block": block},
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": '{"query": "tides"}'},
+            },
+            {"type": "content_block_stop", "index": 0},
+        ]
+        accumulator = fed(anthropic.ToolCallAccumulator(), events)
+        assert [] == accumulator.calls()
+        assert {"role": "assistant", "content": [{**block, "input": {"query": "tides"}}]} == (
+            accumulator.message()
+        )

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from tinytools._wire import ToolCall
 
+from ._dialect import decode_strict
 from ._providers import as_data, cut_off
 from ._streamed import Slot, finish, slot_ids
 from ._turns import arguments_object
@@ -16,7 +17,7 @@ __all__ = ["ToolCallAccumulator"]
 class _Block:
     """One content block of the streamed message."""
 
-    __slots__ = ("fields", "slot", "text")
+    __slots__ = ("fields", "json", "slot", "text")
 
     def __init__(self, fields: Mapping[str, object]) -> None:
         self.fields = {k: v for k, v in fields.items() if v is not None}
@@ -26,6 +27,8 @@ class _Block:
             Slot(fields.get("id"), fields.get("name"), fields.get("input")) if calls else None
         )
         self.text: list[str] = []
+        #: Input JSON of a block that is not ours to call (``server_tool_use``, …).
+        self.json: list[str] = []
 
 
 class ToolCallAccumulator:
@@ -89,10 +92,10 @@ class ToolCallAccumulator:
         if block is None or not isinstance(delta, Mapping):
             return
         kind = delta.get("type")
-        if kind == "input_json_delta" and block.slot is not None:
+        if kind == "input_json_delta":
             piece = delta.get("partial_json")
             if isinstance(piece, str):
-                block.slot.pieces.append(piece)
+                (block.slot.pieces if block.slot is not None else block.json).append(piece)
         elif kind in ("text_delta", "thinking_delta"):
             piece = delta.get("text" if kind == "text_delta" else "thinking")
             if isinstance(piece, str):
@@ -137,5 +140,7 @@ class ToolCallAccumulator:
                 fields["text"] = "".join(block.text)
             elif kind == "thinking":
                 fields["thinking"] = "".join(block.text)
+            elif block.json and isinstance(value := decode_strict("".join(block.json)), dict):
+                fields["input"] = value  # a server tool's input, as Anthropic sent it
             content.append(fields)
         return {"role": "assistant", "content": content}
