@@ -143,6 +143,19 @@ class TestGeminiFailedCalls:
         assert issubclass(ToolCallsFailed, ValueError)
 
 
+class TestResponsesFailed:
+    def test_failed_response_says_why(self) -> None:
+        """A failed response (as response.failed carries it) is not a turn without calls."""
+        error = {"code": "server_error", "message": "The model failed to respond."}
+        event = {
+            "type": "response.failed",
+            "response": {"id": "r", "status": "failed", "error": error, "output": []},
+        }
+        with pytest.raises(ToolCallsFailed, match=r"server_error.*failed to respond") as caught:
+            openai_responses.parse_calls(event)
+        assert "openai_responses" == caught.value.provider
+
+
 class TestCutOff:
     def test_openai_chat_length(self) -> None:
         """The last call of a completion cut at the token limit is invalid, text kept."""

@@ -32,7 +32,7 @@ from ._providers import (
     openai_function,
     typed_calls,
 )
-from ._received import received, refuse_stream_event
+from ._received import ToolCallsFailed, received, refuse_stream_event
 from ._responses_stream import ToolCallAccumulator
 from ._turns import arguments_text, checked_calls
 
@@ -67,6 +67,8 @@ def parse_calls(response: object) -> list[ToolCall]:
             event is read as the response it carries.
 
     Raises:
+        ToolCallsFailed: The response has ``"status": "failed"`` and no call
+            (its ``error`` code and message are kept).
         TypeError: ``response`` is text, a stream, or another stream event
             (feed those to :class:`ToolCallAccumulator`).
         ValueError: ``response`` has no ``output`` list.
@@ -101,6 +103,16 @@ def parse_calls(response: object) -> list[ToolCall]:
         for fields in map(as_data, items if isinstance(items, list) else ())
         if isinstance(fields, Mapping) and fields.get("type") == "function_call"
     ]
+    if not calls and isinstance(data, Mapping) and data.get("status") == "failed":
+        error = as_data(data.get("error"))
+        error = error if isinstance(error, Mapping) else {}
+        code, message = error.get("code"), error.get("message")
+        raise ToolCallsFailed(
+            "openai_responses",
+            f"response failed ({code})" if isinstance(code, str) else "response failed",
+            message if isinstance(message, str) else None,
+            "Retry the request.",
+        )
     return [
         cut_off(call, _CUT) if status == "incomplete" else call
         for call, status in zip(calls, statuses, strict=True)
