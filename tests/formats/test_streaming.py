@@ -363,10 +363,13 @@ class TestHostile:
         """No sequence of events, however malformed, makes an accumulator raise."""
         make, _, _ = ACCUMULATORS[kind]
         accumulator = fed(make(), events)
-        for call in accumulator.calls():
-            assert isinstance(call, ToolCall)
+        try:  # a stream reporting a failed response says so (Responses)
+            calls = accumulator.calls()
+            getattr(accumulator, "message", getattr(accumulator, "items", None))()
+        except ToolCallsFailed:
+            calls = []
+        assert all(isinstance(call, ToolCall) for call in calls)
         accumulator.text()
-        getattr(accumulator, "message", getattr(accumulator, "items", None))()
 
     @given(chunks=st.lists(CHUNK | JSON, max_size=6))
     def test_any_gemini_chunks(self, chunks: list[Any]) -> None:
@@ -531,3 +534,21 @@ class TestAnthropicServerTools:
         assert {"role": "assistant", "content": [{**block, "input": {"query": "tides"}}]} == (
             accumulator.message()
         )
+
+
+class TestResponsesFailedStream:
+    @pytest.mark.parametrize(
+        "event",
+        [
+            {
+                "type": "response.failed",
+                "response": {"status": "failed", "error": {"code": "server_error"}, "output": []},
+            },
+            {"type": "error", "code": "server_error", "message": "overloaded"},
+        ],
+    )
+    def test_says_why(self, event: dict[str, Any]) -> None:
+        """A stream that failed before any call raises, as parse_calls does."""
+        accumulator = fed(openai_responses.ToolCallAccumulator(), [event])
+        with pytest.raises(ToolCallsFailed, match="server_error"):
+            accumulator.calls()

@@ -3,14 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NoReturn
 
 from tinytools._wire import ToolCall
 
 from ._providers import as_data, cut_off
+from ._received import ToolCallsFailed
 from ._streamed import Slot, finish, slot_ids
 from ._turns import arguments_text
 
-__all__ = ["ToolCallAccumulator"]
+__all__ = ["ToolCallAccumulator", "raise_failed"]
+
+
+def raise_failed(response: Mapping[str, object]) -> NoReturn:
+    """Raise :class:`ToolCallsFailed` for a failed response, with its error code and message."""
+    error = as_data(response.get("error"))
+    error = error if isinstance(error, Mapping) else {}
+    code, message = error.get("code"), error.get("message")
+    raise ToolCallsFailed(
+        "openai_responses",
+        f"response failed ({code})" if isinstance(code, str) else "response failed",
+        message if isinstance(message, str) else None,
+        "Retry the request.",
+    )
 
 
 class ToolCallAccumulator:
@@ -34,13 +49,14 @@ class ToolCallAccumulator:
         calls = accumulator.calls()
     """
 
-    __slots__ = ("_by_id", "_items", "_slots", "_texts")
+    __slots__ = ("_by_id", "_failed", "_items", "_slots", "_texts")
 
     def __init__(self) -> None:
         self._slots: dict[int, Slot] = {}
         self._by_id: dict[str, int] = {}
         self._items: dict[int, dict[str, object]] = {}
         self._texts: dict[int, list[str]] = {}
+        self._failed: Mapping[str, object] | None = None
 
     def add(self, event: object) -> None:
         """Merge one stream event (an SDK object or a dict); other events are ignored."""
@@ -48,6 +64,9 @@ class ToolCallAccumulator:
         if not isinstance(data, Mapping):
             return
         kind = data.get("type")
+        if kind in ("response.failed", "error"):
+            self._failed = data
+            return
         index = self._index(data)
         if kind in ("response.output_item.added", "response.output_item.done"):
             item = as_data(data.get("item"))
@@ -93,8 +112,19 @@ class ToolCallAccumulator:
             slot.pieces.append(arguments)
 
     def calls(self) -> list[ToolCall]:
-        """The calls so far, in output order (see the class doc for invalid ones)."""
+        """The calls so far, in output order (see the class doc for invalid ones).
+
+        Raises:
+            ToolCallsFailed: The stream reported a failed response (or an
+                ``error`` event) and holds no call.
+        """
         slots = [self._slots[i] for i in sorted(self._slots)]
+        if not slots and self._failed is not None:
+            failed = self._failed
+            if failed.get("type") == "error":  # the event is the error itself
+                raise_failed({"error": failed})
+            response = as_data(failed.get("response"))
+            raise_failed(response if isinstance(response, Mapping) else {})
         ids = slot_ids(slots)
         calls = [finish(slot, ids, n, decode=False) for n, slot in enumerate(slots)]
         return [

@@ -32,8 +32,8 @@ from ._providers import (
     openai_function,
     typed_calls,
 )
-from ._received import ToolCallsFailed, received, refuse_stream_event
-from ._responses_stream import ToolCallAccumulator
+from ._received import received, refuse_stream_event
+from ._responses_stream import ToolCallAccumulator, raise_failed
 from ._turns import arguments_text, checked_calls
 
 __all__ = ["ToolCallAccumulator", "assistant_items", "declarations", "parse_calls", "tool_results"]
@@ -104,15 +104,7 @@ def parse_calls(response: object) -> list[ToolCall]:
         if isinstance(fields, Mapping) and fields.get("type") == "function_call"
     ]
     if not calls and isinstance(data, Mapping) and data.get("status") == "failed":
-        error = as_data(data.get("error"))
-        error = error if isinstance(error, Mapping) else {}
-        code, message = error.get("code"), error.get("message")
-        raise ToolCallsFailed(
-            "openai_responses",
-            f"response failed ({code})" if isinstance(code, str) else "response failed",
-            message if isinstance(message, str) else None,
-            "Retry the request.",
-        )
+        raise_failed(data)
     return [
         cut_off(call, _CUT) if status == "incomplete" else call
         for call, status in zip(calls, statuses, strict=True)
