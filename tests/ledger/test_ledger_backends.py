@@ -145,7 +145,7 @@ class TestPostgres:
         with psycopg.connect(postgres, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name}")
             admin.execute(f"CREATE DATABASE {name}")
-        conninfo = f"{postgres} dbname={name}"
+        conninfo = psycopg.conninfo.make_conninfo(postgres, dbname=name)
         try:
             with PostgresLedger(conninfo) as fresh:
                 fresh.unresolved()
