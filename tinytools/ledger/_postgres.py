@@ -93,10 +93,16 @@ class PostgresLedger:
     advisory lock, so workers starting together do not race), with its version in
     the table ``tinytools_ledger_version``; a newer version is refused.
 
-    Durability: every commit runs with ``synchronous_commit=on`` (whatever the
-    server's default), so a committed row survives a crash of the worker, of the
-    server and, with the server's ``fsync=on`` (the default), a power loss of the
-    database machine.
+    Durability: a batch's started rows commit with ``synchronous_commit=on``
+    (whatever the server's default): when ``started`` returns they are in the server's
+    flushed WAL, so they survive a crash of the worker, of the server and, with the
+    server's ``fsync=on`` (the default), a power loss of the database machine. Settled
+    and released rows commit with ``synchronous_commit=off``: they survive a crash of
+    the worker at once, and a crash of the server or a power loss once the WAL writer
+    has flushed them (within a second, or at the next started rows' commit, which
+    flushes everything before it); one lost that way reads as unresolved, which
+    ``reconcile`` treats with the same caution as a crash. (A standby's durability is
+    the server's ``synchronous_standby_names`` business.)
 
     A lost connection is an error, never a hang: the call raises :class:`LedgerError`
     (under dispatch the batch aborts with every call answered), and the next call
@@ -159,7 +165,8 @@ class PostgresLedger:
         with self._lock:
             connection = self._open("claim calls")
             try:
-                connection.execute("BEGIN")
+                # The claim waits for the WAL flush whatever the session's default.
+                connection.execute("BEGIN; SET LOCAL synchronous_commit = on")
                 cursor = connection.execute(
                     _START, (key(run_id), list(columns[0]), list(columns[1]), list(columns[2]))
                 )
@@ -276,7 +283,9 @@ class PostgresLedger:
         given = conninfo_to_dict(self.conninfo)
         settings = {name: value for name, value in _CONNECT_DEFAULTS.items() if name not in given}
         lock_ms = max(1, round(self.lock_timeout * 1000))
-        options = f"-c synchronous_commit=on -c lock_timeout={lock_ms}"
+        # Settled and released rows commit without waiting for the WAL flush (see the
+        # class docstring); started rows set it back on for their transaction.
+        options = f"-c synchronous_commit=off -c lock_timeout={lock_ms}"
         settings["options"] = f"{given.get('options', '')} {options}".strip()
         return settings
 
