@@ -4,6 +4,7 @@ database."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -95,14 +96,14 @@ class TestSqlite:
         ledger = SqliteLedger(path)
         assert not path.exists()
         assert () == ledger.unresolved()
-        with sqlite3.connect(path) as raw:
+        with closing(sqlite3.connect(path)) as raw:
             assert "wal" == raw.execute("PRAGMA journal_mode").fetchone()[0]
             assert 1 == raw.execute("PRAGMA user_version").fetchone()[0]
         ledger.close()
 
     def test_newer_schema_refused(self, tmp_path: Path) -> None:
         path = tmp_path / "l.db"
-        with sqlite3.connect(path) as raw:
+        with closing(sqlite3.connect(path)) as raw:
             raw.execute("PRAGMA user_version = 99")
         with SqliteLedger(path) as newer, pytest.raises(LedgerError, match="99 is newer"):
             newer.unresolved()
@@ -183,3 +184,14 @@ class TestPostgres:
         ledger.settled(run_id, "c1", "ok")
         assert () == ledger.unresolved(run_id)
         ledger.close()
+
+
+def test_importing_the_ledger_loads_no_driver() -> None:
+    """`import tinytools.ledger` does not load psycopg: a PostgresLedger imports it when
+    it first connects."""
+    import subprocess
+    import sys
+
+    code = "import sys, tinytools.ledger; print('psycopg' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert "False" == out.stdout.strip()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
+from contextlib import closing
 from typing import Any
 
 import anyio
@@ -61,7 +62,7 @@ def calls_of(*specs: tuple[str, str, dict[str, object]]) -> list[ToolCall]:
 def visible(kind: str, where: str, run_id: str) -> set[str]:
     """The call ids another connection sees committed for ``run_id``."""
     if kind == "sqlite":
-        with sqlite3.connect(where) as raw:
+        with closing(sqlite3.connect(where)) as raw:
             rows = raw.execute("SELECT call_id FROM tinytools_effects WHERE run_id = ?", (run_id,))
             return {row[0] for row in rows}
     import psycopg
