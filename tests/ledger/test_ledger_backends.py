@@ -195,3 +195,38 @@ def test_importing_the_ledger_loads_no_driver() -> None:
     code = "import sys, tinytools.ledger; print('psycopg' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert "False" == out.stdout.strip()
+
+
+def test_connection_lost_mid_batch_aborts_with_every_call_answered(
+    postgres: str, run_id: str
+) -> None:
+    """The server drops the ledger's connection while the batch runs: the next settled()
+    fails, the batch aborts at once (no hang) with every call answered and no later call
+    run; the ledger reconnects to settle the calls that never ran, so only the call whose
+    outcome it could not record is left for reconcile."""
+    import psycopg
+
+    from tinytools import Context, DispatchAborted, ToolCall, dispatch_sync, tool
+
+    ran: list[int] = []
+    ledger = PostgresLedger(postgres)
+
+    @tool
+    def step(n: int) -> int:
+        """Run a step; the first one cuts the ledger's connection."""
+        ran.append(n)
+        if n == 0:
+            assert ledger._connection is not None
+            with psycopg.connect(postgres, autocommit=True) as admin:
+                pid = ledger._connection.info.backend_pid
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return n
+
+    calls = [ToolCall(f"c{n}", "step", {"n": n}) for n in range(3)]
+    with ledger, pytest.raises(DispatchAborted) as info:
+        dispatch_sync(calls, [step], ledger=ledger, context=Context(run_id=run_id))
+    assert [0] == ran
+    assert ["c0", "c1", "c2"] == [m.tool_call_id for m in info.value.result.messages]
+    assert "could not settle a call" in info.value.reason
+    with PostgresLedger(postgres) as fresh:
+        assert ["c0"] == [e.call_id for e in fresh.unresolved(run_id)]
