@@ -9,6 +9,18 @@ so a call runs at most once across retries, crashes and workers. After a crash,
 :func:`reconcile` decides per interrupted call: re-run it if its tool is
 replay-safe, else answer it as interrupted.
 
+The guarantee: a call's tool runs only after its started row is committed, and
+a started row is never started again unless ``reconcile`` released it (replay-safe
+tools only) or its own tool deferred it before acting. So a call runs at most once
+per ``(run_id, call_id)``; a call killed after its row was committed may or may not
+have taken effect, and ``reconcile`` says so to the model. What survives a power
+loss depends on the backend and its settings: see :class:`SqliteLedger` and
+:class:`PostgresLedger`.
+
+Dispatch calls the ledger on the thread that runs the batch: under ``dispatch``,
+that is the event loop's thread, so each write (an fsync with the default
+settings) briefly holds up the loop.
+
 Importing this module loads no database driver (``psycopg`` is imported when a
 :class:`PostgresLedger` first connects).
 """
