@@ -332,3 +332,18 @@ class TestRepeatedKeysOnTypedTools:
                 finder.validate(text)
         else:
             assert finder.validate(text)["query"] == query
+
+
+class TestSurrogateCallIds:
+    """A call id is the host's key for matching answers: it comes back verbatim, even when
+    it holds a lone surrogate (documented on ``ToolCall.id``), and still round-trips
+    through the standard ``json`` module, which is what decoded it."""
+
+    def test_the_id_is_echoed_exactly_and_json_round_trips_it(self) -> None:
+        import json
+
+        call_id = json.loads('"call_\\ud800"')
+        [message] = dispatch_sync([ToolCall(call_id, "get_weather", {"city": "x"})], TOOLS).messages
+        assert message.tool_call_id == call_id
+        assert not message.is_error
+        assert json.loads(json.dumps(message.tool_call_id)) == call_id
