@@ -4,6 +4,7 @@ database."""
 from __future__ import annotations
 
 import sqlite3
+import uuid
 from contextlib import closing
 from pathlib import Path
 
@@ -142,7 +143,7 @@ class TestPostgres:
         """The schema's version is in tinytools_ledger_version; a newer one is refused."""
         import psycopg
 
-        name = "tt_version_check"
+        name = f"tt_version_{uuid.uuid4().hex[:12]}"  # CI runs two Pythons at once
         with psycopg.connect(postgres, autocommit=True) as admin:
             admin.execute(f"DROP DATABASE IF EXISTS {name}")
             admin.execute(f"CREATE DATABASE {name}")
