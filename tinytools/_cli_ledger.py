@@ -1,10 +1,11 @@
-"""``tinytools ledger list`` and ``tinytools ledger reconcile``: the effect ledger from a shell.
+"""``tinytools ledger list|reconcile|prune``: the effect ledger from a shell.
 
 ``--db`` is a SQLite file, or a PostgreSQL conninfo (``postgresql://…`` or
 ``key=value`` pairs). ``list`` shows the calls started and never settled, with
 their tool, age and arguments as stored (redacted). ``reconcile`` settles one
 run's unresolved calls after a crash, as :func:`tinytools.ledger.reconcile`
-does, reading replay safety from the tools named by ``--tools``.
+does, reading replay safety from the tools named by ``--tools``. ``prune``
+deletes rows settled long ago.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ __all__ = ["add_commands", "run"]
 
 
 def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``ledger list`` and ``ledger reconcile`` to the ``tinytools`` parser."""
+    """Add ``ledger list``, ``ledger reconcile`` and ``ledger prune`` to the parser."""
     ledger = commands.add_parser(
         "ledger",
         help="list or reconcile the calls an effect ledger saw start and never finish",
@@ -53,7 +54,23 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
             "--tools no call is replay-safe. Run it only once the run's worker is gone."
         ),
     )
-    for parser in (listing, fixing):
+    pruning = verbs.add_parser(
+        "prune",
+        help="delete rows settled long ago",
+        description=(
+            "Delete the rows settled more than --older-than days ago; unresolved calls are "
+            "kept whatever their age. A pruned call id could run again: keep rows for as "
+            "long as a worker might dispatch the same run again."
+        ),
+    )
+    pruning.add_argument(
+        "--older-than",
+        type=float,
+        required=True,
+        metavar="DAYS",
+        help="the age, in days, past which settled rows are deleted",
+    )
+    for parser in (listing, fixing, pruning):
         parser.add_argument(
             "--db",
             required=True,
@@ -82,6 +99,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         if args.action == "list":
             return _list(ledger, args, out)
+        if args.action == "prune":
+            return _prune(ledger, args, out)
         return _reconcile(ledger, args, out)
     except (LedgerError, _TargetError) as error:
         print(f"tinytools ledger: {error}", file=sys.stderr)
@@ -151,6 +170,18 @@ def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, 
         out.write(f"  {message.tool_call_id} ({message.name}): interrupted, will not run again\n")
     if not args.tools:
         out.write("No --tools given: no call was treated as replay-safe.\n")
+    return 0
+
+
+def _prune(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
+    if not args.older_than >= 0:
+        print("tinytools ledger: --older-than must be a number of days >= 0", file=sys.stderr)
+        return 2
+    deleted = ledger.prune(args.older_than * 86400)
+    if args.json:
+        out.write(json.dumps({"deleted": deleted}) + "\n")
+    else:
+        out.write(f"Deleted {deleted} row(s) settled more than {args.older_than:g} day(s) ago.\n")
     return 0
 
 

@@ -47,6 +47,24 @@ def postgres() -> Iterator[str]:
 
 
 @pytest.fixture
+def fresh_postgres(postgres: str) -> Iterator[str]:
+    """A conninfo of a new, empty database of its own (dropped after the test), for a test
+    that changes the schema or deletes rows other tests (or another Python under CI,
+    which tests two at once) may be using."""
+    import psycopg
+    from psycopg.conninfo import make_conninfo
+
+    name = f"tt_{uuid.uuid4().hex[:16]}"
+    with psycopg.connect(postgres, autocommit=True) as admin:
+        admin.execute(f"CREATE DATABASE {name}")
+    try:
+        yield make_conninfo(postgres, dbname=name)
+    finally:
+        with psycopg.connect(postgres, autocommit=True) as admin:
+            admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+@pytest.fixture
 def run_id() -> str:
     """A run id no other test uses (the PostgreSQL database is shared)."""
     return f"run-{uuid.uuid4().hex}"

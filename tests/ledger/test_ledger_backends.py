@@ -4,11 +4,11 @@ database."""
 from __future__ import annotations
 
 import sqlite3
-import uuid
 from contextlib import closing
 from pathlib import Path
 
 import pytest
+from conftest import make_ledger
 
 from tinytools.ledger import AlreadyStarted, LedgerError, PostgresLedger, SqliteLedger
 
@@ -139,28 +139,17 @@ class TestSqlite:
 
 
 class TestPostgres:
-    def test_version_table_and_newer_schema_refused(self, postgres: str) -> None:
+    def test_version_table_and_newer_schema_refused(self, fresh_postgres: str) -> None:
         """The schema's version is in tinytools_ledger_version; a newer one is refused."""
         import psycopg
 
-        name = f"tt_version_{uuid.uuid4().hex[:12]}"  # CI runs two Pythons at once
-        with psycopg.connect(postgres, autocommit=True) as admin:
-            admin.execute(f"DROP DATABASE IF EXISTS {name}")
-            admin.execute(f"CREATE DATABASE {name}")
-        conninfo = psycopg.conninfo.make_conninfo(postgres, dbname=name)
-        try:
-            with PostgresLedger(conninfo) as fresh:
-                fresh.unresolved()
-            with psycopg.connect(conninfo, autocommit=True) as raw:
-                assert [(1,)] == raw.execute(
-                    "SELECT version FROM tinytools_ledger_version"
-                ).fetchall()
-                raw.execute("UPDATE tinytools_ledger_version SET version = 7")
-            with PostgresLedger(conninfo) as old, pytest.raises(LedgerError, match="is newer"):
-                old.unresolved()
-        finally:
-            with psycopg.connect(postgres, autocommit=True) as admin:
-                admin.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        with PostgresLedger(fresh_postgres) as fresh:
+            fresh.unresolved()
+        with psycopg.connect(fresh_postgres, autocommit=True) as raw:
+            assert [(1,)] == raw.execute("SELECT version FROM tinytools_ledger_version").fetchall()
+            raw.execute("UPDATE tinytools_ledger_version SET version = 7")
+        with PostgresLedger(fresh_postgres) as old, pytest.raises(LedgerError, match="is newer"):
+            old.unresolved()
 
     def test_unreachable_server_is_an_error(self, tmp_path: Path) -> None:
         """No server: a LedgerError naming the ledger, at once, and no password shown."""
@@ -231,3 +220,25 @@ def test_connection_lost_mid_batch_aborts_with_every_call_answered(
     assert "could not settle a call" in info.value.reason
     with PostgresLedger(postgres) as fresh:
         assert ["c0"] == [e.call_id for e in fresh.unresolved(run_id)]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_prune_keeps_unresolved_and_recent(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, run_id: str
+) -> None:
+    """prune deletes settled rows older than the cutoff, never an unresolved one."""
+    where = (
+        str(tmp_path / "l.db") if kind == "sqlite" else request.getfixturevalue("fresh_postgres")
+    )
+    with make_ledger(kind, where) as ledger:
+        _prune_checks(ledger, run_id)
+
+
+def _prune_checks(ledger: SqliteLedger | PostgresLedger, run_id: str) -> None:
+    ledger.started(run_id, "done", "t", {})
+    ledger.settled(run_id, "done", "ok")
+    ledger.started(run_id, "open", "t", {})
+    assert 0 == ledger.prune(3600)  # settled just now: kept
+    assert ledger.prune(-1) >= 1  # everything settled is older than a second from now
+    assert ["open"] == [e.call_id for e in ledger.unresolved(run_id)]
+    ledger.started(run_id, "done", "t", {})  # pruned: its id is free again

@@ -114,3 +114,9 @@ def test_postgres_conninfo(postgres: str, run_id: str, capsys: pytest.CaptureFix
         ledger.started(run_id, "p", "pay", {"amount": 2})
     assert 0 == main(["ledger", "list", "--db", postgres, "--run", run_id, "--json"])
     assert ["p"] == [r["call_id"] for r in json.loads(capsys.readouterr().out)]
+
+
+def test_prune(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert 0 == main(["ledger", "prune", "--db", db, "--older-than", "1", "--json"])
+    assert {"deleted": 0} == json.loads(capsys.readouterr().out)
+    assert 2 == main(["ledger", "prune", "--db", db, "--older-than", "nan"])

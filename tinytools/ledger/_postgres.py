@@ -66,6 +66,10 @@ _RELEASE = (
     f"UPDATE tinytools_effects SET status = %s, settled_at = {_EPOCH} "
     "WHERE run_id = %s AND call_id = %s"
 )
+_PRUNE = (
+    "DELETE FROM tinytools_effects WHERE status IS NOT NULL AND status <> 'released' "
+    f"AND settled_at < {_EPOCH} - %s"
+)
 _OPEN = (
     "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
     "WHERE (status IS NULL OR status = 'released')"
@@ -201,6 +205,22 @@ class PostgresLedger:
             LedgerError: The database could not be reached or written.
         """
         self._write("release a call", _RELEASE, (RELEASED, key(run_id), key(call_id)))
+
+    def prune(self, older_than: float) -> int:
+        """Delete the rows settled more than ``older_than`` seconds ago (unresolved and
+        released rows are kept whatever their age); how many were deleted. A pruned call
+        could be claimed again: prune only what no worker will dispatch again.
+
+        Raises:
+            LedgerError: The database could not be reached or written.
+        """
+        with self._lock:
+            connection = self._open("prune settled rows")
+            try:
+                cursor = connection.execute(_PRUNE, (float(older_than),))
+            except Exception as error:
+                raise self._failed("prune settled rows", error) from error
+            return int(cursor.rowcount)
 
     def unresolved(self, run_id: str | None = None) -> tuple[LedgerEntry, ...]:
         """The calls claimed and never settled (released ones included), oldest first.

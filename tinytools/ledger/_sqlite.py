@@ -53,6 +53,10 @@ _SETTLE = (
 _RELEASE = (
     "UPDATE tinytools_effects SET status = ?, settled_at = ? WHERE run_id = ? AND call_id = ?"
 )
+_PRUNE = (
+    "DELETE FROM tinytools_effects WHERE status IS NOT NULL AND status <> 'released' "
+    "AND settled_at < ?"
+)
 _OPEN = (
     "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
     "WHERE (status IS NULL OR status = 'released')"
@@ -171,6 +175,18 @@ class SqliteLedger:
         row = (RELEASED, now(), key(run_id), key(call_id))
         with self._transaction(durable=False, doing="release a call") as connection:
             connection.execute(_RELEASE, row)
+
+    def prune(self, older_than: float) -> int:
+        """Delete the rows settled more than ``older_than`` seconds ago (unresolved and
+        released rows are kept whatever their age); how many were deleted. A pruned call
+        could be started again: prune only what no worker will dispatch again.
+
+        Raises:
+            LedgerError: The database could not be written.
+        """
+        cutoff = now() - older_than
+        with self._transaction(durable=False, doing="prune settled rows") as connection:
+            return int(connection.execute(_PRUNE, (cutoff,)).rowcount)
 
     def unresolved(self, run_id: str | None = None) -> tuple[LedgerEntry, ...]:
         """The calls started and never settled (released ones included: they still wait
