@@ -4,6 +4,7 @@ database."""
 from __future__ import annotations
 
 import sqlite3
+import sys
 from contextlib import closing
 from pathlib import Path
 
@@ -151,7 +152,7 @@ class TestPostgres:
         with PostgresLedger(fresh_postgres) as old, pytest.raises(LedgerError, match="is newer"):
             old.unresolved()
 
-    def test_unreachable_server_is_an_error(self, tmp_path: Path) -> None:
+    def test_unreachable_server_is_an_error(self, postgres: str, tmp_path: Path) -> None:
         """No server: a LedgerError naming the ledger, at once, and no password shown."""
         ledger = PostgresLedger(f"host={tmp_path} port=1 user=u password=sekrit dbname=d")
         with ledger, pytest.raises(LedgerError, match="could not connect") as info:
@@ -242,3 +243,11 @@ def _prune_checks(ledger: SqliteLedger | PostgresLedger, run_id: str) -> None:
     assert ledger.prune(-1) >= 1  # everything settled is older than a second from now
     assert ["open"] == [e.call_id for e in ledger.unresolved(run_id)]
     ledger.started(run_id, "done", "t", {})  # pruned: its id is free again
+
+
+def test_missing_psycopg_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without psycopg, a PostgresLedger's first use names the extra to install."""
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now fails
+    ledger = PostgresLedger("dbname=x")
+    with pytest.raises(LedgerError, match=r"tinytools\[postgres\]"):
+        ledger.unresolved()
