@@ -358,7 +358,7 @@ CHUNK = st.fixed_dictionaries(
 
 class TestHostile:
     @BOTH
-    @given(events=st.lists(EVENT | JSON, max_size=12))
+    @given(events=st.lists(EVENT | JSON | st.binary(max_size=20), max_size=12))
     def test_any_events(self, kind: str, events: list[Any]) -> None:
         """No sequence of events, however malformed, makes an accumulator raise."""
         make, _, _ = ACCUMULATORS[kind]
@@ -371,7 +371,7 @@ class TestHostile:
         assert all(isinstance(call, ToolCall) for call in calls)
         accumulator.text()
 
-    @given(chunks=st.lists(CHUNK | JSON, max_size=6))
+    @given(chunks=st.lists(CHUNK | JSON | st.binary(max_size=20), max_size=6))
     def test_any_gemini_chunks(self, chunks: list[Any]) -> None:
         """No chunk sequence makes the Gemini accumulator raise, but for a failed call."""
         accumulator = fed(gemini.ToolCallAccumulator(), chunks)
