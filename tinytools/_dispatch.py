@@ -38,7 +38,7 @@ from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import EventHandler, HostFailed, Run, Stop
 from ._wire import ToolCall, ToolMessage
-from ._workers import event_loop
+from ._workers import Backend, check_backend, run_on
 from .events import Custom
 from .policies import RunPolicy
 
@@ -259,7 +259,9 @@ async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
     return stop
 
 
-def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchResult, int]:
+def _pass_sync(
+    run: Run, deadline: float | None, used: int, backend: Backend = "asyncio"
+) -> tuple[DispatchResult, int]:
     run.admission(
         None if run.cancellation is None else _cancelled(run),
         None if deadline is None else _expiry(deadline, time.monotonic),
@@ -271,7 +273,7 @@ def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchRes
         raise _abort_for(run, failed) from failed.error
     if _begin(run):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        stop = event_loop().run_until_complete(_on_loop(run, remaining))
+        stop = run_on(backend, _on_loop, run, remaining)
     else:
         stop = _execute_inline(run, deadline)
     return _finished(run, stop), run.used
@@ -291,6 +293,7 @@ def dispatch_sync(
     artifacts: ArtifactStore | None = None,
     cancellation: Cancellation | None = None,
     on_deferred: DeferredToolHandler | None = None,
+    backend: Backend = "asyncio",
 ) -> DispatchResult:
     """:func:`dispatch` for synchronous callers; same arguments, same result.
 
@@ -299,12 +302,17 @@ def dispatch_sync(
     threaded call waits). A batch that holds an async tool or an async ``on_event``
     handler (or several blocking/timed calls with ``max_concurrency`` above 1) runs
     its execution stage on this thread's own asyncio event loop, made on first use
-    and kept for later calls — so async tools run under **asyncio** here. A sync tool
+    and kept for later calls — so by default async tools run under **asyncio** here;
+    ``backend="trio"`` runs that stage under a fresh ``trio.run`` instead, for tools
+    written for trio. A tool that needs the other event loop (it raised "no running
+    event loop" or "must be called from async context") aborts the batch with
+    ``DispatchAborted`` naming the backend to pass: the model is never told. A sync tool
     with a timeout, or marked ``blocking``, runs on a long-lived worker thread.
     ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do not call it
     from inside a running event loop when the batch needs one: await
     :func:`dispatch` there.
     """
+    check_backend(backend)
     run = _prepare(
         calls,
         tools,
@@ -319,7 +327,7 @@ def dispatch_sync(
         cancellation,
     )
     deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
-    result, used = _pass_sync(run, deadline, 0)
+    result, used = _pass_sync(run, deadline, 0, backend)
     if result.deferred is None or on_deferred is None:
         return result
     decided = _decided(on_deferred, result)
@@ -329,7 +337,7 @@ def dispatch_sync(
         raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
     again = _resumed(run, result, _checked_decisions(decided), on_event)
     try:
-        resumed, _ = _pass_sync(again, deadline, used)
+        resumed, _ = _pass_sync(again, deadline, used, backend)
     except DispatchAborted as aborted:
         raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
     return _merge(run.calls, result, resumed)
