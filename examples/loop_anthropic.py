@@ -36,9 +36,7 @@ def get_weather(city: str) -> dict[str, object]:
 TOOLS = Registry.of(get_weather)
 
 
-def run(
-    client: Any, question: str, *, model: str = "claude-sonnet-4-5", stream: bool = False
-) -> str:
+def run(client: Any, question: str, *, model: str = "claude-sonnet-5", stream: bool = False) -> str:
     """Ask ``question`` and answer every ``tool_use`` until the model replies in text.
 
     Args:
