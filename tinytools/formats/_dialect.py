@@ -98,7 +98,7 @@ def decode_relaxed(text: str) -> object:
 _THINK, _THINK_END = "<think>", "</think>"
 
 
-def hide_reasoning(text: str) -> str:
+def hide_reasoning(text: str, tags: tuple[str, str] = (_THINK, _THINK_END)) -> str:
     """``text`` with its reasoning replaced by as many spaces; positions are kept.
 
     Reasoning is never a call: the parsers read this text for calls and take
@@ -107,20 +107,23 @@ def hide_reasoning(text: str) -> str:
     ``<think>`` never closed runs to the end of the text (a reply cut off
     while thinking); and a ``</think>`` before any ``<think>`` closes
     reasoning the chat template opened, so everything before it is reasoning
-    (Qwen 3, DeepSeek R1). Linear: one forward scan with ``str.find``.
+    (Qwen 3, DeepSeek R1). ``tags`` gives another pair of reasoning tags
+    (Magistral's ``[THINK]``, ``[/THINK]``). Linear: one forward scan with
+    ``str.find``.
     """
-    if _THINK_END not in text and _THINK not in text:
+    opening, closing = tags
+    if closing not in text and opening not in text:
         return text
     parts: list[str] = []
     pos = 0
-    first_end = text.find(_THINK_END)
-    first_open = text.find(_THINK)
+    first_end = text.find(closing)
+    first_open = text.find(opening)
     if first_end != -1 and (first_open == -1 or first_end < first_open):
-        pos = first_end + len(_THINK_END)
+        pos = first_end + len(closing)
         parts.append(" " * pos)
-    while (start := text.find(_THINK, pos)) != -1:
-        end = text.find(_THINK_END, start + len(_THINK))
-        stop = len(text) if end == -1 else end + len(_THINK_END)
+    while (start := text.find(opening, pos)) != -1:
+        end = text.find(closing, start + len(opening))
+        stop = len(text) if end == -1 else end + len(closing)
         parts += [text[pos:start], " " * (stop - start)]
         pos = stop
     parts.append(text[pos:])
@@ -152,6 +155,7 @@ class Collector:
         self._calls: list[ToolCall] = []
         self._errors: list[ToolCall] = []
         self._count = 0
+        self._overflowed = False
         self._ids = SyntheticIds(text)
 
     @property
@@ -176,10 +180,23 @@ class Collector:
         """Record a broken fragment: ``raw`` is kept as the arguments."""
         self._errors.append(ToolCall(self._next_id(), name, raw, invalid=reason))
 
+    def overflow(self, raw: str) -> bool:
+        """True once :attr:`full`; the first time, ``raw`` (the fragment holding the calls
+        not read, such as one block listing too many) becomes one more error."""
+        if not self.full:
+            return False
+        if not self._overflowed:
+            self._overflowed = True
+            reason = f"more than {MAX_CALLS} calls in one text; the rest was not read"
+            self._errors.append(ToolCall(self._next_id(), "", raw, invalid=reason))
+        return True
+
     def rest(self, start: int) -> None:
         """Record the unread ``text[start:]`` (after :attr:`full`) as one error."""
         rest = self._text[start:]
-        if rest.strip():
+        if self._overflowed:  # already said that the calls past the limit were not read
+            self.prose(start, len(self._text))
+        elif rest.strip():
             at = start + len(rest) - len(rest.lstrip())
             self.prose(start, at)
             reason = f"more than {MAX_CALLS} calls in one text; the rest was not read"
