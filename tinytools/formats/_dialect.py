@@ -44,6 +44,7 @@ __all__ = [
     "decode_strict",
     "describe",
     "hide_reasoning",
+    "json_string_literal",
     "one_line",
     "parameter_lines",
     "properties",
@@ -291,16 +292,31 @@ def _decode(text: str, types: frozenset[str]) -> object:
     return NOTHING
 
 
+def json_string_literal(text: str) -> str | None:
+    """The string a text that is exactly one JSON string literal (``"…"``, surrounding
+    whitespace allowed) stands for, else ``None``."""
+    stripped = text.strip(" \t\r\n")
+    if len(stripped) < 2 or stripped[0] != '"' or stripped[-1] != '"':
+        return None
+    value = decode_strict(stripped)
+    return value if isinstance(value, str) else None
+
+
 def convert_text(raw: str, schema: object) -> object:
     """Read a text value by its schema.
 
     A value the schema lets be a string (or whose schema gives no type) is
-    the text itself, verbatim. Otherwise the stripped text is read as JSON
+    the text itself, verbatim — except text that is exactly one JSON string
+    literal (``"Paris"``, as GLM and other models often quote a string),
+    which is that string, decoded, when the schema says it is a string.
+    Otherwise the stripped text is read as JSON
     (``True``/``False``/``None`` too, and relaxed JSON for an object); when
     that fails or gives a value of a type the schema does not admit, the
     text is returned unchanged, so validation reports the mismatch.
     """
     types = schema_types(schema)
+    if "string" in types and (literal := json_string_literal(raw)) is not None:
+        return literal
     if not types or "string" in types:
         return raw
     value = _decode(raw.strip(), types)

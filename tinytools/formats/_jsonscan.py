@@ -24,7 +24,15 @@ import msgspec
 from ._dialect import decode_strict
 from ._providers import kind_of
 
-__all__ = ["ARGUMENT_KEYS", "MAX_DEPTH", "NAMED", "Spans", "call_parts", "string_end"]
+__all__ = [
+    "ARGUMENT_KEYS",
+    "MAX_DEPTH",
+    "NAMED",
+    "Spans",
+    "call_parts",
+    "quiet_json",
+    "string_end",
+]
 
 #: The keys read as a call's arguments, in order of preference.
 ARGUMENT_KEYS: Final = ("arguments", "parameters", "args", "input")
@@ -106,6 +114,17 @@ class Spans:
             for opener in stack:
                 self._ends[opener] = -1
         return result
+
+
+_MARKERS: Final = re.compile(r"<|\[(?=/?(?:TOOL_CALLS|THINK|ARGS|CALL_ID)\])")
+
+
+def quiet_json(text: str) -> str:
+    """JSON text with every ``<`` written ``\\u003c`` and the ``[`` of a Mistral marker
+    written ``\\u005b``: the same value, but no tag or marker any dialect reads (an
+    envelope tag, ``<think>``, a special token) is left in its strings. Outside strings
+    JSON has neither, so only strings change."""
+    return _MARKERS.sub(lambda found: "\\u003c" if found.group() == "<" else "\\u005b", text)
 
 
 def string_end(text: str, at: int, limit: int) -> int:

@@ -49,7 +49,7 @@ from ._dialect import (
     decode_strict,
     hide_reasoning,
 )
-from ._envelope import escape_json
+from ._jsonscan import quiet_json
 from ._parsed import Parsed
 from ._writable import JSON_DEPTH, refusal, unwritable
 
@@ -81,6 +81,7 @@ def render_call(call: ToolCall, tools: Tools = (), *, style: Literal["v3", "v3.1
     ``style="v3.1"`` (the default) writes ``name<|tool▁sep|>{json}``; ``"v3"``
     writes ``function<|tool▁sep|>name`` and the arguments in a ```` ```json ````
     fence, as the V3 and R1 templates do. :func:`parse` reads both back.
+    Every ``<`` in a string is written ``\\u003c``, so no token is left in one.
     Arguments that are not an object are written as one JSON string, which
     parses back as a call holding that raw text, for admission to answer.
     ``tools`` is accepted for symmetry with the other dialects.
@@ -95,7 +96,7 @@ def render_call(call: ToolCall, tools: Tools = (), *, style: Literal["v3", "v3.1
     payload: object = str(call.arguments) if arguments is None else arguments
     if arguments is not None and (problem := unwritable(arguments, JSON_DEPTH)) is not None:
         return refusal(problem)
-    body = escape_json(msgspec.json.encode(payload).decode())
+    body = quiet_json(msgspec.json.encode(payload).decode())
     if style == "v3":
         inner = f"function{SEP}{call.name}\n```json\n{body}\n```"
     else:

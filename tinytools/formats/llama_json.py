@@ -56,8 +56,7 @@ from ._dialect import (
     skip_space,
     tool_map,
 )
-from ._envelope import escape_json
-from ._jsonscan import NAMED, Spans, call_parts
+from ._jsonscan import NAMED, Spans, call_parts, quiet_json
 from ._parsed import Parsed
 from ._writable import JSON_DEPTH, refusal, unwritable
 
@@ -97,8 +96,9 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
 
     The arguments are the decoded object when they are one, else the raw
     string (which parses back as a call holding that text, for admission to
-    answer). Envelope tags inside strings are written ``\\u003c…``. ``tools`` is
-    accepted for symmetry with the other dialects: :func:`parse` reads the
+    answer). Every ``<`` in a string is written ``\\u003c``, so no tag or
+    token is left in one. ``tools`` is accepted for symmetry with the other
+    dialects: :func:`parse` reads the
     text back as this call when ``tools`` holds a tool of that name.
 
     It never raises: a name outside the tool-name grammar, or arguments JSON
@@ -111,7 +111,7 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     payload: object = str(call.arguments) if arguments is None else arguments
     if arguments is not None and (problem := unwritable(arguments, JSON_DEPTH)) is not None:
         return refusal(problem)
-    return escape_json(json.dumps({"name": call.name, "parameters": payload}, ensure_ascii=False))
+    return quiet_json(json.dumps({"name": call.name, "parameters": payload}, ensure_ascii=False))
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:

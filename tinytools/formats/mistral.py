@@ -51,8 +51,7 @@ from ._dialect import (
     hide_reasoning,
     skip_space,
 )
-from ._envelope import escape_json
-from ._jsonscan import NAMED, Spans, call_parts, string_end
+from ._jsonscan import NAMED, Spans, call_parts, quiet_json, string_end
 from ._parsed import Parsed
 from ._writable import JSON_DEPTH, refusal, unwritable
 
@@ -80,9 +79,10 @@ _NO_CALL = (
 def render_call(call: ToolCall, tools: Tools = ()) -> str:
     """``[TOOL_CALLS]name[ARGS]{json}``, the v11+ form, which :func:`parse` reads back.
 
-    The arguments are the decoded object when they are one (``json.dumps``-style
-    compact JSON, non-ASCII kept, envelope tags written ``\\u003c…``); arguments
-    that are not an object are written as one JSON string, which parses back as
+    The arguments are the decoded object when they are one (compact JSON,
+    non-ASCII kept; every ``<`` written ``\\u003c`` and the ``[`` of a marker
+    ``\\u005b``, so no tag or token is left in a string); arguments that are
+    not an object are written as one JSON string, which parses back as
     a call holding that raw text, for admission to repair or answer. ``tools``
     is accepted for symmetry with the other dialects; the text does not depend
     on it.
@@ -97,7 +97,7 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     payload: object = str(call.arguments) if arguments is None else arguments
     if arguments is not None and (problem := unwritable(arguments, JSON_DEPTH)) is not None:
         return refusal(problem)
-    return f"{MARKER}{call.name}{_ARGS}{escape_json(msgspec.json.encode(payload).decode())}"
+    return f"{MARKER}{call.name}{_ARGS}{quiet_json(msgspec.json.encode(payload).decode())}"
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:
