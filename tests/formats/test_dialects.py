@@ -170,6 +170,12 @@ class TestJsonInTagParse:
         assert [("a", {}), ("b", {"x": 1})] == calls(parsed)
         assert () == parsed.errors
 
+    def test_identical_objects_are_two_calls(self) -> None:
+        """Two identical objects in one block are two calls (repair merges repeated
+        arguments, never calls)."""
+        body = '{"name": "a", "arguments": {}}\n{"name": "a", "arguments": {}}'
+        assert [("a", {}), ("a", {})] == calls(json_in_tag.parse(f"<tool_call>{body}</tool_call>"))
+
     def test_several_objects_one_broken_is_one_error(self) -> None:
         """When one of several objects does not read, the whole block is one error."""
         body = '{"name": "a", "arguments": {}}\n{"name": "b", "arguments": {"x": }'

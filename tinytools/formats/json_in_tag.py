@@ -261,7 +261,7 @@ def _body_value(text: str, first: int, close: int) -> object:
     """The value of a closed block's body: one value, several in a row (as a list of
     them), or a :class:`_Broken` with the decoder's reason."""
     body = text[first:close]
-    value = decode_relaxed(body)
+    value = decode_strict(body)
     if value is not NOTHING:
         return value
     values, pos, spans = [], first, Spans(text)
@@ -274,8 +274,9 @@ def _body_value(text: str, first: int, close: int) -> object:
         gap = _BETWEEN.match(text, end, close)
         pos = close if gap is None else gap.end()
     if len(values) > 1 and pos >= close:
-        return values
-    return _Broken(_reason(body))
+        return values  # several calls, identical ones too (never merged by repair)
+    value = decode_relaxed(body)
+    return _Broken(_reason(body)) if value is NOTHING else value
 
 
 def _reason(body: str) -> str:
