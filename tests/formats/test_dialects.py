@@ -482,6 +482,24 @@ class TestPtypeParse:
 
 
 class TestPtypeRender:
+    def test_past_the_token_limit_is_refused(self) -> None:
+        """A call the parser would refuse for its size is refused when written, never
+        written as text that reads back as a broken call."""
+        from tinytools.formats._writable import REFUSAL_PREFIX
+
+        big = ptype.render_call(
+            ToolCall("1", "search", {"query": "x", "limit": 1, "tags": list(range(5000))}), TOOLS
+        )
+        assert big.startswith(REFUSAL_PREFIX)
+        assert "4096 tokens" in big
+        assert ((), ()) == (ptype.parse(big, TOOLS).calls, ptype.parse(big, TOOLS).errors)
+        small = ptype.render_call(
+            ToolCall("1", "search", {"query": "x", "tags": list(range(1000))}), TOOLS
+        )
+        assert [("search", {"query": "x", "tags": list(range(1000))})] == calls(
+            ptype.parse(small, TOOLS)
+        )
+
     def test_catalogue(self) -> None:
         """The catalogue gives each tool's signature, positional order first."""
         catalogue = ptype.render([PTYPE_SEARCH, HIDDEN])

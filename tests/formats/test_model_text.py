@@ -152,3 +152,40 @@ class TestFragmentAnswers:
         text = self.answer((call,))
         assert "not valid JSON" in text
         assert "Send the arguments as one JSON object" in text
+
+
+LABELLED: dict[str, object] = {
+    "type": "object",
+    "properties": {
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        "when": {"type": ["string", "null"]},
+        "pick": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "string"}}]},
+        "place": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "zip": {"type": "integer"}},
+            "required": ["city"],
+        },
+        "mode": {"const": "fast"},
+        "free": {},
+    },
+}
+
+
+class TestCatalogueLabels:
+    @pytest.mark.parametrize("dialect", [json_in_tag, ptype, xml], ids=lambda m: m.__name__)
+    def test_labels_cannot_be_mistaken_for_json(self, dialect: object) -> None:
+        """Type labels are words: no '|', no braces, no 'key?:' a small model would copy
+        into its arguments and so write invalid JSON."""
+        tool = Tool.from_schema("t", "", LABELLED)
+        lines = dialect.render([tool]).split("Available tools:\n")[1].splitlines()[1:]  # type: ignore[attr-defined]
+        labels = [line.split("(", 1)[1] for line in lines]
+        for label in labels:
+            assert not set("|{}") & set(label), label
+            assert "?:" not in label
+        catalogue = "\n".join(lines)
+        assert 'string, one of "celsius" or "fahrenheit"' in catalogue
+        assert "string or null" in catalogue
+        assert "integer or array of string" in catalogue
+        assert "object with keys city (string), zip (integer, optional)" in catalogue
+        assert 'string, exactly "fast"' in catalogue
+        assert "any value" in catalogue

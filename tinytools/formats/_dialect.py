@@ -353,21 +353,37 @@ def catalogue(protocol: str, tools: Tools, head: Callable[[AnyTool], str], label
 
 
 def describe(schema: object, depth: int = 0) -> str:
-    """A short type label for a schema: ``string``, ``array of integer``, ``"a" | "b"``…"""
+    """A short type label for a schema, in words: ``string``, ``array of integer``,
+    ``integer or null``, ``string, one of "a" or "b"``, ``object with keys city
+    (string), days (integer, optional)``.
+
+    A small model copies what it sees into its call, so a label never looks like
+    a value or like JSON syntax: no ``|`` between types, no ``{key?: …}``, and
+    enum members (written as JSON, so ``"a"`` is a string and ``1`` a number)
+    are joined with words.
+    """
     if not isinstance(schema, Mapping) or depth > 3:
-        return "any"
+        return "any value"
     if isinstance(schema.get("enum"), list):
-        return " | ".join(json_text(v) for v in cast("list[object]", schema["enum"]))
+        members = cast("list[object]", schema["enum"])
+        kinds = _or(sorted({json_type(v) or "value" for v in members}))
+        return f"{kinds}, one of {_or([json_text(v) for v in members])}"
     if "const" in schema:
-        return json_text(schema["const"])
+        return f"{json_type(schema['const']) or 'value'}, exactly {json_text(schema['const'])}"
     options = schema.get("anyOf", schema.get("oneOf"))
     if isinstance(options, list) and "type" not in schema:
-        return " | ".join(describe(option, depth + 1) for option in options)
+        return _or([describe(option, depth + 1) for option in options])
     declared = schema.get("type")
     names = [declared] if isinstance(declared, str) else declared
     if not isinstance(names, list) or not names:
-        return "any"
-    return " | ".join(_describe_type(str(name), schema, depth) for name in names)
+        return "any value"
+    return _or([_describe_type(str(name), schema, depth) for name in names])
+
+
+def _or(labels: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    unique = list(dict.fromkeys(labels))
+    return unique[0] if len(unique) == 1 else ", ".join(unique[:-1]) + " or " + unique[-1]
 
 
 def _describe_type(name: str, schema: Mapping[str, object], depth: int) -> str:
@@ -379,10 +395,10 @@ def _describe_type(name: str, schema: Mapping[str, object], depth: int) -> str:
         needed = schema.get("required")
         needed = needed if isinstance(needed, list) else []
         inner = ", ".join(
-            f"{key}{'' if key in needed else '?'}: {describe(value, depth + 1)}"
+            f"{key} ({describe(value, depth + 1)}{'' if key in needed else ', optional'})"
             for key, value in fields.items()
         )
-        return f"object {{{inner}}}"
+        return f"object with keys {inner}"
     return name
 
 

@@ -136,6 +136,8 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     <reason>]``, which parses as prose. That is a name outside the tool-name
     grammar (``^[A-Za-z_][A-Za-z0-9_-]{0,63}$``), arguments nested deeper
     than :data:`MAX_DEPTH` allows (30 levels below the arguments object), a
+    call longer than :data:`MAX_TOKENS` tokens or :data:`MAX_CHARS`
+    characters (the parser's limits: the text is checked by its scanner), a
     non-finite number, or a value that is not JSON. Arguments that are not
     an object are written as one string after ``**`` (``name(**"{oops")``),
     which parses back as a broken call (an error), never as a call.
@@ -159,7 +161,14 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     parts += [f"{key}={_literal_text(arguments[key])}" for key in plain]
     if len(plain) < len(rest):
         parts.append("**" + _literal_text({k: arguments[k] for k in rest if k not in plain}))
-    return escape_json(f"{call.name}({', '.join(parts)})")
+    text = escape_json(f"{call.name}({', '.join(parts)})")
+    # What parse would refuse (more than MAX_TOKENS tokens, MAX_CHARS characters) is
+    # refused here too: the parser's own scanner reads the text first.
+    scan = Scan("name", -1)
+    scan_fragment(text, len(call.name), len(text), scan)
+    return (
+        text if scan.problem is None else refusal(f"the call cannot be read back: {scan.problem}")
+    )
 
 
 def _literal_text(value: object) -> str:
