@@ -257,3 +257,26 @@ class TestTotal:
             found = [(call.name, call.arguments) for call in parsed.calls]
             assert found == expected[: len(found)], (dialect.__name__, text[:end])
         assert expected == [(c.name, c.arguments) for c in dialect.parse(text, TOOLS).calls]
+
+
+@pytest.mark.parametrize(
+    ("dialect", "template"),
+    [
+        (json_in_tag, "<tool_call>[{calls}]</tool_call>"),
+        (mistral, "[TOOL_CALLS] [{calls}]"),
+        (llama_json, "[{calls}]"),
+    ],
+    ids=["json_in_tag", "mistral", "llama_json"],
+)
+def test_one_list_past_the_call_limit(dialect: ModuleType, template: str) -> None:
+    """A single list of more calls than MAX_CALLS gives MAX_CALLS calls and one error
+    saying the rest was not read."""
+    one = (
+        '{"name": "f", "arguments": {}}'
+        if dialect is not llama_json
+        else ('{"name": "f", "parameters": {}}')
+    )
+    parsed = dialect.parse(template.format(calls=", ".join([one] * (MAX_CALLS + 5))), TOOLS)
+    assert MAX_CALLS == len(parsed.calls)
+    assert 1 == len(parsed.errors)
+    assert "the rest was not read" in str(parsed.errors[0].invalid)

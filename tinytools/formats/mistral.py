@@ -163,7 +163,9 @@ class _Reader:
                 after > name.end() and text.startswith(("[", '"'), value_at)
             ):
                 if first:
-                    self._error(name.group(), start, limit, _NO_CALL)
+                    # A word is a name only when [ARGS] or [CALL_ID] says so: never a guess.
+                    named = name.group() if after > name.end() else ""
+                    self._error(named, start, limit, _NO_CALL)
                     return limit
                 return last
             end = self._value_end(value_at, limit)
