@@ -141,12 +141,38 @@ class TestLlamaJson:
             'Data: {"type": "object", "name": "search", "parameters": {}}',
             'Config: {"a": {"name": "search", "parameters": {}}}',  # nested in other JSON
             'Use {braces} freely, and {"name": 1}.',
-            '<|python_tag|>brave_search.call(query="x")',
+            "<|python_tag|>import math\nprint(math.pi)",
+            '<|python_tag|>brave_search.call(query="a")\nprint(1)',
         ],
     )
     def test_json_in_prose_is_prose(self, text: str) -> None:
         """Bare JSON is a call only when it names a known tool with exactly the call keys."""
         assert Parsed((), text, ()) == llama_json.parse(text, TOOLS)
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ('<|python_tag|>brave_search.call(query="x y")<|eom_id|>', {"query": "x y"}),
+            ("<|python_tag|>wolfram_alpha.call(query='2+2', n=1)", {"query": "2+2", "n": 1}),
+        ],
+    )
+    def test_builtin_tools(self, text: str, expected: dict[str, object]) -> None:
+        """Llama 3.1's built-in tool form, name.call(key=value), is that call."""
+        parsed = llama_json.parse(text, TOOLS)
+        assert [(text.split("|>")[1].split(".")[0], expected)] == calls(parsed)
+        assert ("", ()) == (parsed.text, parsed.errors)
+
+    @pytest.mark.parametrize(
+        ("text", "reason"),
+        [
+            ('<|python_tag|>brave_search.call(query="x"', "cut off"),
+            ("<|python_tag|>brave_search.call(query=x)", "not a literal value"),
+        ],
+    )
+    def test_builtin_broken(self, text: str, reason: str) -> None:
+        parsed = llama_json.parse(text, TOOLS)
+        assert ["brave_search"] == errors(parsed)
+        assert reason in str(parsed.errors[0].invalid)
 
     def test_unambiguous_forms_take_any_name(self) -> None:
         """After <|python_tag|> and in a function tag, an unknown name is still a call."""

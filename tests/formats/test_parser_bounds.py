@@ -187,6 +187,8 @@ ADVERSARIAL = {
     "deep JSON": repeat('{"a":[') + repeat("]}"),
     "closed prose braces": repeat("{x} "),
     "python tags": repeat("<|python_tag|>{"),
+    "python tag calls": repeat('<|python_tag|>a.call("'),
+    "python tag calls closed": repeat("<|python_tag|>a.call(q=[1, 2]) "),
     "function tags": repeat("<function=search>{"),
     "mistral markers": repeat("[TOOL_CALLS]"),
     "mistral open": repeat("[TOOL_CALLS]search[ARGS]{"),

@@ -15,8 +15,10 @@
   ``<|eom_id|>``, ``<|eot_id|>`` or the end of the text. The tag says a call
   is meant, so any name is read (an unknown one is left for dispatch's
   unknown-tool policy), and an object that does not have the call shape is
-  an error. Text after the tag that is not JSON (Llama's built-in
-  ``brave_search.call(…)`` code) is prose.
+  an error. Llama 3.1's built-in form, ``<|python_tag|>brave_search.call(query="x")``,
+  is the call ``brave_search`` with those arguments (keyword literals, read
+  as the ``ptype`` dialect reads them); other text after the tag (code for
+  the interpreter) is prose.
 * **Function tags** — ``<function=search>{"query": "x"}</function>``
   (Llama 3.1's custom-tool form): the arguments object in a tag; any name.
 
@@ -45,6 +47,7 @@ from typing import Final
 from tinytools._spec import NAME_PATTERN
 from tinytools._wire import ToolCall
 
+from . import ptype
 from ._dialect import (
     NOTHING,
     Collector,
@@ -58,6 +61,7 @@ from ._dialect import (
 )
 from ._jsonscan import NAMED, Spans, call_parts, quiet_json
 from ._parsed import Parsed
+from ._pyscan import Scan, scan_fragment
 from ._writable import JSON_DEPTH, refusal, unwritable
 
 __all__ = ["PYTHON_TAG", "parse", "render_call"]
@@ -73,6 +77,8 @@ _CALL_START: Final = re.compile(
 )
 _CANDIDATE: Final = re.compile(r"<function=|<\|python_tag\|>|" + _CALL_START.pattern)
 _SPACE: Final = " \t\r\n"
+# Llama 3.1's built-in tools (brave_search, wolfram_alpha) are called as `name.call(...)`.
+_BUILTIN: Final = re.compile(r"([A-Za-z_][A-Za-z0-9_]{0,63})\.call\(")
 # The last characters of a JSON value (a string, object, array, number, true/false/null).
 _VALUE_ENDS: Final = frozenset('"}]0123456789el')
 # The name of a call object that gives it first (after an optional "type"), anchored.
@@ -82,8 +88,7 @@ _NAME_FIRST: Final = re.compile(
 )
 _CALL_KEYS: Final = frozenset({"name", "parameters", "arguments", "type"})
 _CUT_OFF = (
-    "this tool call is cut off: its JSON is never closed, so it was not run; "
-    "write the whole call again"
+    "this tool call is cut off: it is never closed, so it was not run; write the whole call again"
 )
 _SHAPE = (
     'a tool call must be one JSON object, {"name": "tool_name", "parameters": {...}}, '
@@ -247,16 +252,46 @@ class _Reader:
     def _tagged(self, start: int, prose: int) -> int | None:
         text = self.text
         body = skip_space(text, start + len(PYTHON_TAG))
-        ends = [at for token in _END_TOKENS if (at := self.finder.find(token, body)) != -1]
+        # The calls after the tag end at an end-of-turn token or the next tag.
+        ends = [
+            at
+            for token in (*_END_TOKENS, PYTHON_TAG)
+            if (at := self.finder.find(token, body)) != -1
+        ]
         limit = min(ends, default=len(text))
+        builtin = _BUILTIN.match(text, body, limit)
+        if builtin is not None:
+            return self._builtin(start, prose, builtin, limit)
         if not text.startswith(("{", "["), body):
-            return None  # built-in tool code, not JSON: prose
+            return None  # code for the interpreter, not a call: prose
         values = self._values(body, limit, known=False)
         if values is None:  # pragma: no cover - every value is kept after the tag
             return None
         self.out.prose(prose, start)
         values[0] = (start, *values[0][1:])
         return self._record(values, start)
+
+    def _builtin(self, start: int, prose: int, head: re.Match[str], limit: int) -> int | None:
+        """``<|python_tag|>name.call(key=value, …)``, Llama 3.1's built-in tool form: read
+        by the ``ptype`` dialect as the call ``name(key=value, …)``."""
+        name = head.group(1)
+        stop = _source_end(self.text, head.end() - 1, limit)
+        if stop is None:
+            self.out.prose(prose, start)
+            self.out.error(name, self.out.source[start:limit], _CUT_OFF)
+            return limit
+        if self.text[stop:limit].strip():
+            return None  # more code follows: a program for the interpreter, not one call
+        parsed = ptype.parse(name + self.text[head.end() - 1 : stop])
+        if len(parsed.calls) + len(parsed.errors) != 1 or parsed.text.strip():
+            return None
+        self.out.prose(prose, start)
+        raw = self.out.source[start:stop]
+        if parsed.calls:
+            self.out.call(name, parsed.calls[0].arguments)
+        else:
+            self.out.error(name, raw, str(parsed.errors[0].invalid))
+        return stop
 
     # --- <function=name>{json}</function> --------------------------------------
 
@@ -289,6 +324,14 @@ class _Reader:
 
 #: Marks a cut-off value in :meth:`_Reader._values`.
 _CUT: Final = object()
+
+
+def _source_end(text: str, start: int, limit: int) -> int | None:
+    """Where the call whose ``(`` is at ``start`` ends (its closing ``)``), read by the
+    ``ptype`` scanner; ``None`` when it does not close before ``limit``."""
+    scan = Scan("name", -1)
+    stop, _ = scan_fragment(text, start, limit, scan)
+    return None if scan.problem is not None and "never closed" in scan.problem else stop
 
 
 def _nested(text: str, start: int) -> bool:
