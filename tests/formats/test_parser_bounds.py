@@ -236,6 +236,63 @@ class TestLinearWork:
         assert meter.chars - remembered > 90 * len(text)
 
 
+FRAGMENTS = st.sampled_from(
+    [
+        "[TOOL_CALLS]",
+        "[/TOOL_CALLS]",
+        "[ARGS]",
+        "[CALL_ID]",
+        "[THINK]",
+        "[/THINK]",
+        "<|python_tag|>",
+        "<|eom_id|>",
+        "<function=search>",
+        "</function>",
+        deepseek.CALLS_BEGIN,
+        deepseek.CALL_BEGIN,
+        deepseek.SEP,
+        deepseek.CALL_END,
+        "<|tool▁call▁begin|>",
+        "<tool_call>",
+        "</tool_call>",
+        "<|tool_call>call:f",
+        "<tool_call|>",
+        '<|"|>',
+        "<think>",
+        "</think>",
+        "```tool_code\n",
+        "```",
+        "default_api.",
+        "print(",
+        "search",
+        '"name"',
+        '"parameters"',
+        '"arguments"',
+        '"search"',
+        "function",
+        "{",
+        "}",
+        "[",
+        "]",
+        ":",
+        ",",
+        ";",
+        '"',
+        "\\",
+        "\n",
+        " ",
+        "(",
+        ")",
+        "=",
+        "1",
+        "<search>",
+        "</search>",
+        "<query>",
+        "</query>",
+    ]
+)
+
+
 class TestTotal:
     @BY_DIALECT
     @settings(deadline=None, max_examples=60)
@@ -247,6 +304,19 @@ class TestTotal:
             assert isinstance(parsed, Parsed)
             assert all(error.invalid for error in parsed.errors)
             assert len(parsed.text) <= len(text)
+
+    @BY_DIALECT
+    @settings(deadline=None, max_examples=150)
+    @given(text=st.lists(FRAGMENTS | st.text(max_size=3), max_size=30).map("".join))
+    def test_fragment_soup(self, dialect: ModuleType, text: str) -> None:
+        """Text dense in every dialect's markers parses to a value: calls with object or
+        raw-text arguments, errors with a reason and their text, and no more prose than
+        there was text."""
+        parsed = dialect.parse(text, TOOLS)
+        assert all(isinstance(call.arguments, (dict, str)) for call in parsed.calls)
+        assert all(error.invalid and isinstance(error.arguments, str) for error in parsed.errors)
+        assert all(error.arguments in text for error in parsed.errors)
+        assert len(parsed.text) <= len(text)
 
     @BY_DIALECT
     def test_truncated_reply_never_gives_a_partial_call(self, dialect: ModuleType) -> None:
