@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tinytools import Tool, ToolCall, dispatch_sync
-from tinytools.formats import json_in_tag, ptype, xml
+from tinytools.formats import deepseek, json_in_tag, llama_json, mistral, ptype, xml
 
 WEATHER = Tool.from_schema(
     "get_weather",
@@ -189,3 +189,26 @@ class TestCatalogueLabels:
         assert "object with keys city (string), zip (integer, optional)" in catalogue
         assert 'string, exactly "fast"' in catalogue
         assert "any value" in catalogue
+
+
+class TestReasoningTagsInArguments:
+    @pytest.mark.parametrize(
+        "dialect",
+        [json_in_tag, ptype, xml, mistral, llama_json, deepseek],
+        ids=lambda m: m.__name__,
+    )
+    @pytest.mark.parametrize("value", ["a <think> b", "x </think> y", "<think></think>"])
+    def test_round_trip(self, dialect: object, value: str) -> None:
+        """An argument holding a reasoning tag is written so that the call reads back:
+        the parsers never take it for the start or end of reasoning."""
+        call = ToolCall("1", "get_weather", {"city": value})
+        text = dialect.render_call(call, TOOLS)  # type: ignore[attr-defined]
+        assert [("get_weather", {"city": value})] == calls(text, dialect)
+
+    def test_xml_refuses_where_the_schema_is_not_string(self) -> None:
+        from tinytools.formats._writable import REFUSAL_PREFIX
+
+        text = xml.render_call(ToolCall("1", "get_weather", {"note": "<think>"}), TOOLS)
+        assert text.startswith(REFUSAL_PREFIX)
+        assert "reasoning tag" in text
+        assert "<think>" not in text  # the note itself must not open reasoning

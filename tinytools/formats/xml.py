@@ -130,8 +130,10 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     The native form, one argument per line: a string as its text (in CDATA
     when it holds its own closing tag), any other value as JSON (``</``
     written ``<\\/``), envelope tags escaped. A string whose text would read
-    as a JSON string literal is written as JSON when its schema in ``tools``
-    says string (where :func:`parse` decodes such literals).
+    as a JSON string literal, or that holds ``<think>`` or ``</think>`` (which
+    :func:`parse` reads as reasoning), is written as JSON when its schema in
+    ``tools`` says string (where :func:`parse` decodes such literals); where
+    it does not, a string holding a reasoning tag makes the call a refusal.
 
     **Names and argument names.** A name goes in a tag only when it is a
     plain tag name (the tool-name grammar for the tool; for an argument, no
@@ -165,6 +167,14 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     def quoted(key: str) -> bool:
         return "string" in schema_types(schemas.get(key))
 
+    if any(
+        isinstance(v, str) and _reasoning_tag(v) and not quoted(k) for k, v in arguments.items()
+    ) or _nested_reasoning_tag(arguments):
+        return refusal(
+            "an argument holds a reasoning tag (think), which XML text carries only for "
+            "a parameter whose schema says string"
+        )
+
     if _tag_ok(call.name, NAME_PATTERN.fullmatch(call.name) is not None) and all(
         _tag_ok(key, _field_ok(key)) for key in arguments
     ):
@@ -181,16 +191,27 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     return "\n".join([*lines, _FUNCTION_CLOSE])
 
 
+def _nested_reasoning_tag(arguments: dict[str, object]) -> bool:
+    """Whether a reasoning tag is in a key (JSON values carry it escaped; keys are tags)."""
+    return any(_reasoning_tag(key) for key in arguments)
+
+
 def _tag_ok(name: str, plain: bool) -> bool:
     """Whether a plain tag name can be written as a tag: not an envelope tag."""
     return plain and ENVELOPE_TAG.match("<" + name) is None
 
 
+def _reasoning_tag(value: str) -> bool:
+    return "<think>" in value or "</think>" in value
+
+
 def _plain(value: object, quoted: bool) -> str:
     """A value's text: a string verbatim (envelope-escaped), unless ``quoted`` (its schema
-    says string, so a string reading as a JSON string literal must be written as one);
-    any other value as JSON."""
-    if isinstance(value, str) and not (quoted and json_string_literal(value) is not None):
+    says string) and it would read as a JSON string literal or holds a reasoning tag: then
+    it is written as a JSON literal; any other value as JSON."""
+    if isinstance(value, str) and not (
+        quoted and (json_string_literal(value) is not None or _reasoning_tag(value))
+    ):
         return escape_body(value)
     # JSON has "<" only inside strings, where "\/" and "\u003c" are plain escapes; no
     # closing tag, envelope tag or "<parameter=" is left to end the value early.
