@@ -20,6 +20,8 @@ _RESERVED = frozenset({"true", "false", "null", "True", "False", "None"})
 _TEMPLATE_QUOTES = ('<|"|>', '<|">')
 _JSON_SPACE = st.sampled_from(["", "", " ", "\n", "\t", "  ", "\r\n"])
 _SURROUNDING_SPACE = st.sampled_from(["", " ", "\n\n", "\u00a0", "\u3000", "\x0c"])
+_COMMENTS = st.sampled_from(["/* note */", " /**/ ", "// note\n", "//\n"])
+_LEAKED = st.sampled_from(["", "", "<|im_end|>", "<|call|>\n<|endoftext|>", "</s>", " <|eot_id|>"])
 
 
 def json_values() -> SearchStrategy[object]:
@@ -51,7 +53,9 @@ def relaxed_json(obj: Mapping[str, object]) -> SearchStrategy[str]:
     """Texts that mean ``obj`` under every meaning-preserving malformation, combined.
 
     Unquoted identifier keys, redundant wrapping braces, trailing commas, single quotes,
-    chat-template quote tokens, Python literals, a markdown fence, a BOM and whitespace.
+    chat-template quote tokens, Python literals, raw control characters in strings,
+    comments, a markdown fence or its language word alone, chat-template tokens after
+    the document, the document repeated, a BOM and whitespace.
     """
     if not isinstance(obj, Mapping):
         raise TypeError(f"relaxed_json() takes a JSON object, not {type(obj).__name__}")
@@ -60,7 +64,12 @@ def relaxed_json(obj: Mapping[str, object]) -> SearchStrategy[str]:
 
 @st.composite
 def _relaxed_documents(draw: st.DrawFn, obj: Mapping[str, object]) -> str:
+    comments = draw(st.booleans())
+    raw_controls = draw(st.booleans())
+
     def space() -> str:
+        if comments and draw(st.integers(0, 3)) == 0:
+            return draw(_COMMENTS)
         return draw(_JSON_SPACE)
 
     def string(text: str) -> str:
@@ -70,6 +79,9 @@ def _relaxed_documents(draw: st.DrawFn, obj: Mapping[str, object]) -> str:
         form = draw(st.sampled_from(forms))
         strict = msgspec.json.encode(text).decode()
         if form == "double":
+            if raw_controls and any(c < " " for c in text):
+                parts = (c if c < " " else msgspec.json.encode(c).decode()[1:-1] for c in text)
+                return '"' + "".join(parts) + '"'
             return strict
         if form == "single":
             # JSON escapes every ", so each \" is a quote: unescape it, escape each '.
@@ -108,9 +120,14 @@ def _relaxed_documents(draw: st.DrawFn, obj: Mapping[str, object]) -> str:
         return msgspec.json.encode(item).decode()
 
     document = value(obj)
+    if draw(st.integers(0, 3)) == 0:
+        document = document + draw(_JSON_SPACE) + document
+    document += draw(_LEAKED)
     if draw(st.booleans()):
         info = draw(st.sampled_from(["", "json", "JSON", "json5"]))
         document = f"```{info}{draw(st.sampled_from(['', ' ', chr(10)]))}{document}\n```"
+    elif draw(st.integers(0, 3)) == 0:
+        document = draw(st.sampled_from(["json\n", "JSON\r\n", "jsonc\n\n"])) + document
     document = draw(_SURROUNDING_SPACE) + document + draw(_SURROUNDING_SPACE)
     return ("\ufeff" if draw(st.booleans()) else "") + document
 

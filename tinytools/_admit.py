@@ -40,6 +40,7 @@ from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
+from ._unread import UnreadCall, is_fragment, unnamed_text
 from ._validate import json_text, preview, printable
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult
 from .errors import ToolArgumentsError
@@ -477,6 +478,8 @@ def _resolve(
         f"Unknown tool `{requested}`: no tool of that name can be called this turn. "
         f"{hint} Arguments received: {received}."
     )
+    if call.invalid is not None and not call.name:
+        text = f"{unnamed_text(call)} {hint}"
     answer = error_message(msgspec.structs.replace(call, name=printable(call.name)), text)
     if recovery == "fail":
         return Abort(index, answer, f"unknown tool {requested!r}")
@@ -552,6 +555,8 @@ def _arguments(
     policy says) from well-formed arguments that break the schema.
     """
     try:
+        if is_fragment(call):
+            raise UnreadCall(tool.name, str(call.invalid))
         if call.invalid is not None:
             raise ToolArgumentsError(tool.name, call.invalid, malformed=True)
         return tool.validate(call.arguments)

@@ -8,7 +8,9 @@ accumulate streamed calls (``ToolCallAccumulator``), build the assistant turn
 holding the calls (``assistant_message``; ``assistant_items`` for Responses)
 and shape ``ToolMessage``s as each provider expects. Text
 dialect modules (``xml``, ``ptype``, ``json_in_tag``) render a catalogue for
-the system prompt and parse model text back to ``ToolCall``s. The message
+the system prompt and parse model text back to ``ToolCall``s; the
+parse-only open-model families (``mistral``, ``llama_json``, ``deepseek``)
+read the calls those models write natively and write calls back for history. The message
 helpers (``messages``) shape an OpenAI-format transcript for models without
 a native tool channel. Nothing here imports a provider SDK.
 """
@@ -16,9 +18,12 @@ a native tool channel. Nothing here imports a provider SDK.
 from __future__ import annotations
 
 from . import anthropic as anthropic
+from . import deepseek as deepseek
 from . import gemini as gemini
 from . import json_in_tag as json_in_tag
+from . import llama_json as llama_json
 from . import mcp as mcp
+from . import mistral as mistral
 from . import openai_chat as openai_chat
 from . import openai_responses as openai_responses
 from . import ptype as ptype
@@ -39,10 +44,13 @@ __all__ = [
     "ToolCallsFailed",
     "anthropic",
     "coalesce_tool_results",
+    "deepseek",
     "ensure_resolvable_user_turn",
     "gemini",
     "json_in_tag",
+    "llama_json",
     "mcp",
+    "mistral",
     "openai_chat",
     "openai_responses",
     "pair_tool_cycles",
