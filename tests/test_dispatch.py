@@ -434,6 +434,27 @@ class TestMiddleware:
         assert "RuntimeError('bug')" in info.value.reason
         assert isinstance(info.value.__cause__, RuntimeError)
 
+    def test_a_failed_call_keeps_its_failure_when_a_hook_raises(self) -> None:
+        """A hook that raises on a call whose tool failed does not claim the tool ran: the
+        call is answered with the tool's own failure (the batch still aborts)."""
+
+        @tool
+        def flaky(x: int) -> int:
+            """Fails."""
+            raise ValueError("backend down")
+
+        def broken(c: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            raise RuntimeError("bug")
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(
+                [call("c", "flaky", '{"x": 1}')], [flaky], middleware=[after_tool(broken)]
+            )
+        [message] = info.value.result.messages
+        assert message.is_error
+        assert "backend down" in message.content
+        assert "result was lost" not in message.content
+
     def test_abort_by_a_host_callback_is_not_blamed_on_middleware(self) -> None:
         """An on_event handler that raises aborts the batch, and the reason says so."""
 

@@ -242,7 +242,10 @@ class Run(Admission):
                 call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
             )
         except Exception as error:  # an after_tool hook, or the artifact store
-            message, event, follow_up, metadata = self._lost(error, call, name, limit, None)
+            # A tool that raised, timed out or was interrupted is answered with that, as
+            # no hook saw it; only a result the tool did return can have been lost.
+            kept = outcome if type(outcome) is Failed or type(outcome) is Fatal else None
+            message, event, follow_up, metadata = self._lost(error, call, name, limit, kept)
         self.answers[item.index] = message
         if follow_up or metadata:
             self._extras(call, follow_up, metadata)
