@@ -22,10 +22,17 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
+from ._schema_dialect import (
+    ENFORCED_KEYWORDS,
+    FORMAT_CHECKS,
+    Dialect,
+    Enforce,
+    local_schema,
+)
 from .errors import ToolArgumentsError, ToolDefinitionError
 
 if TYPE_CHECKING:
@@ -47,8 +54,6 @@ __all__ = [
 
 #: What a caller may hand to ``validate``: decoded arguments or raw JSON text.
 Arguments: TypeAlias = "Mapping[str, object] | str | bytes"
-#: Which part of a hand-written schema is enforced locally.
-Enforce: TypeAlias = Literal["subset", "draft7"]
 
 _JSON_NAMES = {"int": "integer", "str": "string", "float": "number", "bool": "boolean"}
 # msgspec names Python types ("Expected `int` <= 10", "got `str`"); the model reads a
@@ -300,64 +305,13 @@ def _decode_detail(error: msgspec.DecodeError) -> str:
 
 # --- schema validators --------------------------------------------------------
 
-#: Keywords enforced locally by default. ``patternProperties`` is kept because
-#: ``additionalProperties`` is defined relative to it; ``$ref`` and its targets
-#: because references must resolve; ``prefixItems``/``additionalItems`` because
-#: they give array-form ``items`` its meaning in each draft.
-ENFORCED_KEYWORDS = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "patternProperties",
-        "items",
-        "prefixItems",
-        "additionalItems",
-        "enum",
-        "const",
-        "$ref",
-        "$defs",
-        "definitions",
-    }
-)
-# Where subschemas sit: in a map of them, a list of them, or as the value itself.
-_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
-_SCHEMA_LISTS = frozenset({"prefixItems", "items", "allOf", "anyOf", "oneOf"})
-_SCHEMAS = frozenset(
-    {"additionalProperties", "additionalItems", "items", "not", "if", "then", "else"}
-    | {"contains", "propertyNames"}
-)
+
+def _never_fetch(uri: str) -> object:
+    raise ValueError(f"tinytools never fetches a schema ({uri}); copy it into `$defs`")
 
 
-def local_schema(schema: object, enforce: Enforce) -> object:
-    """The schema fastjsonschema compiles: the enforced subset (or all), in draft-7 spelling.
-
-    2020-12's ``prefixItems`` (with ``items`` for the rest) becomes draft 7's
-    array-form ``items`` (with ``additionalItems``), which means the same.
-    """
-    if not isinstance(schema, dict):
-        return schema
-    keep = ENFORCED_KEYWORDS if enforce == "subset" else None
-    out: dict[str, object] = {}
-    for key, value in schema.items():
-        if key == "$schema" or (keep is not None and key not in keep):
-            continue
-        out[key] = _local_value(key, value, enforce)
-    if "prefixItems" in out:
-        rest = out.pop("items", None)
-        out["items"] = out.pop("prefixItems")
-        if rest is not None:
-            out["additionalItems"] = rest
-    return out
-
-
-def _local_value(key: str, value: object, enforce: Enforce) -> object:
-    if key in _SCHEMA_MAPS and isinstance(value, dict):
-        return {name: local_schema(sub, enforce) for name, sub in value.items()}
-    if key in _SCHEMA_LISTS and isinstance(value, list):
-        return [local_schema(sub, enforce) for sub in value]
-    return local_schema(value, enforce) if key in _SCHEMAS else value
+#: fastjsonschema fetches a `$ref` to a URL unless a handler answers for its scheme.
+_NO_FETCH = dict.fromkeys(("", "http", "https", "file", "ftp", "data"), _never_fetch)
 
 
 class _NeverRaised(Exception):
@@ -368,16 +322,23 @@ class SchemaValidator:
     """Validates decoded arguments against a JSON schema, compiled on first use.
 
     Compiling costs milliseconds per schema (fastjsonschema generates Python
-    code), so a registry of many imported tools compiles only what it calls.
+    code), so a registry of many imported tools compiles only what it calls, and
+    each tool compiles once. The schema was checked when the tool was built
+    (``_schema_check``), so compiling it does not fail on a schema error.
     """
 
-    __slots__ = ("_check", "_invalid", "enforce", "injected", "schema")
+    __slots__ = ("_check", "_invalid", "dialect", "enforce", "injected", "schema")
 
     def __init__(
-        self, schema: Mapping[str, object], enforce: Enforce, injected: frozenset[str] = frozenset()
+        self,
+        schema: Mapping[str, object],
+        enforce: Enforce,
+        injected: frozenset[str] = frozenset(),
+        dialect: Dialect = "draft2020-12",
     ) -> None:
         self.schema = schema
         self.enforce: Enforce = enforce
+        self.dialect: Dialect = dialect
         # The function's injected parameters: an open schema would let the model send
         # one, and injection must never be overridable (DESIGN: a schema violation).
         self.injected = injected
@@ -394,11 +355,14 @@ class SchemaValidator:
             import fastjsonschema  # on first use: `import tinytools` does not load it
 
             self._invalid = fastjsonschema.JsonSchemaValueException
+            full = self.enforce != "subset"
             try:
                 self._check = fastjsonschema.compile(
-                    local_schema(dict(self.schema), self.enforce),  # type: ignore[arg-type]
+                    local_schema(self.schema, self.enforce, self.dialect),  # type: ignore[arg-type]
+                    handlers=_NO_FETCH,
+                    formats=FORMAT_CHECKS if full else {},
                     use_default=False,
-                    use_formats=self.enforce == "draft7",
+                    use_formats=full,
                 )
             except (fastjsonschema.JsonSchemaDefinitionException, ValueError, TypeError) as exc:
                 raise ToolDefinitionError(
