@@ -11,18 +11,25 @@ rest) become array-form ``items`` (and ``additionalItems``); ``dependentRequired
 into an ``allOf`` (2020-12 applies its siblings, draft 7 ignores them). Keywords of the
 other dialect are unknown keywords there and are dropped, as JSON Schema ignores them.
 
-What is never enforced locally (each is dropped before compiling, so it can only make
-the local check looser than the schema, never stricter; providers and servers still
-see it): ``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``,
+What is never enforced locally (each is dropped before compiling; providers and servers
+still see it): ``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``,
 ``minContains``/``maxContains`` (with the ``contains`` they qualify),
 ``contentEncoding``/``contentMediaType``/``contentSchema`` (annotations in both
 dialects), and a ``format`` outside :data:`ENFORCED_FORMATS` (an annotation in 2020-12).
+Dropping a constraint loosens the schema it sits in, which is safe where a schema only
+has to match (``properties``, ``allOf``, ``anyOf``, ``items``, …) but not under ``not``,
+``if`` or ``oneOf``, where a looser subschema can refuse more; so a ``not``, an
+``if``/``then``/``else`` or a ``oneOf`` whose subschemas (references followed) hold a
+constraint that is not enforced is dropped whole. The local check is then always
+looser than the schema, never stricter: a model is never refused what the schema
+allows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Literal, TypeAlias
+from urllib.parse import unquote
 
 __all__ = [
     "DIALECTS",
@@ -67,9 +74,16 @@ ENFORCED_FORMATS = frozenset(
         *("uri", "uri-reference", "json-pointer", "regex", "uuid"),
     }
 )
-#: Formats fastjsonschema does not know in every supported version.
+#: Format checks of our own: ``uuid``, which not every supported fastjsonschema knows,
+#: and ``email``, whose fastjsonschema pattern refuses valid addresses (a quoted local
+#: part, an address literal). Ours is the RFC 5321 shape (a dot-atom or a quoted local
+#: part, ``@``, a domain or a bracketed literal), lenient about the domain.
 FORMAT_CHECKS: Mapping[str, str] = {
     "uuid": r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}\Z",
+    "email": (
+        r'^(?:[^@\s".]+(?:\.[^@\s".]+)*|"(?:[^"\\\r\n]|\\.)*")'
+        r"@(?:\[[^\[\]\s]+\]|[^@\s\[\]]+)\Z"
+    ),
 }
 
 #: Keywords never compiled, whatever the dialect (see the module docstring).
@@ -81,6 +95,15 @@ _NEVER = frozenset(
         *("minContains", "maxContains", "default"),
     }
 )
+#: Constraints dropped although the schema means them (see the module docstring).
+_UNENFORCED = frozenset(
+    {
+        *("unevaluatedProperties", "unevaluatedItems", "minContains", "maxContains"),
+        *("$dynamicRef", "$recursiveRef"),
+    }
+)
+#: Where a looser subschema makes its parent stricter.
+_EXCLUSIVE = {"not": ("not",), "if": ("if", "then", "else"), "oneOf": ("oneOf",)}
 #: Keywords of one dialect that the other does not have (so ignores).
 _ONLY_IN: Mapping[Dialect, frozenset[str]] = {
     "draft7": frozenset({"prefixItems", "dependentRequired", "dependentSchemas"}),
@@ -121,30 +144,118 @@ def dialect_of(schema: Mapping[str, object], enforce: Enforce) -> Dialect:
     )
 
 
-def local_schema(schema: object, enforce: Enforce, dialect: Dialect) -> object:
-    """The schema fastjsonschema compiles: what is enforced of ``schema``, in draft-7 spelling."""
+def local_schema(schema: object, enforce: Enforce, dialect: Dialect, root: object = None) -> object:
+    """The schema fastjsonschema compiles: what is enforced of ``schema``, in draft-7 spelling.
+
+    ``root`` is the whole schema ``schema`` is part of (itself by default), against which
+    references are read.
+    """
     if not isinstance(schema, Mapping):
         return schema
+    root = schema if root is None else root
     keep = ENFORCED_KEYWORDS if enforce == "subset" else None
     other = _ONLY_IN[dialect]
+    dropped: set[str] = set()
+    for key, group in _EXCLUSIVE.items():
+        if key in schema and keep is None and _loosened(schema[key], root):
+            dropped.update(group)
     out: dict[str, object] = {}
     for key, value in schema.items():
-        if key in _NEVER or key in other or (keep is not None and key not in keep):
+        if key in _NEVER or key in other or key in dropped:
+            continue
+        if keep is not None and key not in keep:
             continue
         if key == "format" and value not in ENFORCED_FORMATS:
             continue
-        out[key] = _local_value(key, value, enforce, dialect)
+        if key == "$ref" and dialect == "draft2020-12" and isinstance(value, str):
+            out[key] = _moved(root, value)
+        else:
+            out[key] = _local_value(key, value, enforce, dialect, root)
     if dialect == "draft2020-12":
         _to_draft7(out, schema)
     return out
 
 
-def _local_value(key: str, value: object, enforce: Enforce, dialect: Dialect) -> object:
+def _local_value(
+    key: str, value: object, enforce: Enforce, dialect: Dialect, root: object
+) -> object:
     if key in _SCHEMA_MAPS and isinstance(value, Mapping):
-        return {name: local_schema(sub, enforce, dialect) for name, sub in value.items()}
+        return {name: local_schema(sub, enforce, dialect, root) for name, sub in value.items()}
     if key in _SCHEMA_LISTS and isinstance(value, list):
-        return [local_schema(sub, enforce, dialect) for sub in value]
-    return local_schema(value, enforce, dialect) if key in _SCHEMAS else value
+        return [local_schema(sub, enforce, dialect, root) for sub in value]
+    return local_schema(value, enforce, dialect, root) if key in _SCHEMAS else value
+
+
+def _moved(root: object, ref: str) -> str:
+    """Where the 2020-12 reference ``ref`` points once its path is spelled the draft-7 way
+    (``#/prefixItems/0`` is ``#/items/0`` there; see :func:`_to_draft7`)."""
+    if not ref.startswith("#/"):
+        return ref
+    tokens, node, moved = ref[2:].split("/"), root, []
+    shift = False  # the previous token was the `allOf` a `$ref` was moved into
+    for token in tokens:
+        key = unquote(token).replace("~1", "/").replace("~0", "~")
+        here = token
+        if isinstance(node, Mapping):
+            if "prefixItems" in node and key in ("prefixItems", "items"):
+                here = "items" if key == "prefixItems" else "additionalItems"
+            elif key in ("dependentSchemas", "dependentRequired"):
+                here = "dependencies"
+            shift = key == "allOf" and _ref_moves(node)
+            node = node.get(key)
+        elif isinstance(node, list) and key.isdigit():
+            here = str(int(key) + 1) if shift else token
+            shift = False
+            node = node[int(key)] if int(key) < len(node) else None
+        else:
+            return ref  # a pointer past the schema: the build-time check refused it
+        moved.append(here)
+    return "#/" + "/".join(moved)
+
+
+def _loosened(schema: object, root: object) -> bool:
+    """Whether ``schema``, its subschemas or what they refer to hold an unenforced constraint."""
+    stack, seen = [schema], set()
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, Mapping) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        if not _UNENFORCED.isdisjoint(node):
+            return True
+        for key, value in node.items():
+            if key == "$ref" and isinstance(value, str):
+                stack.append(_target(root, value))
+            elif key in _SCHEMA_MAPS or key == "dependencies":
+                stack.extend(value.values() if isinstance(value, Mapping) else ())
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                stack.extend(value)
+            elif key in _SCHEMAS:
+                stack.append(value)
+    return False
+
+
+def _target(root: object, ref: str) -> object:
+    """The schema ``ref`` points to in ``root`` (None when it is not a local pointer)."""
+    if ref == "#":
+        return root
+    if not ref.startswith("#/"):
+        return None
+    node = root
+    for token in ref[2:].split("/"):
+        key = unquote(token).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping):
+            node = node.get(key)
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return None
+    return node
+
+
+def _ref_moves(node: Mapping[str, object]) -> bool:
+    """Whether :func:`_to_draft7` moves the ``$ref`` of ``node`` into its ``allOf``."""
+    return "$ref" in node and not node.keys() <= _ANNOTATIONS | _NEVER | {"$ref"}
 
 
 def _to_draft7(out: dict[str, object], original: Mapping[str, object]) -> None:
@@ -165,7 +276,7 @@ def _to_draft7(out: dict[str, object], original: Mapping[str, object]) -> None:
         out["dependencies"] = dependencies
     if "contains" in out and ("minContains" in original or "maxContains" in original):
         del out["contains"]  # `minContains: 0` makes it pass; draft 7 cannot say so
-    if "$ref" in out and not out.keys() <= _ANNOTATIONS | {"$ref"}:
+    if "$ref" in out and _ref_moves(out):
         siblings = {k: v for k, v in out.items() if k not in ("$ref", "allOf")}
         branches = [{"$ref": out["$ref"]}, *_as_list(out.get("allOf"))]
         out.clear()

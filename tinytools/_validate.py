@@ -532,8 +532,46 @@ def _from_fastjsonschema(
     elif rule == "const":
         detail = f"Expected {preview(definition.get('const'))}, got {preview(value)}"
     else:
-        detail = (error.message or "invalid value").replace(error.name or "data", "value", 1)
+        detail = _constraint_detail(rule, error.rule_definition, value) or (
+            (error.message or "invalid value").replace(error.name or "data", "value", 1)
+        )
     return ToolArgumentsError(tool_name, detail, path=_json_path(data, list(error.path or [])))
+
+
+#: The comparison each bound keyword makes, as msgspec words it (``Expected `int` >= 1``).
+_BOUNDS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+_SIZES = {
+    "minLength": (">=", "string"),
+    "maxLength": ("<=", "string"),
+    "minItems": (">=", "array"),
+    "maxItems": ("<=", "array"),
+}
+
+
+def _constraint_detail(rule: str | None, limit: object, value: object) -> str | None:
+    """The model-facing sentence for a keyword beyond the subset (None: use fastjsonschema's)."""
+    found = preview(value)
+    if rule in _BOUNDS:
+        return f"Expected `{json_type(value)}` {_BOUNDS[rule]} {preview(limit)}, got {found}"
+    if rule in _SIZES and isinstance(value, (str, list)):
+        op, kind = _SIZES[rule]
+        unit = "characters" if kind == "string" else "items"
+        return f"Expected `{kind}` of length {op} {limit}, got {len(value)} {unit}"
+    if rule in ("minProperties", "maxProperties") and isinstance(value, Mapping):
+        op = ">=" if rule == "minProperties" else "<="
+        return f"Expected `object` with {op} {limit} fields, got {len(value)}"
+    sentences = {
+        "multipleOf": f"Expected a multiple of {preview(limit)}, got {found}",
+        "pattern": f"Expected `string` matching regex {preview(limit)}, got {found}",
+        "format": f"Expected `string` in format `{limit}`, got {found}",
+        "uniqueItems": "Expected `array` of unique items, got a repeated item",
+        "anyOf": f"Expected a value matching at least one schema of `anyOf`, got {found}",
+        "oneOf": f"Expected a value matching exactly one schema of `oneOf`, got {found}",
+        "not": f"Expected a value the `not` schema refuses, got {found}",
+        "contains": "Expected `array` with at least one item matching `contains`, got none",
+        "propertyNames": f"Object has a field name that `propertyNames` refuses: {found}",
+    }
+    return sentences.get(rule or "")
 
 
 # --- values JSON text cannot carry --------------------------------------------
