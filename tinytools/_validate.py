@@ -236,7 +236,8 @@ def _decode_json(tool_name: str, text: str | bytes) -> object:
     """Raw text decoded as JSON, or the ``malformed`` error that says why it is not JSON.
 
     A number JSON text holds but no Python value can stand for (``1e999``, an
-    integer past 64 bits) is a schema error at its path, as for a typed tool.
+    integer of more than 4,300 characters) is a schema error at its path, as for a
+    typed tool.
     """
     try:
         return msgspec.json.decode(text)
@@ -398,7 +399,28 @@ class SchemaValidator:
             raise _from_fastjsonschema(tool_name, value, error) from None  # type: ignore[arg-type]
         except RecursionError:
             raise _too_deep(tool_name) from None
+        except OverflowError:  # `multipleOf` divides as floats: an integer past 2**1024
+            path = _past_float(value)
+            raise ToolArgumentsError(
+                tool_name,
+                "Number too large to check against the schema; send a number below 1e308",
+                path=path,
+            ) from None
         return value
+
+
+def _past_float(value: object) -> str:
+    """The path of the first integer in ``value`` that no float can hold (``$`` if none)."""
+    stack: list[tuple[object, str]] = [(value, "$")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend((child, _child(path, str(key))) for key, child in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+        elif isinstance(item, int) and item.bit_length() > 1024:
+            return path
+    return "$"
 
 
 def json_type(value: object) -> str:
@@ -616,16 +638,16 @@ def _value_problem(item: object) -> str | None:
     elif isinstance(item, _Huge) or (
         isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > _LONGEST_INT
     ):
-        return "Integer value out of range; send an integer of at most 64 bits"
+        return "Integer value out of range; send an integer of at most 4,000 digits"
     return None
 
 
 def json_problem(value: object) -> tuple[str, str] | None:
     """The first value in decoded ``value`` that JSON text cannot carry: ``(path, detail)``.
 
-    Lone surrogates (in keys or strings), NaN and infinities, integers past 64 bits:
-    raw text holding them is refused by msgspec, so decoded arguments are refused too,
-    whichever route they took. Walks without recursion.
+    Lone surrogates (in keys or strings), NaN and infinities, integers msgspec cannot
+    read (more than 4,300 characters): raw text holding them is refused by msgspec, so
+    decoded arguments are refused too, whichever route they took. Walks without recursion.
     """
     stack: list[tuple[object, str]] = [(value, "$")]
     while stack:
@@ -669,9 +691,15 @@ class _Huge:
     __slots__ = ()
 
 
+#: The longest integer text msgspec reads, sign included (past it: "Integer value out of range").
+_MOST_DIGITS = 4300
+
+
 def _parse_int(text: str) -> object:
-    # Only the length matters here: past Python's digit limit, int() would raise.
-    return 0 if len(text) < 4000 else _Huge()
+    # Only the length matters here, and it matters exactly as it does to msgspec: text
+    # that msgspec decodes is never refused here for its integers (once, integers of
+    # 4,000 to 4,300 digits were, and only when the text also held a `\u` escape).
+    return 0 if len(text) <= _MOST_DIGITS else _Huge()
 
 
 _PAIRS = json.JSONDecoder(object_pairs_hook=_Pairs, parse_int=_parse_int)
