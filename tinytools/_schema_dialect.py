@@ -218,6 +218,9 @@ def _loosened(schema: object, root: object) -> bool:
     stack, seen = [schema], set()
     while stack:
         node = stack.pop()
+        if isinstance(node, list):  # the value of `oneOf`
+            stack.extend(node)
+            continue
         if not isinstance(node, Mapping) or id(node) in seen:
             continue
         seen.add(id(node))
