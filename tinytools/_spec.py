@@ -262,12 +262,17 @@ class Tool(Generic[P, R]):
             enforce: ``"full"`` (default) enforces the whole schema in its dialect
                 (its ``$schema``: draft 7 or 2020-12; 2020-12 when it names none,
                 as MCP does): bounds, lengths, ``pattern``, ``oneOf``/``anyOf``/
-                ``allOf``/``not``, ``if``/``then``/``else``, ``$ref``, dependencies
-                and the formats of ``tinytools._schema_dialect.ENFORCED_FORMATS``,
-                so a model hears of a bad argument before a tool or a remote server
-                does. ``"draft7"`` and ``"draft2020-12"`` enforce it whole in that
-                dialect whatever ``$schema`` says (for a draft-7 schema without
-                one). ``"subset"`` is the opt-out: only ``type``, ``properties``,
+                ``allOf``/``not``, ``if``/``then``/``else``, ``$ref`` (inside the
+                schema), dependencies and the formats date-time, date, time,
+                email, hostname, ipv4, ipv6, uri, uri-reference, json-pointer,
+                regex and uuid (others are annotations), so a model hears of a bad
+                argument before a tool or a remote server does. Not enforced
+                locally (left to the provider or server): ``unevaluated*``,
+                ``$dynamicRef``, ``minContains``/``maxContains``; a ``not``,
+                ``if`` or ``oneOf`` that holds one is skipped whole, so the local
+                check is never stricter than the schema. ``"draft7"`` and
+                ``"draft2020-12"`` enforce it whole in that dialect whatever
+                ``$schema`` says (for a draft-7 schema without one). ``"subset"`` is the opt-out: only ``type``, ``properties``,
                 ``required``, ``additionalProperties``, ``items``, ``enum``,
                 ``const`` and ``$ref`` are enforced locally; other keywords go to
                 providers only. Whichever is chosen, the schema must be valid

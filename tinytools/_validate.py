@@ -7,7 +7,8 @@ Two validators share one interface (``validate(tool_name, arguments)``):
   conversion to the parameters' Python types in one compiled pass.
 * :class:`SchemaValidator`, for tools built from a JSON schema: msgspec
   decodes, and a fastjsonschema validator, compiled on first use, checks the
-  locally enforced subset of the schema (or all of draft 7).
+  whole schema in its dialect (draft 7 or 2020-12, see ``_schema_dialect``),
+  or the seed's subset under ``enforce="subset"``.
 
 Both raise ``ToolArgumentsError`` whose message is written for the model.
 
