@@ -272,10 +272,10 @@ class Tool(Generic[P, R]):
                 ``if`` or ``oneOf`` that holds one is skipped whole, so the local
                 check is never stricter than the schema. ``"draft7"`` and
                 ``"draft2020-12"`` enforce it whole in that dialect whatever
-                ``$schema`` says (for a draft-7 schema without one). ``"subset"`` is the opt-out: only ``type``, ``properties``,
-                ``required``, ``additionalProperties``, ``items``, ``enum``,
-                ``const`` and ``$ref`` are enforced locally; other keywords go to
-                providers only. Whichever is chosen, the schema must be valid
+                ``$schema`` says (for a draft-7 schema without one). ``"subset"``
+                is the opt-out: only ``type``, ``properties``, ``required``,
+                ``additionalProperties``, ``items``, ``enum``, ``const`` and
+                ``$ref`` are enforced locally; other keywords go to providers only. Whichever is chosen, the schema must be valid
                 JSON Schema in its dialect, and is checked when the tool is built;
                 its validator is compiled on the tool's first call, once.
             policy: The tool's safety policy (default: unclassified).
