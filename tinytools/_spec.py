@@ -275,9 +275,10 @@ class Tool(Generic[P, R]):
                 ``$schema`` says (for a draft-7 schema without one). ``"subset"``
                 is the opt-out: only ``type``, ``properties``, ``required``,
                 ``additionalProperties``, ``items``, ``enum``, ``const`` and
-                ``$ref`` are enforced locally; other keywords go to providers only. Whichever is chosen, the schema must be valid
-                JSON Schema in its dialect, and is checked when the tool is built;
-                its validator is compiled on the tool's first call, once.
+                ``$ref`` are enforced locally; other keywords go to providers
+                only. Whichever is chosen, the schema must be valid JSON Schema
+                in its dialect, and is checked when the tool is built; its
+                validator is compiled on the tool's first call, once.
             policy: The tool's safety policy (default: unclassified).
             exposure: How the tool reaches the model.
             format: The preferred rendering (default: native JSON).
