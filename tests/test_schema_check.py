@@ -169,3 +169,33 @@ class TestReferences:
             assert "which is not a schema" in refusal(
                 {"type": "object", "properties": {"x": place}}
             )
+
+
+def nested(kind: str, depth: int) -> dict[str, object]:
+    inner: dict[str, object] = {"type": "string"}
+    for _ in range(depth):
+        if kind == "properties":
+            inner = {"type": "object", "properties": {"a": inner}}
+        else:
+            inner = {"type": "array", kind: inner}
+    return {"type": "object", "properties": {"x": inner}}
+
+
+class TestDepth:
+    @pytest.mark.parametrize(("kind", "depth"), [("items", 30), ("contains", 12), ("items", 700)])
+    def test_too_deep_for_the_validator_is_refused_when_built(self, kind: str, depth: int) -> None:
+        """A schema nested deeper inline than the generated validator can nest is refused
+        when the tool is built, saying how to flatten it (never a crash at the first call)."""
+        assert "move inner parts into `$defs`" in refusal(nested(kind, depth))
+
+    def test_deep_but_enforceable(self) -> None:
+        """Deep schemas the validator can nest are built and enforced at every level."""
+        tool = Tool.from_schema("t", "", nested("properties", 30))
+        value: object = "s"
+        for _ in range(30):
+            value = {"a": value}
+        assert {"x": value} == tool.validate({"x": value})
+
+    def test_deeper_than_python_can_copy(self) -> None:
+        """A schema nested past the interpreter's recursion limit is a definition error."""
+        assert "nested too deeply" in refusal(nested("properties", 100_000))

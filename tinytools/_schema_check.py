@@ -27,7 +27,12 @@ from urllib.parse import unquote
 
 from ._schema_dialect import Dialect
 
-__all__ = ["schema_problems"]
+__all__ = ["DEEP", "inline_depth", "schema_problems"]
+
+#: Subschemas nested this deep inline (not through `$ref`) may pass what fastjsonschema's
+#: generated code can nest (about 20 levels of `items`/`anyOf`/`not`, 10 of `contains` or
+#: `if`): such a schema is compiled when the tool is built, to refuse it then if need be.
+DEEP = 8
 
 _TYPES = ("array", "boolean", "integer", "null", "number", "object", "string")
 _NAMES: Mapping[Dialect, str] = {"draft7": "draft 7", "draft2020-12": "draft 2020-12"}
@@ -121,6 +126,28 @@ def _reference_problems(schema: Mapping[str, object]) -> Iterator[str]:
                 f"its parameters schema refers to {ref!r} at `{path}.$ref`, which is not a "
                 "schema inside it; fix the pointer or add the missing definition"
             )
+
+
+def inline_depth(schema: Mapping[str, object]) -> int:
+    """How deep subschemas nest inline in ``schema``; a definition starts again at 1 (the
+    generated validator calls it as its own function)."""
+    deepest = 0
+    stack: list[tuple[object, int]] = [(schema, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        deepest = max(deepest, depth)
+        for key, value in node.items():
+            fresh = 1 if key in ("$defs", "definitions") else depth + 1
+            if key in _SCHEMA_MAPS or key == "dependencies":
+                if isinstance(value, Mapping):
+                    stack.extend((sub, fresh) for sub in value.values())
+            elif key in _SCHEMA_LISTS and isinstance(value, list):
+                stack.extend((sub, depth + 1) for sub in value)
+            elif key in _SCHEMAS:
+                stack.append((value, depth + 1))
+    return deepest
 
 
 def _subschemas(schema: Mapping[str, object]) -> Iterator[tuple[Mapping[str, object], str]]:

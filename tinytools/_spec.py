@@ -22,7 +22,7 @@ from ._format import Json, ToolFormat
 from ._inject import Injection
 from ._introspect import injections_of
 from ._plan import Plan
-from ._schema_check import schema_problems
+from ._schema_check import DEEP, inline_depth, schema_problems
 from ._schema_dialect import Dialect, Enforce, dialect_of
 from ._tool_policy import ToolPolicy
 from ._validate import Arguments, SchemaValidator, StructValidator
@@ -311,14 +311,15 @@ class Tool(Generic[P, R]):
                 problems += schema_problems(schema, dialect)
         if problems:
             raise ToolDefinitionError(f"tool {name!r}", problems)
+        validator = SchemaValidator(schema, enforce, frozenset(i.name for i in injections), dialect)
+        if inline_depth(schema) >= DEEP:
+            validator.compile(name)  # may pass fastjsonschema's nesting: refuse it now if so
         return cls(
             name,
             description,
             schema,
             fn,
-            validator=SchemaValidator(
-                schema, enforce, frozenset(i.name for i in injections), dialect
-            ),
+            validator=validator,
             injections=injections,
             policy=policy or DEFAULT_POLICY,
             exposure=exposure,
@@ -332,6 +333,8 @@ def _copy_schema(parameters: Mapping[str, object]) -> tuple[dict[str, object], l
         schema = msgspec.json.decode(msgspec.json.encode(parameters))
     except (TypeError, ValueError) as exc:
         return {}, [f"the parameters schema is not JSON ({exc})"]
+    except RecursionError:
+        return {}, ["the parameters schema is nested too deeply to copy; flatten it with `$defs`"]
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return {}, [
             'the parameters schema must be an object schema ({"type": "object", ...}); '

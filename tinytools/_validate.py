@@ -371,6 +371,14 @@ class SchemaValidator:
                     f"tool `{tool_name}`",
                     [f"its parameters schema cannot be compiled ({exc}); fix the schema"],
                 ) from None
+            except (SyntaxError, RecursionError, MemoryError):  # the generated code nests
+                raise ToolDefinitionError(
+                    f"tool `{tool_name}`",
+                    [
+                        "its parameters schema nests too deeply inline to be enforced; move "
+                        "inner parts into `$defs` and refer to them with `$ref`"
+                    ],
+                ) from None
         return self._check
 
     def validate(self, tool_name: str, arguments: Arguments) -> dict[str, object]:
