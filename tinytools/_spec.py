@@ -264,8 +264,8 @@ class Tool(Generic[P, R]):
                 as MCP does): bounds, lengths, ``pattern``, ``oneOf``/``anyOf``/
                 ``allOf``/``not``, ``if``/``then``/``else``, ``$ref`` (inside the
                 schema), dependencies and the formats date-time, date, time,
-                email, hostname, ipv4, ipv6, uri, uri-reference, json-pointer,
-                regex and uuid (others are annotations), so a model hears of a bad
+                email, hostname, ipv4, ipv6, uri, uri-reference, json-pointer
+                and uuid (others are annotations), so a model hears of a bad
                 argument before a tool or a remote server does. Not enforced
                 locally (left to the provider or server): ``unevaluated*``,
                 ``$dynamicRef``, ``minContains``/``maxContains``; a ``not``,
