@@ -254,6 +254,12 @@ class TestHostileNumbers:
             assert ("$.v[1]", False) == (error.path, error.malformed)
             assert "Number too large" in error.detail
 
+    def test_multiple_of_is_exact_for_integral_floats(self) -> None:
+        """A float past 2**53 meets an integer `multipleOf` exactly, so `oneOf` counts right."""
+        tool = prop({"oneOf": [{"type": "integer", "minimum": 0}, {"multipleOf": 3}]})
+        assert {"v": 4.473605561387322e16} == tool.validate({"v": 4.473605561387322e16})
+        assert "exactly one" in error_of(tool, {"v": 3.0e16}).detail
+
     @pytest.mark.parametrize("digits", [3999, 4000, 4299])
     def test_mid_sized_integers_read_alike(self, digits: int) -> None:
         """An integer msgspec reads is accepted by every route, escapes or not (such ints

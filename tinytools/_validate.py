@@ -329,7 +329,7 @@ class SchemaValidator:
     (``_schema_check``), so compiling it does not fail on a schema error.
     """
 
-    __slots__ = ("_check", "_invalid", "dialect", "enforce", "injected", "schema")
+    __slots__ = ("_check", "_exact", "_invalid", "dialect", "enforce", "injected", "schema")
 
     def __init__(
         self,
@@ -346,6 +346,11 @@ class SchemaValidator:
         self.injected = injected
         self._check: Callable[[object], object] | None = None
         self._invalid: type[Exception] = _NeverRaised  # fastjsonschema's, once compiled
+        # fastjsonschema divides a float by an integer `multipleOf` as floats, which is
+        # inexact past 2**53 (and `oneOf`/`not` can turn that into a wrong refusal): when
+        # the schema has `multipleOf`, integral floats are checked as the integers they
+        # are (JSON Schema does not tell 3.0 from 3), exactly.
+        self._exact = False  # decided when compiled
 
     def compile(self, tool_name: str) -> Callable[[object], object]:
         """The compiled check (compiling it now if needed).
@@ -358,6 +363,7 @@ class SchemaValidator:
 
             self._invalid = fastjsonschema.JsonSchemaValueException
             full = self.enforce != "subset"
+            self._exact = full and b'"multipleOf"' in msgspec.json.encode(self.schema)
             try:
                 self._check = fastjsonschema.compile(
                     local_schema(self.schema, self.enforce, self.dialect),  # type: ignore[arg-type]
@@ -403,7 +409,7 @@ class SchemaValidator:
             raise ToolArgumentsError(tool_name, f"Object contains unknown field `{forged}`")
         check = self.compile(tool_name)
         try:
-            check(value)
+            check(_integral_floats_to_int(value) if self._exact else value)
         except self._invalid as error:
             raise _from_fastjsonschema(tool_name, value, error) from None  # type: ignore[arg-type]
         except RecursionError:
