@@ -5,7 +5,7 @@ that could be refused at definition time waits for the first call. Two parts:
 
 * The dialect's official meta-schema (draft 7, or 2020-12 with its vocabularies
   merged into one document), shipped in ``tinytools/_metaschemas`` and compiled by
-  fastjsonschema once per process, on first use (about 20 ms). Checking one tool's
+  fastjsonschema once per process, on first use (20-40 ms of CPU). Checking a tool's
   schema against it costs about 20 microseconds (a few per subschema). Formats the
   meta-schema names are checked too, so a ``pattern`` Python's ``re`` cannot compile
   is refused here.
