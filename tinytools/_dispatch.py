@@ -30,16 +30,15 @@ from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
-from ._effects import EffectLedger
+from ._effects import EffectLedger, record_started, refusal
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context
 from ._middleware import HookFailed, Stack, compose
-from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import EventHandler, HostFailed, Run, Stop
 from ._wire import ToolCall, ToolMessage
-from ._workers import event_loop
+from ._workers import Backend, check_backend, run_on
 from .events import Custom
 from .policies import RunPolicy
 
@@ -193,7 +192,7 @@ def _begin(run: Run) -> bool:
                 injecting = [*(injecting or ()), item.tool]
     if injecting:
         check_context(injecting, run.env.context)
-    if run.ledger is not None:
+    if run.ledger is not None and admitted:
         _started(run, admitted)
     failure = run.failure
     if failure is not None:
@@ -202,16 +201,20 @@ def _begin(run: Run) -> bool:
 
 
 def _started(run: Run, admitted: list[Admitted]) -> None:
-    """The ledger's started rows, before any tool of the batch runs."""
-    ledger = run.ledger
-    assert ledger is not None
-    run_id = run.env.context.run_id
+    """The ledger's started rows (one transaction where the ledger can), before any tool
+    of the batch runs; a call already started elsewhere is answered and does not run."""
+    assert run.ledger is not None
     try:
-        for item in admitted:
-            arguments = shown_arguments(item.tool, item.arguments)
-            ledger.started(run_id, item.call.id, item.tool.name, arguments)
+        refused = record_started(run.ledger, run.env.context.run_id, admitted)
     except Exception as error:
         run.fail(HostFailed("the effect ledger's started()", error))
+        return
+    run.recorded = True
+    for item in refused:
+        event, answer = refusal(item)
+        run.emit(event)
+        run.verdicts[item.index] = answer
+        admitted.remove(item)
 
 
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:
@@ -256,7 +259,9 @@ async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
     return stop
 
 
-def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchResult, int]:
+def _pass_sync(
+    run: Run, deadline: float | None, used: int, backend: Backend = "asyncio"
+) -> tuple[DispatchResult, int]:
     run.admission(
         None if run.cancellation is None else _cancelled(run),
         None if deadline is None else _expiry(deadline, time.monotonic),
@@ -268,7 +273,7 @@ def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchRes
         raise _abort_for(run, failed) from failed.error
     if _begin(run):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        stop = event_loop().run_until_complete(_on_loop(run, remaining))
+        stop = run_on(backend, _on_loop, run, remaining)
     else:
         stop = _execute_inline(run, deadline)
     return _finished(run, stop), run.used
@@ -288,6 +293,7 @@ def dispatch_sync(
     artifacts: ArtifactStore | None = None,
     cancellation: Cancellation | None = None,
     on_deferred: DeferredToolHandler | None = None,
+    backend: Backend = "asyncio",
 ) -> DispatchResult:
     """:func:`dispatch` for synchronous callers; same arguments, same result.
 
@@ -296,12 +302,17 @@ def dispatch_sync(
     threaded call waits). A batch that holds an async tool or an async ``on_event``
     handler (or several blocking/timed calls with ``max_concurrency`` above 1) runs
     its execution stage on this thread's own asyncio event loop, made on first use
-    and kept for later calls — so async tools run under **asyncio** here. A sync tool
+    and kept for later calls — so by default async tools run under **asyncio** here;
+    ``backend="trio"`` runs that stage under a fresh ``trio.run`` instead, for tools
+    written for trio. A tool that needs the other event loop (it raised "no running
+    event loop" or "must be called from async context") aborts the batch with
+    ``DispatchAborted`` naming the backend to pass: the model is never told. A sync tool
     with a timeout, or marked ``blocking``, runs on a long-lived worker thread.
     ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do not call it
     from inside a running event loop when the batch needs one: await
     :func:`dispatch` there.
     """
+    check_backend(backend)
     run = _prepare(
         calls,
         tools,
@@ -316,7 +327,7 @@ def dispatch_sync(
         cancellation,
     )
     deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
-    result, used = _pass_sync(run, deadline, 0)
+    result, used = _pass_sync(run, deadline, 0, backend)
     if result.deferred is None or on_deferred is None:
         return result
     decided = _decided(on_deferred, result)
@@ -326,7 +337,7 @@ def dispatch_sync(
         raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
     again = _resumed(run, result, _checked_decisions(decided), on_event)
     try:
-        resumed, _ = _pass_sync(again, deadline, used)
+        resumed, _ = _pass_sync(again, deadline, used, backend)
     except DispatchAborted as aborted:
         raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
     return _merge(run.calls, result, resumed)

@@ -2,7 +2,11 @@
 
 Provider modules (``openai_chat``, ``openai_responses``, ``anthropic``,
 ``gemini``, ``mcp``) render native declarations, parse provider responses to
-``ToolCall``s and shape ``ToolMessage``s as each provider expects. Text
+``ToolCall``s (a response that reports a failed call raises
+:class:`ToolCallsFailed`; an object that is no response, a ``TypeError``),
+accumulate streamed calls (``ToolCallAccumulator``), build the assistant turn
+holding the calls (``assistant_message``; ``assistant_items`` for Responses)
+and shape ``ToolMessage``s as each provider expects. Text
 dialect modules (``xml``, ``ptype``, ``json_in_tag``) render a catalogue for
 the system prompt and parse model text back to ``ToolCall``s. The message
 helpers (``messages``) shape an OpenAI-format transcript for models without
@@ -23,6 +27,7 @@ from ._choose import Exposed as Exposed
 from ._choose import split_by_format as split_by_format
 from ._parsed import Parsed as Parsed
 from ._parsed import synthetic_id as synthetic_id
+from ._received import ToolCallsFailed as ToolCallsFailed
 from .messages import coalesce_tool_results as coalesce_tool_results
 from .messages import ensure_resolvable_user_turn as ensure_resolvable_user_turn
 from .messages import pair_tool_cycles as pair_tool_cycles
@@ -31,6 +36,7 @@ from .messages import with_tool_instructions as with_tool_instructions
 __all__ = [
     "Exposed",
     "Parsed",
+    "ToolCallsFailed",
     "anthropic",
     "coalesce_tool_results",
     "ensure_resolvable_user_turn",

@@ -34,6 +34,7 @@ __all__ = [
     "Tools",
     "as_data",
     "copy_schema",
+    "cut_off",
     "exposed_tools",
     "json_text",
     "kind_of",
@@ -231,6 +232,17 @@ def make_call(
         problems.append(f"the arguments must be {expected}, not {found}")
         args = json_text(arguments)
     return ToolCall(call_id, name, args, "; ".join(problems) or None)
+
+
+def cut_off(call: ToolCall, why: str) -> ToolCall:
+    """``call`` marked ``invalid``: the response ended (``why``) while it was being written.
+
+    Its arguments are kept as they arrived; admission answers the call with the
+    reason (text that still parses strictly is whole, and is admitted as usual).
+    """
+    reason = f"{why} while this call was being written, so its arguments may be incomplete"
+    invalid = f"{call.invalid}; {reason}" if call.invalid else reason
+    return msgspec.structs.replace(call, invalid=invalid)
 
 
 def copy_schema(schema: Mapping[str, object]) -> dict[str, object]:
