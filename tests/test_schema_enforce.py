@@ -4,10 +4,13 @@ validator supports, lazily compiled once per tool, with model-readable errors.""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import fastjsonschema
 import pytest
+from pydantic import Field  # the `mcp` server below reads its annotations from here
 
-from tinytools import Registry, Tool, ToolArgumentsError, ToolCall, dispatch_sync
+from tinytools import Registry, Tool, ToolArgumentsError, ToolCall, dispatch, dispatch_sync
 from tinytools._schema_dialect import Enforce
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
@@ -75,6 +78,46 @@ class TestMcpServerSchema:
         tool = Tool.from_schema("list_issues", "", LIST_ISSUES, enforce="subset")
         arguments = {"owner": "o", "repo": "r", "perPage": 0, "since": "yesterday"}
         assert arguments == tool.validate(arguments)
+
+
+class TestRealMcpServer:
+    @pytest.mark.anyio
+    async def test_server_bound_refused_before_the_server(self) -> None:
+        """A live MCP server's tool (the `mcp` SDK's `MCPServer`, schema from pydantic's
+        `Field(ge=1)`) wrapped with `Tool.from_schema`: an out-of-range argument is the
+        model's error, and the server is never called; a valid call reaches it."""
+        from mcp import Client
+        from mcp.server.mcpserver import MCPServer
+
+        server = MCPServer("issues")
+        served: list[int] = []
+
+        @server.tool()
+        def list_issues(repo: str, per_page: Annotated[int, Field(ge=1, le=100)] = 30) -> str:
+            """List a repository's issues."""
+            served.append(per_page)
+            return f"{repo}: {per_page} issues"
+
+        async with Client(server) as client:
+            [listed] = (await client.list_tools()).tools
+            assert 1 == listed.input_schema["properties"]["per_page"]["minimum"]
+
+            async def forward(**arguments: object) -> str:
+                result = await client.call_tool(listed.name, arguments)
+                return str(result.content[0].text)  # type: ignore[union-attr]
+
+            tool = Tool.from_schema(
+                listed.name, listed.description or "", listed.input_schema, forward
+            )
+            calls = [
+                ToolCall("c1", "list_issues", '{"repo": "r", "per_page": 0}'),
+                ToolCall("c2", "list_issues", '{"repo": "r", "per_page": 5}'),
+            ]
+            refused, answered = (await dispatch(calls, Registry.of(tool))).messages
+        assert "error" == refused.status
+        assert "at `$.per_page`: Expected `integer` >= 1, got 0" in refused.content
+        assert ("ok", "r: 5 issues") == (answered.status, answered.content)
+        assert [5] == served
 
 
 #: (schema of `v`, an accepted value, a refused value, words of the refusal), each run in
