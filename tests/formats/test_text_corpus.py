@@ -64,7 +64,7 @@ def tools_for(case: Case) -> list[Tool[..., object]]:
     if isinstance(declared, list):
         functions = [entry["function"] for entry in declared]
         return [
-            Tool.from_schema(f["name"], f.get("description", ""), f["parameters"])
+            Tool.from_schema(f["name"], f.get("description", ""), json_schema(f["parameters"]))
             for f in functions
         ]
     names = {call["name"] for call in case["calls"]}  # type: ignore[attr-defined]
@@ -74,6 +74,23 @@ def tools_for(case: Case) -> list[Tool[..., object]]:
         for name in sorted(names)
         if check_name(name) is None
     ]
+
+
+def json_schema(parameters: dict[str, object]) -> dict[str, object]:
+    """``parameters`` with the type names some projects' tests use (vLLM's ``"float"``)
+    spelled as JSON Schema's: ``Tool.from_schema`` refuses a schema that is not JSON
+    Schema, while the text dialects read either spelling alike."""
+    aliases = {"float": "number", "int": "integer", "bool": "boolean", "str": "string"}
+    properties = parameters.get("properties")
+    if not isinstance(properties, dict):
+        return parameters
+    fixed = {
+        name: {**prop, "type": aliases.get(prop.get("type"), prop.get("type"))}
+        if isinstance(prop, dict) and "type" in prop
+        else prop
+        for name, prop in properties.items()
+    }
+    return {**parameters, "properties": fixed}
 
 
 def outcome(parsed: Parsed) -> list[dict[str, object]]:
