@@ -41,6 +41,7 @@ from typing import (
 import attrs
 import msgspec
 
+from ._exposure import ExposureExplanation
 from ._fold import render, truncate
 from ._inject import Context
 from ._middleware import Defer, Deny
@@ -88,14 +89,6 @@ class Workspace:
     sandboxed: bool = False
     background: bool = False
     roots: tuple[str, ...] = attrs.field(default=(), converter=_roots)
-
-
-@attrs.frozen
-class ExposureExplanation:
-    """Why the tool ``name`` was not exposed to the model."""
-
-    name: str
-    reason: str
 
 
 @attrs.frozen

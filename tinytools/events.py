@@ -164,15 +164,13 @@ class ToolsAdvertised(_Event, frozen=True):
 
 
 class ToolSearched(_Event, frozen=True):
-    """The model searched the deferred-tool catalogue.
-
-    Not emitted yet: the intrinsic ``tool_search`` of ``tinytools.discovery`` (issue 12)
-    will emit it.
-    """
+    """The model searched the deferred-tool catalogue (``tinytools.discovery``'s
+    ``tool_search``): the query (its first 1,000 characters) and the names found, best
+    first (they are ``DispatchResult.promoted``)."""
 
     call_id: str
     query: str
-    results: tuple[str, ...]
+    names: tuple[str, ...]
 
 
 class ToolEffectReconciled(_Event, frozen=True):

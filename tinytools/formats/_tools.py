@@ -15,7 +15,7 @@ class _HasTools(Protocol):
     def tools(self) -> Iterable[AnyTool]: ...
 
 
-#: A ``Registry`` (or any toolset with a ``tools()`` method), or any iterable of ``Tool``.
+#: A ``Registry`` or any toolset (resolved with no context), or any iterable of ``Tool``.
 Tools: TypeAlias = _HasTools | Iterable[AnyTool]
 
 
@@ -36,9 +36,11 @@ def all_tools(tools: Tools) -> list[AnyTool]:
 
 
 def exposed_tools(tools: Tools) -> tuple[AnyTool, ...]:
-    """The tools in order, without the hidden ones (which are never shown to a model).
+    """The tools to declare, in order: the ``Direct`` ones. Hidden tools are never shown
+    to a model; ``Deferred`` ones are found through discovery's ``tool_search``
+    (``tinytools.discovery``) rather than declared.
 
     Raises:
         TypeError: An item is not a ``Tool``.
     """
-    return tuple(tool for tool in all_tools(tools) if tool.exposure is not Exposure.Hidden)
+    return tuple(tool for tool in all_tools(tools) if tool.exposure is Exposure.Direct)
