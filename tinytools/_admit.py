@@ -268,7 +268,7 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         return _repeated(index, call, batch)
     seen.add(call.id)
     if batch.env.discovery is not None:  # tool_call unwrapped, tool_search answered
-        opened = discovery_opening(call, batch.env, batch.emit)
+        opened = discovery_opening(call, batch)
         if type(opened) is ToolMessage:
             return Answered(index, opened)
         call = opened  # type: ignore[assignment]

@@ -38,6 +38,7 @@ from .events import Event, ToolSearched
 from .toolsets._intrinsic import Intrinsic
 
 if TYPE_CHECKING:
+    from ._admit import Admission
     from ._dispatch_env import DispatchEnv
     from .discovery import Catalog
 
@@ -89,10 +90,15 @@ def intrinsics_of(registry: Registry) -> Intrinsics | None:
     return found
 
 
-def opening(
-    call: ToolCall, env: DispatchEnv, emit: Callable[[Event], None]
-) -> ToolCall | ToolMessage:
-    """The call admission goes on with (a ``tool_call`` unwrapped), or the answer."""
+def opening(call: ToolCall, batch: Admission) -> ToolCall | ToolMessage:
+    """The call admission goes on with (a ``tool_call`` unwrapped), or the answer.
+
+    On resume, a call of a ``Deferred`` tool is the unwrapped call the host was
+    asked about (``DeferredToolRequests`` holds the real call): it counts as
+    reached through ``tool_call`` while that is callable, and runs only if the
+    host's decision binds it, as every resumed call does.
+    """
+    env = batch.env
     env.reached = None
     intrinsics = env.discovery
     assert intrinsics is not None
@@ -100,7 +106,12 @@ def opening(
     if name == intrinsics.call and env.lookup(name) is not None:
         return _unwrapped(call, intrinsics, env)
     if name == intrinsics.search and env.lookup(name) is not None:
-        return _searched(call, intrinsics, env, emit)
+        return _searched(call, intrinsics, env, batch.emit)
+    if batch.resume is not None and intrinsics.call is not None:
+        target = env.tools.get(name)
+        deferred = target is not None and target.exposure is Exposure.Deferred
+        if deferred and env.lookup(intrinsics.call) is not None:
+            env.reached = name
     return call
 
 

@@ -41,7 +41,15 @@ from .toolsets._intrinsic import Intrinsic
 if TYPE_CHECKING:
     from ._inject import Context
 
-__all__ = ["SEARCH_LIMIT", "Catalog", "Discovery", "Match"]
+__all__ = [
+    "QUERY_CHARS",
+    "SEARCH_LIMIT",
+    "Catalog",
+    "Discovery",
+    "Match",
+    "declaration_bytes",
+    "terms",
+]
 
 #: The most results one ``tool_search`` call may ask for.
 SEARCH_LIMIT = 50
