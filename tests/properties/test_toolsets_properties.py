@@ -34,7 +34,6 @@ from tinytools import (
     dispatch_sync,
 )
 from tinytools.discovery import Discovery
-from tinytools.toolsets._base import registry_for
 from tinytools.toolsets import (
     ApprovalRequired,
     Combined,
@@ -45,6 +44,7 @@ from tinytools.toolsets import (
     Renamed,
     Toolset,
 )
+from tinytools.toolsets._base import registry_for
 
 SCHEMA = {
     "type": "object",
@@ -150,7 +150,8 @@ class TestPartition:
         try:
             final = {t.name for t in toolset.tools()}
         except ToolDefinitionError as error:  # a nested prefix past 64 characters
-            assert "64" in str(error)
+            problem = str(error)
+            assert "64" in problem, problem  # noqa: PT017 - the only error a composition may raise
             return
         traced = [trace(t.name, toolset) for t in leaves]
         assert {n for n in traced if n is not None} == final
