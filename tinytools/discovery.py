@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
@@ -57,9 +58,11 @@ SEARCH_LIMIT = 50
 QUERY_CHARS = 10_000
 
 _K1 = 1.2
-_B = 0.75
+_B = 0.5  # tools differ in length mostly by how much they explain: normalise gently
 _NAME_WEIGHT = 2  # the name's words count this many times (names say what a tool does)
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")
+# Everything but ASCII letters and digits becomes a space (prose is split with str.split).
+_PUNCTUATION = {c: " " for c in range(128) if not chr(c).isalnum()}
 _STOP = frozenset(
     (
         "a",
@@ -133,12 +136,29 @@ def _stem(word: str) -> str:
     return word
 
 
+_TERMS: dict[str, str] = {}  # lower-cased word → its term ("" for a common word); bounded
+
+
+def _term(word: str) -> str:
+    term = "" if word in _STOP or len(word) < 2 else _stem(word)
+    if len(_TERMS) >= 200_000:
+        _TERMS.clear()
+    _TERMS[word] = term
+    return term
+
+
+def _normal(words: list[str]) -> list[str]:
+    """Lower-cased words as terms: common words dropped, the rest stemmed (memoised)."""
+    found = list(map(_TERMS.get, words))
+    if None in found:
+        found = [_term(w) if t is None else t for w, t in zip(words, found, strict=True)]
+    return [t for t in found if t]
+
+
 def terms(text: str) -> list[str]:
     """The search terms of ``text``: words split at case changes, ``_``, punctuation
     and digits, lower-cased, stemmed lightly, common English words dropped."""
-    return [
-        _stem(w) for word in _WORDS.findall(text) if (w := word.lower()) not in _STOP and len(w) > 1
-    ]
+    return _normal([w.lower() for w in _WORDS.findall(text)])
 
 
 class Match(msgspec.Struct, frozen=True):
@@ -148,22 +168,25 @@ class Match(msgspec.Struct, frozen=True):
     score: float
 
 
-def _parameter_text(schema: object, depth: int = 0) -> list[str]:
-    """Parameter names and descriptions of an object schema (nested objects too, a little)."""
+def _parameter_text(
+    schema: object, names: list[str], descriptions: list[str], depth: int = 0
+) -> None:
+    """Collect the parameter names and descriptions of an object schema (nested ones too,
+    a little)."""
     if not isinstance(schema, Mapping) or depth > 2:
-        return []
-    out: list[str] = []
+        return
     properties = schema.get("properties")
     if isinstance(properties, Mapping):
         for name, sub in properties.items():
-            out.append(str(name))
+            names.append(str(name))
             if isinstance(sub, Mapping):
                 description = sub.get("description")
                 if isinstance(description, str):
-                    out.append(description)
-                out += _parameter_text(sub, depth + 1)
-                out += _parameter_text(sub.get("items"), depth + 1)
-    return out
+                    descriptions.append(description)
+                if "properties" in sub:
+                    _parameter_text(sub, names, descriptions, depth + 1)
+                if "items" in sub:
+                    _parameter_text(sub["items"], names, descriptions, depth + 1)
 
 
 class Catalog:
@@ -180,26 +203,28 @@ class Catalog:
         TypeError: An item is not a ``Tool``.
     """
 
-    __slots__ = ("_average", "_lengths", "_names", "_postings", "_weights")
+    __slots__ = ("_average", "_by_term", "_lengths", "_names", "_postings", "_weights")
 
     def __init__(self, tools: Iterable[AnyTool]) -> None:
         source = tools.tools() if callable(getattr(tools, "tools", None)) else tools  # type: ignore[attr-defined]
         names: list[str] = []
         lengths: list[int] = []
+        # Postings by lower-cased word as written (each word is made a term once, at the
+        # end, not once per occurrence): word -> [(tool number, count), ...].
         postings: dict[str, list[tuple[int, int]]] = {}
+        stop = _STOP
         for number, tool in enumerate(source):
             if not isinstance(tool, Tool):
                 raise TypeError(f"Catalog indexes tools; {tool!r} is not a Tool")
-            name_terms = terms(tool.name)
-            words = [
-                *name_terms * _NAME_WEIGHT,
-                *terms(tool.description),
-                *terms(" ".join(_parameter_text(tool.parameters))),
-            ]
-            counts: dict[str, int] = {}
-            for word in words:
-                counts[word] = counts.get(word, 0) + 1
-            for word, count in counts.items():
+            identifiers: list[str] = [tool.name] * _NAME_WEIGHT
+            described: list[str] = [tool.description]
+            _parameter_text(tool.parameters, identifiers, described)
+            words = _WORDS.findall(" ".join(identifiers))
+            words = [w.lower() for w in words]
+            words += " ".join(described).lower().translate(_PUNCTUATION).split()
+            for word, count in Counter(words).items():
+                if word in stop:
+                    continue
                 posting = postings.get(word)
                 if posting is None:
                     postings[word] = [(number, count)]
@@ -207,30 +232,41 @@ class Catalog:
                     posting.append((number, count))
             names.append(tool.name)
             lengths.append(len(words))
+        by_term: dict[str, list[str]] = {}
+        for word in postings:
+            term = _TERMS.get(word)
+            if term is None:
+                term = _term(word)
+            if term:
+                by_term.setdefault(term, []).append(word)
         self._names = names
         self._lengths = lengths
         self._average = (sum(lengths) / len(lengths)) if lengths else 0.0
         self._postings = postings
+        self._by_term = by_term
         self._weights: dict[str, tuple[tuple[int, float], ...]] = {}
 
     def __len__(self) -> int:
         return len(self._names)
 
-    def _weighted(self, word: str) -> tuple[tuple[int, float], ...]:
-        """The term's BM25 contribution to each document holding it (computed once)."""
-        known = self._weights.get(word)
+    def _weighted(self, term: str) -> tuple[tuple[int, float], ...]:
+        """The term's BM25 contribution to each tool holding it (computed once)."""
+        known = self._weights.get(term)
         if known is not None:
             return known
-        posting = self._postings.get(word, [])
-        count = len(self._names)
-        idf = math.log(1.0 + (count - len(posting) + 0.5) / (len(posting) + 0.5))
+        counts: dict[int, int] = {}
+        for word in self._by_term.get(term, ()):
+            for doc, tf in self._postings[word]:
+                counts[doc] = counts.get(doc, 0) + tf
+        total = len(self._names)
+        idf = math.log(1.0 + (total - len(counts) + 0.5) / (len(counts) + 0.5))
         lengths, average = self._lengths, self._average or 1.0
         weighted = tuple(
             (doc, idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * lengths[doc] / average)))
-            for doc, tf in posting
+            for doc, tf in sorted(counts.items())
         )
         if len(self._weights) < 100_000:
-            self._weights[word] = weighted
+            self._weights[term] = weighted
         return weighted
 
     def scores(self, query: str) -> dict[str, float]:

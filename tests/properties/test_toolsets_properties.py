@@ -151,7 +151,7 @@ class TestPartition:
             final = {t.name for t in toolset.tools()}
         except ToolDefinitionError as error:  # a nested prefix past 64 characters
             problem = str(error)
-            assert "64" in problem, problem  # noqa: PT017 - the only error a composition may raise
+            assert "64" in problem, problem
             return
         traced = [trace(t.name, toolset) for t in leaves]
         assert {n for n in traced if n is not None} == final
