@@ -410,3 +410,16 @@ class TestResolution:
             policy=RunPolicy(allowlist=["web_search"]),
         )
         assert "results for q" == result.messages[0].content
+
+
+def test_mcp_module_is_lazy() -> None:
+    """`tinytools.toolsets.mcp` and `tinytools.discovery` import no SDK (mcp loads on need)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tinytools.toolsets.mcp, tinytools.discovery\n"
+        "print(sorted(m for m in ('mcp', 'hypothesis', 'fastjsonschema') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert "[]" == out.stdout.strip()
