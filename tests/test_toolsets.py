@@ -364,16 +364,20 @@ class TestExposure:
 
 class TestResolution:
     def test_unchanged_composition_is_cached(self) -> None:
-        """An unchanged composition resolves to the very same registry on every dispatch."""
+        """An unchanged composition resolves to the very same registry on every dispatch; a
+        context that changes what a filter keeps resolves anew."""
         from tinytools.toolsets._base import registry_for
 
-        toolset = Prefixed(
-            Filtered(Combined(LOCAL, Registry.of(delete_file)), lambda t, c: True), "p_"
-        )
+        def keep(t: Tool[..., object], context: Context | None) -> bool:
+            return t.name != "search" or context is None or context.state != "no search"
+
+        toolset = Prefixed(Filtered(Combined(LOCAL, Registry.of(delete_file)), keep), "p_")
         context = Context()
         first = registry_for(toolset, context)
         assert first is registry_for(toolset, context)
-        assert first is not registry_for(toolset, Context())
+        assert first is registry_for(toolset, Context())  # kept the same tools
+        narrowed = registry_for(toolset, Context(state="no search"))
+        assert ["p_read_file", "p_delete_file"] == list(narrowed)
 
     def test_foreign_toolset(self) -> None:
         """An object with tools() and explain() is a toolset too."""

@@ -187,14 +187,10 @@ def _searched(
     limit = arguments.get("limit", intrinsics.limit)
     assert isinstance(query, str)
     assert isinstance(limit, int)
-    found: list[AnyTool] = []
     policy = env.policy
-    ranked = sorted(intrinsics.catalog().scores(query).items(), key=lambda i: (-i[1], i[0]))
-    for match, _score in ranked:
-        if policy.allowlist is None or policy.allows(match):
-            found.append(env.tools[match])
-            if len(found) >= limit:
-                break
+    keep = None if policy.allowlist is None else policy.allows
+    matches = intrinsics.catalog().top(query, limit, keep)
+    found = [env.tools[match.name] for match in matches]
     names = tuple(t.name for t in found)
     emit(ToolSearched(call_id=call.id, query=query[:_EVENT_QUERY], names=names))
     payload: dict[str, object] = {

@@ -24,8 +24,8 @@ from __future__ import annotations
 import heapq
 import math
 import re
-from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -209,29 +209,24 @@ class Catalog:
         source = tools.tools() if callable(getattr(tools, "tools", None)) else tools  # type: ignore[attr-defined]
         names: list[str] = []
         lengths: list[int] = []
-        # Postings by lower-cased word as written (each word is made a term once, at the
-        # end, not once per occurrence): word -> [(tool number, count), ...].
-        postings: dict[str, list[tuple[int, int]]] = {}
-        stop = _STOP
+        # Postings by lower-cased word as written, one entry per occurrence (appending is
+        # the cheapest thing a Python loop can do; counts are taken per term, on first
+        # use): word -> [tool number, ...], in tool order. Words are made terms once each.
+        postings: defaultdict[str, list[int]] = defaultdict(list)
         for number, tool in enumerate(source):
             if not isinstance(tool, Tool):
                 raise TypeError(f"Catalog indexes tools; {tool!r} is not a Tool")
             identifiers: list[str] = [tool.name] * _NAME_WEIGHT
             described: list[str] = [tool.description]
             _parameter_text(tool.parameters, identifiers, described)
-            words = _WORDS.findall(" ".join(identifiers))
-            words = [w.lower() for w in words]
-            words += " ".join(described).lower().translate(_PUNCTUATION).split()
-            for word, count in Counter(words).items():
-                if word in stop:
-                    continue
-                posting = postings.get(word)
-                if posting is None:
-                    postings[word] = [(number, count)]
-                else:
-                    posting.append((number, count))
+            split = " ".join(_WORDS.findall(" ".join(identifiers)))
+            words = f"{split} {' '.join(described).translate(_PUNCTUATION)}".lower().split()
+            for word in words:
+                postings[word].append(number)
             names.append(tool.name)
             lengths.append(len(words))
+        for word in _STOP.intersection(postings):
+            del postings[word]
         by_term: dict[str, list[str]] = {}
         for word in postings:
             term = _TERMS.get(word)
@@ -242,44 +237,91 @@ class Catalog:
         self._names = names
         self._lengths = lengths
         self._average = (sum(lengths) / len(lengths)) if lengths else 0.0
-        self._postings = postings
+        self._postings = dict(postings)
         self._by_term = by_term
-        self._weights: dict[str, tuple[tuple[int, float], ...]] = {}
+        self._weights: dict[str, tuple[dict[int, float], float]] = {}
 
     def __len__(self) -> int:
         return len(self._names)
 
-    def _weighted(self, term: str) -> tuple[tuple[int, float], ...]:
-        """The term's BM25 contribution to each tool holding it (computed once)."""
+    def _weighted(self, term: str) -> tuple[dict[int, float], float]:
+        """The term's BM25 contribution to each tool holding it, and the largest one
+        (computed once per term)."""
         known = self._weights.get(term)
         if known is not None:
             return known
-        counts: dict[int, int] = {}
+        counts: Counter[int] = Counter()
         for word in self._by_term.get(term, ()):
-            for doc, tf in self._postings[word]:
-                counts[doc] = counts.get(doc, 0) + tf
+            counts.update(self._postings[word])
         total = len(self._names)
         idf = math.log(1.0 + (total - len(counts) + 0.5) / (len(counts) + 0.5))
         lengths, average = self._lengths, self._average or 1.0
-        weighted = tuple(
-            (doc, idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * lengths[doc] / average)))
+        weights = {
+            doc: idf * tf * (_K1 + 1) / (tf + _K1 * (1 - _B + _B * lengths[doc] / average))
             for doc, tf in sorted(counts.items())
-        )
+        }
+        found = (weights, max(weights.values(), default=0.0))
         if len(self._weights) < 100_000:
-            self._weights[term] = weighted
-        return weighted
+            self._weights[term] = found
+        return found
 
-    def scores(self, query: str) -> dict[str, float]:
-        """Every tool that matches ``query`` at all, with its score (unordered)."""
+    def _query(self, query: str) -> list[tuple[dict[int, float], float]]:
+        """The query's terms' weights, the most telling term first (a fixed order, so a
+        tool's score is summed the same way on every path)."""
         if not isinstance(query, str):
             raise TypeError(f"a search query is a str, not {type(query).__name__}")
+        found = [(self._weighted(t), t) for t in dict.fromkeys(terms(query[:QUERY_CHARS]))]
+        found.sort(key=lambda item: (-item[0][1], item[1]))
+        return [weighted for weighted, _term in found if weighted[0]]
+
+    def scores(self, query: str) -> dict[str, float]:
+        """Every tool that matches ``query`` at all, with its score (unordered).
+
+        Raises:
+            TypeError: ``query`` is not a ``str``.
+        """
         found: dict[int, float] = {}
         get = found.get
-        for word in dict.fromkeys(terms(query[:QUERY_CHARS])):
-            for doc, weight in self._weighted(word):
+        for weights, _ in self._query(query):
+            for doc, weight in weights.items():
                 found[doc] = get(doc, 0.0) + weight
         names = self._names
         return {names[doc]: score for doc, score in found.items()}
+
+    def top(
+        self, query: str, limit: int, keep: Callable[[str], bool] | None = None
+    ) -> tuple[Match, ...]:
+        """:meth:`search`, among the tools whose names ``keep`` keeps.
+
+        Exact top-``limit`` by MaxScore: once no tool outside the candidates could
+        reach the ``limit``-th best score with the terms left, those terms only add
+        to the candidates.
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"limit must be a positive int, got {limit!r}")
+        weighted = self._query(query)
+        names = self._names
+        rest = [sum(upper for _, upper in weighted[i:]) for i in range(len(weighted))]
+        scores: dict[int, float] = {}
+        refused: set[int] = set()
+        get = scores.get
+        for index, (weights, _upper) in enumerate(weighted):
+            if len(scores) >= limit and rest[index] < heapq.nlargest(limit, scores.values())[-1]:
+                for later, _ in weighted[index:]:
+                    for doc in scores:
+                        weight = later.get(doc)
+                        if weight is not None:
+                            scores[doc] += weight
+                break
+            for doc, weight in weights.items():
+                if doc in refused:
+                    continue
+                if keep is not None and doc not in scores and not keep(names[doc]):
+                    refused.add(doc)
+                    continue
+                scores[doc] = get(doc, 0.0) + weight
+        best = heapq.nsmallest(limit, scores.items(), key=lambda i: (-i[1], names[i[0]]))
+        return tuple(Match(names[doc], score) for doc, score in best)
 
     def search(self, query: str, limit: int = 5) -> tuple[Match, ...]:
         """The ``limit`` best matches for ``query``, best first (ties by name).
@@ -291,11 +333,7 @@ class Catalog:
             TypeError: ``query`` is not a ``str``.
             ValueError: ``limit`` is below 1.
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"limit must be a positive int, got {limit!r}")
-        found = self.scores(query)
-        best = heapq.nsmallest(limit, found.items(), key=lambda item: (-item[1], item[0]))
-        return tuple(Match(name, score) for name, score in best)
+        return self.top(query, limit)
 
     def __repr__(self) -> str:
         return f"<Catalog of {len(self._names)} tools>"

@@ -33,7 +33,7 @@ from tinytools import (
     ToolDefinitionError,
     dispatch_sync,
 )
-from tinytools.discovery import Discovery
+from tinytools.discovery import Catalog, Discovery
 from tinytools.toolsets import (
     ApprovalRequired,
     Combined,
@@ -218,3 +218,47 @@ class TestToolCallEquivalence:
         assert direct.messages == wrapped.messages
         assert direct.deferred == wrapped.deferred
         assert direct.executed == wrapped.executed
+
+
+WORDS = st.sampled_from(
+    [
+        "alpha",
+        "beta",
+        "gamma",
+        "delta",
+        "file",
+        "user",
+        "send",
+        "mail",
+        "list",
+        "city",
+        "weather",
+        "note",
+    ]
+)
+
+
+class TestCatalogTopK:
+    @given(
+        documents=st.lists(st.lists(WORDS, max_size=8), min_size=1, max_size=30),
+        query=st.lists(WORDS, max_size=5),
+        limit=st.integers(1, 6),
+        refused=st.sets(st.integers(0, 29)),
+    )
+    def test_search_is_the_exact_top(
+        self, documents: list[list[str]], query: list[str], limit: int, refused: set[int]
+    ) -> None:
+        """The pruned search returns exactly the best `limit` of all scores (ties by name)."""
+        tools = [
+            Tool.from_schema(f"t{i}", " ".join(words), {"type": "object"})
+            for i, words in enumerate(documents)
+        ]
+        catalog = Catalog(tools)
+        text = " ".join(query)
+        banned = {f"t{i}" for i in refused}
+        everything = sorted(
+            ((n, s) for n, s in catalog.scores(text).items() if n not in banned),
+            key=lambda item: (-item[1], item[0]),
+        )
+        found = catalog.top(text, limit, lambda name: name not in banned)
+        assert [n for n, _ in everything[:limit]] == [m.name for m in found]

@@ -8,11 +8,11 @@ turns its members' :class:`Resolution` into its own (``_apply``).
 Resolving is cached so that an unchanged composition costs almost nothing per
 dispatch: every adaptor remembers its last few results together with the
 resolutions of its members they were made from (compared by identity) and the
-context (compared by identity, and only when something below reads the
-context: ``Filtered``, ``Prepared``). A ``Prepared`` step, a toolset of the
-host's own and a live MCP session are asked again on every resolution, but
-when they answer with the same tools as last time their previous resolution is
-reused, so the adaptors above them stay cached. The registry a dispatch runs
+context (compared by identity, and only for an adaptor that reads it:
+``Filtered``, ``Prepared``). A ``Prepared`` step, a ``Filtered`` given a new
+context, a toolset of the host's own and a live MCP session are asked again,
+but when they answer with the same tools as last time their previous
+resolution is reused, so the adaptors above them stay cached. The registry a dispatch runs
 against is made once per resolution.
 """
 
@@ -167,8 +167,9 @@ class _Memo:
     def __init__(self) -> None:
         #: (member resolutions, context or None, result), most recent last.
         self.entries: list[tuple[tuple[Resolution, ...], object, Resolution]] = []
-        #: (context, registry) of the last dispatch, for compositions that never change.
-        self.top: tuple[object, Registry] | None = None
+        #: (context or None, whether the context counts, registry) of the last dispatch,
+        #: for compositions that nothing asks again (no Prepared step, no foreign toolset).
+        self.top: tuple[object, bool, Registry] | None = None
         self.bound: bool | None = None  # something below reads the context
         self.volatile: bool | None = None  # something below must be asked every time
 
@@ -241,14 +242,23 @@ def resolve(toolset: object, context: Context | None) -> Resolution:
     if isinstance(toolset, Adaptor):
         inputs = tuple(resolve(member, context) for member in toolset.members())
         memo = toolset._memo
-        bound, _ = toolset._flags()
-        key = context if bound else None
+        # The members' resolutions stand for everything below (compared by identity);
+        # the context counts only for an adaptor that reads it itself.
+        key = context if toolset.reads_context else None
         if not toolset.asks_every_time:
             for made_from, made_for, result in memo.entries:
                 if made_for is key and all(a is b for a, b in zip(made_from, inputs, strict=True)):
                     return result
         result = toolset._apply(inputs, context)
         entries = memo.entries
+        if entries:  # the same answer as last time: keep the old one, so caches above hold
+            previous = entries[-1][2]
+            if (
+                previous.same_tools(result.tools)
+                and previous.explanations == result.explanations
+                and previous.gates == result.gates
+            ):
+                result = previous
         if len(entries) >= _REMEMBERED:
             del entries[0]
         entries.append((inputs, key, result))
@@ -309,20 +319,18 @@ def registry_for(tools: object, context: Context | None) -> Registry:
         ToolDefinitionError: The toolset cannot be resolved, or the tools
             cannot form a registry.
     """
-    if isinstance(tools, Registry):
-        return tools
     if isinstance(tools, Adaptor):
         memo = tools._memo
         top = memo.top
-        if top is not None:
-            bound, volatile = tools._flags()
-            if not volatile and top[0] is (context if bound else None):
-                return top[1]
+        if top is not None and top[0] is (context if top[1] else None):
+            return top[2]  # an unchanged composition: the common case, kept cheap
         registry = resolve(tools, context).registry()
         bound, volatile = tools._flags()
         if not volatile:
-            memo.top = (context if bound else None, registry)
+            memo.top = (context if bound else None, bound, registry)
         return registry
+    if isinstance(tools, Registry):
+        return tools
     if callable(getattr(tools, "explain", None)) and callable(getattr(tools, "tools", None)):
         return resolve(tools, context).registry()
     return Registry(tools)  # type: ignore[arg-type]

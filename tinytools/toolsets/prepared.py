@@ -119,13 +119,6 @@ class Prepared(Adaptor):
             for name in before
             if name not in seen
         ]
-        previous = self._memo.entries[-1][2] if self._memo.entries else None
-        if (
-            previous is not None
-            and previous.same_tools(tuple(out))
-            and previous.explanations == (*inner.explanations, *explained)
-        ):
-            return previous
         gates = {n: w for n, w in inner.gates.items() if n in seen}
         return Resolution(tuple(out), (*inner.explanations, *explained), gates)
 
