@@ -34,6 +34,7 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 
 from tinytools._artifacts import ToolOutput
+from tinytools._inject import Context
 from tinytools._registry import AnyTool
 from tinytools._wire import ToolCall, ToolMessage
 
@@ -57,10 +58,11 @@ def hints(tool: AnyTool) -> dict[str, bool]:
     return found
 
 
-def declarations(tools: Tools) -> list[dict[str, object]]:
-    """The ``tools`` of a ``tools/list`` result (new dicts; hidden tools skipped)."""
+def declarations(tools: Tools, *, context: Context | None = None) -> list[dict[str, object]]:
+    """The ``tools`` of a ``tools/list`` result (new dicts; only ``Direct`` tools: hidden
+    and deferred ones are skipped). A toolset is resolved with ``context``."""
     out: list[dict[str, object]] = []
-    for tool in exposed_tools(tools):
+    for tool in exposed_tools(tools, context):
         declaration: dict[str, object] = {
             "name": tool.name,
             "description": tool.description,

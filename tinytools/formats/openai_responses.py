@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._providers import (
@@ -31,7 +32,9 @@ from ._providers import (
 __all__ = ["declarations", "parse_calls", "tool_results"]
 
 
-def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object]]:
+def declarations(
+    tools: Tools, *, strict: bool = False, context: Context | None = None
+) -> list[dict[str, object]]:
     """The ``tools`` list of a Responses request.
 
     Args:
@@ -39,12 +42,17 @@ def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object
             of ``Tool``; hidden tools are skipped.
         strict: Project each schema for strict mode (a tool whose schema
             strict mode cannot express stays ``"strict": false``, unchanged).
+        context: The context a toolset is resolved with (pass the dispatch's, so
+            that what is declared is what dispatch will admit).
 
     Returns:
         New dicts, ``{"type": "function", "name", "description",
         "parameters", "strict"}``.
     """
-    return [{"type": "function", **openai_function(t, strict=strict)} for t in exposed_tools(tools)]
+    return [
+        {"type": "function", **openai_function(t, strict=strict)}
+        for t in exposed_tools(tools, context)
+    ]
 
 
 def parse_calls(response: object) -> list[ToolCall]:

@@ -104,6 +104,9 @@ class Prepared(Adaptor):
                 )
             elif tool.name in seen:
                 problems.append(f"prepare returned {tool.name!r} twice")
+            elif tool is original:  # unchanged (the common case): nothing to compare
+                seen.add(tool.name)
+                out.append(tool)
             else:
                 seen.add(tool.name)
                 tool = _checkable(tool, original)
