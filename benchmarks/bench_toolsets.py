@@ -31,7 +31,7 @@ from tinytools.toolsets import ApprovalRequired, Combined, Filtered, Prefixed, P
 from tinytools.toolsets._base import registry_for
 
 from ._report import duration, header, machine_info, options, table, versions
-from ._timing import RUN_SECONDS, Timer, once
+from ._timing import RUN_SECONDS, Op, Timer, once
 
 __all__ = ["main"]
 
@@ -181,7 +181,7 @@ def catalog_rows(repeat: int) -> list[dict[str, object]]:
             {"row": f"catalog build, 10,000 {label} tools", "seconds": build, "target": 0.2}
         )
         rows.append({"row": f"search, 10,000 {label} tools", "seconds": searched, "target": 0.001})
-    return rows
+    return rows + search_peer_rows(repeat, sets)
 
 
 def resolve_rows(repeat: int) -> list[dict[str, object]]:
@@ -218,15 +218,34 @@ def resolve_rows(repeat: int) -> list[dict[str, object]]:
 
 
 def peer_rows(repeat: int) -> list[dict[str, object]]:
-    """Pydantic AI's resolution of a comparable composition and FastMCP's search, if installed."""
-    rows: list[dict[str, object]] = []
+    """Pydantic AI's resolution of the same composition, if it is installed."""
     try:
-        from benchmarks.peers import pydantic_ai_toolsets
+        from .peers import pydantic_ai_toolsets as peer
     except ImportError:
-        return rows
-    found = pydantic_ai_toolsets.resolution(repeat)
-    if found is not None:
-        rows.append({"row": "Pydantic AI get_tools, 5 adaptors over 1,000 tools", "seconds": found})
+        return []
+    names = [t.name for t in synthetic_tools(1_000, seed=1)[0]]
+    with Timer(repeat) as timer:
+        op = Op(peer.resolver(names), peer.LOOP)  # type: ignore[arg-type]
+        seconds = timer.measure({"peer": op})["peer"].cpu
+    return [{"row": f"{peer.LABEL}, 5 adaptors over 1,000 tools (every step)", "seconds": seconds}]
+
+
+def search_peer_rows(
+    repeat: int, sets: dict[str, tuple[list[Tool[..., object]], list[str]]]
+) -> list[dict[str, object]]:
+    """FastMCP's BM25 index over the same texts, if it is installed."""
+    try:
+        from .peers import fastmcp_search as peer
+    except ImportError:
+        return []
+    rows: list[dict[str, object]] = []
+    for label, (tools, asked) in sets.items():
+        documents = [peer.document(t.name, t.description, t.parameters) for t in tools]
+        build = min(once(peer.builder(documents)) for _ in range(repeat))
+        with Timer(repeat) as timer:
+            searched = timer.measure({"s": peer.searcher(documents, asked)})["s"].cpu / len(asked)
+        rows.append({"row": f"{peer.LABEL} build, 10,000 {label} tools", "seconds": build})
+        rows.append({"row": f"{peer.LABEL} search, 10,000 {label} tools", "seconds": searched})
     return rows
 
 
