@@ -331,6 +331,29 @@ class TestToolCall:
         assert expected in message.content
         assert [] == RAN
 
+    def test_advertised_set_sees_the_real_tool(self) -> None:
+        """A direct tool outside the advertised set stays unknown through tool_call; a
+        tool_call that is itself not advertised is unknown."""
+        advertised = ["tool_search", "tool_call"]
+        result = run(
+            ToolCall("a", "tool_call", {"name": "get_weather", "arguments": {"city": "Oslo"}}),
+            ToolCall(
+                "b", "tool_call", {"name": "send_email", "arguments": {"to": "x", "body": "y"}}
+            ),
+            advertised=advertised,
+        )
+        unknown, sent = result.messages  # type: ignore[attr-defined]
+        assert "Unknown tool `get_weather`" in unknown.content
+        assert "sent" == sent.content
+        hidden_wrapper = run(
+            ToolCall(
+                "c", "tool_call", {"name": "send_email", "arguments": {"to": "x", "body": "y"}}
+            ),
+            advertised=["get_weather"],
+        )
+        assert "Unknown tool `tool_call`" in hidden_wrapper.messages[0].content  # type: ignore[attr-defined]
+        assert [("send_email", {"to": "x"})] == RAN
+
     def test_allowlist_sees_the_real_tool(self) -> None:
         """The allow-list is checked against the real tool, not the wrapper."""
         policy = RunPolicy(allowlist=["tool_search", "tool_call", "send_email"])

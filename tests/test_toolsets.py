@@ -193,6 +193,24 @@ class TestPrefixedAndRenamed:
             .content
         )
 
+    def test_ledgered_under_the_name_the_model_saw(self) -> None:
+        """The effect ledger records the prefixed name."""
+        started: list[tuple[str, str]] = []
+
+        class Ledger:
+            def started(self, run_id: str, call_id: str, tool_name: str, arguments: object) -> None:
+                started.append((call_id, tool_name))
+
+            def settled(self, run_id: str, call_id: str, status: str) -> None:
+                pass
+
+        dispatch_sync(
+            [ToolCall("1", "web_search", {"query": "q"})],
+            Prefixed(LOCAL, "web_"),
+            ledger=Ledger(),  # type: ignore[arg-type]
+        )
+        assert [("1", "web_search")] == started
+
 
 class TestPrepared:
     def test_drops_and_changes(self) -> None:
