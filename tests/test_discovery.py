@@ -436,3 +436,33 @@ def test_hidden_stays_hidden_by_every_route() -> None:
     result = dispatch_sync(calls, toolset)
     assert [] == RAN
     assert "drop_database" not in result.messages[2].content
+
+
+def deep(depth: int) -> list[object]:
+    value: list[object] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class TestHostileWrappers:
+    @pytest.mark.parametrize(
+        "wrapper",
+        [
+            {"name": "send_email", "arguments": deep(100_000)},
+            {"name": "send_email", "arguments": object()},
+            {"name": "send_email", 3: "x"},
+            {"name": "send_email", "arguments": float("nan")},
+            {"name": "send_email" * 10_000},
+            {"name": "\ud800", "arguments": {}},
+            "[" * 100_000,
+            '{"name": "send_email", "name": "drop_database", "arguments": {}}',
+        ],
+    )
+    def test_answered_never_raised(self, wrapper: object) -> None:
+        """Hostile tool_call wrappers are answered with an error, and nothing runs."""
+        result = run(ToolCall("c", "tool_call", wrapper))  # type: ignore[arg-type]
+        (message,) = result.messages  # type: ignore[attr-defined]
+        assert message.is_error
+        assert [] == RAN
+        assert msgspec.json.encode(result.events)  # type: ignore[attr-defined]

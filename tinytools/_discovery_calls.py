@@ -31,7 +31,7 @@ import msgspec
 from . import repair
 from ._registry import AnyTool, Registry
 from ._spec import Exposure
-from ._validate import preview
+from ._validate import preview, text_problem
 from ._wire import ToolCall, ToolMessage
 from .errors import ToolArgumentsError
 from .events import Event, ToolSearched
@@ -131,6 +131,10 @@ def _wrapper(call: ToolCall) -> dict[str, object] | str:
             value = repair.recover_relaxed_object(raw)
             if value is None:
                 return f"its arguments are not valid JSON: {preview(raw, 120, raw_text=True)}"
+        else:
+            problem = text_problem(raw)  # a repeated field is ambiguous: refused, as everywhere
+            if problem is not None:
+                return f"its arguments at `{problem[0]}`: {problem[1]}"
     else:
         value = raw
     if call.invalid is not None and not isinstance(raw, str):
@@ -144,7 +148,7 @@ def _unwrapped(call: ToolCall, intrinsics: Intrinsics, env: DispatchEnv) -> Tool
     wrapper = _wrapper(call)
     if isinstance(wrapper, str):
         return _error(call, f"Tool call not run: {wrapper}. {_SHAPE}")
-    extra = sorted(set(wrapper) - {"name", "arguments"})
+    extra = sorted(str(key) for key in wrapper if key not in ("name", "arguments"))
     if extra:
         listed = ", ".join(f"`{preview(k, 40, raw_text=True)}`" for k in extra[:5])
         text = (
@@ -165,7 +169,11 @@ def _unwrapped(call: ToolCall, intrinsics: Intrinsics, env: DispatchEnv) -> Tool
     arguments = wrapper.get("arguments", {})
     if not isinstance(arguments, (dict, str)):
         # Checked by the real tool's validation, as the same value sent directly would be.
-        arguments = msgspec.json.encode(arguments).decode()
+        try:
+            arguments = msgspec.json.encode(arguments).decode()
+        except (TypeError, ValueError, OverflowError, RecursionError, UnicodeError):
+            text = f"Tool call not run: `arguments` is not a JSON value. {_SHAPE}"
+            return _error(call, text)
     target = env.tools.get(name)
     if target is not None and target.exposure is Exposure.Deferred:
         env.reached = name
