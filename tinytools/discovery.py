@@ -22,6 +22,7 @@ not fit, each explained.
 from __future__ import annotations
 
 import heapq
+import itertools
 import math
 import re
 from collections import Counter, defaultdict
@@ -55,7 +56,7 @@ __all__ = [
 #: The most results one ``tool_search`` call may ask for.
 SEARCH_LIMIT = 50
 #: A query longer than this many characters is searched by its beginning only.
-QUERY_CHARS = 10_000
+QUERY_CHARS = 2_000
 
 _K1 = 1.2
 _B = 0.5  # tools differ in length mostly by how much they explain: normalise gently
@@ -301,12 +302,19 @@ class Catalog:
             raise ValueError(f"limit must be a positive int, got {limit!r}")
         weighted = self._query(query)
         names = self._names
-        rest = [sum(upper for _, upper in weighted[i:]) for i in range(len(weighted))]
+        rest = list(itertools.accumulate(reversed([upper for _, upper in weighted])))[::-1]
         scores: dict[int, float] = {}
         refused: set[int] = set()
         get = scores.get
         for index, (weights, _upper) in enumerate(weighted):
-            if len(scores) >= limit and rest[index] < heapq.nlargest(limit, scores.values())[-1]:
+            # Whether to stop adding new tools is asked at the first terms and then every
+            # eighth, so a long query does not sort its candidates once per term.
+            asking = index < 8 or index % 8 == 0
+            if (
+                asking
+                and len(scores) >= limit
+                and rest[index] < heapq.nlargest(limit, scores.values())[-1]
+            ):
                 for later, _ in weighted[index:]:
                     for doc in scores:
                         weight = later.get(doc)
