@@ -526,7 +526,7 @@ def _unknown(
     paths = [p for t in _reached(call.name, env, target) for p in t.policy.redact]
     arguments: dict[str, object] | str = call.arguments
     if paths:
-        arguments = Redactor(tuple(paths)).raw(call.arguments)[0]
+        arguments = Redactor(tuple(paths), loose=True).raw(call.arguments)[0]
     return UnknownToolCall(
         call_id=call.id,
         requested_name=printable(call.name),
@@ -600,7 +600,7 @@ def _invalid_event(
 ) -> Event:
     arguments, text = call.arguments, str(error)
     if tool.policy.redact:
-        redactor = Redactor(tool.policy.redact)
+        redactor = Redactor(tool.policy.redact, loose=True)
         arguments, secrets = _secrets(redactor, call, value)
         text = redactor.scrub(text, secrets)
     return InvalidToolArgs(
@@ -618,7 +618,7 @@ def _error_answer(
     """The model's answer for bad arguments: the error and the schema (secrets scrubbed)."""
     text = _with_schema(str(error), tool)
     if tool.policy.redact:
-        redactor = Redactor(tool.policy.redact)
+        redactor = Redactor(tool.policy.redact, loose=True)
         text = redactor.scrub(text, _secrets(redactor, call, value)[1])
     return Answered(index, error_message(call, printable(text)))
 

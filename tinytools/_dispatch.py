@@ -30,11 +30,10 @@ from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
-from ._effects import EffectLedger
+from ._effects import EffectLedger, record_started, refusal
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context
 from ._middleware import HookFailed, Stack, compose
-from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import EventHandler, HostFailed, Run, Stop
@@ -195,7 +194,7 @@ def _begin(run: Run) -> bool:
                 injecting = [*(injecting or ()), item.tool]
     if injecting:
         check_context(injecting, run.env.context)
-    if run.ledger is not None:
+    if run.ledger is not None and admitted:
         _started(run, admitted)
     failure = run.failure
     if failure is not None:
@@ -204,16 +203,20 @@ def _begin(run: Run) -> bool:
 
 
 def _started(run: Run, admitted: list[Admitted]) -> None:
-    """The ledger's started rows, before any tool of the batch runs."""
-    ledger = run.ledger
-    assert ledger is not None
-    run_id = run.env.context.run_id
+    """The ledger's started rows (one transaction where the ledger can), before any tool
+    of the batch runs; a call already started elsewhere is answered and does not run."""
+    assert run.ledger is not None
     try:
-        for item in admitted:
-            arguments = shown_arguments(item.tool, item.arguments)
-            ledger.started(run_id, item.call.id, item.tool.name, arguments)
+        refused = record_started(run.ledger, run.env.context.run_id, admitted)
     except Exception as error:
         run.fail(HostFailed("the effect ledger's started()", error))
+        return
+    run.recorded = True
+    for item in refused:
+        event, answer = refusal(item)
+        run.emit(event)
+        run.verdicts[item.index] = answer
+        admitted.remove(item)
 
 
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:

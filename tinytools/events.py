@@ -174,9 +174,11 @@ class ToolSearched(_Event, frozen=True):
 
 
 class ToolEffectReconciled(_Event, frozen=True):
-    """On resume, the ledger settled a call interrupted by a crash.
+    """After a crash, ``tinytools.ledger.reconcile`` decided a call left unresolved.
 
-    Not emitted yet: ``tinytools.ledger.reconcile`` (issue 13) will emit it.
+    ``outcome`` is ``"rerun"`` (the tool is replay-safe: the ledger released the call
+    for the next dispatch) or ``"interrupted"`` (the call was answered as interrupted
+    and settled; it never runs again).
     """
 
     call_id: str
