@@ -156,8 +156,9 @@ class Custom(_Event, frozen=True):
 class ToolsAdvertised(_Event, frozen=True):
     """The tools offered to the model this turn.
 
-    Not emitted yet: toolset resolution and deferred discovery (issue 12) will emit it
-    when a dispatch resolves what the model was offered.
+    Not emitted by dispatch, which never sees the request the model was sent: the tools
+    it declared are the host's to record (``formats.*.declarations`` of the same toolset
+    and context that dispatch resolves).
     """
 
     names: tuple[str, ...]
