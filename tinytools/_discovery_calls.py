@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from . import repair
-from ._registry import AnyTool, Registry
+from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
 from ._validate import preview, text_problem
 from ._wire import ToolCall, ToolMessage
@@ -72,10 +72,9 @@ class Intrinsics:
 
 def intrinsics_of(registry: Registry) -> Intrinsics | None:
     """The registry's intrinsic tools, or None when it has none (found once, then kept)."""
-    try:
-        return registry._discovery  # type: ignore[attr-defined,no-any-return]
-    except AttributeError:
-        pass
+    known = getattr(registry, "_discovery", UNSCANNED)
+    if known is not UNSCANNED:
+        return known  # type: ignore[return-value]
     search = call = None
     limit = 5
     for tool in registry.values():

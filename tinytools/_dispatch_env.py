@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from ._discovery_calls import Intrinsics, intrinsics_of
 from ._inject import Context
-from ._registry import AnyTool, Registry
+from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
 from .policies import Rewrite, RunPolicy
 
@@ -70,7 +70,10 @@ class DispatchEnv:
         # No allow-list and no advertised set: a lookup is the registry's and the exposure.
         self._open = policy.allowlist is None and advertised is None
         self._tools = tools._tools
-        self.discovery: Intrinsics | None = intrinsics_of(tools)
+        known = tools._discovery  # type: ignore[attr-defined]
+        self.discovery: Intrinsics | None = (
+            intrinsics_of(tools) if known is UNSCANNED else known  # once per registry
+        )
         self.reached: str | None = None
 
     @property

@@ -22,7 +22,10 @@ if TYPE_CHECKING:
     from ._inject import Context
     from ._wire import ToolCall
 
-__all__ = ["AnyTool", "Registry"]
+__all__ = ["UNSCANNED", "AnyTool", "Registry"]
+
+#: A registry's ``_discovery`` before anything looked for discovery's intrinsic tools.
+UNSCANNED = object()
 
 #: A tool of any signature (what a registry holds).
 AnyTool = Tool[..., object]
@@ -63,6 +66,8 @@ class Registry(Mapping[str, AnyTool]):
         if problems:
             raise ToolDefinitionError("Registry", problems)
         object.__setattr__(self, "_tools", found)
+        # Discovery's intrinsic tools among them: looked for on the first dispatch.
+        object.__setattr__(self, "_discovery", UNSCANNED)
 
     @classmethod
     def of(cls, *tools: AnyTool) -> Registry:
