@@ -160,28 +160,40 @@ class TestPartition:
 
 class TestNeverRunsUnexposed:
     @given(st.data())
-    def test_only_direct_plain_tools_run(self, data: st.DataObject) -> None:
-        """Only tools exposed Direct under the name called run; gated and external ones wait."""
+    def test_only_exposed_plain_tools_run(self, data: st.DataObject) -> None:
+        """Only tools exposed under the name called run — Direct ones, or Deferred ones
+        reached through a tool_call of the same call; gated and external ones wait."""
         journal = Journal()
         toolset, leaves = data.draw(compositions(journal))
+        if data.draw(st.booleans()):
+            toolset = Discovery(toolset)
         try:
             final = {t.name: t for t in toolset.tools()}
         except ToolDefinitionError:
             return
         candidates = sorted({*final, *(t.name for t in leaves), "nope"})
-        names = data.draw(st.lists(st.sampled_from(candidates), max_size=6))
-        calls = [ToolCall(str(i), n, {"x": i}) for i, n in enumerate(names)]
+        picks = st.tuples(st.sampled_from(candidates), st.booleans())
+        drawn = data.draw(st.lists(picks, max_size=6))
+        calls = [
+            ToolCall(str(i), "tool_call", {"name": n, "arguments": {"x": i}})
+            if wrapped
+            else ToolCall(str(i), n, {"x": i})
+            for i, (n, wrapped) in enumerate(drawn)
+        ]
         result = dispatch_sync(calls, toolset)
         registry = registry_for(toolset, None)
-        for call in calls:
-            if call.id in result.executed:
-                tool = final[call.name]
-                assert tool.exposure is Exposure.Direct
-                assert tool.fn is not None
-                gated = tool.policy.access.approval_required
-                assert not (gated and registry.approval_needed(call, Context()))
+        executed_names = set()
+        for call, (name, wrapped) in zip(calls, drawn, strict=True):
+            if call.id not in result.executed:
+                continue
+            tool = final[name]
+            executed_names.add(name)
+            reached = wrapped and "tool_call" in final and tool.exposure is Exposure.Deferred
+            assert tool.exposure is Exposure.Direct or reached
+            assert tool.fn is not None
+            gated = tool.policy.access.approval_required
+            assert not (gated and registry.approval_needed(ToolCall(call.id, name, {}), Context()))
         ran_as = {trace(name, toolset) for name in journal.ran}
-        executed_names = {c.name for c in calls if c.id in result.executed}
         assert ran_as <= executed_names
         assert len(journal.ran) == len(result.executed)
 
