@@ -445,3 +445,23 @@ def test_mcp_module_is_lazy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert "[]" == out.stdout.strip()
+
+
+def test_reconcile_takes_the_toolset(tmp_path: object) -> None:
+    """After a crash, reconcile finds a prefixed tool under the name it was ledgered by."""
+    from pathlib import Path
+
+    from tinytools import ToolPolicy
+    from tinytools.ledger import SqliteLedger, reconcile
+
+    @tool(policy=ToolPolicy.read_only())
+    def lookup(key: str) -> str:
+        """Look a key up."""
+        return key
+
+    toolset = Prefixed(Registry.of(lookup), "kb_")
+    call = ToolCall("1", "kb_lookup", {"key": "k"})
+    with SqliteLedger(Path(str(tmp_path)) / "effects.db") as ledger:
+        ledger.started("run", "1", "kb_lookup", {"key": "k"})  # the crash came before settled()
+        decided = reconcile([call], toolset, ledger, "run")
+    assert ([call], ()) == (list(decided.rerun), decided.messages)
