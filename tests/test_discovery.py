@@ -400,6 +400,18 @@ class TestToolCall:
         )
         assert "sent" == resumed.messages[0].content
 
+    def test_on_deferred_resumes_inline(self) -> None:
+        """on_deferred approves a gated deferred tool reached by tool_call, in one dispatch."""
+        toolset = Discovery(ApprovalRequired(Registry.of(get_weather, send_email)))
+        wrapped = {"name": "send_email", "arguments": {"to": "x", "body": "y"}}
+        result = dispatch_sync(
+            [ToolCall("c", "tool_call", wrapped)],
+            toolset,
+            on_deferred=lambda pending: pending.approve_all(),
+        )
+        assert ("send_email", "sent") == (result.messages[0].name, result.messages[0].content)
+        assert result.deferred is None
+
     def test_prefixed_discovery(self) -> None:
         """Around Discovery, Prefixed renames the intrinsic tools too, and they still work."""
         toolset = Prefixed(DISCOVERY, "x_")
