@@ -36,6 +36,7 @@ import msgspec
 
 from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
+from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
@@ -267,6 +268,11 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
     if call.id in seen:
         return _repeated(index, call, batch)
     seen.add(call.id)
+    if batch.env.discovery is not None:  # tool_call unwrapped, tool_search answered
+        opened = discovery_opening(call, batch)
+        if type(opened) is ToolMessage:
+            return Answered(index, opened)
+        call = opened  # type: ignore[assignment]
     if batch.resume is not None:
         decided = _decided(index, call, batch)
         if not isinstance(decided, ToolCall):
@@ -415,7 +421,11 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     if not plan.plain:
         if plan.external:
             return _defer(index, call, "external", {}, batch)
-        if plan.gated and not batch.env.is_call_approved(call.id):
+        if (
+            plan.gated
+            and not env.is_call_approved(call.id)
+            and env.tools.approval_needed(call, env.context)  # ApprovalRequired(when=...)
+        ):
             return _defer(index, call, "approval", {}, batch)
         batch.special = True
     admitted = Admitted(index, call, found, arguments)

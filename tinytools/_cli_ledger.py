@@ -83,7 +83,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     fixing.add_argument(
         "--tools",
         metavar="TARGET",
-        help="module or module:attribute naming a Tool, a Registry or a list of tools",
+        help="module or module:attribute naming a Tool, a Registry, a toolset or a list of tools",
     )
 
 
@@ -209,13 +209,17 @@ def _tools(target: str) -> tuple[AnyTool, ...]:
         return (value,)
     if isinstance(value, Registry):
         return tuple(value.values())
+    if callable(getattr(value, "tools", None)) and callable(getattr(value, "explain", None)):
+        from .toolsets._base import resolve
+
+        return resolve(value, None).tools  # a toolset, under the names the model saw
     if value is module:
         return tuple(v for v in vars(module).values() if isinstance(v, Tool))
     if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
         found = tuple(value)
         if all(isinstance(v, Tool) for v in found):
             return found
-    raise _TargetError(f"--tools {target}: not a Tool, a Registry or a list of tools")
+    raise _TargetError(f"--tools {target}: not a Tool, a Registry, a toolset or a list of tools")
 
 
 def _age(seconds: float) -> str:

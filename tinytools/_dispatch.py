@@ -41,6 +41,7 @@ from ._wire import ToolCall, ToolMessage
 from ._workers import Backend, check_backend, run_on
 from .events import Custom
 from .policies import RunPolicy
+from .toolsets._base import Toolset, registry_for
 
 __all__ = ["DEFAULT_POLICY", "DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]
 
@@ -81,12 +82,13 @@ def _stack(middleware: Iterable[object] | Stack) -> Stack:
     return stack
 
 
-def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
+def _registry(tools: Registry | Toolset | Iterable[AnyTool], context: Context | None) -> Registry:
     """The registry for ``dispatch``'s ``tools``: a ``Registry`` as it is; a tuple or list
     of tools made into one once and remembered (a bounded memo, which changes nothing
     but speed): a tuple by identity, a list by identity and contents — a list can
     change, so it is compared item by item (about 0.4 ns a tool) with the one the
-    registry was made from. Pass a ``Registry`` for a large tool set."""
+    registry was made from. Pass a ``Registry`` for a large tool set. A toolset is
+    resolved with the dispatch's ``context`` (cached: ``toolsets._base``)."""
     if type(tools) is Registry:
         return tools
     kind = type(tools)
@@ -101,12 +103,12 @@ def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
         snapshot = items if kind is tuple else list(items)
         _TOOL_SEQUENCES[id(tools)] = (tools, snapshot, registry)
         return registry
-    return tools if isinstance(tools, Registry) else Registry(tools)
+    return registry_for(tools, context)
 
 
 def _prepare(
     calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
+    tools: Registry | Toolset | Iterable[AnyTool],
     policy: RunPolicy,
     middleware: Iterable[object] | Stack,
     context: Context | None,
@@ -126,7 +128,7 @@ def _prepare(
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
     if type(policy) is not RunPolicy and not isinstance(policy, RunPolicy):
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
-    registry = tools if type(tools) is Registry else _registry(tools)
+    registry = tools if type(tools) is Registry else _registry(tools, context)
     stack = _NO_MIDDLEWARE if middleware == () else _stack(middleware)
     env = DispatchEnv(registry, policy, context, advertised)
     return Run(batch, env, stack, on_event, artifacts, ledger, approvals, cancellation)
@@ -281,7 +283,7 @@ def _pass_sync(
 
 def dispatch_sync(
     calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
+    tools: Registry | Toolset | Iterable[AnyTool],
     *,
     policy: RunPolicy = DEFAULT_POLICY,
     middleware: Iterable[object] = (),
@@ -366,7 +368,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[Disp
 
 async def dispatch(
     calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
+    tools: Registry | Toolset | Iterable[AnyTool],
     *,
     policy: RunPolicy = DEFAULT_POLICY,
     middleware: Iterable[object] = (),
@@ -383,9 +385,10 @@ async def dispatch(
 
     Args:
         calls: The calls the model made, in order.
-        tools: A ``Registry`` or the tools themselves (a tuple or list is made
-            into a registry once and remembered; pass a ``Registry`` for a large
-            set).
+        tools: A ``Registry``, a toolset (``tinytools.toolsets``; resolved once
+            with ``context``, and cached while the composition and the context
+            are unchanged) or the tools themselves (a tuple or list is made into a
+            registry once and remembered; pass a ``Registry`` for a large set).
         policy: How calls are admitted and run.
         middleware: Objects with ``before_tool`` / ``after_tool`` hooks (composed
             once per sequence of the same objects).

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Final
 
+from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._anthropic_stream import ToolCallAccumulator
@@ -47,11 +48,12 @@ __all__ = [
 ]
 
 
-def declarations(tools: Tools) -> list[dict[str, object]]:
-    """The ``tools`` list of a Messages request (new dicts; hidden tools skipped)."""
+def declarations(tools: Tools, *, context: Context | None = None) -> list[dict[str, object]]:
+    """The ``tools`` list of a Messages request (new dicts; only ``Direct`` tools: hidden
+    and deferred ones are skipped). A toolset is resolved with ``context``."""
     return [
         {"name": t.name, "description": t.description, "input_schema": copy_schema(t.parameters)}
-        for t in exposed_tools(tools)
+        for t in exposed_tools(tools, context)
     ]
 
 

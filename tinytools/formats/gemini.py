@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._dialect import decode_strict
@@ -97,7 +98,9 @@ _FORMATS = {
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
-def declarations(tools: Tools, *, json_schema: bool = False) -> list[dict[str, object]]:
+def declarations(
+    tools: Tools, *, json_schema: bool = False, context: Context | None = None
+) -> list[dict[str, object]]:
     """The ``tools`` list of a ``generateContent`` request.
 
     Args:
@@ -107,7 +110,7 @@ def declarations(tools: Tools, *, json_schema: bool = False) -> list[dict[str, o
             instead of projecting it to ``parameters``.
     """
     found: list[object] = []
-    for tool in exposed_tools(tools):
+    for tool in exposed_tools(tools, context):
         declaration: dict[str, object] = {"name": tool.name, "description": tool.description}
         if json_schema:
             declaration["parametersJsonSchema"] = copy_schema(tool.parameters)
@@ -385,6 +388,8 @@ def _value(content: str) -> object:
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
     """Every ``ToolMessage`` as a ``functionResponse`` part of one user ``Content``.
+        context: The context a toolset is resolved with (pass the dispatch's, so
+            that what is declared is what dispatch will admit).
 
     Returns:
         ``[]`` when there are no messages, else a list of one content dict.

@@ -45,6 +45,7 @@ from functools import partial
 import msgspec
 
 from tinytools._artifacts import ToolOutput
+from tinytools._inject import Context
 from tinytools._registry import AnyTool
 from tinytools._wire import ToolCall, ToolMessage
 
@@ -108,10 +109,11 @@ def output_schema(tool: AnyTool) -> dict[str, object] | None:
     return copy_schema(schema)
 
 
-def declarations(tools: Tools) -> list[dict[str, object]]:
-    """The ``tools`` of a ``tools/list`` result (new dicts; hidden tools skipped)."""
+def declarations(tools: Tools, *, context: Context | None = None) -> list[dict[str, object]]:
+    """The ``tools`` of a ``tools/list`` result (new dicts; only ``Direct`` tools: hidden
+    and deferred ones are skipped). A toolset is resolved with ``context``."""
     out: list[dict[str, object]] = []
-    for tool in exposed_tools(tools):
+    for tool in exposed_tools(tools, context):
         declaration: dict[str, object] = {
             "name": tool.name,
             "description": tool.description,

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 
 import msgspec
 
+from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._parsed import SyntheticIds
@@ -55,26 +56,30 @@ __all__ = [
 ]
 
 
-def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object]]:
+def declarations(
+    tools: Tools, *, strict: bool = False, context: Context | None = None
+) -> list[dict[str, object]]:
     """The ``tools`` list of a Chat Completions request.
 
     Args:
-        tools: A ``Registry`` (or any toolset with ``tools()``) or an iterable
-            of ``Tool``. Hidden tools are skipped; every other tool given is
-            declared (choose what to expose with
+        tools: A ``Registry``, any toolset, or an iterable of ``Tool``. Only
+            ``Direct`` tools are declared: hidden ones never, deferred ones are
+            found through discovery (choose what to expose with
             :func:`tinytools.formats.split_by_format`).
         strict: Declare each tool in strict mode, with its parameters
             projected by :func:`strict_schema` and ``"strict": true``. A tool
             whose schema strict mode cannot express (a ``dict`` parameter, a
             value of any type) is declared ``"strict": false`` with its schema
             unchanged.
+        context: The context a toolset is resolved with (pass the dispatch's, so
+            that what is declared is what dispatch will admit).
 
     Returns:
         New dicts, ``{"type": "function", "function": {"name", "description",
         "parameters"}}`` (plus ``"strict"`` when ``strict`` is asked for).
     """
     out: list[dict[str, object]] = []
-    for tool in exposed_tools(tools):
+    for tool in exposed_tools(tools, context):
         function = openai_function(tool, strict=strict)
         if not strict:
             del function["strict"]

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._providers import (
@@ -39,7 +40,9 @@ from ._turns import arguments_text, checked_calls
 __all__ = ["ToolCallAccumulator", "assistant_items", "declarations", "parse_calls", "tool_results"]
 
 
-def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object]]:
+def declarations(
+    tools: Tools, *, strict: bool = False, context: Context | None = None
+) -> list[dict[str, object]]:
     """The ``tools`` list of a Responses request.
 
     Args:
@@ -47,12 +50,17 @@ def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object
             of ``Tool``; hidden tools are skipped.
         strict: Project each schema for strict mode (a tool whose schema
             strict mode cannot express stays ``"strict": false``, unchanged).
+        context: The context a toolset is resolved with (pass the dispatch's, so
+            that what is declared is what dispatch will admit).
 
     Returns:
         New dicts, ``{"type": "function", "name", "description",
         "parameters", "strict"}``.
     """
-    return [{"type": "function", **openai_function(t, strict=strict)} for t in exposed_tools(tools)]
+    return [
+        {"type": "function", **openai_function(t, strict=strict)}
+        for t in exposed_tools(tools, context)
+    ]
 
 
 def parse_calls(response: object) -> list[ToolCall]:

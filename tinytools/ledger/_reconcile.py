@@ -10,6 +10,7 @@ from tinytools._effects import EffectLedger, LedgerEntry, release
 from tinytools._registry import AnyTool, Registry
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.events import Event, ToolEffectReconciled
+from tinytools.toolsets._base import Toolset, registry_for
 
 __all__ = ["INTERRUPTED", "Reconciled", "reconcile", "replay_safe"]
 
@@ -57,7 +58,7 @@ def replay_safe(tool: AnyTool | None) -> bool:
 
 def reconcile(
     calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
+    tools: Registry | Toolset | Iterable[AnyTool],
     ledger: EffectLedger,
     run_id: str,
     *,
@@ -83,7 +84,9 @@ def reconcile(
 
     Args:
         calls: The interrupted batch's calls the host has no answer for.
-        tools: The tools (their policies say what is replay-safe).
+        tools: The tools (their policies say what is replay-safe): a ``Registry``, the
+            toolset the batch was dispatched with (resolved without a context), or the
+            tools themselves.
         ledger: The ledger the run used.
         run_id: The interrupted run's ``Context.run_id``.
         on_event: Receives each ``ToolEffectReconciled`` event too.
@@ -92,7 +95,7 @@ def reconcile(
         Exception: Whatever the ledger raised (``LedgerError`` for the built-in
             ones); calls reconciled before it stay reconciled.
     """
-    registry = tools if isinstance(tools, Registry) else Registry(tools)
+    registry = registry_for(tools, None)  # a toolset: the names the model saw, as dispatched
     batch = tuple(calls)
     open_rows = {row.call_id: row for row in ledger.unresolved(run_id)}
     messages: list[ToolMessage] = []
