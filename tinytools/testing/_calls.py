@@ -1,0 +1,211 @@
+"""``tool_calls``: batches of model tool calls against a set of tools."""
+
+from __future__ import annotations
+
+import string
+from collections.abc import Iterable, Sequence
+
+import msgspec
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+from hypothesis.strategies import SearchStrategy
+
+from .._registry import Registry
+from .._spec import Exposure, Tool
+from .._wire import ToolCall
+from ._arguments import invalid_arguments, valid_arguments
+from ._relaxed import relaxed_json
+
+__all__ = ["tool_calls"]
+
+#: Kinds of call, in the order shrinking prefers them (valid calls first).
+_KINDS = ("valid", "relaxed", "invalid", "unknown", "malformed")
+_NOT_OBJECTS = ("[]", "null", "1", '"text"', "true", "[{}]")
+_GARBAGE = st.sampled_from(["", " ", "{", "}", "{}}", "{'a': }", "NaN", '{"x": 1', "```", "\x00"])
+
+
+def tool_calls(
+    tools: Registry | Iterable[Tool[..., object]],
+    *,
+    min_size: int = 0,
+    max_size: int = 8,
+    unknown: float = 0.1,
+    malformed: float = 0.1,
+    relaxed: float = 0.1,
+    invalid: float = 0.1,
+    repeated_ids: float = 0.05,
+    as_text: float = 0.5,
+) -> SearchStrategy[list[ToolCall]]:
+    """Batches of tool calls as a model may emit them against ``tools``.
+
+    Each call is one of: a valid call to a tool that is not hidden; a call
+    whose arguments are relaxed JSON (:func:`relaxed_json`) of valid ones, not
+    strict JSON; a call breaking its tool's schema (:func:`invalid_arguments`,
+    or JSON that is not an object when nothing else can break it); a call to
+    an unknown name (a near miss of a real name — case, whitespace, a dash, a
+    plural —, a hidden tool's name, or anything); a call whose arguments are
+    malformed text (truncated JSON or garbage), sometimes flagged ``invalid``
+    as a provider does when it could not parse them. Call ids are ``call_0``,
+    ``call_1``, ...; a share of calls reuses an earlier call's id instead.
+
+    The shares are probabilities per call; a valid call takes what they leave.
+    A share of 0 means never, and a batch shrinks towards valid calls.
+
+    Args:
+        tools: The tools (or registry) the calls aim at.
+        min_size: The fewest calls in a batch.
+        max_size: The most calls in a batch.
+        unknown: Share of calls to names that are not a callable tool.
+        malformed: Share of calls with malformed argument text.
+        relaxed: Share of calls with relaxed-but-repairable argument text.
+        invalid: Share of calls whose arguments break the tool's schema.
+        repeated_ids: Share of calls reusing an earlier call's id.
+        as_text: Share of valid and invalid calls whose arguments are sent as
+            JSON text (the others as a dict, as some SDKs hand them over).
+
+    Raises:
+        hypothesis.errors.InvalidArgument: A share is outside ``[0, 1]``, the
+            kinds' shares add up to more than 1, the sizes are wrong, or no
+            tool can be called.
+
+    Example:
+        >>> from hypothesis import given
+        >>> from tinytools import dispatch_sync, tool
+        >>> @tool
+        ... def add(a: int, b: int = 0) -> int:
+        ...     \"\"\"Add two integers.\"\"\"
+        ...     return a + b
+        >>> @given(tool_calls([add], unknown=0.2, malformed=0.2))
+        ... def test_every_call_answered(calls):
+        ...     result = dispatch_sync(calls, [add])
+        ...     assert len(result.messages) == len(calls)
+        >>> test_every_call_answered()
+    """
+    registry = tools if isinstance(tools, Registry) else Registry(tools)
+    shares = {"unknown": unknown, "malformed": malformed, "relaxed": relaxed, "invalid": invalid}
+    for name, share in {**shares, "repeated_ids": repeated_ids, "as_text": as_text}.items():
+        if not 0 <= share <= 1:
+            raise InvalidArgument(f"tool_calls({name}={share!r}): a share is between 0 and 1")
+    if sum(shares.values()) > 1 + 1e-9:
+        raise InvalidArgument(
+            f"tool_calls(): the shares of unknown, malformed, relaxed and invalid calls add up "
+            f"to {sum(shares.values()):g}; they are probabilities per call, so at most 1"
+        )
+    if not 0 <= min_size <= max_size:
+        raise InvalidArgument(
+            f"tool_calls(): need 0 <= min_size <= max_size, got {min_size}, {max_size}"
+        )
+    targets = [item for item in registry.values() if item.exposure is not Exposure.Hidden]
+    if not targets:
+        raise InvalidArgument("tool_calls(): every tool given is hidden, so none can be called")
+    weights = {"valid": max(0.0, 1 - sum(shares.values())), **shares}
+    scale = 10_000
+    ranges: list[tuple[int, str]] = []
+    total = 0
+    for kind in _KINDS:
+        total += round(weights[kind] * scale)
+        if round(weights[kind] * scale):
+            ranges.append((total, kind))
+    hidden = [item.name for item in registry.values() if item.exposure is Exposure.Hidden]
+    callable_names = frozenset(item.name for item in targets)
+    return _batches(
+        tuple(targets),
+        tuple(ranges),
+        total,
+        callable_names,
+        tuple(hidden),
+        min_size,
+        max_size,
+        round(repeated_ids * scale),
+        round(as_text * scale),
+    )
+
+
+@st.composite
+def _batches(
+    draw: st.DrawFn,
+    targets: Sequence[Tool[..., object]],
+    ranges: Sequence[tuple[int, str]],
+    total: int,
+    callable_names: frozenset[str],
+    hidden: Sequence[str],
+    min_size: int,
+    max_size: int,
+    repeated: int,
+    as_text: int,
+) -> list[ToolCall]:
+    size = draw(st.integers(min_size, max_size))
+    calls: list[ToolCall] = []
+    for index in range(size):
+        roll = draw(st.integers(0, total - 1))
+        kind = next(kind for bound, kind in ranges if roll < bound)
+        item = draw(st.sampled_from(targets))
+        call_id = f"call_{index}"
+        if calls and repeated and draw(st.integers(0, 9_999)) < repeated:
+            call_id = draw(st.sampled_from([c.id for c in calls]))
+        text = as_text > 0 and draw(st.integers(0, 9_999)) < as_text
+        calls.append(draw(_call(kind, call_id, item, callable_names, hidden, text)))
+    return calls
+
+
+def _call(
+    kind: str,
+    call_id: str,
+    item: Tool[..., object],
+    callable_names: frozenset[str],
+    hidden: Sequence[str],
+    text: bool,
+) -> SearchStrategy[ToolCall]:
+    def make(name: str, arguments: object, invalid: str | None = None) -> ToolCall:
+        return ToolCall(call_id, name, arguments, invalid)  # type: ignore[arg-type]
+
+    def encoded(arguments: dict[str, object]) -> object:
+        return msgspec.json.encode(arguments).decode() if text else arguments
+
+    if kind == "valid":
+        return valid_arguments(item).map(lambda a: make(item.name, encoded(a)))
+    if kind == "relaxed":
+        texts = valid_arguments(item).flatmap(relaxed_json).filter(_not_strict)
+        return texts.map(lambda t: make(item.name, t))
+    if kind == "invalid":
+        return _invalid(item).map(
+            lambda a: make(item.name, encoded(a) if isinstance(a, dict) else a)
+        )
+    if kind == "unknown":
+        names = _unknown_names(item.name, hidden).filter(lambda n: n not in callable_names)
+        return st.tuples(names, valid_arguments(item)).map(lambda p: make(p[0], encoded(p[1])))
+    flagged = st.sampled_from([None, "the provider could not parse the arguments"])
+    return st.tuples(_malformed(item), flagged).map(lambda p: make(item.name, p[0], p[1]))
+
+
+def _not_strict(text: str) -> bool:
+    try:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return True
+    return False
+
+
+def _invalid(item: Tool[..., object]) -> SearchStrategy[object]:
+    try:
+        return invalid_arguments(item)
+    except InvalidArgument:  # nothing in the schema to break: arguments must be an object
+        return st.sampled_from(_NOT_OBJECTS)
+
+
+def _unknown_names(name: str, hidden: Sequence[str]) -> SearchStrategy[str]:
+    near = [name.upper(), name.capitalize(), f"{name} ", f" {name}", f"{name}\n"]
+    near += [name.replace("_", "-"), f"{name}s", name[:-1], ""]
+    options: SearchStrategy[str] = st.sampled_from([n for n in near if n != name])
+    if hidden:
+        options = options | st.sampled_from(list(hidden))
+    return options | st.text(string.ascii_letters + "_- ", max_size=10) | st.text(max_size=6)
+
+
+def _malformed(item: Tool[..., object]) -> SearchStrategy[str]:
+    truncated = valid_arguments(item).flatmap(
+        lambda a: st.integers(0, max(0, len(msgspec.json.encode(a)) - 1)).map(
+            lambda cut: msgspec.json.encode(a).decode("utf-8", "ignore")[:cut]
+        )
+    )
+    return truncated.filter(_not_strict) | _GARBAGE
