@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 from hypothesis import reject
@@ -56,24 +57,7 @@ def valid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, object]
         ...     assert forecast.validate(arguments)["city"] == arguments["city"]
         >>> test_validates()
     """
-    item = _check_tool(tool, "valid_arguments")
-    validator = item._validator
-    if isinstance(validator, StructValidator):
-        return arguments_from_struct(validator._struct)
-    drawn = values_from_schema(item.parameters).filter(lambda v: isinstance(v, dict))
-    if needs_check(item.parameters):
-        drawn = drawn.filter(lambda value: _accepts(item, value))
-    return drawn  # type: ignore[return-value]
-
-
-def _accepts(item: Tool[..., object], value: object) -> bool:
-    if not isinstance(value, Mapping):
-        return False
-    try:
-        item.validate(value)
-    except ToolArgumentsError:
-        return False
-    return True
+    return _valid(_check_tool(tool, "valid_arguments"))
 
 
 def invalid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
@@ -107,7 +91,32 @@ def invalid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, objec
         ...         forecast.validate(arguments)
         >>> test_rejected()
     """
-    item = _check_tool(tool, "invalid_arguments")
+    return _invalid(_check_tool(tool, "invalid_arguments"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid(item: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
+    validator = item._validator
+    if isinstance(validator, StructValidator):
+        return arguments_from_struct(validator._struct)
+    drawn = values_from_schema(item.parameters).filter(lambda v: isinstance(v, dict))
+    if needs_check(item.parameters):
+        drawn = drawn.filter(lambda value: _accepts(item, value))
+    return drawn  # type: ignore[return-value]
+
+
+def _accepts(item: Tool[..., object], value: object) -> bool:
+    if not isinstance(value, Mapping):
+        return False
+    try:
+        item.validate(value)
+    except ToolArgumentsError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _invalid(item: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
     validator = item._validator
     bounds = isinstance(validator, StructValidator) or getattr(validator, "enforce", "") != "subset"
     injected = item.injected
@@ -120,7 +129,7 @@ def invalid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, objec
 
     @st.composite
     def broken(draw: st.DrawFn) -> dict[str, object]:
-        value = draw(valid_arguments(item))
+        value = draw(_valid(item))
         ways = violations(schema, value, bounds=bounds, injected=injected)
         if not ways:
             reject()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import string
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 from hypothesis import strategies as st
@@ -106,14 +106,19 @@ def tool_calls(
         total += round(weights[kind] * scale)
         if round(weights[kind] * scale):
             ranges.append((total, kind))
-    hidden = [item.name for item in registry.values() if item.exposure is Exposure.Hidden]
+    hidden = tuple(item for item in registry.values() if item.exposure is Exposure.Hidden)
     callable_names = frozenset(item.name for item in targets)
+    flagged = st.sampled_from([None, "the provider could not parse the arguments"])
+    per_tool = tuple(
+        {kind: _arguments(kind, item, callable_names, hidden) for kind in _KINDS}
+        for item in targets
+    )
     return _batches(
         tuple(targets),
+        per_tool,
         tuple(ranges),
         total,
-        callable_names,
-        tuple(hidden),
+        flagged,
         min_size,
         max_size,
         round(repeated_ids * scale),
@@ -125,10 +130,10 @@ def tool_calls(
 def _batches(
     draw: st.DrawFn,
     targets: Sequence[Tool[..., object]],
+    per_tool: Sequence[Mapping[str, SearchStrategy[tuple[str, object]]]],
     ranges: Sequence[tuple[int, str]],
     total: int,
-    callable_names: frozenset[str],
-    hidden: Sequence[str],
+    flagged: SearchStrategy[str | None],
     min_size: int,
     max_size: int,
     repeated: int,
@@ -139,43 +144,44 @@ def _batches(
     for index in range(size):
         roll = draw(st.integers(0, total - 1))
         kind = next(kind for bound, kind in ranges if roll < bound)
-        item = draw(st.sampled_from(targets))
+        which = draw(st.integers(0, len(targets) - 1))
         call_id = f"call_{index}"
         if calls and repeated and draw(st.integers(0, 9_999)) < repeated:
-            call_id = draw(st.sampled_from([c.id for c in calls]))
-        text = as_text > 0 and draw(st.integers(0, 9_999)) < as_text
-        calls.append(draw(_call(kind, call_id, item, callable_names, hidden, text)))
+            call_id = calls[draw(st.integers(0, len(calls) - 1))].id
+        name, arguments = draw(per_tool[which][kind])
+        invalid = None
+        if kind == "malformed":
+            invalid = draw(flagged)
+        elif isinstance(arguments, dict) and as_text and draw(st.integers(0, 9_999)) < as_text:
+            arguments = msgspec.json.encode(arguments).decode()
+        calls.append(ToolCall(call_id, name, arguments, invalid))  # type: ignore[arg-type]
     return calls
 
 
-def _call(
+def _arguments(
     kind: str,
-    call_id: str,
     item: Tool[..., object],
     callable_names: frozenset[str],
-    hidden: Sequence[str],
-    text: bool,
-) -> SearchStrategy[ToolCall]:
-    def make(name: str, arguments: object, invalid: str | None = None) -> ToolCall:
-        return ToolCall(call_id, name, arguments, invalid)  # type: ignore[arg-type]
-
-    def encoded(arguments: dict[str, object]) -> object:
-        return msgspec.json.encode(arguments).decode() if text else arguments
-
+    hidden: Sequence[Tool[..., object]],
+) -> SearchStrategy[tuple[str, object]]:
+    """``(name, arguments)`` of one kind of call aimed at ``item``."""
+    name = st.just(item.name)
     if kind == "valid":
-        return valid_arguments(item).map(lambda a: make(item.name, encoded(a)))
+        return st.tuples(name, valid_arguments(item))
     if kind == "relaxed":
-        texts = valid_arguments(item).flatmap(relaxed_json).filter(_not_strict)
-        return texts.map(lambda t: make(item.name, t))
+        return st.tuples(name, valid_arguments(item).flatmap(relaxed_json).filter(_not_strict))
     if kind == "invalid":
-        return _invalid(item).map(
-            lambda a: make(item.name, encoded(a) if isinstance(a, dict) else a)
-        )
+        return st.tuples(name, _invalid(item))
     if kind == "unknown":
-        names = _unknown_names(item.name, hidden).filter(lambda n: n not in callable_names)
-        return st.tuples(names, valid_arguments(item)).map(lambda p: make(p[0], encoded(p[1])))
-    flagged = st.sampled_from([None, "the provider could not parse the arguments"])
-    return st.tuples(_malformed(item), flagged).map(lambda p: make(item.name, p[0], p[1]))
+        names = _unknown_names(item.name).filter(lambda n: n not in callable_names)
+        near = st.tuples(names, valid_arguments(item))
+        if not hidden:
+            return near
+        # A hidden tool's own name with arguments it would accept: the worst case.
+        return near | st.sampled_from(hidden).flatmap(
+            lambda h: st.tuples(st.just(h.name), valid_arguments(h))
+        )
+    return st.tuples(name, _malformed(item))
 
 
 def _not_strict(text: str) -> bool:
@@ -193,12 +199,10 @@ def _invalid(item: Tool[..., object]) -> SearchStrategy[object]:
         return st.sampled_from(_NOT_OBJECTS)
 
 
-def _unknown_names(name: str, hidden: Sequence[str]) -> SearchStrategy[str]:
+def _unknown_names(name: str) -> SearchStrategy[str]:
     near = [name.upper(), name.capitalize(), f"{name} ", f" {name}", f"{name}\n"]
     near += [name.replace("_", "-"), f"{name}s", name[:-1], ""]
     options: SearchStrategy[str] = st.sampled_from([n for n in near if n != name])
-    if hidden:
-        options = options | st.sampled_from(list(hidden))
     return options | st.text(string.ascii_letters + "_- ", max_size=10) | st.text(max_size=6)
 
 

@@ -14,7 +14,9 @@ caller then keeps only the values the tool's own validator accepts.
 from __future__ import annotations
 
 import datetime
+import functools
 import math
+import re
 from collections.abc import Callable, Mapping
 
 import msgspec
@@ -222,7 +224,7 @@ class _Drawer:
         if isinstance(fmt, str) and fmt in _FORMATS:
             base = _FORMATS[fmt]
         elif isinstance(pattern, str):
-            base = st.from_regex(pattern)
+            base = st.from_regex(pattern).map(functools.partial(_ecma_end, re.compile(pattern)))
         else:
             return st.text(min_size=low, max_size=high)
         return base.filter(
@@ -256,6 +258,12 @@ class _Drawer:
             allow_infinity=False,
         )
         return floats | self._number(schema, integral=True)
+
+
+def _ecma_end(pattern: re.Pattern[str], text: str) -> str:
+    """Python's ``$`` also matches before a final newline; JSON Schema's (ECMA 262) does not."""
+    trimmed = text.removesuffix("\n")
+    return trimmed if trimmed != text and pattern.search(trimmed) else text
 
 
 def _int(value: object, default: int) -> int:

@@ -341,9 +341,9 @@ def _check_repeats(
             continue
         message = answers[index]
         assert message.is_error and message.status != "ok", (
-            f"invariant 2: call {call.id!r} at position {index} repeats an earlier call's id, "
-            f"so it must be refused (a repeated id could inherit another call's approval), "
-            f"but it is answered {message!r}"
+            f"invariant 1: call {call.id!r} at position {index} repeats an earlier call's id, "
+            "so its answer, in its place in call order, is a refusal (a repeated id could "
+            f"inherit another call's approval); the checker saw {message!r} there"
         )
         denials = [
             (p, e)
@@ -484,7 +484,10 @@ def _check_unknown(
     last: bool,
 ) -> None:
     assert event.requested_name == printable(call.name), f"{event!r} does not name {call!r}"
-    assert event.arguments == _shown(call.arguments), f"{event!r} does not keep {call!r} verbatim"
+    assert event.arguments == _shown(call.arguments), (
+        f"invariant 7: call {call.id!r} sent {call.arguments!r}, but the checker saw "
+        f"UnknownToolCall report {event.arguments!r} ({event!r})"
+    )
     assert call.name not in callable_names, (
         f"call {call.id!r} names the callable tool {call.name!r} but got {event!r}"
     )
@@ -531,7 +534,9 @@ def _check_invalid(
     assert event.tool_name in registry, f"{event!r} names an unregistered tool"
     if not getattr(registry[event.tool_name].policy, "redact", None):
         assert event.arguments == _shown(call.arguments), (
-            f"{event!r} does not keep {call!r} verbatim"
+            f"invariant 3: call {call.id!r} sent {call.arguments!r}, but the checker saw "
+            f"InvalidToolArgs report {event.arguments!r}: something replaced the model's "
+            f"arguments before validation ({event!r})"
         )
     assert event.error.strip(), f"invariant 7: {event!r} gives no reason"
     if event.recovery in {"tool_error", "fail"}:

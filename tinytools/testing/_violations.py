@@ -100,8 +100,13 @@ def _walk(
     node = _branch(resolve, schema, value)
     if node is None:
         return
-    if path:
+    outer = resolve(schema)
+    if path and node is outer:
         _leaf_violations(resolve, node, value, path, found, bounds)
+    elif path:  # one branch of a union: only a type no branch admits breaks it for certain
+        union: list[Violation] = []
+        _leaf_violations(resolve, outer, value, path, union, False)
+        found.extend(v for v in union if v.rule.startswith("type"))
     if isinstance(value, Mapping) and isinstance(node.get("properties", {}), Mapping):
         _object_violations(resolve, node, value, path, found, bounds)
     elif isinstance(value, list):
