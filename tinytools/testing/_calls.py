@@ -99,13 +99,7 @@ def tool_calls(
     if not targets:
         raise InvalidArgument("tool_calls(): every tool given is hidden, so none can be called")
     weights = {"valid": max(0.0, 1 - sum(shares.values())), **shares}
-    scale = 10_000
-    ranges: list[tuple[int, str]] = []
-    total = 0
-    for kind in _KINDS:
-        total += round(weights[kind] * scale)
-        if round(weights[kind] * scale):
-            ranges.append((total, kind))
+    kinds = st.sampled_from(_slots([(kind, weights[kind]) for kind in _KINDS]))
     hidden = tuple(item for item in registry.values() if item.exposure is Exposure.Hidden)
     callable_names = frozenset(item.name for item in targets)
     flagged = st.sampled_from([None, "the provider could not parse the arguments"])
@@ -116,14 +110,31 @@ def tool_calls(
     return _batches(
         tuple(targets),
         per_tool,
-        tuple(ranges),
-        total,
+        kinds,
         flagged,
         min_size,
         max_size,
-        round(repeated_ids * scale),
-        round(as_text * scale),
+        _chance(repeated_ids),
+        _chance(as_text),
     )
+
+
+#: Shares are drawn in steps of 1/_STEPS: hypothesis draws a small index uniformly,
+#: where it favours small values and bounds when drawing from a wide integer range.
+_STEPS = 40
+
+
+def _slots(weights: Sequence[tuple[str, float]]) -> list[str]:
+    """Each kind repeated in proportion to its share (a share above 0 gets a slot)."""
+    slots: list[str] = []
+    for kind, weight in weights:
+        slots += [kind] * (max(1, round(weight * _STEPS)) if weight > 0 else 0)
+    return slots
+
+
+def _chance(share: float) -> SearchStrategy[bool]:
+    """True with probability ``share`` (False first, so examples shrink towards it)."""
+    return st.sampled_from(_slots([("", 1 - share), ("yes", share)])).map(bool)
 
 
 @st.composite
@@ -131,28 +142,26 @@ def _batches(
     draw: st.DrawFn,
     targets: Sequence[Tool[..., object]],
     per_tool: Sequence[Mapping[str, SearchStrategy[tuple[str, object]]]],
-    ranges: Sequence[tuple[int, str]],
-    total: int,
+    kinds: SearchStrategy[str],
     flagged: SearchStrategy[str | None],
     min_size: int,
     max_size: int,
-    repeated: int,
-    as_text: int,
+    repeated: SearchStrategy[bool],
+    as_text: SearchStrategy[bool],
 ) -> list[ToolCall]:
     size = draw(st.integers(min_size, max_size))
     calls: list[ToolCall] = []
     for index in range(size):
-        roll = draw(st.integers(0, total - 1))
-        kind = next(kind for bound, kind in ranges if roll < bound)
+        kind = draw(kinds)
         which = draw(st.integers(0, len(targets) - 1))
         call_id = f"call_{index}"
-        if calls and repeated and draw(st.integers(0, 9_999)) < repeated:
+        if calls and draw(repeated):
             call_id = calls[draw(st.integers(0, len(calls) - 1))].id
         name, arguments = draw(per_tool[which][kind])
         invalid = None
         if kind == "malformed":
             invalid = draw(flagged)
-        elif isinstance(arguments, dict) and as_text and draw(st.integers(0, 9_999)) < as_text:
+        elif isinstance(arguments, dict) and draw(as_text):
             arguments = msgspec.json.encode(arguments).decode()
         calls.append(ToolCall(call_id, name, arguments, invalid))  # type: ignore[arg-type]
     return calls
