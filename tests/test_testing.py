@@ -142,10 +142,16 @@ PER_TOOL = settings(
 
 def comes(strategy: st.SearchStrategy[T], condition: Callable[[T], bool]) -> None:
     """Some drawn value meets ``condition`` (searched without shrinking: it is slow)."""
-    find(strategy, condition, settings=settings(database=None, max_examples=1000, phases=[Phase.generate]))
+    find(
+        strategy,
+        condition,
+        settings=settings(database=None, max_examples=1000, phases=[Phase.generate]),
+    )
 
 
-def for_each_tool(tools: Sequence[Tool[..., object]], check: Callable[[Tool[..., object]], None]) -> None:
+def for_each_tool(
+    tools: Sequence[Tool[..., object]], check: Callable[[Tool[..., object]], None]
+) -> None:
     """Run ``check(tool)`` for every tool, naming the tool when it fails."""
     for item in tools:
         try:
@@ -326,7 +332,7 @@ class TestToolCalls:
     @pytest.mark.parametrize("absent", KINDS[1:])
     def test_zero_share_never(self, absent: str) -> None:
         """A share of 0 never gives that kind, whatever the other shares."""
-        knobs = {k: 0.2 for k in KINDS[1:]}
+        knobs = dict.fromkeys(KINDS[1:], 0.2)
         knobs[absent] = 0.0
 
         @KNOB_SETTINGS
@@ -454,9 +460,7 @@ class TestCheckerCatchesBrokenDispatchers:
         """Each broken dispatcher is caught within the default number of examples."""
         dispatcher, invariant = BROKEN[broken]
 
-        @settings(
-            max_examples=100, database=None, deadline=None, report_multiple_bugs=False
-        )
+        @settings(max_examples=100, database=None, deadline=None, report_multiple_bugs=False)
         @given(tool_calls(MUTATION_TOOLS))
         def prop(calls: list[ToolCall]) -> None:
             check_dispatch_invariants(calls, dispatcher(calls, MUTATION_TOOLS), MUTATION_TOOLS)
@@ -472,7 +476,10 @@ class TestCheckerCatchesBrokenDispatchers:
 
     def test_message_names_invariant_call_and_what_it_saw(self) -> None:
         """A failure names the invariant, the call id and what the checker saw."""
-        calls = [ToolCall("a", "echo", {"text": "x"}), ToolCall("b", "reset_all", {"confirm": True})]
+        calls = [
+            ToolCall("a", "echo", {"text": "x"}),
+            ToolCall("b", "reset_all", {"confirm": True}),
+        ]
         with pytest.raises(AssertionError) as caught:
             check_dispatch_invariants(calls, runs_hidden(calls, MUTATION_TOOLS), MUTATION_TOOLS)
         text = str(caught.value)

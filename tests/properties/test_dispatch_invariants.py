@@ -25,18 +25,13 @@ the envelope have their own tests (``tests/test_repair.py``, ``tests/formats``).
 from __future__ import annotations
 
 import collections
-import contextlib
-import functools
-import re
-import string
 import threading
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import anyio
 import anyio.lowlevel
 import attrs
-import fastjsonschema
 import hypothesis
 import msgspec
 import pytest
@@ -49,7 +44,6 @@ from tinytools import (
     Context,
     DispatchAborted,
     DispatchResult,
-    Exposure,
     FatalToolError,
     Inject,
     ModelRetry,
@@ -59,23 +53,15 @@ from tinytools import (
     Tool,
     ToolArgumentsError,
     ToolCall,
-    ToolMessage,
     ToolPolicy,
     dispatch,
     dispatch_sync,
     tool,
 )
-from tinytools._validate import json_text, printable
 from tinytools.events import (
-    Custom,
     InvalidToolArgs,
-    ToolApproved,
-    ToolCompleted,
     ToolDeferred,
-    ToolDenied,
-    ToolFailed,
     ToolRetried,
-    ToolStarted,
     UnknownToolCall,
 )
 from tinytools.policies import (

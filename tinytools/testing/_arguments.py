@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from .._spec import Tool
-from .._validate import StructValidator
-from ..errors import ToolArgumentsError
+from tinytools._spec import Tool
+from tinytools._validate import StructValidator
+from tinytools.errors import ToolArgumentsError
+
 from ._from_schema import needs_check, values_from_schema
 from ._from_types import arguments_from_struct
 from ._violations import violations

@@ -10,9 +10,10 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from .._registry import Registry
-from .._spec import Exposure, Tool
-from .._wire import ToolCall
+from tinytools._registry import Registry
+from tinytools._spec import Exposure, Tool
+from tinytools._wire import ToolCall
+
 from ._arguments import invalid_arguments, valid_arguments
 from ._relaxed import relaxed_json
 
@@ -155,7 +156,8 @@ def _batches(
         kind = draw(kinds)
         which = draw(st.integers(0, len(targets) - 1))
         call_id = f"call_{index}"
-        if calls and draw(repeated):
+        reuse: bool = draw(repeated)
+        if calls and reuse:
             call_id = calls[draw(st.integers(0, len(calls) - 1))].id
         name, arguments = draw(per_tool[which][kind])
         invalid = None

@@ -171,12 +171,12 @@ class _Drawer:
         if isinstance(schema.get("enum"), list):
             values = [
                 v
-                for v in schema["enum"]  # type: ignore[union-attr]
+                for v in schema["enum"]
                 if not isinstance(allowed, list) or any(_has_type(v, t) for t in allowed)
             ]
             return st.sampled_from(values) if values else st.nothing()
         if isinstance(schema.get("anyOf"), list):
-            return st.one_of([self.of(branch) for branch in schema["anyOf"]])  # type: ignore[union-attr]
+            return st.one_of([self.of(branch) for branch in schema["anyOf"]])
         if not isinstance(allowed, list):
             return json_values()
         return st.one_of([self._typed(schema, t) for t in allowed if t in _TYPED])
@@ -187,7 +187,8 @@ class _Drawer:
     def _object(self, schema: Mapping[str, object]) -> SearchStrategy[object]:
         properties = schema.get("properties")
         properties = properties if isinstance(properties, Mapping) else {}
-        required = [r for r in schema.get("required") or [] if isinstance(r, str)]  # type: ignore[union-attr]
+        listed = schema.get("required")
+        required = [r for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
         parts: list[SearchStrategy[list[tuple[str, object]]]] = []
         for name in dict.fromkeys([*properties, *required]):
             pair = st.tuples(st.just(name), self.of(properties.get(name, {}))).map(lambda p: [p])

@@ -34,7 +34,7 @@ def arguments_from_struct(struct: type[msgspec.Struct]) -> SearchStrategy[dict[s
     """Argument dicts that ``msgspec.convert(value, struct)`` accepts."""
     info = mi.type_info(struct)
     assert isinstance(info, mi.StructType)
-    return _Builder().fields(info.fields).map(dict)  # type: ignore[arg-type]
+    return _Builder().fields(info.fields).map(dict)
 
 
 class _Builder:

@@ -23,13 +23,13 @@ import attrs
 import fastjsonschema
 import msgspec
 
-from .._registry import Registry
-from .._result import DispatchResult
-from .._spec import Exposure, Tool
-from .._validate import json_text, printable
-from .._wire import ToolCall, ToolMessage
-from ..errors import ToolArgumentsError
-from ..events import (
+from tinytools._registry import Registry
+from tinytools._result import DispatchResult
+from tinytools._spec import Exposure, Tool
+from tinytools._validate import json_text, printable
+from tinytools._wire import ToolCall, ToolMessage
+from tinytools.errors import ToolArgumentsError
+from tinytools.events import (
     Custom,
     InvalidToolArgs,
     ToolApproved,
@@ -41,8 +41,8 @@ from ..events import (
     ToolStarted,
     UnknownToolCall,
 )
-from ..policies import RunPolicy
-from ..repair import normalize_arguments, recover_relaxed_object
+from tinytools.policies import RunPolicy
+from tinytools.repair import normalize_arguments, recover_relaxed_object
 
 __all__ = [
     "Entry",
@@ -302,7 +302,7 @@ def _check_answers(
     wanted = [call_id for _, call_id in expected]
     if wanted != actual:
         at = next(
-            (i for i, (w, a) in enumerate(zip(wanted, actual)) if w != a),
+            (i for i, (w, a) in enumerate(zip(wanted, actual, strict=False)) if w != a),
             min(len(wanted), len(actual)),
         )
         culprit = wanted[at] if at < len(wanted) else actual[at]
@@ -319,7 +319,7 @@ def _check_answers(
         assert any(isinstance(e, ToolDeferred) for _, e in events_of[call_id]), (
             f"invariant 1: call {call_id!r} is deferred without a ToolDeferred event"
         )
-    return {index: message for (index, _), message in zip(expected, result.messages)}
+    return {index: message for (index, _), message in zip(expected, result.messages, strict=True)}
 
 
 def _check_repeats(
@@ -340,7 +340,8 @@ def _check_repeats(
             firsts[index] = call
             continue
         message = answers[index]
-        assert message.is_error and message.status != "ok", (
+        refused = message.is_error and message.status != "ok"
+        assert refused, (
             f"invariant 1: call {call.id!r} at position {index} repeats an earlier call's id, "
             "so its answer, in its place in call order, is a refusal (a repeated id could "
             f"inherit another call's approval); the checker saw {message!r} there"
@@ -613,7 +614,7 @@ def _check_journal(
             f"invariant 4: call {call.id!r} set the injected parameters {sorted(forged)} of "
             f"{entry.tool!r}, yet the tool ran"
         )
-        if not recorded and getattr(item.policy, "redact", ()):
+        if not recorded and item.policy.redact:
             continue  # the event shows redacted values; only the tool saw the real ones
         problem = _satisfies_schema(entry.arguments, item)
         assert problem is None, (

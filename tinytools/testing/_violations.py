@@ -82,7 +82,7 @@ def _replace(whole: Any, path: tuple[str | int, ...], change: Callable[[Any], An
     head, rest = path[0], path[1:]
     if isinstance(whole, Mapping):
         copy = dict(whole)
-        copy[head] = _replace(whole.get(head), rest, change)  # type: ignore[index]
+        copy[head] = _replace(whole.get(head), rest, change)
         return copy
     items = list(whole)
     items[head] = _replace(items[head], rest, change)  # type: ignore[index]
