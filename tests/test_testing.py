@@ -133,7 +133,7 @@ needs_bfcl = pytest.mark.skipif(not BFCL_TOOLS, reason=f"BFCL corpus not found u
 
 #: Examples per tool when a property runs over every tool of a collection.
 PER_TOOL = settings(
-    max_examples=max(5, settings().max_examples // 20),
+    max_examples=max(3, settings().max_examples // 40),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
