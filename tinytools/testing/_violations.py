@@ -232,6 +232,11 @@ def _object_violations(
     assert isinstance(properties, Mapping)
     required = node.get("required") or []
     for name in required if isinstance(required, list) else []:
+        # A required key with one allowed value may be a Struct's tag, which msgspec fills
+        # in when it is left out (outside a union): leaving it out is no certain break.
+        fixed = resolve(properties.get(name, {}))
+        if "const" in fixed or (isinstance(fixed.get("enum"), list) and len(fixed["enum"]) == 1):
+            continue
         if name in value:
             found.append(Violation((*path, name), "required", _dropper(path, name)))
     if node.get("additionalProperties") is False:
