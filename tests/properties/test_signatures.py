@@ -36,8 +36,8 @@ import attrs
 import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis.errors import InvalidArgument
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 import tinytools
 from tinytools import Tool, ToolArgumentsError

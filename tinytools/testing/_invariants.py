@@ -256,7 +256,8 @@ def check_dispatch_invariants(
             "before any tool runs"
         )
     by_id = {call.id: call for call in firsts.values()}
-    started = _started(result, registry)
+    # A call a host decision answered is folded like one that ran, but never ran.
+    started = [e for e in _started(result, registry) if e.call_id not in resolved]
     _check_journal(by_id, result, registry, callable_names, started, recorded=False)
     if ran is not None:
         _check_journal(by_id, result, registry, callable_names, list(ran), recorded=True)
