@@ -235,7 +235,8 @@ def _object_violations(
         # A required key with one allowed value may be a Struct's tag, which msgspec fills
         # in when it is left out (outside a union): leaving it out is no certain break.
         fixed = resolve(properties.get(name, {}))
-        if "const" in fixed or (isinstance(fixed.get("enum"), list) and len(fixed["enum"]) == 1):
+        members = fixed.get("enum")
+        if "const" in fixed or (isinstance(members, list) and len(members) == 1):
             continue
         if name in value:
             found.append(Violation((*path, name), "required", _dropper(path, name)))
