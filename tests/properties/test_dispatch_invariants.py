@@ -308,7 +308,8 @@ def tool_calls(draw: st.DrawFn, index: int) -> tuple[ToolCall, None]:
     if extra == "kit":
         (call,) = draw(KIT_CALL)
         if call.name in {"echo", "aecho"} and draw(st.integers(0, 4)) == 0:
-            call = msgspec.structs.replace(call, arguments={"text": draw(FORGERIES)})
+            forged = {"text": draw(FORGERIES)}
+            call = msgspec.structs.replace(call, arguments=forged, invalid=None)
         return msgspec.structs.replace(call, id=call_id), None
     name = draw(st.sampled_from(NAMES))
     if extra == "double":
