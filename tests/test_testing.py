@@ -133,7 +133,7 @@ needs_bfcl = pytest.mark.skipif(not BFCL_TOOLS, reason=f"BFCL corpus not found u
 
 #: Examples per tool when a property runs over every tool of a collection.
 PER_TOOL = settings(
-    max_examples=max(3, settings().max_examples // 40),
+    max_examples=max(3, settings().max_examples // 100),
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
@@ -460,7 +460,13 @@ class TestCheckerCatchesBrokenDispatchers:
         """Each broken dispatcher is caught within the default number of examples."""
         dispatcher, invariant = BROKEN[broken]
 
-        @settings(max_examples=100, database=None, deadline=None, report_multiple_bugs=False)
+        @settings(
+            max_examples=100,
+            database=None,
+            deadline=None,
+            report_multiple_bugs=False,
+            phases=[Phase.generate],  # found is enough here: shrinking has its own tests
+        )
         @given(tool_calls(MUTATION_TOOLS))
         def prop(calls: list[ToolCall]) -> None:
             check_dispatch_invariants(calls, dispatcher(calls, MUTATION_TOOLS), MUTATION_TOOLS)
@@ -518,7 +524,13 @@ class TestRecipe:
     def test_finds_the_broken_middleware(self, backend: str) -> None:
         """The same recipe finds the middleware that turns malformed text into `{}`."""
 
-        @settings(max_examples=100, database=None, deadline=None, report_multiple_bugs=False)
+        @settings(
+            max_examples=100,
+            database=None,
+            deadline=None,
+            report_multiple_bugs=False,
+            phases=[Phase.generate],  # found is enough here: shrinking has its own tests
+        )
         @given(calls=tool_calls(MUTATION_TOOLS))
         def prop(calls: list[ToolCall]) -> None:
             async def run() -> DispatchResult:

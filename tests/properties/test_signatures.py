@@ -1030,7 +1030,7 @@ class TestGeneratedValues:
 class TestPublicKit:
     """`tinytools.testing` draws from any signature's types what `validate` promises."""
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.data())
     def test_valid_arguments_validate(self, data: st.DataObject) -> None:
         """`valid_arguments` of any drawn signature passes `validate`, as a dict and as JSON."""
@@ -1040,7 +1040,7 @@ class TestPublicKit:
         drawn.tool.validate(value)
         drawn.tool.validate(msgspec.json.encode(value).decode())
 
-    @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(st.data())
     def test_invalid_arguments_are_rejected(self, data: st.DataObject) -> None:
         """`invalid_arguments` of any drawn signature is rejected by `validate`."""
