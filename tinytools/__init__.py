@@ -24,7 +24,9 @@ private; its public names are re-exported here):
   ``_result`` (``DispatchResult``), ``_run`` (one dispatch's state and its result),
   ``_dispatch`` (``dispatch``, ``dispatch_sync``), ``_effects`` (the ledger hook)
 * public modules — ``errors``, ``events``, ``policies``, ``repair``, ``formats``
-  (``formats.bfcl`` imports BFCL tool definitions), ``ledger``
+  (``formats.bfcl`` imports BFCL tool definitions), ``ledger``, ``testing``
+  (hypothesis strategies and ``check_dispatch_invariants``; needs the ``testing``
+  extra and is never imported by ``import tinytools``)
 """
 
 from __future__ import annotations
