@@ -219,7 +219,8 @@ def check_dispatch_invariants(
         >>> calls = [ToolCall("1", "add", '{"a": 1, "b": 2}'), ToolCall("2", "sub", {})]
         >>> result = dispatch_sync(calls, [add])
         >>> check_dispatch_invariants(calls, result, [add])  # passes
-        >>> dropped = result.__class__(messages=result.messages[:1], events=result.events)
+        >>> import msgspec
+        >>> dropped = msgspec.structs.replace(result, messages=result.messages[:1])
         >>> check_dispatch_invariants(calls, dropped, [add])
         Traceback (most recent call last):
         ...
