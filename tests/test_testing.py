@@ -249,9 +249,20 @@ class TestInvalidArguments:
         comes(invalid_arguments(book), lambda a: "call_id" in a)
 
     def test_shrinks_to_one_break(self) -> None:
-        """The smallest invalid dict for `echo` is the text of the wrong type."""
-        assert {"text": "x"} != find(invalid_arguments(echo), lambda a: True)
-        assert {} == find(invalid_arguments(echo), lambda a: "text" not in a)
+        """Invalid dicts shrink to the smallest valid dict broken in one readable place."""
+        assert {} == find(invalid_arguments(echo), lambda a: True)
+        assert {"text": "", "unexpected": 1} == find(invalid_arguments(echo), lambda a: "text" in a)
+        past_the_bound = find(
+            invalid_arguments(book),
+            lambda a: (
+                isinstance(a.get("window"), dict)
+                and isinstance(a["window"].get("days"), int)
+                and a["window"]["days"] > 14
+            ),
+        )
+        assert {"room": "0", "window": {"start": "2000-01-01", "days": 15}, "guests": []} == (
+            past_the_bound
+        )
 
     def test_unbreakable(self) -> None:
         """A schema that accepts every object has no invalid dicts: said up front."""
