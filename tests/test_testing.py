@@ -106,7 +106,22 @@ LOOSE = Tool.from_schema(
     },
     enforce="draft7",
 )
-EXAMPLE_TOOLS: tuple[Tool[..., object], ...] = (*DEMO_TOOLS.values(), book, echo, LOOSE)
+#: Keywords the kit does not draw exactly (`oneOf`, a float `multipleOf`): it keeps only
+#: what the tool's validator accepts.
+CHECKED = Tool.from_schema(
+    "checked",
+    "A schema beyond what the kit draws exactly.",
+    {
+        "type": "object",
+        "properties": {
+            "x": {"oneOf": [{"type": "integer", "maximum": 10}, {"type": "integer", "minimum": 5}]},
+            "step": {"type": "number", "multipleOf": 0.5},
+        },
+        "required": ["x"],
+    },
+    enforce="draft7",
+)
+EXAMPLE_TOOLS: tuple[Tool[..., object], ...] = (*DEMO_TOOLS.values(), book, echo, LOOSE, CHECKED)
 
 
 def _bfcl_tools(count: int = 200) -> list[Tool[..., object]]:

@@ -137,7 +137,7 @@ def needs_check(schema: Mapping[str, object]) -> bool:
             children = node.get(key)
             if isinstance(children, Mapping):
                 stack.extend(children.values())
-        for key in ("items", "additionalProperties", "anyOf"):
+        for key in ("items", "additionalProperties", "anyOf", "oneOf"):
             stack.append(node.get(key))
     return False
 
@@ -175,8 +175,9 @@ class _Drawer:
                 if not isinstance(allowed, list) or any(_has_type(v, t) for t in allowed)
             ]
             return st.sampled_from(values) if values else st.nothing()
-        if isinstance(schema.get("anyOf"), list):
-            return st.one_of([self.of(branch) for branch in schema["anyOf"]])
+        branches = schema.get("anyOf", schema.get("oneOf"))
+        if isinstance(branches, list):  # oneOf's overlaps are left to the validator's check
+            return st.one_of([self.of(branch) for branch in branches])
         if not isinstance(allowed, list):
             return json_values()
         return st.one_of([self._typed(schema, t) for t in allowed if t in _TYPED])
