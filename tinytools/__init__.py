@@ -29,7 +29,9 @@ private; its public names are re-exported here):
   ``_dispatch`` (``dispatch``, ``dispatch_sync``), ``_effects`` (the ledger hook)
 * public modules — ``errors``, ``events``, ``policies``, ``repair``, ``formats``
   (``formats.bfcl`` imports BFCL tool definitions), ``toolsets`` (``toolsets.mcp``:
-  an MCP client session as a toolset), ``discovery``, ``ledger``
+  an MCP client session as a toolset), ``discovery``, ``ledger``, ``testing``
+  (hypothesis strategies and ``check_dispatch_invariants``; needs the ``testing``
+  extra and is never imported by ``import tinytools``)
 """
 
 from __future__ import annotations
