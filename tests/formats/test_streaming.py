@@ -552,3 +552,64 @@ class TestResponsesFailedStream:
         accumulator = fed(openai_responses.ToolCallAccumulator(), [event])
         with pytest.raises(ToolCallsFailed, match="server_error"):
             accumulator.calls()
+
+
+class TestLinearWork:
+    """Work grows linearly with the stream, counted, never timed: the Python lines the
+    accumulators execute, and the characters they hand to a JSON decoder, for a stream of
+    arguments ten times longer in ten times as many pieces."""
+
+    @staticmethod
+    def work(kind: str, size: int) -> tuple[int, int]:
+        import sys
+
+        import msgspec
+
+        import tinytools.formats as formats
+
+        make, events_of, _ = ACCUMULATORS[kind] if kind != "gemini" else (None, None, None)
+        text = '{"notes": "' + "x" * size + '"}'
+        if kind == "gemini":  # Gemini streams text in pieces and sends each call whole
+            events = gemini_chunks([("c1", "f", '{"a": 1}')], text="y" * (size // 4))
+            make = gemini.ToolCallAccumulator
+        else:
+            events = events_of([("c1", "f", text)], size=20)
+        assert make is not None
+        root = formats.__path__[0]
+        lines = 0
+        decoded = 0
+
+        def tracer(frame: Any, event: str, arg: object) -> Any:
+            nonlocal lines
+            if not frame.f_code.co_filename.startswith(root):
+                return None
+            if event == "line":
+                lines += 1
+            return tracer
+
+        real = msgspec.json.decode
+
+        def counting(data: Any, *rest: Any, **options: Any) -> Any:
+            nonlocal decoded
+            decoded += len(data)
+            return real(data, *rest, **options)
+
+        accumulator = make()
+        msgspec.json.decode = counting  # type: ignore[assignment]
+        sys.settrace(tracer)
+        try:
+            for event in events:
+                accumulator.add(event)
+            [call] = accumulator.calls()
+        finally:
+            sys.settrace(None)
+            msgspec.json.decode = real  # type: ignore[assignment]
+        assert call.invalid is None
+        return lines, decoded
+
+    @pytest.mark.parametrize("kind", [*sorted(ACCUMULATORS), "gemini"])
+    def test_ten_times_the_stream_is_ten_times_the_work(self, kind: str) -> None:
+        small_lines, small_decoded = self.work(kind, 20_000)
+        large_lines, large_decoded = self.work(kind, 200_000)
+        assert large_lines <= 11 * small_lines, (small_lines, large_lines)
+        assert large_decoded <= 11 * max(small_decoded, 1), (small_decoded, large_decoded)
