@@ -1,8 +1,9 @@
 """The ``tinytools`` command line, built on argparse alone.
 
-``demo`` lives here; every other verb is a module of its own (``_cli_inspect``,
-``_cli_call``, ``_cli_check``) with ``add_parser(commands)``, which registers the
-verb and sets its ``run(args, stdout) -> exit status`` as the ``run`` default.
+``demo`` lives here; every other verb is a module of its own: ``_cli_inspect``,
+``_cli_call`` and ``_cli_check`` have ``add_parser(commands)``, which registers the
+verb and sets its ``run(args, stdout) -> exit status`` as the ``run`` default;
+``_cli_ledger`` registers ``ledger`` and is dispatched through ``_COMMANDS``.
 
 Run as the ``tinytools`` console script or ``python -m tinytools``. CLI-only
 code and imports stay in this module, which ``import tinytools`` never loads.
@@ -18,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from . import __version__, _cli_call, _cli_check, _cli_inspect
+from . import __version__, _cli_call, _cli_check, _cli_inspect, _cli_ledger
 from ._registry import AnyTool
 from .errors import ToolArgumentsError
 
@@ -74,6 +75,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     for verb in (_cli_inspect, _cli_call, _cli_check):
         verb.add_parser(commands)
+    _cli_ledger.add_commands(commands)
     return parser
 
 
@@ -189,4 +191,7 @@ def _write(out: TextIO, *lines: str) -> None:
 
 
 #: Each command: ``(parsed arguments, stdout) -> exit status``.
-_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {"demo": _demo}
+_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "demo": _demo,
+    "ledger": _cli_ledger.run,
+}

@@ -28,6 +28,7 @@ import time
 import msgspec
 
 from ._admit import Admitted
+from ._event_loops import wrong_loop
 from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
 from ._run import Run, Stop
@@ -113,6 +114,8 @@ def classify(error: BaseException, item: Admitted) -> object:
     if isinstance(error, FatalToolError):
         text = _scrub(item, f"Tool `{name}` failed fatally: {_text(error)}")
         return Fatal(text, _scrub(item, _trace(error)))
+    if (wrong := wrong_loop(error, name)) is not None:  # the host's mistake, not the model's
+        return Fatal(_scrub(item, wrong), _scrub(item, _trace(error)))
     if isinstance(error, ApprovalRequired):
         return Postponed("approval", dict(error.metadata))
     if isinstance(error, CallDeferred):
