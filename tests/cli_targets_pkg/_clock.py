@@ -1,0 +1,3 @@
+"""A sibling module, imported relatively by ``tools``."""
+
+NOON = "12:00"

@@ -1,0 +1,86 @@
+"""Tests for `tinytools inspect` (`tinytools._cli_inspect`)."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+from cli_run import run_cli
+from cli_targets import good_tools
+
+from tinytools import formats
+from tinytools._cli_inspect import DIALECTS, PROVIDERS
+from tinytools._demo import EXAMPLES
+
+GOOD = "tests/cli_targets/good_tools.py"
+
+
+class TestInspect:
+    @pytest.mark.parametrize("fmt", PROVIDERS)
+    def test_provider_json(self, fmt):
+        """--json gives exactly the provider module's declarations, with their sizes."""
+        done = run_cli("inspect", GOOD, "--format", fmt, "--json")
+        document = json.loads(done.stdout)
+        expected = getattr(formats, fmt).declarations(good_tools.registry)
+
+        assert (0, "") == (done.returncode, done.stderr)
+        assert expected == document["declarations"]
+        assert len(msgspec.json.encode(expected)) == document["total_bytes"]
+        assert ["get_forecast", "send_alert"] == [t["name"] for t in document["tools"]]
+
+    @pytest.mark.parametrize("fmt", DIALECTS)
+    def test_dialect_json(self, fmt):
+        """A text dialect gives its rendered catalogue and its size in UTF-8 bytes."""
+        done = run_cli("inspect", "examples/weather.py", "--format", fmt, "--json")
+        document = json.loads(done.stdout)
+        [weather] = EXAMPLES["weather.py"]
+
+        assert getattr(formats, fmt).render([weather]) == document["text"]
+        assert len(document["text"].encode()) == document["total_bytes"]
+
+    def test_text(self):
+        """The default text output shows each declaration, its size and the total."""
+        done = run_cli("inspect", "examples/weather.py")
+        [declaration] = formats.openai_chat.declarations(EXAMPLES["weather.py"])
+        size = len(msgspec.json.encode(declaration))
+
+        assert 0 == done.returncode
+        assert done.stdout.startswith(f"get_weather  ({size} bytes)\n{{\n")
+        assert json.dumps(declaration, indent=2) in done.stdout
+        assert done.stdout.endswith(f"1 tool in openai_chat: {size + 2} bytes in total.\n")
+
+    def test_strict(self):
+        """--strict declares OpenAI tools in strict mode."""
+        done = run_cli("inspect", "examples/weather.py", "--strict", "--json")
+
+        assert [True] == [d["function"]["strict"] for d in json.loads(done.stdout)["declarations"]]
+
+    def test_registry_attribute(self):
+        """module:attribute picks one registry."""
+        done = run_cli("inspect", "tests/cli_targets/good_tools.py:registry", "--json")
+
+        names = [t["name"] for t in json.loads(done.stdout)["tools"]]
+        assert ["get_forecast", "send_alert"] == names
+
+    def test_folder_with_broken_file(self):
+        """A folder's file that raises is named on stderr; stdout stays one JSON document."""
+        done = run_cli("inspect", "tests/cli_targets/", "--json")
+
+        assert 0 == done.returncode
+        assert "skipped tests/cli_targets/broken/raises_on_import.py:16" in done.stderr
+        assert 11 == len(json.loads(done.stdout)["tools"])  # 12 tools; `lookup` is shown once
+
+    def test_unknown_format(self):
+        """An unknown --format is a usage error listing the choices."""
+        done = run_cli("inspect", "examples/", "--format", "yaml")
+
+        assert 2 == done.returncode
+        assert "invalid choice: 'yaml'" in done.stderr
+        assert "openai_chat" in done.stderr
+
+    def test_help_has_examples(self):
+        """`inspect --help` shows examples."""
+        out = run_cli("inspect", "--help").stdout
+
+        assert "examples:\n  tinytools inspect examples/weather.py" in out

@@ -1,0 +1,93 @@
+"""Every code block of the documentation (docs/**/*.md) runs, page by page, with Sybil.
+
+Each page is one test: its blocks run in order in one namespace, as a reader
+following the page would run them. A block that needs what a test run has not
+(an API key, a real model) is marked in the page itself with
+``<!-- skip: next "the reason" -->`` before its fence, and Sybil skips it; the page's
+other blocks still run. Pages whose client comes from such a skipped block get a
+scripted one instead (:data:`CLIENTS`): the provider's real SDK over a mock
+transport (tests/docs_fakes.py), so the page's code runs unchanged.
+
+``console`` blocks are command-line sessions: each ``$ tinytools ...`` line runs
+the real entry point in a subprocess from the repository's root, and the lines
+after it, when there are any, must be exactly its output; a command shown
+without output must succeed. ``sh`` blocks (installing, exporting a key) and
+``yaml`` blocks are shown, not run.
+"""
+
+from __future__ import annotations
+
+import shlex
+import unittest
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from cli_run import run_cli
+from docs_fakes import anthropic_client, openai_client
+from sybil import Example, Sybil
+from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
+
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+def run_console(example: Example) -> None:
+    """Run each ``$ tinytools ...`` command of a ``console`` block and compare its output."""
+    command: list[str] | None = None
+    expected: list[str] = []
+    for line in [*str(example.parsed).splitlines(), "$"]:
+        if not line.startswith("$"):
+            expected.append(line)
+            continue
+        if command is not None:
+            done = run_cli(*command[1:])
+            if expected:
+                assert "\n".join(expected) + "\n" == done.stdout, f"$ {shlex.join(command)}"
+            else:
+                assert 0 == done.returncode, f"$ {shlex.join(command)}: {done.stderr}"
+        command, expected = (shlex.split(line[1:]) or None), []
+        assert command is None or command[0] == "tinytools", line
+
+
+_SYBIL = Sybil(
+    parsers=[
+        PythonCodeBlockParser(),
+        CodeBlockParser(language="console", evaluator=run_console),
+        SkipParser(),
+    ]
+)
+#: The pages with blocks to run (the others are prose, diagrams and install commands).
+PAGES = [page for page in sorted(DOCS.rglob("*.md")) if list(_SYBIL.parse(page))]
+
+#: The ``client`` each page's skipped "make a client" block would have made.
+CLIENTS: dict[str, Callable[[], object]] = {
+    "tutorial.md": openai_client,
+    "how-to/openai.md": openai_client,
+    "how-to/anthropic.md": anthropic_client,
+}
+
+
+def _page_id(page: Path) -> str:
+    return page.relative_to(DOCS).as_posix()
+
+
+def test_docs_have_python_blocks():
+    """The docs show Python, so the page tests are not silently empty."""
+    assert sum(len(list(_SYBIL.parse(page))) for page in PAGES) > 20
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_page_id)
+def test_page(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Every block of the page runs (skipped ones say why in the page)."""
+    monkeypatch.chdir(tmp_path)  # blocks that write files write them here
+    document = _SYBIL.parse(page)
+    name = _page_id(page)
+    if name in CLIENTS:
+        document.namespace["client"] = CLIENTS[name]()
+    for example in document:
+        try:
+            example.evaluate()
+        except unittest.SkipTest:
+            continue  # the page says why, in its skip comment
+        except Exception as error:
+            raise AssertionError(f"{name}, line {example.line}: {error!r}") from error

@@ -1,0 +1,119 @@
+"""What the command line's verbs share: colour and progress on a terminal only, loading targets.
+
+Colour follows the common conventions: ``NO_COLOR`` (any value) turns it off,
+``FORCE_COLOR`` (any value) turns it on, ``TERM=dumb`` turns it off, and
+otherwise a stream gets colour only when it is a terminal. Progress goes to
+standard error, and only when that is a terminal, so piped and CI output stays
+plain and stable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TextIO
+
+from ._cli_target import Loaded, TargetError, load
+
+__all__ = [
+    "Paint",
+    "Progress",
+    "add_target",
+    "example_epilog",
+    "load_or_exit",
+    "paragraph",
+    "use_colour",
+]
+
+_STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
+
+
+def use_colour(stream: TextIO) -> bool:
+    """Whether to colour what goes to ``stream``."""
+    if "NO_COLOR" in os.environ:
+        return False
+    if "FORCE_COLOR" in os.environ:
+        return True
+    if os.environ.get("TERM") == "dumb":
+        return False
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+class Paint:
+    """Wraps text in ANSI styles when enabled, returns it unchanged when not."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, *styles: str) -> str:
+        if not self.enabled or not styles:
+            return text
+        codes = ";".join(_STYLES[s] for s in styles)
+        return f"\x1b[{codes}m{text}\x1b[0m"
+
+
+class Progress:
+    """A one-line ``[3/20] label`` counter on standard error, only on a terminal."""
+
+    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.total = total
+        self.enabled = total > 1 and use_colour(self.stream)
+        self._width = 0
+
+    def step(self, done: int, label: str) -> None:
+        if self.enabled:
+            text = f"[{done}/{self.total}] {label}"[:78]
+            self.stream.write("\r" + text.ljust(self._width))
+            self.stream.flush()
+            self._width = len(text)
+
+    def close(self) -> None:
+        if self.enabled and self._width:
+            self.stream.write("\r" + " " * self._width + "\r")
+            self.stream.flush()
+
+
+def add_target(parser: argparse.ArgumentParser, *, many: bool = False) -> None:
+    """The ``TARGET`` positional argument, described the same way by every verb."""
+    parser.add_argument(
+        "target",
+        metavar="TARGET",
+        nargs="+" if many else None,
+        help=(
+            "where the tools are: a module (`pkg.tools`, scanned for tools, registries and "
+            "toolsets), `module:attribute`, a .py file (`tools.py`, `tools.py:registry`) "
+            "or a folder (every .py file under it)"
+        ),
+    )
+
+
+def paragraph(text: str) -> str:
+    """``text`` wrapped for ``--help`` (the verbs' raw formatter keeps the examples' lines)."""
+    import textwrap
+
+    return textwrap.fill(text, width=78)
+
+
+def example_epilog(*lines: str) -> str:
+    """An ``examples:`` block for a verb's ``--help``."""
+    return "examples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
+def load_or_exit(target: str, err: TextIO | None = None) -> Loaded | int:
+    """The loaded target, or exit status 2 after saying on stderr why it cannot be used."""
+    err = err if err is not None else sys.stderr
+    try:
+        loaded = load(target)
+    except TargetError as error:
+        err.write(f"tinytools: error: {error}\n")
+        return 2
+    if not loaded.found and not loaded.broken:
+        err.write(
+            f"tinytools: error: no tools found in {target}: it defines no Tool, Registry, "
+            "toolset or list of Tools at module level\n"
+        )
+        return 2
+    return loaded
