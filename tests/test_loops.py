@@ -260,9 +260,6 @@ def message(content: list[dict[str, Any]], stop: str) -> dict[str, Any]:
 TOOL_USE = {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}}
 
 
-# The SDK warns when a model it knows reaches its end of life; which models those are changes
-# with SDK releases and the date, not with tinytools.
-@pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
 class TestAnthropic:
     def check_second_request(self, server: Server) -> None:
         _, assistant, results = server.bodies[1]["messages"]
