@@ -244,8 +244,9 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
     plan = item.tool._plan
     fn = plan.fn
     assert fn is not None
-    timeout = plan.timeout_under(run.env.policy.tool_timeout)
-    threaded = plan.threaded(timeout)
+    # Plan.timeout_under and Plan.threaded, written out (two frames fewer per call).
+    timeout = plan.timeout or run.env.policy.tool_timeout
+    threaded = plan.blocking or timeout is not None  # an async tool never comes here
     if threaded or plan.injections:
         handle = Cancellation()
         kwargs = kwargs_for(run, item, handle, deadline)

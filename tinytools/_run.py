@@ -191,7 +191,6 @@ class Run(Admission):
         self.ledger = ledger
         self.resume = resume
         self.cancellation = cancellation
-        self.verdicts = []
         self.answers: dict[int, ToolMessage] = {}
         self.started: set[int] = set()
         # Made on first need: most batches postpone nothing and carry no extras.
@@ -212,8 +211,10 @@ class Run(Admission):
     def start(self, item: Admitted) -> None:
         """The call's tool is about to run: record it and emit ``ToolStarted``."""
         self.started.add(item.index)
-        arguments = shown_arguments(item.tool, item.arguments)
-        self.emit(ToolStarted(call_id=item.call.id, tool_name=item.tool.name, arguments=arguments))
+        tool = item.tool
+        redactor = tool._plan.redactor  # shown_arguments, written out (one frame fewer)
+        arguments = item.arguments if redactor is None else redactor.arguments(item.arguments)[0]
+        self.emit(ToolStarted(call_id=item.call.id, tool_name=tool.name, arguments=arguments))
 
     def finish(self, item: Admitted, outcome: object) -> None:
         """Fold a call's outcome, record its answer and events, settle the ledger.
@@ -355,15 +356,15 @@ class Run(Admission):
         count = len(calls)
         if len(answers) == count and len(self.admitted) == count and len(started) == count:
             # Every call admitted, run and answered: the messages are the answers (read
-            # with map, which makes no frame per dispatch as a comprehension does).
-            return DispatchResult(
-                tuple(map(answers.__getitem__, range(count))),
-                tuple(self.events),
-                None,
-                follow_ups,
-                metadata,
-                tuple(map(_call_id, calls)),
-            )
+            # with map, which makes no frame per dispatch as a comprehension does; one
+            # call, the most common batch, needs no iterator at all).
+            if count == 1:
+                answered: tuple[ToolMessage, ...] = (answers[0],)
+                ran: tuple[str, ...] = (calls[0].id,)
+            else:
+                answered = tuple(map(answers.__getitem__, range(count)))
+                ran = tuple(map(_call_id, calls))
+            return DispatchResult(answered, tuple(self.events), None, follow_ups, metadata, ran)
         aborted = stop is Stop.ABORTED
         messages = []
         deferred_calls: list[ToolCall] = []
