@@ -199,7 +199,7 @@ def fold(
         else:
             try:  # return_text, its common case written out (one frame fewer)
                 encoded = _encode(outcome)
-                content = encoded.decode() if b"null" not in encoded else return_text(outcome)
+                content = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
             except (TypeError, ValueError, OverflowError, RecursionError):
                 content = None  # the full fold answers it as the error it is
             if outcome is not None:
