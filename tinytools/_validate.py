@@ -241,7 +241,11 @@ class StructValidator:
             # is malformed, whatever its first value looked like.
             if isinstance(arguments, (str, bytes)):
                 decoded = _decode_json(tool_name, arguments)
-                _refuse_text(tool_name, arguments)  # a repeat before whichever value failed
+                # A repeat (or a value JSON cannot carry) before whichever value failed:
+                # the exact scan decodes the text again, so it runs only when the bound
+                # or the decoded value says there may be one.
+                if _compiled_bound is None or _compiled_bound(arguments) or _suspect(decoded):
+                    _refuse_text(tool_name, arguments)
             else:
                 decoded = arguments
             value = self._retry(tool_name, decoded, error)
@@ -301,6 +305,16 @@ def _refuse_values(tool_name: str, value: object) -> None:
         problem = json_problem(value)
         if problem is not None:
             raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
+
+
+def _suspect(value: object) -> bool:
+    """Whether decoded ``value`` may hold something JSON text cannot carry (see
+    :func:`_refuse_values`: msgspec's encoder fails on lone surrogates and huge integers
+    and writes ``null`` for NaN and infinities)."""
+    try:
+        return _encode(value).find(b"null") >= 0
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return True
 
 
 def _not_json(
