@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import operator
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 
@@ -100,13 +101,14 @@ class Sink:
     called from a tool's worker thread). An exception from the handler does not
     unwind the stage that emitted the event: the first one is kept as the run's
     failure, and dispatch aborts the batch at the next stage boundary, with every call
-    answered.
+    answered. The sink holds its run weakly: the run holds the sink, and a cycle
+    would leave every dispatch's state to the cyclic garbage collector.
     """
 
     __slots__ = ("_handler", "_run", "events", "flushing", "is_async", "pending")
 
     def __init__(self, run: Run, on_event: EventHandler) -> None:
-        self._run = run
+        self._run = weakref.ref(run)
         self.events = run.events
         self._handler = on_event
         self.is_async = _is_async_handler(on_event)
@@ -121,7 +123,12 @@ class Sink:
         try:
             self._handler(event)
         except Exception as error:
-            self._run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
+            self._failed(error)
+
+    def _failed(self, error: Exception) -> None:
+        run = self._run()
+        if run is not None:  # else the dispatch is over (an abandoned thread's late event)
+            run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
 
     async def flush(self) -> None:
         """Await the async handler for every event waiting for it, in order: one task
@@ -141,7 +148,7 @@ class Sink:
             try:
                 await self._handler(event)  # type: ignore[misc]
             except Exception as error:
-                self._run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
+                self._failed(error)
 
 
 class Run(Admission):
@@ -149,6 +156,7 @@ class Run(Admission):
     own bookkeeping included: see :class:`Admission`)."""
 
     __slots__ = (
+        "__weakref__",
         "answers",
         "calls",
         "cancellation",
