@@ -24,6 +24,7 @@ import linecache
 import random
 import threading
 import time
+from types import CodeType
 
 import msgspec
 
@@ -84,12 +85,12 @@ def _trace(error: BaseException) -> str:
                 parts.append(_LINK_CAUSE if link.__cause__ is not None else _LINK_CONTEXT)
             parts.append("Traceback (most recent call last):\n")
             tb = link.__traceback__
-            while tb is not None:  # linecache's cached lines: no file is stat'ed per failure
-                code, lineno = tb.tb_frame.f_code, tb.tb_lineno
-                parts.append(f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n')
-                line = linecache.getline(code.co_filename, lineno).strip()
-                if line:
-                    parts.append(f"    {line}\n")
+            while tb is not None:
+                key = (tb.tb_frame.f_code, tb.tb_lineno)
+                text = _FRAMES.get(key)
+                if text is None:
+                    text = _frame_text(*key)
+                parts.append(text)
                 tb = tb.tb_next
             said = _text(link)
             kind = type(link).__qualname__
@@ -97,6 +98,24 @@ def _trace(error: BaseException) -> str:
         return "".join(parts)
     except BaseException:  # a frame or __str__ that cannot be formatted
         return f"{type(error).__name__}: {_text(error)}"
+
+
+#: Each traceback line's text, by code object and line (most failures repeat the same few
+#: frames; a bounded memo, which changes nothing but speed).
+_FRAMES: dict[tuple[CodeType, int], str] = {}
+
+
+def _frame_text(code: CodeType, lineno: int) -> str:
+    """A frame's lines in a traceback (from linecache's cached lines: no file is stat'ed
+    per failure)."""
+    text = f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n'
+    line = linecache.getline(code.co_filename, lineno).strip()
+    if line:
+        text += f"    {line}\n"
+    if len(_FRAMES) >= 1024:
+        _FRAMES.clear()
+    _FRAMES[code, lineno] = text
+    return text
 
 
 _LINK_CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
