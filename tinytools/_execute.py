@@ -122,26 +122,31 @@ _LINK_CAUSE = "\nThe above exception was the direct cause of the following excep
 _LINK_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
 
 
+#: The exceptions that decide a call's fate themselves (retry, abort, postpone).
+_DECIDED = (ModelRetry, FatalToolError, ApprovalRequired, CallDeferred)
+
+
 def classify(error: BaseException, item: Admitted) -> object:
     """The outcome a tool's exception stands for (its text scrubbed of secrets)."""
     name = item.tool.name
-    if isinstance(error, ModelRetry):
-        return Failed(
-            "ModelRetry", _scrub(item, _text(error)) or f"Tool `{name}` asks for a corrected call."
-        )
-    if isinstance(error, FatalToolError):
-        text = _scrub(item, f"Tool `{name}` failed fatally: {_text(error)}")
-        return Fatal(text, _scrub(item, _trace(error)))
-    if isinstance(error, ApprovalRequired):
-        return Postponed("approval", dict(error.metadata))
-    if isinstance(error, CallDeferred):
+    if isinstance(error, _DECIDED):
+        if isinstance(error, ModelRetry):
+            return Failed(
+                "ModelRetry",
+                _scrub(item, _text(error)) or f"Tool `{name}` asks for a corrected call.",
+            )
+        if isinstance(error, FatalToolError):
+            text = _scrub(item, f"Tool `{name}` failed fatally: {_text(error)}")
+            return Fatal(text, _scrub(item, _trace(error)))
+        if isinstance(error, ApprovalRequired):
+            return Postponed("approval", dict(error.metadata))
         return Postponed("deferred", dict(error.metadata))
     kind = type(error).__name__
     said = _text(error)
-    detail = f"{kind}: {said}" if said else kind
-    return Failed(
-        kind, _scrub(item, f"Tool `{name}` failed: {detail}"), _scrub(item, _trace(error))
-    )
+    text = f"Tool `{name}` failed: {kind}: {said}" if said else f"Tool `{name}` failed: {kind}"
+    if item.tool._plan.redactor is None:  # nothing to scrub (see _scrub)
+        return Failed(kind, text, _trace(error))
+    return Failed(kind, _scrub(item, text), _scrub(item, _trace(error)))
 
 
 def _scrub(item: Admitted, text: str) -> str:
