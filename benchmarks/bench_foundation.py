@@ -262,7 +262,41 @@ def bench_registry(
         repeat=repeat,
     )
     rows.append(_row(f"Registry over {REGISTRY_SIZE:,} built tools", times, (), target))
-    return rows, references
+
+    row, refs = bench_schema_registry([t.parameters for t in tools], target, repeat)
+    rows.append(row)
+    return rows, references + refs
+
+
+def bench_schema_registry(
+    schemas: Sequence[Mapping[str, object]], target: Target, repeat: int
+) -> tuple[Row, list[Reference]]:
+    """Build 1,000 ``Tool.from_schema`` tools and a ``Registry``: each schema is copied and
+    checked against its dialect's meta-schema, and no argument validator is compiled
+    (the floor is the copy alone; the reference is compiling every validator up front)."""
+    tinytools.Tool.from_schema("warm", "", schemas[0])  # the meta-schema, once per process
+
+    def build() -> object:
+        return tinytools.Registry(
+            [tinytools.Tool.from_schema(f"s{i}", "", s) for i, s in enumerate(schemas)]
+        )
+
+    times = measure(
+        {
+            "tinytools": build,
+            "floor": lambda: {
+                f"s{i}": msgspec.json.decode(msgspec.json.encode(s)) for i, s in enumerate(schemas)
+            },
+        },
+        collect=True,
+        repeat=repeat,
+    )
+    scenario = f"{len(schemas):,} x Tool.from_schema + Registry"
+    compiled = once(lambda: [fastjsonschema.compile(dict(s)) for s in schemas])
+    references = [
+        Reference(scenario, "fastjsonschema.compile of every schema", compiled, note="1 run")
+    ]
+    return _row(scenario, times, references, target), references
 
 
 def bench_validate(shape: Shape, repeat: int) -> tuple[Row, list[Reference]]:

@@ -7,9 +7,11 @@ with another service, or one you would rather write by hand.
   model's arguments against the schema; the host then executes the call (here,
   by forwarding it to the MCP server that listed it).
 * ``lookup_order`` has a function, called with the validated arguments as
-  keywords. ``enforce="draft7"`` checks all of the schema locally, ``pattern``
-  included (the default checks types, properties, required fields, enums and
-  consts, and leaves the finer keywords to the provider).
+  keywords. The whole schema is checked locally, ``pattern`` included (draft 7
+  here, named by ``enforce="draft7"`` since the schema has no ``$schema``; a
+  schema without one is read as 2020-12). ``enforce="subset"`` would check only
+  types, properties, required fields, enums and consts, and leave the finer
+  keywords to the provider.
 
 ``tinytools demo`` prints these tools' schemas and validates a few calls to them.
 """

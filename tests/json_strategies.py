@@ -1,121 +1,22 @@
-"""Hypothesis strategies for JSON and relaxed-JSON documents, shared by the repair tests.
+"""JSON strategies shared by the repair tests, built on the public kit.
 
-A later issue moves `relaxed_json` to ``tinytools.testing.relaxed_json``.
+`relaxed_json` is `tinytools.testing.relaxed_json`; `json_values` and `json_objects` are
+the kit's own JSON generators, so the tests and the kit draw the same documents.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-
-import msgspec
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
+
+from tinytools.testing import relaxed_json
+from tinytools.testing._json import json_objects, json_values
 
 __all__ = ["JSONISH_TEXT", "json_objects", "json_values", "relaxed_json", "relaxed_pairs"]
 
 
-_IDENTIFIER = re.compile(r"(?:[^\W\d]|\$)[\w$-]*")
-_RESERVED = frozenset({"true", "false", "null", "True", "False", "None"})
-_TEMPLATE_QUOTES = ('<|"|>', '<|">')
-_JSON_SPACE = st.sampled_from(["", "", " ", "\n", "\t", "  ", "\r\n"])
-_SURROUNDING_SPACE = st.sampled_from(["", " ", "\n\n", "\u00a0", "\u3000", "\x0c"])
-
-
-def json_values() -> SearchStrategy[object]:
-    """Any JSON value msgspec round-trips exactly."""
-    scalars = (
-        st.none()
-        | st.booleans()
-        | st.integers(min_value=-(2**63), max_value=2**64 - 1)
-        | st.floats(allow_nan=False, allow_infinity=False)
-        | st.text()
-    )
-    return st.recursive(
-        scalars,
-        lambda children: (
-            st.lists(children, max_size=4)
-            | st.dictionaries(st.text(max_size=8), children, max_size=4)
-        ),
-        max_leaves=12,
-    )
-
-
-def json_objects() -> SearchStrategy[dict[str, object]]:
-    """Any JSON object, with identifier-like keys well represented."""
-    keys = st.text(max_size=8) | st.from_regex(r"[A-Za-z_$][A-Za-z0-9_$-]{0,6}", fullmatch=True)
-    return st.dictionaries(keys, json_values(), max_size=5)
-
-
-def relaxed_json(obj: Mapping[str, object]) -> SearchStrategy[str]:
-    """Texts that mean ``obj`` under every meaning-preserving malformation, combined.
-
-    Unquoted identifier keys, redundant wrapping braces, trailing commas, single quotes,
-    chat-template quote tokens, Python literals, a markdown fence, a BOM and whitespace.
-    """
-    if not isinstance(obj, Mapping):
-        raise TypeError(f"relaxed_json() takes a JSON object, not {type(obj).__name__}")
-    return _relaxed_documents(obj)
-
-
-@st.composite
-def _relaxed_documents(draw: st.DrawFn, obj: Mapping[str, object]) -> str:
-    def space() -> str:
-        return draw(_JSON_SPACE)
-
-    def string(text: str) -> str:
-        forms = ["double", "single"]
-        if not any(token in text for token in _TEMPLATE_QUOTES):
-            forms.append("template")
-        form = draw(st.sampled_from(forms))
-        strict = msgspec.json.encode(text).decode()
-        if form == "double":
-            return strict
-        if form == "single":
-            # JSON escapes every ", so each \" is a quote: unescape it, escape each '.
-            body = strict[1:-1].replace('\\"', '"').replace("'", "\\'")
-            return f"'{body}'"
-        opening, closing = (
-            draw(st.sampled_from(_TEMPLATE_QUOTES)),
-            draw(st.sampled_from(_TEMPLATE_QUOTES)),
-        )
-        return opening + text + closing
-
-    def key(name: str) -> str:
-        bare = _IDENTIFIER.fullmatch(name) is not None and name not in _RESERVED
-        return name if bare and draw(st.booleans()) else string(name)
-
-    def container(items: list[str], opening: str, closing: str) -> str:
-        trailing = "," + space() if draw(st.booleans()) and items else ""
-        inner = ("," + space()).join(space() + item + space() for item in items)
-        return opening + space() + inner + trailing + closing
-
-    def value(item: object) -> str:
-        if item is None or isinstance(item, bool):
-            python = {None: "None", True: "True", False: "False"}[item]
-            return python if draw(st.booleans()) else msgspec.json.encode(item).decode()
-        if isinstance(item, str):
-            return string(item)
-        if isinstance(item, list):
-            return container([value(element) for element in item], "[", "]")
-        if isinstance(item, Mapping):
-            members = [key(name) + space() + ":" + space() + value(v) for name, v in item.items()]
-            document = container(members, "{", "}")
-            for _ in range(draw(st.integers(0, 2))):
-                comma = "," if draw(st.booleans()) else ""
-                document = "{" + space() + document + comma + space() + "}"
-            return document
-        return msgspec.json.encode(item).decode()
-
-    document = value(obj)
-    if draw(st.booleans()):
-        info = draw(st.sampled_from(["", "json", "JSON", "json5"]))
-        document = f"```{info}{draw(st.sampled_from(['', ' ', chr(10)]))}{document}\n```"
-    document = draw(_SURROUNDING_SPACE) + document + draw(_SURROUNDING_SPACE)
-    return ("\ufeff" if draw(st.booleans()) else "") + document
-
-
 def relaxed_pairs() -> SearchStrategy[tuple[dict[str, object], str]]:
+    """``(obj, text)``: any JSON object and relaxed JSON meaning it."""
     return json_objects().flatmap(lambda obj: st.tuples(st.just(obj), relaxed_json(obj)))
 
 

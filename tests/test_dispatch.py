@@ -255,6 +255,38 @@ class TestArguments:
         result = dispatch_sync([call("c", "add", raw)], TOOLS, policy=policy)
         assert ("5", "normalized") == (result.messages[0].content, result.events[0].recovery)  # type: ignore[union-attr]
 
+    @pytest.mark.parametrize(
+        ("raw", "expected"),
+        [('[{"a": 4}]', ("5", "normalized")), ('[{"a": 4}, {"a": 5}]', (None, "tool_error"))],
+    )
+    def test_normalize_single_item_array(self, raw: str, expected: tuple[str | None, str]) -> None:
+        """NormalizeThenReturnToolError unwraps an array holding exactly one object; with
+        two there is no one answer, so the model is told."""
+        policy = RunPolicy(invalid_args=NormalizeThenReturnToolError())
+        result = dispatch_sync([call("c", "add", raw)], TOOLS, policy=policy)
+        content, recovery = result.messages[0].content, result.events[0].recovery  # type: ignore[union-attr]
+        assert expected == (content if expected[0] else None, recovery)
+
+    def test_single_item_array_needs_the_policy(self) -> None:
+        """Under the default policy an array of arguments is refused, not unwrapped."""
+        result = dispatch_sync([call("c", "add", '[{"a": 4}]')], TOOLS)
+        assert result.messages[0].is_error
+
+    @pytest.mark.parametrize(
+        "raw",
+        [
+            '{"a": 4}<|call|>',
+            'json\n{"a": 4}',
+            '{"a": 4} {"a": 4}',
+            '{\n  "a": 4, // four\n}',
+        ],
+    )
+    def test_repairs_what_models_leak(self, raw: str) -> None:
+        """Leaked template tokens, a lone fence word, a repeated object and comments are
+        repaired (and reported), under the default policy."""
+        result = dispatch_sync([call("c", "add", raw)], TOOLS)
+        assert ("5", "repaired") == (result.messages[0].content, result.events[0].recovery)  # type: ignore[union-attr]
+
     def test_invalid_fail_aborts(self) -> None:
         """Fail on invalid arguments aborts the batch."""
         with pytest.raises(DispatchAborted):
@@ -401,6 +433,27 @@ class TestMiddleware:
         assert info.value.reason.startswith("after_tool hook ")
         assert "RuntimeError('bug')" in info.value.reason
         assert isinstance(info.value.__cause__, RuntimeError)
+
+    def test_a_failed_call_keeps_its_failure_when_a_hook_raises(self) -> None:
+        """A hook that raises on a call whose tool failed does not claim the tool ran: the
+        call is answered with the tool's own failure (the batch still aborts)."""
+
+        @tool
+        def flaky(x: int) -> int:
+            """Fails."""
+            raise ValueError("backend down")
+
+        def broken(c: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            raise RuntimeError("bug")
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(
+                [call("c", "flaky", '{"x": 1}')], [flaky], middleware=[after_tool(broken)]
+            )
+        [message] = info.value.result.messages
+        assert message.is_error
+        assert "backend down" in message.content
+        assert "result was lost" not in message.content
 
     def test_abort_by_a_host_callback_is_not_blamed_on_middleware(self) -> None:
         """An on_event handler that raises aborts the batch, and the reason says so."""

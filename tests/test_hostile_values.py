@@ -122,6 +122,33 @@ class TestItem3Redaction:
         assert self.SECRET not in msgspec.json.encode(result).decode()
         assert any(isinstance(e, InvalidToolArgs) for e in result.events)
 
+    @pytest.mark.parametrize("key", ["pasword", "Password", "pass-word", "passwrod", "PASSWD"])
+    def test_a_misspelt_secret_key_is_redacted_where_arguments_are_refused(self, key: str) -> None:
+        result = _answered([ToolCall("c", "login", {"user": "u", key: self.SECRET})])
+        [message] = result.messages
+        assert message.is_error
+        assert self.SECRET not in msgspec.json.encode(result).decode()
+        [event] = [e for e in result.events if isinstance(e, InvalidToolArgs)]
+        assert event.arguments == {"user": "u", key: "[redacted]"}
+
+    def test_unrelated_keys_of_refused_arguments_are_still_shown(self) -> None:
+        result = _answered([ToolCall("c", "login", {"user": "u", "pass": 1, "passage": "x"})])
+        [event] = [e for e in result.events if isinstance(e, InvalidToolArgs)]
+        assert event.arguments == {"user": "u", "pass": 1, "passage": "x"}
+
+    def test_a_short_secret_is_scrubbed_as_a_token_not_as_every_letter(self) -> None:
+        @tool(policy=ToolPolicy(redact=("pin",)))
+        def unlock(door: str, pin: str) -> str:
+            """Unlock a door."""
+            raise ValueError(f"door {door} refused pin {pin}")
+
+        call = ToolCall("c", "unlock", {"door": "back", "pin": "a"})
+        [message] = _answered([call], Registry.of(unlock)).messages
+        assert message.is_error
+        assert message.content.count("[redacted]") == 1
+        assert "Tool `unlock` failed" in message.content
+        assert "door back refused pin [redacted]" in message.content
+
 
 class TestItem4Surrogates:
     def test_dict_argument_with_a_lone_surrogate_is_refused_at_its_path(self) -> None:
@@ -332,3 +359,18 @@ class TestRepeatedKeysOnTypedTools:
                 finder.validate(text)
         else:
             assert finder.validate(text)["query"] == query
+
+
+class TestSurrogateCallIds:
+    """A call id is the host's key for matching answers: it comes back verbatim, even when
+    it holds a lone surrogate (documented on ``ToolCall.id``), and still round-trips
+    through the standard ``json`` module, which is what decoded it."""
+
+    def test_the_id_is_echoed_exactly_and_json_round_trips_it(self) -> None:
+        import json
+
+        call_id = json.loads('"call_\\ud800"')
+        [message] = dispatch_sync([ToolCall(call_id, "get_weather", {"city": "x"})], TOOLS).messages
+        assert message.tool_call_id == call_id
+        assert not message.is_error
+        assert json.loads(json.dumps(message.tool_call_id)) == call_id

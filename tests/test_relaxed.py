@@ -41,11 +41,14 @@ def _answer(result: tuple[str | bytes, int] | None) -> tuple[object, int] | None
         return msgspec.DecodeError, bits
 
 
-_PIECES = ['<|"|>', '<|">', "True", "None", "null", "true", "\U0001f600"]
+_PIECES = ['<|"|>', '<|">', "True", "None", "null", "true", "\U0001f600", "//", "/*", "*/"]
 # Texts dense in what the scanner decides on: quotes, escapes, template tokens, words
-# (Unicode letters and digits, Python literals, reserved words), brackets and commas.
+# (Unicode letters and digits, Python literals, reserved words), brackets, commas,
+# comments and raw control characters.
 _SCANNER_TEXT = st.lists(
-    st.sampled_from([*"{}[],: \n'\"\\<|>aé1-$_x\u00b2\u0663\u00a0\x01", *_PIECES]),
+    st.sampled_from(
+        [*"{}[],: \n'\"\\<|>aé1-$_x\u00b2\u0663\u00a0\x01/*\t\r\x00\x08\x0c\x1f", *_PIECES]
+    ),
     max_size=60,
 ).map("".join)
 
@@ -77,6 +80,16 @@ def test_compiled_and_pure_python_agree(compiled: ModuleType, raw: str) -> None:
         assume(False)  # repair never gives the compiled scanner a lone surrogate
         raise
     assert _answer(_relaxed.rewrite(text)) == _answer(compiled.rewrite(data))
+
+
+@settings(max_examples=1500)
+@given(_SCANNER_TEXT)
+def test_compiled_and_pure_python_write_the_same_text(compiled: ModuleType, raw: str) -> None:
+    """Byte for byte: the same rewrite and the same bits, comments and escapes included."""
+    text = "{" + raw + "}"
+    python = _relaxed.rewrite(text)
+    c = compiled.rewrite(text.encode())
+    assert python == (None if c is None else (c[0].decode(), c[1]))
 
 
 def test_compiled_scanner_takes_bytes(compiled: ModuleType) -> None:

@@ -121,6 +121,35 @@ class TestRecoverRelaxedObject:
                 '{"a": "{b: True, \'c\',}"}', {"a": "{b: True, 'c',}"}, id="inside-string"
             ),
             pytest.param('{"a": 1e5, b: -1.5E+3}', {"a": 100000.0, "b": -1500.0}, id="numbers"),
+            pytest.param("{'a': 'x\x01y'}", {"a": "x\x01y"}, id="control-character"),
+            pytest.param(
+                '{"a": "line 1\nline 2\ttab"}', {"a": "line 1\nline 2\ttab"}, id="raw-newline"
+            ),
+            pytest.param(
+                '{"a": "\x00\x08\x0c\r\x1f", "b": "\\n"}',
+                {"a": "\x00\x08\x0c\r\x1f", "b": "\n"},
+                id="every-control",
+            ),
+            pytest.param(
+                '{\n  // the city\n  "city": "Paris", /* a note */\n  "n": 1, // last\n}',
+                {"city": "Paris", "n": 1},
+                id="comments",
+            ),
+            pytest.param("{/**/a/**/:/**/1}", {"a": 1}, id="comments-between-tokens"),
+            pytest.param(
+                '{"a": "// not a comment /* */"}', {"a": "// not a comment /* */"}, id="in-string"
+            ),
+            pytest.param('{"a": 1}<|call|>', {"a": 1}, id="leaked-call"),
+            pytest.param('{"a": 1}\n<|im_end|>\n<|endoftext|>', {"a": 1}, id="leaked-tokens"),
+            pytest.param('{"a": 1}</s>', {"a": 1}, id="leaked-eos"),
+            pytest.param(
+                '{"a": 1}<\uff5cend\u2581of\u2581sentence\uff5c>', {"a": 1}, id="leaked-deepseek"
+            ),
+            pytest.param('```json\n{"a": 1}<|im_end|>\n```', {"a": 1}, id="leaked-in-fence"),
+            pytest.param('json\n{"a": 1}', {"a": 1}, id="language-word"),
+            pytest.param("JSON\r\n\n  {a: 1}", {"a": 1}, id="language-word-crlf"),
+            pytest.param('{"a": 1}\n{"a": 1}', {"a": 1}, id="repeated"),
+            pytest.param("{a: 'x'}{a: 'x'} {a: 'x'}", {"a": "x"}, id="repeated-relaxed"),
         ],
     )
     def test_repairs(self, raw: str, expected: dict[str, object]) -> None:
@@ -156,7 +185,18 @@ class TestRecoverRelaxedObject:
             pytest.param('Here it is: {"a": 1}', id="prose"),
             pytest.param('{"a": NaN}', id="nan"),
             pytest.param("{'a': '\\x41'}", id="python-escape"),
-            pytest.param("{'a': 'x\x01y'}", id="control-character"),
+            pytest.param('{"a": "x\\\ny"}', id="escaped-raw-newline"),
+            pytest.param('{"a": 1 /* never closed }', id="unclosed-comment"),
+            pytest.param('{"a": 1} // after the object', id="comment-after-object"),
+            pytest.param("{url: http://example.com}", id="url-value"),
+            pytest.param('{"a": 1}{"a": 2}', id="two-different-objects"),
+            pytest.param('{"a": 1}{"a": 1.0}', id="equal-but-not-identical"),
+            pytest.param('{"a": 1}\n{"a": 1}x', id="repeated-then-prose"),
+            pytest.param('{"a": 1}<|im_end|> and more', id="token-then-prose"),
+            pytest.param('{"a": 1}<|"|>', id="quote-token-after"),
+            pytest.param('<|im_start|>{"a": 1}', id="token-before"),
+            pytest.param('json {"a": 1}', id="language-word-same-line"),
+            pytest.param('python\n{"a": 1}', id="other-language-word"),
             pytest.param('{"a": "\ud800"}', id="lone-surrogate"),
             pytest.param("", id="empty"),
         ],
@@ -234,16 +274,23 @@ class TestRepairRelaxedObject:
             "trailing_commas",
             "single_quotes",
             "python_literals",
+            "control_characters",
+            "comments",
             "markdown_fence",
             "bom",
             "whitespace",
+            "fence_language",
+            "leaked_tokens",
+            "repeated_object",
         )
         assert expected == REPAIR_KINDS
 
     def test_reports_every_kind_in_order(self) -> None:
         """A document with every defect reports every kind, in the documented order."""
-        raw = "\u00a0\ufeff```json\n{{a: True, 'b': <|\"|>x<|\"|>,}}\n```"
-        assert Repaired({"a": True, "b": "x"}, REPAIR_KINDS) == repair_relaxed_object(raw)
+        one = "{{a: True, 'b': <|\"|>x<|\"|>, /* c */ 'c': 'l\tm',}}"
+        raw = f"\u00a0\ufeff```\njson\n{one}\n{one}<|im_end|>\n```"
+        expected = Repaired({"a": True, "b": "x", "c": "l\tm"}, REPAIR_KINDS)
+        assert expected == repair_relaxed_object(raw)
 
     @pytest.mark.parametrize(
         ("raw", "kinds"),
@@ -259,6 +306,12 @@ class TestRepairRelaxedObject:
             pytest.param('{"a": None}', ("python_literals",), id="literals"),
             pytest.param("```\n{}\n```", ("markdown_fence",), id="fence"),
             pytest.param("\ufeff{}", ("bom",), id="bom"),
+            pytest.param('{"a": "\n"}', ("control_characters",), id="control"),
+            pytest.param("{} // x", None, id="comment-after"),
+            pytest.param("{/* x */}", ("comments",), id="comment"),
+            pytest.param("json\n{}", ("fence_language",), id="language-word"),
+            pytest.param("{}<|eot_id|>", ("leaked_tokens",), id="leaked"),
+            pytest.param("{} {}", ("repeated_object",), id="repeated"),
         ],
     )
     def test_reports_each_kind(self, raw: str, kinds: tuple[str, ...]) -> None:
@@ -299,6 +352,25 @@ class TestNormalizeArguments:
         """An object encoded as a JSON string becomes that object, even with required names."""
         expected = Normalized({"city": "Paris"}, "json_string")
         assert expected == normalize_arguments(value, self.REQUIRED)
+
+    @pytest.mark.parametrize(
+        "value", [[{"city": "Paris"}], [{"city": "Paris", "extra": 1}]], ids=repr
+    )
+    def test_single_item_array(self, value: list[dict[str, object]]) -> None:
+        """A list holding one object becomes that object, required names or not."""
+        expected = Normalized(dict(value[0]), "single_item_array")
+        assert expected == normalize_arguments(value, self.REQUIRED)
+
+    @pytest.mark.parametrize(
+        "value", [[{"city": "a"}, {"city": "b"}], [[{"city": "a"}]], ["Paris"]], ids=repr
+    )
+    def test_other_arrays_are_left(self, value: list[object]) -> None:
+        """Two objects, a nested list or a non-object are not guessed at."""
+        assert None is normalize_arguments(value, self.REQUIRED)
+
+    def test_single_item_array_only_for_object_schemas(self) -> None:
+        schema = {"type": ["object", "array"]}
+        assert None is normalize_arguments([{"city": "a"}], schema)
 
     @pytest.mark.parametrize("value", [None, "", "  \n", []], ids=repr)
     def test_empty_value(self, value: object) -> None:

@@ -20,6 +20,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
+from tinytools._schema_dialect import Enforce
 
 
 class Size(enum.Enum):
@@ -141,7 +142,7 @@ SCHEMA = {
 class TestSchemaValidator:
     def test_subset_enforced(self) -> None:
         """type, properties, required, additionalProperties, items, enum and const are enforced."""
-        t = Tool.from_schema("t", "", SCHEMA)
+        t = Tool.from_schema("t", "", SCHEMA, enforce="subset")
         assert t.validate('{"q": "x", "tags": ["a"]}') == {"q": "x", "tags": ["a"]}
         assert (
             error_of(t, {"q": 1}).path,
@@ -153,8 +154,8 @@ class TestSchemaValidator:
         assert error_of(t, {"q": "x", "mode": "slow"}).detail == 'Expected "fast", got "slow"'
 
     def test_other_keywords_not_enforced(self) -> None:
-        """Keywords outside the subset stay in the schema for providers but are not enforced."""
-        t = Tool.from_schema("t", "", SCHEMA)
+        """Under the subset, other keywords stay in the schema for providers, not enforced."""
+        t = Tool.from_schema("t", "", SCHEMA, enforce="subset")
         assert t.validate({"q": "x"}) == {"q": "x"}
         assert t.parameters["properties"]["q"]["minLength"] == 3  # type: ignore[index]
 
@@ -163,15 +164,21 @@ class TestSchemaValidator:
         t = Tool.from_schema("t", "", SCHEMA, enforce="draft7")
         assert error_of(t, {"q": "x"}).path == "$.q"
 
-    def test_prefix_items_mean_tuples(self) -> None:
-        """2020-12 `prefixItems` are enforced as positions, whatever the draft."""
-        t = Tool.from_schema("t", "", SCHEMA)
-        assert t.validate({"q": "x", "pair": [1, "a"]}) == {"q": "x", "pair": [1, "a"]}
-        assert error_of(t, {"q": "x", "pair": [1, 2]}).path == "$.pair[1]"
+    @pytest.mark.parametrize("enforce", ["full", "subset"])
+    def test_prefix_items_mean_tuples(self, enforce: Enforce) -> None:
+        """2020-12 `prefixItems` (the default dialect) are enforced as positions."""
+        t = Tool.from_schema("t", "", SCHEMA, enforce=enforce)
+        assert t.validate({"q": "xyz", "pair": [1, "a"]}) == {"q": "xyz", "pair": [1, "a"]}
+        assert error_of(t, {"q": "xyz", "pair": [1, 2]}).path == "$.pair[1]"
+
+    def test_prefix_items_mean_nothing_in_draft7(self) -> None:
+        """Draft 7 has no `prefixItems`: like any unknown keyword, it is ignored there."""
+        t = Tool.from_schema("t", "", SCHEMA, enforce="draft7")
+        assert {"q": "xyz", "pair": [1, 2]} == t.validate({"q": "xyz", "pair": [1, 2]})
 
     def test_returns_a_copy(self) -> None:
         """The caller's mapping is never modified or returned."""
-        given = {"q": "x"}
+        given = {"q": "xyz"}
         result = Tool.from_schema("t", "", SCHEMA).validate(given)
         assert given == result
         assert given is not result
@@ -182,11 +189,12 @@ class TestSchemaValidator:
         assert error_of(t, "{q:").malformed
         assert error_of(t, '"q"').detail == "Expected `object`, got `string`"
 
-    def test_bad_schema_is_a_definition_error(self) -> None:
-        """A schema fastjsonschema cannot compile is a definition error at first use."""
-        t = Tool.from_schema("t", "", {"type": "object", "properties": {"a": {"type": "nope"}}})
-        with pytest.raises(ToolDefinitionError, match="cannot be compiled"):
-            t.validate({})
+    @pytest.mark.parametrize("enforce", ["full", "subset", "draft7", "draft2020-12"])
+    def test_bad_schema_is_a_definition_error(self, enforce: Enforce) -> None:
+        """A schema that is not JSON Schema is refused when the tool is built, naming the path."""
+        schema = {"type": "object", "properties": {"a": {"type": "nope"}}}
+        with pytest.raises(ToolDefinitionError, match=r"at `\$\.properties\.a\.type`: \"nope\""):
+            Tool.from_schema("t", "", schema, enforce=enforce)
 
     def test_schema_is_copied(self) -> None:
         """Editing the caller's schema afterwards does not change the tool."""

@@ -11,8 +11,12 @@ private; its public names are re-exported here):
   ``_format`` (``ToolFormat``), ``_registry`` (``Registry``), ``_import``
   (foreign schema dialects such as BFCL's)
 * wire — ``_wire`` (``ToolCall``, ``ToolResult``, ``ToolMessage``)
+* expose — ``toolsets`` (the ``Toolset`` protocol and its adaptors; resolved once
+  per dispatch, cached), ``_exposure`` (``ExposureExplanation``), ``discovery``
+  (``Catalog``, ``Discovery``)
 * admit — ``_dispatch_env`` (what is callable this turn), ``_middleware``
-  (``before_tool``/``after_tool``), ``_admit`` (one call → a verdict, pure)
+  (``before_tool``/``after_tool``), ``_discovery_calls`` (``tool_call`` unwrapped,
+  ``tool_search`` answered, before admission), ``_admit`` (one call → a verdict, pure)
 * policy — ``_policy_middleware`` (``ToolPolicyMiddleware``, ``Workspace``),
   ``_human`` (``HumanApprovalMiddleware``), ``_approvals`` (deferred calls and
   their resolution), ``_redact`` (secret argument values)
@@ -24,7 +28,10 @@ private; its public names are re-exported here):
   ``_result`` (``DispatchResult``), ``_run`` (one dispatch's state and its result),
   ``_dispatch`` (``dispatch``, ``dispatch_sync``), ``_effects`` (the ledger hook)
 * public modules — ``errors``, ``events``, ``policies``, ``repair``, ``formats``
-  (``formats.bfcl`` imports BFCL tool definitions), ``ledger``
+  (``formats.bfcl`` imports BFCL tool definitions), ``toolsets`` (``toolsets.mcp``:
+  an MCP client session as a toolset), ``discovery``, ``ledger``, ``testing``
+  (hypothesis strategies and ``check_dispatch_invariants``; needs the ``testing``
+  extra and is never imported by ``import tinytools``)
 """
 
 from __future__ import annotations

@@ -36,10 +36,12 @@ import msgspec
 
 from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
+from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
+from ._unread import UnreadCall, is_fragment, unnamed_text
 from ._validate import json_text, preview, printable
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult
 from .errors import ToolArgumentsError
@@ -266,6 +268,11 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
     if call.id in seen:
         return _repeated(index, call, batch)
     seen.add(call.id)
+    if batch.env.discovery is not None:  # tool_call unwrapped, tool_search answered
+        opened = discovery_opening(call, batch)
+        if type(opened) is ToolMessage:
+            return Answered(index, opened)
+        call = opened  # type: ignore[assignment]
     if batch.resume is not None:
         decided = _decided(index, call, batch)
         if not isinstance(decided, ToolCall):
@@ -414,7 +421,11 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     if not plan.plain:
         if plan.external:
             return _defer(index, call, "external", {}, batch)
-        if plan.gated and not batch.env.is_call_approved(call.id):
+        if (
+            plan.gated
+            and not env.is_call_approved(call.id)
+            and env.tools.approval_needed(call, env.context)  # ApprovalRequired(when=...)
+        ):
             return _defer(index, call, "approval", {}, batch)
         batch.special = True
     admitted = Admitted(index, call, found, arguments)
@@ -477,6 +488,8 @@ def _resolve(
         f"Unknown tool `{requested}`: no tool of that name can be called this turn. "
         f"{hint} Arguments received: {received}."
     )
+    if call.invalid is not None and not call.name:
+        text = f"{unnamed_text(call)} {hint}"
     answer = error_message(msgspec.structs.replace(call, name=printable(call.name)), text)
     if recovery == "fail":
         return Abort(index, answer, f"unknown tool {requested!r}")
@@ -516,7 +529,7 @@ def _unknown(
     paths = [p for t in _reached(call.name, env, target) for p in t.policy.redact]
     arguments: dict[str, object] | str = call.arguments
     if paths:
-        arguments = Redactor(tuple(paths)).raw(call.arguments)[0]
+        arguments = Redactor(tuple(paths), loose=True).raw(call.arguments)[0]
     return UnknownToolCall(
         call_id=call.id,
         requested_name=printable(call.name),
@@ -552,6 +565,8 @@ def _arguments(
     policy says) from well-formed arguments that break the schema.
     """
     try:
+        if is_fragment(call):
+            raise UnreadCall(tool.name, str(call.invalid))
         if call.invalid is not None:
             raise ToolArgumentsError(tool.name, call.invalid, malformed=True)
         return tool.validate(call.arguments)
@@ -590,7 +605,7 @@ def _invalid_event(
 ) -> Event:
     arguments, text = call.arguments, str(error)
     if tool.policy.redact:
-        redactor = Redactor(tool.policy.redact)
+        redactor = Redactor(tool.policy.redact, loose=True)
         arguments, secrets = _secrets(redactor, call, value)
         text = redactor.scrub(text, secrets)
     return InvalidToolArgs(
@@ -608,7 +623,7 @@ def _error_answer(
     """The model's answer for bad arguments: the error and the schema (secrets scrubbed)."""
     text = _with_schema(str(error), tool)
     if tool.policy.redact:
-        redactor = Redactor(tool.policy.redact)
+        redactor = Redactor(tool.policy.redact, loose=True)
         text = redactor.scrub(text, _secrets(redactor, call, value)[1])
     return Answered(index, error_message(call, printable(text)))
 

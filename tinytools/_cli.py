@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from . import __version__
+from . import __version__, _cli_ledger
 from ._registry import AnyTool
 from .errors import ToolArgumentsError
 
@@ -68,6 +68,7 @@ def _parser() -> argparse.ArgumentParser:
             "the function would receive or the error message the model would read."
         ),
     )
+    _cli_ledger.add_commands(commands)
     return parser
 
 
@@ -183,4 +184,7 @@ def _write(out: TextIO, *lines: str) -> None:
 
 
 #: Each command: ``(parsed arguments, stdout) -> exit status``.
-_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {"demo": _demo}
+_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
+    "demo": _demo,
+    "ledger": _cli_ledger.run,
+}

@@ -30,18 +30,18 @@ from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
-from ._effects import EffectLedger
+from ._effects import EffectLedger, record_started, refusal
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context
 from ._middleware import HookFailed, Stack, compose
-from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import EventHandler, HostFailed, Run, Stop
 from ._wire import ToolCall, ToolMessage
-from ._workers import event_loop
+from ._workers import Backend, check_backend, run_on
 from .events import Custom
 from .policies import RunPolicy
+from .toolsets._base import Toolset, registry_for
 
 __all__ = ["DEFAULT_POLICY", "DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]
 
@@ -82,12 +82,13 @@ def _stack(middleware: Iterable[object] | Stack) -> Stack:
     return stack
 
 
-def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
+def _registry(tools: Registry | Toolset | Iterable[AnyTool], context: Context | None) -> Registry:
     """The registry for ``dispatch``'s ``tools``: a ``Registry`` as it is; a tuple or list
     of tools made into one once and remembered (a bounded memo, which changes nothing
     but speed): a tuple by identity, a list by identity and contents — a list can
     change, so it is compared item by item (about 0.4 ns a tool) with the one the
-    registry was made from. Pass a ``Registry`` for a large tool set."""
+    registry was made from. Pass a ``Registry`` for a large tool set. A toolset is
+    resolved with the dispatch's ``context`` (cached: ``toolsets._base``)."""
     if type(tools) is Registry:
         return tools
     kind = type(tools)
@@ -102,12 +103,12 @@ def _registry(tools: Registry | Iterable[AnyTool]) -> Registry:
         snapshot = items if kind is tuple else list(items)
         _TOOL_SEQUENCES[id(tools)] = (tools, snapshot, registry)
         return registry
-    return tools if isinstance(tools, Registry) else Registry(tools)
+    return registry_for(tools, context)
 
 
 def _prepare(
     calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
+    tools: Registry | Toolset | Iterable[AnyTool],
     policy: RunPolicy,
     middleware: Iterable[object] | Stack,
     context: Context | None,
@@ -127,7 +128,7 @@ def _prepare(
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
     if type(policy) is not RunPolicy and not isinstance(policy, RunPolicy):
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
-    registry = tools if type(tools) is Registry else _registry(tools)
+    registry = tools if type(tools) is Registry else _registry(tools, context)
     stack = _NO_MIDDLEWARE if middleware == () else _stack(middleware)
     env = DispatchEnv(registry, policy, context, advertised)
     return Run(batch, env, stack, on_event, artifacts, ledger, approvals, cancellation)
@@ -193,7 +194,7 @@ def _begin(run: Run) -> bool:
                 injecting = [*(injecting or ()), item.tool]
     if injecting:
         check_context(injecting, run.env.context)
-    if run.ledger is not None:
+    if run.ledger is not None and admitted:
         _started(run, admitted)
     failure = run.failure
     if failure is not None:
@@ -202,16 +203,20 @@ def _begin(run: Run) -> bool:
 
 
 def _started(run: Run, admitted: list[Admitted]) -> None:
-    """The ledger's started rows, before any tool of the batch runs."""
-    ledger = run.ledger
-    assert ledger is not None
-    run_id = run.env.context.run_id
+    """The ledger's started rows (one transaction where the ledger can), before any tool
+    of the batch runs; a call already started elsewhere is answered and does not run."""
+    assert run.ledger is not None
     try:
-        for item in admitted:
-            arguments = shown_arguments(item.tool, item.arguments)
-            ledger.started(run_id, item.call.id, item.tool.name, arguments)
+        refused = record_started(run.ledger, run.env.context.run_id, admitted)
     except Exception as error:
         run.fail(HostFailed("the effect ledger's started()", error))
+        return
+    run.recorded = True
+    for item in refused:
+        event, answer = refusal(item)
+        run.emit(event)
+        run.verdicts[item.index] = answer
+        admitted.remove(item)
 
 
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:
@@ -256,7 +261,9 @@ async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
     return stop
 
 
-def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchResult, int]:
+def _pass_sync(
+    run: Run, deadline: float | None, used: int, backend: Backend = "asyncio"
+) -> tuple[DispatchResult, int]:
     run.admission(
         None if run.cancellation is None else _cancelled(run),
         None if deadline is None else _expiry(deadline, time.monotonic),
@@ -268,7 +275,7 @@ def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchRes
         raise _abort_for(run, failed) from failed.error
     if _begin(run):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        stop = event_loop().run_until_complete(_on_loop(run, remaining))
+        stop = run_on(backend, _on_loop, run, remaining)
     else:
         stop = _execute_inline(run, deadline)
     return _finished(run, stop), run.used
@@ -276,7 +283,7 @@ def _pass_sync(run: Run, deadline: float | None, used: int) -> tuple[DispatchRes
 
 def dispatch_sync(
     calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
+    tools: Registry | Toolset | Iterable[AnyTool],
     *,
     policy: RunPolicy = DEFAULT_POLICY,
     middleware: Iterable[object] = (),
@@ -288,6 +295,7 @@ def dispatch_sync(
     artifacts: ArtifactStore | None = None,
     cancellation: Cancellation | None = None,
     on_deferred: DeferredToolHandler | None = None,
+    backend: Backend = "asyncio",
 ) -> DispatchResult:
     """:func:`dispatch` for synchronous callers; same arguments, same result.
 
@@ -296,12 +304,17 @@ def dispatch_sync(
     threaded call waits). A batch that holds an async tool or an async ``on_event``
     handler (or several blocking/timed calls with ``max_concurrency`` above 1) runs
     its execution stage on this thread's own asyncio event loop, made on first use
-    and kept for later calls — so async tools run under **asyncio** here. A sync tool
+    and kept for later calls — so by default async tools run under **asyncio** here;
+    ``backend="trio"`` runs that stage under a fresh ``trio.run`` instead, for tools
+    written for trio. A tool that needs the other event loop (it raised "no running
+    event loop" or "must be called from async context") aborts the batch with
+    ``DispatchAborted`` naming the backend to pass: the model is never told. A sync tool
     with a timeout, or marked ``blocking``, runs on a long-lived worker thread.
     ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do not call it
     from inside a running event loop when the batch needs one: await
     :func:`dispatch` there.
     """
+    check_backend(backend)
     run = _prepare(
         calls,
         tools,
@@ -316,7 +329,7 @@ def dispatch_sync(
         cancellation,
     )
     deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
-    result, used = _pass_sync(run, deadline, 0)
+    result, used = _pass_sync(run, deadline, 0, backend)
     if result.deferred is None or on_deferred is None:
         return result
     decided = _decided(on_deferred, result)
@@ -326,7 +339,7 @@ def dispatch_sync(
         raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
     again = _resumed(run, result, _checked_decisions(decided), on_event)
     try:
-        resumed, _ = _pass_sync(again, deadline, used)
+        resumed, _ = _pass_sync(again, deadline, used, backend)
     except DispatchAborted as aborted:
         raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
     return _merge(run.calls, result, resumed)
@@ -355,7 +368,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[Disp
 
 async def dispatch(
     calls: Iterable[ToolCall],
-    tools: Registry | Iterable[AnyTool],
+    tools: Registry | Toolset | Iterable[AnyTool],
     *,
     policy: RunPolicy = DEFAULT_POLICY,
     middleware: Iterable[object] = (),
@@ -372,9 +385,10 @@ async def dispatch(
 
     Args:
         calls: The calls the model made, in order.
-        tools: A ``Registry`` or the tools themselves (a tuple or list is made
-            into a registry once and remembered; pass a ``Registry`` for a large
-            set).
+        tools: A ``Registry``, a toolset (``tinytools.toolsets``; resolved once
+            with ``context``, and cached while the composition and the context
+            are unchanged) or the tools themselves (a tuple or list is made into a
+            registry once and remembered; pass a ``Registry`` for a large set).
         policy: How calls are admitted and run.
         middleware: Objects with ``before_tool`` / ``after_tool`` hooks (composed
             once per sequence of the same objects).

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from ._discovery_calls import Intrinsics, intrinsics_of
 from ._inject import Context
-from ._registry import AnyTool, Registry
+from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
 from .policies import Rewrite, RunPolicy
 
@@ -37,9 +38,22 @@ class DispatchEnv:
         approved: Ids of the calls a human approved (on resume, or by a hook returning
             ``Allow``);
             grows as admission goes on.
+        discovery: The registry's discovery tools (``tool_search``/``tool_call``), if any.
+        reached: The ``Deferred`` tool the call being admitted reached through
+            ``tool_call`` (callable for that call only), if any.
     """
 
-    __slots__ = ("_approved", "_context", "_open", "_tools", "advertised", "policy", "tools")
+    __slots__ = (
+        "_approved",
+        "_context",
+        "_open",
+        "_tools",
+        "advertised",
+        "discovery",
+        "policy",
+        "reached",
+        "tools",
+    )
 
     def __init__(
         self,
@@ -56,6 +70,11 @@ class DispatchEnv:
         # No allow-list and no advertised set: a lookup is the registry's and the exposure.
         self._open = policy.allowlist is None and advertised is None
         self._tools = tools._tools
+        known = tools._discovery  # type: ignore[attr-defined]
+        self.discovery: Intrinsics | None = (
+            intrinsics_of(tools) if known is UNSCANNED else known  # once per registry
+        )
+        self.reached: str | None = None
 
     @property
     def context(self) -> Context:
@@ -84,15 +103,15 @@ class DispatchEnv:
         if tool is None:
             return None
         if self._open:
-            return tool if tool.exposure is Exposure.Direct else None
+            return tool if tool.exposure is Exposure.Direct or name == self.reached else None
         if tool.exposure is Exposure.Hidden:
             return None
         allowlist = self.policy.allowlist
         if allowlist is not None and not self.policy.allows(name):
             return None
         if self.advertised is None:
-            return None if tool.exposure is Exposure.Deferred else tool
-        return tool if name in self.advertised else None
+            return None if tool.exposure is Exposure.Deferred and name != self.reached else tool
+        return tool if name in self.advertised or name == self.reached else None
 
     def resolve(self, name: str) -> tuple[str, AnyTool] | None:
         """The tool a call of ``name`` runs and the name it runs under, or None.

@@ -1,30 +1,165 @@
-"""The effect-ledger hook dispatch calls: :class:`EffectLedger`.
+"""The effect-ledger hook dispatch calls: :class:`EffectLedger`, and how a batch starts.
 
 A ledger records a durable ``started`` row before a tool runs and settles it
 once the call is answered, so a crashed run can tell which side effects may
-have happened. Dispatch only calls these two methods; implementations (SQLite,
-PostgreSQL) and ``reconcile`` live in ``tinytools.ledger``.
+have happened. Dispatch calls :func:`record_started` once per batch, before any
+tool of the batch runs, and ``settled`` as each call is answered. The
+implementations (SQLite, PostgreSQL) and ``reconcile`` live in
+``tinytools.ledger``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from ._wire import MessageStatus
+import msgspec
 
-__all__ = ["EffectLedger"]
+from ._admit import Admitted, Answered, error_message
+from ._redact import shown_arguments
+from ._wire import MessageStatus
+from .events import ToolDenied
+
+__all__ = [
+    "AlreadyStarted",
+    "DurableLedger",
+    "EffectLedger",
+    "LedgerEntry",
+    "StartedCall",
+    "record_started",
+    "refusal",
+    "release",
+]
+
+
+class AlreadyStarted(Exception):
+    """``started`` found the call already started (by this run earlier, or another worker).
+
+    Dispatch answers the call with an error message and does not run it: running it
+    again could repeat its side effect. ``reconcile`` decides what becomes of a call
+    that was started and never settled.
+    """
+
+    def __init__(self, run_id: str, call_id: str) -> None:
+        self.run_id = run_id
+        self.call_id = call_id
+        super().__init__(
+            f"call {call_id!r} of run {run_id!r} was already started (by this run or another "
+            "worker); it is not run again"
+        )
+
+
+class LedgerEntry(msgspec.Struct, frozen=True):
+    """A call the ledger saw start and never settle.
+
+    Attributes:
+        run_id: The run (``Context.run_id``) the call belongs to.
+        call_id: The call's id.
+        tool_name: The tool's name, as the model saw it.
+        arguments: The validated arguments, redacted (``ToolPolicy.redact``).
+        started_at: When the call was (last) started: seconds since the Unix epoch.
+    """
+
+    run_id: str
+    call_id: str
+    tool_name: str
+    arguments: dict[str, object]
+    started_at: float
 
 
 class EffectLedger(Protocol):
-    """What dispatch needs from an effect ledger."""
+    """What dispatch and ``reconcile`` need from an effect ledger.
+
+    Dispatch calls ``started`` for every admitted call of a batch before any tool of
+    the batch runs, and ``settled`` once each started call is answered. A ledger may
+    also define ``started_batch(run_id, calls)`` (see :class:`DurableLedger`): dispatch
+    then records the whole batch with that one call, in one transaction; and
+    ``release(run_id, call_id)``, which dispatch calls for a call its tool deferred.
+    """
 
     def started(
         self, run_id: str, call_id: str, tool_name: str, arguments: Mapping[str, object]
     ) -> None:
-        """Record that a call is about to run (before any tool of the batch runs)."""
+        """Record, durably, that a call is about to run.
+
+        Raises:
+            AlreadyStarted: That ``(run_id, call_id)`` was started before (and not
+                released by ``reconcile`` for a re-run).
+        """
         ...
 
     def settled(self, run_id: str, call_id: str, status: MessageStatus) -> None:
-        """Record how a call that was started ended."""
+        """Record how a started call ended (the status of the message answering it)."""
         ...
+
+    def unresolved(self, run_id: str | None = None) -> tuple[LedgerEntry, ...]:
+        """The calls started and never settled (of ``run_id``, or of every run)."""
+        ...
+
+
+#: One call of a batch as ``started_batch`` takes it: call id, tool name, arguments.
+StartedCall = tuple[str, str, Mapping[str, object]]
+
+
+class DurableLedger(EffectLedger, Protocol):
+    """A ledger that records a batch's started rows in one transaction, and can release a
+    started call for a re-run (what ``reconcile`` and a tool's deferral need)."""
+
+    def started_batch(self, run_id: str, calls: Sequence[StartedCall]) -> frozenset[str]:
+        """``started`` for every call, in one transaction, durable on return.
+
+        Returns:
+            The ids of the calls that were already started (each would have raised
+            ``AlreadyStarted``); the others are now started.
+        """
+        ...
+
+    def release(self, run_id: str, call_id: str) -> None:
+        """Let a started call be started again: ``reconcile`` found it replay-safe, or
+        its tool deferred it (``ApprovalRequired``, ``CallDeferred``) before acting."""
+        ...
+
+
+def record_started(
+    ledger: EffectLedger, run_id: str, admitted: Sequence[Admitted]
+) -> list[Admitted]:
+    """Write the started rows of a batch (arguments redacted); the calls refused as
+    already started.
+
+    Raises:
+        Exception: Whatever the ledger raised other than ``AlreadyStarted``.
+    """
+    rows = [
+        (item.call.id, item.tool.name, shown_arguments(item.tool, item.arguments))
+        for item in admitted
+    ]
+    started_batch = getattr(ledger, "started_batch", None)
+    if started_batch is not None:
+        refused_ids = started_batch(run_id, rows)
+        return [item for item in admitted if item.call.id in refused_ids]
+    refused = []
+    for item, (call_id, name, arguments) in zip(admitted, rows, strict=True):
+        try:
+            ledger.started(run_id, call_id, name, arguments)
+        except AlreadyStarted:
+            refused.append(item)
+    return refused
+
+
+def refusal(item: Admitted) -> tuple[ToolDenied, Answered]:
+    """The event and answer for a call the ledger refused as already started."""
+    call = item.call
+    text = (
+        f"Tool call not run: call `{call.id}` of this run was already started before "
+        "(by an earlier attempt or another worker), and running it again could repeat "
+        "its side effect. Do not retry it; check its effect another way."
+    )
+    event = ToolDenied(call_id=call.id, tool_name=item.tool.name, message=text)
+    return event, Answered(item.index, error_message(call, text))
+
+
+def release(ledger: EffectLedger, run_id: str, call_id: str) -> None:
+    """Release a started call whose tool deferred it, if the ledger can."""
+    release = getattr(ledger, "release", None)
+    if release is not None:
+        release(run_id, call_id)

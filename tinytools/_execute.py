@@ -29,6 +29,7 @@ from types import CodeType
 import msgspec
 
 from ._admit import Admitted
+from ._event_loops import wrong_loop
 from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
 from ._run import Run, Stop
@@ -141,6 +142,8 @@ def classify(error: BaseException, item: Admitted) -> object:
         if isinstance(error, ApprovalRequired):
             return Postponed("approval", dict(error.metadata))
         return Postponed("deferred", dict(error.metadata))
+    if (wrong := wrong_loop(error, name)) is not None:  # the host's mistake, not the model's
+        return Fatal(_scrub(item, wrong), _scrub(item, _trace(error)))
     kind = type(error).__name__
     said = _text(error)
     text = f"Tool `{name}` failed: {kind}: {said}" if said else f"Tool `{name}` failed: {kind}"

@@ -95,7 +95,11 @@ class HumanApprovalMiddleware:
         if env.is_call_approved(call.id):
             return call
         tool = resolve(call, env)
-        if not self.every_call and (tool is None or not tool.policy.access.approval_required):
+        if not self.every_call and (
+            tool is None
+            or not tool.policy.access.approval_required
+            or not env.tools.approval_needed(call, env.context)  # ApprovalRequired(when=...)
+        ):
             return call
         if self._async:
             # The callback is called inside the coroutine, so a coroutine that

@@ -41,6 +41,7 @@ from typing import (
 import attrs
 import msgspec
 
+from ._exposure import ExposureExplanation
 from ._fold import render, truncate
 from ._inject import Context
 from ._middleware import Defer, Deny
@@ -51,6 +52,7 @@ from ._wire import ContentBlock, TextBlock, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
+    from .toolsets import Toolset
 
 __all__ = [
     "ExposureExplanation",
@@ -88,14 +90,6 @@ class Workspace:
     sandboxed: bool = False
     background: bool = False
     roots: tuple[str, ...] = attrs.field(default=(), converter=_roots)
-
-
-@attrs.frozen
-class ExposureExplanation:
-    """Why the tool ``name`` was not exposed to the model."""
-
-    name: str
-    reason: str
 
 
 @attrs.frozen
@@ -231,7 +225,7 @@ class ToolPolicyMiddleware:
         )
 
     def expose(
-        self, tools: Registry | Iterable[AnyTool], context: Context | None = None
+        self, tools: Registry | Toolset | Iterable[AnyTool], context: Context | None = None
     ) -> PolicyExposure:
         """Which tools may be advertised in ``context``, and why each other one may not.
 
@@ -241,7 +235,10 @@ class ToolPolicyMiddleware:
         workspace = workspace_of(context)
         allowed: list[str] = []
         hidden: list[ExposureExplanation] = []
-        for tool in tools.tools() if isinstance(tools, Registry) else tools:
+        # A Registry or any toolset (resolved with `context`), or the tools themselves.
+        method = getattr(tools, "tools", None)
+        listed = cast("Iterable[AnyTool]", method(context) if callable(method) else tools)
+        for tool in listed:
             if tool.exposure is Exposure.Hidden:
                 hidden.append(ExposureExplanation(tool.name, "host-only (exposure is hidden)"))
             elif (refusal := self.refusal(tool.policy, workspace)) is not None:

@@ -8,33 +8,75 @@ echo what the model sent. The tool itself still receives the real values.
 
 Raw argument text that cannot be decoded is replaced whole when the tool
 redacts anything: a broken document cannot be redacted field by field.
+
+Two decisions worth knowing:
+
+- Where arguments were *refused* (an unknown tool reached by a variant name,
+  arguments that fail the schema), the keys are whatever the model typed, so a
+  key that is a near miss of a secret name is treated as that name: the same
+  but for case and ``-``/``_``/spaces, or a misspelling (``pasword``,
+  ``passwrod``). Validated arguments carry the schema's own keys and are matched
+  exactly.
+- Free text (a tool's exception message, a validation error) is scrubbed of each
+  secret's text. A secret shorter than :data:`SHORT` characters is removed only
+  where it stands as a whole token, so that a one-letter secret does not turn
+  every such letter into the marker (which would both garble the text and spell
+  the secret out by its gaps).
 """
 
 from __future__ import annotations
 
+import difflib
+import re
 from collections.abc import Mapping
 
 import msgspec
 
 from ._registry import AnyTool
+from ._suggest import normalize
 
-__all__ = ["MARKER", "Redactor", "shown_arguments"]
+__all__ = ["MARKER", "SHORT", "Redactor", "shown_arguments"]
 
 #: What a redacted value is replaced with.
 MARKER = "[redacted]"
+#: Secrets with fewer characters than this are scrubbed from free text as whole tokens only.
+SHORT = 6
+#: How alike a typed key and a secret name must be to count as a misspelling of it.
+_NEAR = 0.8
+#: Keys longer than this are never compared for misspellings (a model may send any text).
+_LONGEST_KEY = 128
 
 
 class Redactor:
     """Redacts the values at one tool's redaction paths."""
 
-    __slots__ = ("_names", "_paths")
+    __slots__ = ("_loose", "_names", "_normal", "_paths")
 
-    def __init__(self, paths: tuple[str, ...]) -> None:
+    def __init__(self, paths: tuple[str, ...], *, loose: bool = False) -> None:
+        """``loose``: also match near misses of the secret names (for refused arguments,
+        whose keys the model typed; see the module's docstring)."""
         self._names = frozenset(p for p in paths if not p.startswith("$"))
         self._paths = frozenset(p for p in paths if p.startswith("$"))
+        self._loose = loose
+        self._normal = tuple(normalize(n).replace("_", "") for n in self._names)
 
     def _hit(self, key: str, path: str) -> bool:
-        return key in self._names or path in self._paths
+        if key in self._names or path in self._paths:
+            return True
+        return self._loose and self._near(key)
+
+    def _near(self, key: str) -> bool:
+        """Whether ``key`` is one of the secret names but for case, separators or a typo."""
+        if len(key) > _LONGEST_KEY:
+            return False
+        typed = normalize(key).replace("_", "")
+        for name in self._normal:
+            if typed == name:
+                return True
+            comparable = min(len(typed), len(name)) >= 4 and abs(len(typed) - len(name)) <= 2
+            if comparable and difflib.SequenceMatcher(None, typed, name).ratio() >= _NEAR:
+                return True
+        return False
 
     def arguments(self, value: Mapping[str, object]) -> tuple[dict[str, object], list[object]]:
         """A redacted copy of ``value`` and the secret values it held (no recursion)."""
@@ -86,7 +128,8 @@ class Redactor:
 
     @staticmethod
     def scrub(text: str, secrets: list[object]) -> str:
-        """``text`` with every secret's text form replaced by the marker."""
+        """``text`` with every secret's text form replaced by the marker (a short one
+        only where it stands as a whole token)."""
         for secret in secrets:
             if secret == MARKER:
                 continue
@@ -97,8 +140,10 @@ class Redactor:
             else:
                 forms = [str(secret)]
             for form in forms:
-                if form:
+                if len(form) >= SHORT:
                     text = text.replace(form, MARKER)
+                elif form:
+                    text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
         return text
 
 

@@ -1,20 +1,31 @@
 """``Registry``: an immutable name → :class:`Tool` mapping with the name rules.
 
 Building one is a single pass over the tools (no compiling, no copying of
-schemas), so a registry of thousands of tools is cheap.
+schemas), so a registry of thousands of tools is cheap. A registry is also the
+simplest toolset (``tinytools.toolsets``): its tools are the same for every
+context, and it explains its host-only (``Exposure.Hidden``) tools.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
-from ._spec import Tool
+from ._exposure import ExposureExplanation
+from ._spec import Exposure, Tool
 from ._suggest import NameIndex
 from ._tool_policy import ToolPolicy
 from .errors import ToolDefinitionError
 
-__all__ = ["AnyTool", "Registry"]
+if TYPE_CHECKING:
+    from ._inject import Context
+    from ._wire import ToolCall
+
+__all__ = ["UNSCANNED", "AnyTool", "Registry"]
+
+#: A registry's ``_discovery`` before anything looked for discovery's intrinsic tools.
+UNSCANNED = object()
 
 #: A tool of any signature (what a registry holds).
 AnyTool = Tool[..., object]
@@ -31,7 +42,7 @@ class Registry(Mapping[str, AnyTool]):
             that is not a :class:`Tool`, at once.
     """
 
-    __slots__ = ("_name_index", "_tools")
+    __slots__ = ("_discovery", "_name_index", "_resolution", "_tools")
 
     _tools: Mapping[str, AnyTool]
     _name_index: NameIndex
@@ -55,6 +66,8 @@ class Registry(Mapping[str, AnyTool]):
         if problems:
             raise ToolDefinitionError("Registry", problems)
         object.__setattr__(self, "_tools", found)
+        # Discovery's intrinsic tools among them: looked for on the first dispatch.
+        object.__setattr__(self, "_discovery", UNSCANNED)
 
     @classmethod
     def of(cls, *tools: AnyTool) -> Registry:
@@ -85,9 +98,29 @@ class Registry(Mapping[str, AnyTool]):
         """The tool names, in registration order."""
         return tuple(self._tools)
 
-    def tools(self) -> tuple[AnyTool, ...]:
-        """The tools, in registration order."""
+    def tools(self, context: Context | None = None) -> tuple[AnyTool, ...]:
+        """The tools, in registration order (the same for every ``context``)."""
         return tuple(self._tools.values())
+
+    def explain(self, context: Context | None = None) -> tuple[ExposureExplanation, ...]:
+        """Why the model cannot see some of the tools: one explanation per host-only
+        (``Exposure.Hidden``) tool, in registration order."""
+        return tuple(
+            ExposureExplanation(
+                tool.name,
+                "host-only: its exposure is Exposure.Hidden, so it is never declared "
+                "and a model cannot call it",
+                "Registry",
+                tool.name,
+            )
+            for tool in self._tools.values()
+            if tool.exposure is Exposure.Hidden
+        )
+
+    def approval_needed(self, call: ToolCall, context: Context) -> bool:
+        """Whether a call of an approval-gated tool waits for approval (always, here; a
+        registry resolved from an ``ApprovalRequired(when=...)`` toolset asks ``when``)."""
+        return True
 
     def policies(self) -> Mapping[str, ToolPolicy]:
         """A read-only snapshot of every tool's policy, by name, in registration order.

@@ -6,21 +6,25 @@ Python. ``_relaxed_speedups.c`` is the same state machine over the UTF-8 bytes, 
 when the package is installed; `repair` uses it when it is there, and a property test
 checks that both give the same answer on any text.
 
-The scanner reads one token at a time (whitespace, a string in one of its three
-syntaxes, a word, a punctuation character, anything else) and keeps:
+The scanner reads one token at a time (whitespace, a comment, a string in one of its
+three syntaxes, a word, a punctuation character, anything else) and keeps:
 
 - the last significant token, which tells a key position (after ``{`` or ``,``) and a
   trailing comma's predecessor;
 - a stack with one flag per open ``{``: whether it wraps exactly one object;
 - whether the next significant token must be a wrapper's closing ``}``.
 
+A comment (``//`` to the end of the line, ``/* … */``) outside a string is dropped, a
+space in its place, and changes none of that state. A raw control character inside a
+string (not right after a backslash) is written as its JSON escape.
+
 A decision that depends on what follows (is this word a key, is this comma trailing,
-does this brace wrap an object) peeks past whitespace at the next character. Each
-whitespace run is therefore read at most twice, every other character once: the pass
-is linear, and it never recurses. A document that cannot be rewritten without guessing
-is refused there and then (``None``); everything the scanner leaves alone, such as an
-unquoted value, a number in a strange form or prose, is left for the strict decode to
-refuse.
+does this brace wrap an object) peeks past whitespace and comments at the next
+character. Each whitespace run and comment is therefore read at most twice, every
+other character once: the pass is linear, and it never recurses. A document that
+cannot be rewritten without guessing is refused there and then (``None``); everything
+the scanner leaves alone, such as an unquoted value, a number in a strange form or
+prose, is left for the strict decode to refuse.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ import msgspec
 __all__ = [
     "BRACES",
     "COMMAS",
+    "COMMENTS",
+    "CONTROL",
     "KEYS",
     "LITERALS",
     "SINGLE_QUOTES",
@@ -47,6 +53,8 @@ TEMPLATE_TOKENS: Final = 4
 COMMAS: Final = 8
 SINGLE_QUOTES: Final = 16
 LITERALS: Final = 32
+CONTROL: Final = 64
+COMMENTS: Final = 128
 
 # One token per match; the alternatives are tried in order and the last one takes any
 # character, so consecutive matches cover the whole text. A string's match cannot fail
@@ -62,15 +70,27 @@ _TOKEN: Final = re.compile(
     | (?P<template><\|"\|?>[^<]*(?:<(?!\|"\|?>)[^<]*)*(?P<template_end><\|"\|?>)?)
     | (?P<word>[\w$-]+)
     | (?P<punctuation>[{}\[\],:])
+    | (?P<comment>//[^\n]*|/\*[^*]*(?:\*+[^*/][^*]*)*(?P<comment_end>\*+/)?)
     | (?P<other>.)
     """,
     re.DOTALL | re.VERBOSE,
 )
 # Each string syntax and the group that holds its closing quote.
 _STRINGS: Final = {"double": "double_end", "single": "single_end", "template": "template_end"}
-_SPACE: Final = re.compile(r"[ \t\r\n]*")
-# Inside single quotes: an escape (kept, except \' which becomes ') or a bare ".
-_SINGLE_QUOTED_ESCAPE: Final = re.compile(r'\\(.)|"', re.DOTALL)
+# Whitespace and comments: what a peek skips to find the next significant character. An
+# unclosed block comment is not skipped (the scan refuses it when it gets there).
+_SPACE: Final = re.compile(r"(?:[ \t\r\n]+|//[^\n]*|/\*[^*]*(?:\*+[^*/][^*]*)*\*+/)*")
+# Inside single quotes: an escape (kept, except \' which becomes '), a bare ", or a raw
+# control character.
+_SINGLE_QUOTED_ESCAPE: Final = re.compile(r'\\(.)|"|[\x00-\x1f]', re.DOTALL)
+# Inside double quotes: an escape (kept as it is) or a raw control character.
+_DOUBLE_QUOTED_ESCAPE: Final = re.compile(r"\\.|[\x00-\x1f]", re.DOTALL)
+_CONTROL_CHARACTER: Final = re.compile(r"[\x00-\x1f]")
+# How JSON writes a control character (the compiled scanner uses the same spellings).
+_CONTROL_ESCAPES: Final = {
+    chr(c): {8: "\\b", 9: "\\t", 10: "\\n", 12: "\\f", 13: "\\r"}.get(c, f"\\u{c:04x}")
+    for c in range(32)
+}
 _TEMPLATE_OPENERS: Final = ('<|"|>', '<|">')
 _PYTHON_LITERALS: Final = {"True": "true", "False": "false", "None": "null"}
 # Words that must not become keys: JavaScript reads {true: 1} as the key "true", Python
@@ -98,6 +118,12 @@ def rewrite(text: str) -> tuple[str, int] | None:
         token = match.group()
         if kind == "space":
             out.append(token)
+            continue
+        if kind == "comment":
+            if token.startswith("/*") and match.group("comment_end") is None:
+                return None  # a block comment that is never closed
+            found |= COMMENTS
+            out.append(" ")
             continue
         if token == "," and _next_character(text, match.end()) in ("}", "]"):
             # A trailing comma is dropped, after a wrapped object too: "{{a: 1},}".
@@ -141,9 +167,15 @@ def rewrite(text: str) -> tuple[str, int] | None:
                 out.append(_PYTHON_LITERALS[token])
             else:
                 out.append(token)
+        elif kind == "double" and _CONTROL_CHARACTER.search(token) is not None:
+            escaped = _DOUBLE_QUOTED_ESCAPE.sub(_escape_control, token)
+            found |= CONTROL if escaped != token else 0
+            out.append(escaped)
         elif kind == "single":
             found |= SINGLE_QUOTES
-            out.append(_single_quoted(token))
+            quoted, control = _single_quoted(token)
+            found |= CONTROL if control else 0
+            out.append(quoted)
         elif kind == "template":
             found |= TEMPLATE_TOKENS
             out.append(_template_quoted(token))
@@ -161,19 +193,39 @@ def _next_character(text: str, at: int) -> str:
     return text[start : start + 1]
 
 
-def _single_quoted(token: str) -> str:
-    """A single-quoted string as a JSON string: \\' becomes ', a bare " is escaped."""
+def _escape_control(match: re.Match[str]) -> str:
+    """A raw control character as its JSON escape; an escape sequence as it is."""
+    token = match.group()
+    return _CONTROL_ESCAPES[token] if len(token) == 1 else token
+
+
+def _single_quoted(token: str) -> tuple[str, bool]:
+    """A single-quoted string as a JSON string (\\' becomes ', a bare " is escaped, a raw
+    control character is written as its escape), and whether it held a raw control
+    character."""
     body = token[1:-1]
-    if "\\" in body or '"' in body:
-        body = _SINGLE_QUOTED_ESCAPE.sub(_requote, body)
-    return f'"{body}"'
+    control = False
+    if "\\" in body or '"' in body or _CONTROL_CHARACTER.search(body) is not None:
+        rewritten = _SINGLE_QUOTED_ESCAPE.sub(_requote, body)
+        control = (
+            _CONTROL_CHARACTER.search(_SINGLE_QUOTED_ESCAPE.sub(_kept_escape, body)) is not None
+        )
+        body = rewritten
+    return f'"{body}"', control
+
+
+def _kept_escape(match: re.Match[str]) -> str:
+    """An escape sequence removed, to tell raw control characters from escaped ones."""
+    return "" if match.group(1) is not None else match.group()
 
 
 def _requote(match: re.Match[str]) -> str:
-    """Rewrite one escape or bare double quote from a single-quoted string body."""
+    """Rewrite one escape, bare double quote or raw control character from a
+    single-quoted string body."""
     escaped = match.group(1)
     if escaped is None:
-        return '\\"'
+        token = match.group()
+        return '\\"' if token == '"' else _CONTROL_ESCAPES[token]
     return "'" if escaped == "'" else match.group(0)
 
 

@@ -11,7 +11,7 @@
  * each. The output is the input with edits at a few points:
  * unchanged runs are copied with memcpy when an edit is reached.
  *
- * One pass, no recursion: a whitespace run is read at most twice (once by a peek),
+ * One pass, no recursion: a whitespace run or comment is read at most twice (once by a peek),
  * every other byte once, and the only memory beyond the output is one flag per open
  * brace.
  *
@@ -31,6 +31,8 @@ enum {
     COMMAS = 8,
     SINGLE_QUOTES = 16,
     LITERALS = 32,
+    CONTROL = 64,
+    COMMENTS = 128,
 };
 
 /* A growable byte buffer. */
@@ -111,14 +113,85 @@ is_space(unsigned char byte)
     return byte == ' ' || byte == '\t' || byte == '\r' || byte == '\n';
 }
 
-/* The first byte at or after `at` that is not JSON whitespace, or 0 at the end. */
+/*
+ * Where the comment at `at` ends: past a block comment's closing star-slash, or at
+ * the newline (or the end) after a line comment. 0 when no comment starts at `at`,
+ * -1 for a block comment that is never closed.
+ */
+static Py_ssize_t
+comment_end(const Scan *scan, Py_ssize_t at)
+{
+    const unsigned char *text = scan->text;
+    if (at + 1 >= scan->size || text[at] != '/') {
+        return 0;
+    }
+    if (text[at + 1] == '/') {
+        const void *newline = memchr(text + at + 2, '\n', (size_t)(scan->size - at - 2));
+        return newline == NULL ? scan->size : (const unsigned char *)newline - text;
+    }
+    if (text[at + 1] != '*') {
+        return 0;
+    }
+    for (Py_ssize_t i = at + 2; i + 1 < scan->size; i++) {
+        if (text[i] == '*' && text[i + 1] == '/') {
+            return i + 2;
+        }
+    }
+    return -1;
+}
+
+/* The first byte at or after `at` that is neither JSON whitespace nor in a comment, or 0
+   at the end. An unclosed block comment is not skipped: its "/" is the answer. */
 static unsigned char
 next_byte(const Scan *scan, Py_ssize_t at)
 {
-    while (at < scan->size && is_space(scan->text[at])) {
-        at++;
+    while (at < scan->size) {
+        if (is_space(scan->text[at])) {
+            at++;
+            continue;
+        }
+        Py_ssize_t after = comment_end(scan, at);
+        if (after <= 0) {
+            break;
+        }
+        at = after;
     }
     return at < scan->size ? scan->text[at] : 0;
+}
+
+/* How JSON writes the control character `byte` (below 0x20); returns its length. */
+static Py_ssize_t
+control_escape(unsigned char byte, char *escape)
+{
+    static const char hex[] = "0123456789abcdef";
+    const char *named = NULL;
+    switch (byte) {
+    case '\b':
+        named = "\\b";
+        break;
+    case '\t':
+        named = "\\t";
+        break;
+    case '\n':
+        named = "\\n";
+        break;
+    case '\f':
+        named = "\\f";
+        break;
+    case '\r':
+        named = "\\r";
+        break;
+    default:
+        break;
+    }
+    if (named != NULL) {
+        memcpy(escape, named, 2);
+        return 2;
+    }
+    memcpy(escape, "\\u00", 4);
+    escape[4] = hex[byte >> 4];
+    escape[5] = hex[byte & 0xF];
+    return 6;
 }
 
 /*
@@ -197,11 +270,15 @@ word_end(const Scan *scan, Py_ssize_t at)
     return at;
 }
 
-/* The end of the double-quoted string opened at `at`, or -1 if it is never closed. */
+/*
+ * The end of the double-quoted string opened at `at`, or -1 if it is never closed;
+ * `*extra` is how many bytes escaping its raw control characters adds (0 for none).
+ */
 static Py_ssize_t
-double_quoted_end(const Scan *scan, Py_ssize_t at)
+double_quoted_end(const Scan *scan, Py_ssize_t at, Py_ssize_t *extra)
 {
     const unsigned char *text = scan->text;
+    *extra = 0;
     for (Py_ssize_t i = at + 1; i < scan->size; i++) {
         if (text[i] == '\\') {
             i++;
@@ -209,37 +286,76 @@ double_quoted_end(const Scan *scan, Py_ssize_t at)
         else if (text[i] == '"') {
             return i + 1;
         }
+        else if (text[i] < 0x20) {
+            char escape[6];
+            *extra += control_escape(text[i], escape) - 1;
+        }
     }
     return -1;
 }
 
+/* Copy the double-quoted string text[at:end] with its raw control characters escaped
+   (`extra` more bytes); escape sequences are kept as they are. */
+static int
+double_quoted_escaped(Scan *scan, Py_ssize_t at, Py_ssize_t end, Py_ssize_t extra)
+{
+    const unsigned char *text = scan->text;
+    if (copy_until(scan, at, end) < 0 || buffer_reserve(&scan->out, end - at + extra) < 0) {
+        return -1;
+    }
+    Buffer *out = &scan->out;
+    for (Py_ssize_t i = at; i < end; i++) {
+        if (text[i] == '\\') {
+            out->data[out->length++] = '\\';
+            out->data[out->length++] = (char)text[++i];
+        }
+        else if (text[i] < 0x20) {
+            out->length += control_escape(text[i], out->data + out->length);
+        }
+        else {
+            out->data[out->length++] = (char)text[i];
+        }
+    }
+    return 0;
+}
+
 /*
  * Rewrite the single-quoted string opened at `at`. Returns where it ends, 0 if it is never
- * closed, or -1 on a memory error.
+ * closed, or -1 on a memory error; `*control` is set when it held a raw control character.
  */
 static Py_ssize_t
-single_quoted(Scan *scan, Py_ssize_t at)
+single_quoted(Scan *scan, Py_ssize_t at, int *control)
 {
     const unsigned char *text = scan->text;
     Py_ssize_t end = -1;
+    Py_ssize_t size = 2; /* the output: the quotes, then each body byte */
+    *control = 0;
     for (Py_ssize_t i = at + 1; i < scan->size; i++) {
         if (text[i] == '\\') {
             i++;
+            size += 2;
         }
         else if (text[i] == '\'') {
             end = i;
             break;
         }
+        else if (text[i] < 0x20) {
+            char escape[6];
+            size += control_escape(text[i], escape);
+            *control = 1;
+        }
+        else {
+            size += text[i] == '"' ? 2 : 1; /* a bare " is escaped */
+        }
     }
     if (end < 0) {
         return 0;
     }
-    /* Each body byte becomes at most two (a bare " is escaped), plus the two quotes. */
-    if (end - at > PY_SSIZE_T_MAX / 2) {
+    if (end - at > PY_SSIZE_T_MAX / 6) { /* `size` could not have been counted */
         PyErr_NoMemory();
         return -1;
     }
-    if (copy_until(scan, at, end + 1) < 0 || buffer_reserve(&scan->out, 2 * (end - at)) < 0) {
+    if (copy_until(scan, at, end + 1) < 0 || buffer_reserve(&scan->out, size) < 0) {
         return -1;
     }
     Buffer *out = &scan->out;
@@ -253,6 +369,9 @@ single_quoted(Scan *scan, Py_ssize_t at)
                 out->data[out->length++] = '\\';
             }
             out->data[out->length++] = (char)text[i];
+        }
+        else if (byte < 0x20) {
+            out->length += control_escape(byte, out->data + out->length);
         }
         else {
             if (byte == '"') {
@@ -289,7 +408,6 @@ template_token(const Scan *scan, Py_ssize_t at)
 static Py_ssize_t
 template_quoted(Scan *scan, Py_ssize_t at, Py_ssize_t opener)
 {
-    static const char hex[] = "0123456789abcdef";
     const unsigned char *text = scan->text;
     Py_ssize_t start = at + opener;
     Py_ssize_t end = start;
@@ -303,7 +421,7 @@ template_quoted(Scan *scan, Py_ssize_t at, Py_ssize_t opener)
         return 0;
     }
     /* The body is verbatim text: JSON needs " and \ escaped (2 bytes each) and control
-       characters written as \u00XX (6 bytes each). Reserve exactly that. */
+       characters escaped (at most 6 bytes each). Reserve that much. */
     Py_ssize_t size = end - start + 2;
     for (Py_ssize_t i = start; i < end; i++) {
         size += text[i] < 0x20 ? 5 : (text[i] == '"' || text[i] == '\\');
@@ -320,10 +438,7 @@ template_quoted(Scan *scan, Py_ssize_t at, Py_ssize_t opener)
             out->data[out->length++] = (char)byte;
         }
         else if (byte < 0x20) {
-            memcpy(out->data + out->length, "\\u00", 4);
-            out->data[out->length + 4] = hex[byte >> 4];
-            out->data[out->length + 5] = hex[byte & 0xF];
-            out->length += 6;
+            out->length += control_escape(byte, out->data + out->length);
         }
         else {
             out->data[out->length++] = (char)byte;
@@ -404,6 +519,21 @@ scan_document(Scan *scan, Stack *stack, long *found)
             i++;
             continue;
         }
+        if (byte == '/') {
+            Py_ssize_t after = comment_end(scan, i);
+            if (after < 0) {
+                return REFUSED; /* a block comment that is never closed */
+            }
+            if (after > 0) {
+                /* A comment is dropped, a space in its place; `last` is unchanged. */
+                *found |= COMMENTS;
+                if (copy_until(scan, i, after) < 0 || buffer_put(&scan->out, ' ') < 0) {
+                    return FAILED;
+                }
+                i = after;
+                continue;
+            }
+        }
         if (byte == ',') {
             unsigned char next = next_byte(scan, i + 1);
             if (next == '}' || next == ']') {
@@ -459,19 +589,29 @@ scan_document(Scan *scan, Stack *stack, long *found)
             last = byte;
             i++;
             continue;
-        case '"':
-            end = double_quoted_end(scan, i);
+        case '"': {
+            Py_ssize_t extra;
+            end = double_quoted_end(scan, i, &extra);
             if (end < 0) {
                 return REFUSED;
             }
+            if (extra > 0) {
+                *found |= CONTROL;
+                if (double_quoted_escaped(scan, i, end, extra) < 0) {
+                    return FAILED;
+                }
+            }
             break;
-        case '\'':
-            end = single_quoted(scan, i);
+        }
+        case '\'': {
+            int control;
+            end = single_quoted(scan, i, &control);
             if (end <= 0) {
                 return end < 0 ? FAILED : REFUSED;
             }
-            *found |= SINGLE_QUOTES;
+            *found |= SINGLE_QUOTES | (control ? CONTROL : 0);
             break;
+        }
         case '<': {
             Py_ssize_t opener = template_token(scan, i);
             if (opener == 0) {

@@ -15,7 +15,7 @@ import msgspec
 from ._approvals import DeferredToolRequests
 from ._wire import ContentBlock, ToolMessage
 from .errors import TinytoolsError
-from .events import Event
+from .events import Event, ToolSearched
 
 __all__ = ["DispatchAborted", "DispatchResult", "FollowUp"]
 
@@ -38,6 +38,8 @@ class DispatchResult(msgspec.Struct, frozen=True):
         follow_ups: Content to add as a user message after the last tool message.
         metadata: Call id → the host-only metadata its result carried.
         executed: Ids of the calls whose tool ran, in call order.
+        promoted: The tool names ``tool_search`` found in this batch (read from
+            the ``ToolSearched`` events).
     """
 
     messages: tuple[ToolMessage, ...]
@@ -46,6 +48,13 @@ class DispatchResult(msgspec.Struct, frozen=True):
     follow_ups: tuple[FollowUp, ...] = ()
     metadata: Mapping[str, Mapping[str, object]] = msgspec.field(default_factory=dict)
     executed: tuple[str, ...] = ()
+
+    @property
+    def promoted(self) -> tuple[str, ...]:
+        """The tool names ``tool_search`` found in this batch, in order, each once (pass
+        them to ``Discovery.promote`` to declare them on the next request)."""
+        found = [n for e in self.events if type(e) is ToolSearched for n in e.names]
+        return tuple(dict.fromkeys(found))
 
 
 class DispatchAborted(TinytoolsError):

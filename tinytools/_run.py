@@ -31,7 +31,7 @@ from ._admit import (
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
-from ._effects import EffectLedger
+from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold
 from ._inject import Cancellation
 from ._middleware import HookFailed, Stack
@@ -168,6 +168,7 @@ class Run(Admission):
         "ledger",
         "metadata",
         "postponed",
+        "recorded",
         "sink",
         "started",
         "store",
@@ -197,6 +198,7 @@ class Run(Admission):
         )
         self.store = store
         self.ledger = ledger
+        self.recorded = False  # the ledger holds the admitted calls' started rows
         self.resume = resume
         self.cancellation = cancellation
         self.answers: dict[int, ToolMessage] = {}
@@ -235,6 +237,8 @@ class Run(Admission):
             if self.postponed is None:
                 self.postponed = {}
             self.postponed[item.index] = outcome
+            if self.ledger is not None:  # deferred before acting: it may start again
+                self._release(call)
             self.emit(
                 ToolDeferred(
                     call_id=call.id, tool_name=name, reason=outcome.kind, metadata=outcome.metadata
@@ -247,7 +251,10 @@ class Run(Admission):
                 call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
             )
         except Exception as error:  # an after_tool hook, or the artifact store
-            message, event, follow_up, metadata = self._lost(error, call, name, limit, None)
+            # A tool that raised, timed out or was interrupted is answered with that, as
+            # no hook saw it; only a result the tool did return can have been lost.
+            kept = outcome if type(outcome) is Failed or type(outcome) is Fatal else None
+            message, event, follow_up, metadata = self._lost(error, call, name, limit, kept)
         self.answers[item.index] = message
         if follow_up or metadata:
             self._extras(call, follow_up, metadata)
@@ -342,6 +349,13 @@ class Run(Admission):
         except Exception as error:
             self.fail(HostFailed("the effect ledger's settled()", error))
 
+    def _release(self, call: ToolCall) -> None:
+        assert self.ledger is not None
+        try:
+            release(self.ledger, self.env.context.run_id, call.id)
+        except Exception as error:
+            self.fail(HostFailed("the effect ledger's release()", error))
+
     def _run_id(self) -> str:
         return self.env.context.run_id
 
@@ -405,6 +419,8 @@ class Run(Admission):
             answer = answers.get(index)
             if answer is None:
                 answer = error_message(call, stop.message(), "interrupted")
+                if kind is Admitted and self.recorded:  # in the ledger, never ran
+                    self._settle(call, answer)
             messages.append(answer)
         deferred = None
         if deferred_calls or approvals:

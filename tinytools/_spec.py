@@ -12,7 +12,7 @@ import enum
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Generic, ParamSpec, TypeVar, overload
+from typing import Generic, ParamSpec, TypeVar, get_args, overload
 
 import attrs
 import msgspec
@@ -22,8 +22,10 @@ from ._format import Json, ToolFormat
 from ._inject import Injection
 from ._introspect import injections_of
 from ._plan import Plan
+from ._schema_check import DEEP, inline_depth, schema_problems
+from ._schema_dialect import Dialect, Enforce, dialect_of
 from ._tool_policy import ToolPolicy
-from ._validate import Arguments, Enforce, SchemaValidator, StructValidator
+from ._validate import Arguments, SchemaValidator, StructValidator
 from .errors import ToolDefinitionError
 
 __all__ = [
@@ -213,7 +215,7 @@ class Tool(Generic[P, R]):
         parameters: Mapping[str, object],
         fn: None = None,
         *,
-        enforce: Enforce = "subset",
+        enforce: Enforce = "full",
         policy: ToolPolicy | None = None,
         exposure: Exposure | str = Exposure.Direct,
         format: ToolFormat | None = None,
@@ -228,7 +230,7 @@ class Tool(Generic[P, R]):
         parameters: Mapping[str, object],
         fn: Callable[..., R],
         *,
-        enforce: Enforce = "subset",
+        enforce: Enforce = "full",
         policy: ToolPolicy | None = None,
         exposure: Exposure | str = Exposure.Direct,
         format: ToolFormat | None = None,
@@ -242,7 +244,7 @@ class Tool(Generic[P, R]):
         parameters: Mapping[str, object],
         fn: Callable[..., R] | None = None,
         *,
-        enforce: Enforce = "subset",
+        enforce: Enforce = "full",
         policy: ToolPolicy | None = None,
         exposure: Exposure | str = Exposure.Direct,
         format: ToolFormat | None = None,
@@ -257,11 +259,26 @@ class Tool(Generic[P, R]):
             fn: Called with the validated arguments as keywords (plus any
                 ``Inject[...]`` parameters it declares); ``None`` makes an
                 external tool that the host executes.
-            enforce: ``"subset"`` (default) enforces ``type``, ``properties``,
-                ``required``, ``additionalProperties``, ``items``, ``enum`` and
-                ``const`` locally (other keywords go to providers only);
-                ``"draft7"`` enforces all of JSON Schema draft 7, formats
-                included.
+            enforce: ``"full"`` (default) enforces the whole schema in its dialect
+                (its ``$schema``: draft 7 or 2020-12; 2020-12 when it names none,
+                as MCP does): bounds, lengths, ``pattern``, ``oneOf``/``anyOf``/
+                ``allOf``/``not``, ``if``/``then``/``else``, ``$ref`` (inside the
+                schema), dependencies and the formats date-time, date, time,
+                email, hostname, ipv4, ipv6, uri, uri-reference, json-pointer
+                and uuid (others are annotations), so a model hears of a bad
+                argument before a tool or a remote server does. Not enforced
+                locally (left to the provider or server): ``unevaluated*``,
+                ``$dynamicRef``, ``minContains``/``maxContains``; a ``not``,
+                ``if`` or ``oneOf`` that holds one is skipped whole, so the local
+                check is never stricter than the schema. ``"draft7"`` and
+                ``"draft2020-12"`` enforce it whole in that dialect whatever
+                ``$schema`` says (for a draft-7 schema without one). ``"subset"``
+                is the opt-out: only ``type``, ``properties``, ``required``,
+                ``additionalProperties``, ``items``, ``enum``, ``const`` and
+                ``$ref`` are enforced locally; other keywords go to providers
+                only. Whichever is chosen, the schema must be valid JSON Schema
+                in its dialect, and is checked when the tool is built; its
+                validator is compiled on the tool's first call, once.
             policy: The tool's safety policy (default: unclassified).
             exposure: How the tool reaches the model.
             format: The preferred rendering (default: native JSON).
@@ -281,16 +298,28 @@ class Tool(Generic[P, R]):
                 for i in injections
                 if i.name in properties
             ]
-        if enforce not in ("subset", "draft7"):
-            problems.append(f'enforce must be "subset" or "draft7", not {enforce!r}')
+        dialect: Dialect = "draft2020-12"
+        if enforce not in get_args(Enforce):
+            choices = ", ".join(f'"{e}"' for e in get_args(Enforce))
+            problems.append(f"enforce must be one of {choices}, not {enforce!r}")
+        elif schema:
+            try:
+                dialect = dialect_of(schema, enforce)
+            except ValueError as exc:
+                problems.append(str(exc))
+            else:
+                problems += schema_problems(schema, dialect)
         if problems:
             raise ToolDefinitionError(f"tool {name!r}", problems)
+        validator = SchemaValidator(schema, enforce, frozenset(i.name for i in injections), dialect)
+        if inline_depth(schema) >= DEEP:
+            validator.compile(name)  # may pass fastjsonschema's nesting: refuse it now if so
         return cls(
             name,
             description,
             schema,
             fn,
-            validator=SchemaValidator(schema, enforce, frozenset(i.name for i in injections)),
+            validator=validator,
             injections=injections,
             policy=policy or DEFAULT_POLICY,
             exposure=exposure,
@@ -304,6 +333,8 @@ def _copy_schema(parameters: Mapping[str, object]) -> tuple[dict[str, object], l
         schema = msgspec.json.decode(msgspec.json.encode(parameters))
     except (TypeError, ValueError) as exc:
         return {}, [f"the parameters schema is not JSON ({exc})"]
+    except RecursionError:
+        return {}, ["the parameters schema is nested too deeply to copy; flatten it with `$defs`"]
     if not isinstance(schema, dict) or schema.get("type") != "object":
         return {}, [
             'the parameters schema must be an object schema ({"type": "object", ...}); '

@@ -175,8 +175,8 @@ class ToolRuntime:
     sandbox: SandboxMode = attrs.field(default="inherit", validator=_one_of(SandboxMode))
     timeout: float | None = attrs.field(default=None, converter=_as_seconds, validator=SECONDS)
     max_retries: int = attrs.field(default=0, validator=_RETRIES)
-    # `idempotent`, `replay` and `idempotency_key` are read by the effect ledger's
-    # `reconcile` (issue 13); until then only MCP's `idempotentHint` reads `idempotent`.
+    # `idempotent` and `replay` are read by `tinytools.ledger.reconcile` (with
+    # `side_effects.read_only`: see `replay_safe`); `idempotency_key` is not read yet.
     idempotent: bool = _flag()
     max_result_bytes: int | None = attrs.field(default=None, validator=BYTES)
     replay: ReplayMode = attrs.field(default="never", validator=_one_of(ReplayMode))

@@ -7,7 +7,8 @@ Two validators share one interface (``validate(tool_name, arguments)``):
   conversion to the parameters' Python types in one compiled pass.
 * :class:`SchemaValidator`, for tools built from a JSON schema: msgspec
   decodes, and a fastjsonschema validator, compiled on first use, checks the
-  locally enforced subset of the schema (or all of draft 7).
+  whole schema in its dialect (draft 7 or 2020-12, see ``_schema_dialect``),
+  or the seed's subset under ``enforce="subset"``.
 
 Both raise ``ToolArgumentsError`` whose message is written for the model.
 
@@ -23,10 +24,17 @@ import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
+from ._schema_dialect import (
+    ENFORCED_KEYWORDS,
+    FORMAT_CHECKS,
+    Dialect,
+    Enforce,
+    local_schema,
+)
 from .errors import ToolArgumentsError, ToolDefinitionError
 
 if TYPE_CHECKING:
@@ -48,8 +56,6 @@ __all__ = [
 
 #: What a caller may hand to ``validate``: decoded arguments or raw JSON text.
 Arguments: TypeAlias = "Mapping[str, object] | str | bytes"
-#: Which part of a hand-written schema is enforced locally.
-Enforce: TypeAlias = Literal["subset", "draft7"]
 
 _JSON_NAMES = {"int": "integer", "str": "string", "float": "number", "bool": "boolean"}
 # msgspec names Python types ("Expected `int` <= 10", "got `str`"); the model reads a
@@ -269,7 +275,8 @@ def _decode_json(tool_name: str, text: str | bytes) -> object:
     """Raw text decoded as JSON, or the ``malformed`` error that says why it is not JSON.
 
     A number JSON text holds but no Python value can stand for (``1e999``, an
-    integer past 64 bits) is a schema error at its path, as for a typed tool.
+    integer of more than 4,300 characters) is a schema error at its path, as for a
+    typed tool.
     """
     try:
         return msgspec.json.decode(text)
@@ -348,64 +355,13 @@ def _decode_detail(error: msgspec.DecodeError) -> str:
 
 # --- schema validators --------------------------------------------------------
 
-#: Keywords enforced locally by default. ``patternProperties`` is kept because
-#: ``additionalProperties`` is defined relative to it; ``$ref`` and its targets
-#: because references must resolve; ``prefixItems``/``additionalItems`` because
-#: they give array-form ``items`` its meaning in each draft.
-ENFORCED_KEYWORDS = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "patternProperties",
-        "items",
-        "prefixItems",
-        "additionalItems",
-        "enum",
-        "const",
-        "$ref",
-        "$defs",
-        "definitions",
-    }
-)
-# Where subschemas sit: in a map of them, a list of them, or as the value itself.
-_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
-_SCHEMA_LISTS = frozenset({"prefixItems", "items", "allOf", "anyOf", "oneOf"})
-_SCHEMAS = frozenset(
-    {"additionalProperties", "additionalItems", "items", "not", "if", "then", "else"}
-    | {"contains", "propertyNames"}
-)
+
+def _never_fetch(uri: str) -> object:
+    raise ValueError(f"tinytools never fetches a schema ({uri}); copy it into `$defs`")
 
 
-def local_schema(schema: object, enforce: Enforce) -> object:
-    """The schema fastjsonschema compiles: the enforced subset (or all), in draft-7 spelling.
-
-    2020-12's ``prefixItems`` (with ``items`` for the rest) becomes draft 7's
-    array-form ``items`` (with ``additionalItems``), which means the same.
-    """
-    if not isinstance(schema, dict):
-        return schema
-    keep = ENFORCED_KEYWORDS if enforce == "subset" else None
-    out: dict[str, object] = {}
-    for key, value in schema.items():
-        if key == "$schema" or (keep is not None and key not in keep):
-            continue
-        out[key] = _local_value(key, value, enforce)
-    if "prefixItems" in out:
-        rest = out.pop("items", None)
-        out["items"] = out.pop("prefixItems")
-        if rest is not None:
-            out["additionalItems"] = rest
-    return out
-
-
-def _local_value(key: str, value: object, enforce: Enforce) -> object:
-    if key in _SCHEMA_MAPS and isinstance(value, dict):
-        return {name: local_schema(sub, enforce) for name, sub in value.items()}
-    if key in _SCHEMA_LISTS and isinstance(value, list):
-        return [local_schema(sub, enforce) for sub in value]
-    return local_schema(value, enforce) if key in _SCHEMAS else value
+#: fastjsonschema fetches a `$ref` to a URL unless a handler answers for its scheme.
+_NO_FETCH = dict.fromkeys(("", "http", "https", "file", "ftp", "data"), _never_fetch)
 
 
 class _NeverRaised(Exception):
@@ -416,21 +372,33 @@ class SchemaValidator:
     """Validates decoded arguments against a JSON schema, compiled on first use.
 
     Compiling costs milliseconds per schema (fastjsonschema generates Python
-    code), so a registry of many imported tools compiles only what it calls.
+    code), so a registry of many imported tools compiles only what it calls, and
+    each tool compiles once. The schema was checked when the tool was built
+    (``_schema_check``), so compiling it does not fail on a schema error.
     """
 
-    __slots__ = ("_check", "_invalid", "enforce", "injected", "schema")
+    __slots__ = ("_check", "_exact", "_invalid", "dialect", "enforce", "injected", "schema")
 
     def __init__(
-        self, schema: Mapping[str, object], enforce: Enforce, injected: frozenset[str] = frozenset()
+        self,
+        schema: Mapping[str, object],
+        enforce: Enforce,
+        injected: frozenset[str] = frozenset(),
+        dialect: Dialect = "draft2020-12",
     ) -> None:
         self.schema = schema
         self.enforce: Enforce = enforce
+        self.dialect: Dialect = dialect
         # The function's injected parameters: an open schema would let the model send
         # one, and injection must never be overridable (DESIGN: a schema violation).
         self.injected = injected
         self._check: Callable[[object], object] | None = None
         self._invalid: type[Exception] = _NeverRaised  # fastjsonschema's, once compiled
+        # fastjsonschema divides a float by an integer `multipleOf` as floats, which is
+        # inexact past 2**53 (and `oneOf`/`not` can turn that into a wrong refusal): when
+        # the schema has `multipleOf`, integral floats are checked as the integers they
+        # are (JSON Schema does not tell 3.0 from 3), exactly.
+        self._exact = False  # decided when compiled
 
     def compile(self, tool_name: str) -> Callable[[object], object]:
         """The compiled check (compiling it now if needed).
@@ -442,16 +410,28 @@ class SchemaValidator:
             import fastjsonschema  # on first use: `import tinytools` does not load it
 
             self._invalid = fastjsonschema.JsonSchemaValueException
+            full = self.enforce != "subset"
+            self._exact = full and b'"multipleOf"' in msgspec.json.encode(self.schema)
             try:
                 self._check = fastjsonschema.compile(
-                    local_schema(dict(self.schema), self.enforce),  # type: ignore[arg-type]
+                    local_schema(self.schema, self.enforce, self.dialect),  # type: ignore[arg-type]
+                    handlers=_NO_FETCH,
+                    formats=FORMAT_CHECKS if full else {},
                     use_default=False,
-                    use_formats=self.enforce == "draft7",
+                    use_formats=full,
                 )
             except (fastjsonschema.JsonSchemaDefinitionException, ValueError, TypeError) as exc:
                 raise ToolDefinitionError(
                     f"tool `{tool_name}`",
                     [f"its parameters schema cannot be compiled ({exc}); fix the schema"],
+                ) from None
+            except (SyntaxError, RecursionError, MemoryError):  # the generated code nests
+                raise ToolDefinitionError(
+                    f"tool `{tool_name}`",
+                    [
+                        "its parameters schema nests too deeply inline to be enforced; move "
+                        "inner parts into `$defs` and refer to them with `$ref`"
+                    ],
                 ) from None
         return self._check
 
@@ -477,12 +457,33 @@ class SchemaValidator:
             raise ToolArgumentsError(tool_name, f"Object contains unknown field `{forged}`")
         check = self.compile(tool_name)
         try:
-            check(value)
+            check(_integral_floats_to_int(value) if self._exact else value)
         except self._invalid as error:
             raise _from_fastjsonschema(tool_name, value, error) from None  # type: ignore[arg-type]
         except RecursionError:
             raise _too_deep(tool_name) from None
+        except OverflowError:  # `multipleOf` divides as floats: an integer past 2**1024
+            path = _past_float(value)
+            raise ToolArgumentsError(
+                tool_name,
+                "Number too large to check against the schema; send a number below 1e308",
+                path=path,
+            ) from None
         return value
+
+
+def _past_float(value: object) -> str:
+    """The path of the first integer in ``value`` that no float can hold (``$`` if none)."""
+    stack: list[tuple[object, str]] = [(value, "$")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, Mapping):
+            stack.extend((child, _child(path, str(key))) for key, child in item.items())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+        elif isinstance(item, int) and item.bit_length() > 1024:
+            return path
+    return "$"
 
 
 def json_type(value: object) -> str:
@@ -616,8 +617,46 @@ def _from_fastjsonschema(
     elif rule == "const":
         detail = f"Expected {preview(definition.get('const'))}, got {preview(value)}"
     else:
-        detail = (error.message or "invalid value").replace(error.name or "data", "value", 1)
+        detail = _constraint_detail(rule, error.rule_definition, value) or (
+            (error.message or "invalid value").replace(error.name or "data", "value", 1)
+        )
     return ToolArgumentsError(tool_name, detail, path=_json_path(data, list(error.path or [])))
+
+
+#: The comparison each bound keyword makes, as msgspec words it (``Expected `int` >= 1``).
+_BOUNDS = {"minimum": ">=", "maximum": "<=", "exclusiveMinimum": ">", "exclusiveMaximum": "<"}
+_SIZES = {
+    "minLength": (">=", "string"),
+    "maxLength": ("<=", "string"),
+    "minItems": (">=", "array"),
+    "maxItems": ("<=", "array"),
+}
+
+
+def _constraint_detail(rule: str | None, limit: object, value: object) -> str | None:
+    """The model-facing sentence for a keyword beyond the subset (None: use fastjsonschema's)."""
+    found = preview(value)
+    if rule in _BOUNDS:
+        return f"Expected `{json_type(value)}` {_BOUNDS[rule]} {preview(limit)}, got {found}"
+    if rule in _SIZES and isinstance(value, (str, list)):
+        op, kind = _SIZES[rule]
+        unit = "characters" if kind == "string" else "items"
+        return f"Expected `{kind}` of length {op} {limit}, got {len(value)} {unit}"
+    if rule in ("minProperties", "maxProperties") and isinstance(value, Mapping):
+        op = ">=" if rule == "minProperties" else "<="
+        return f"Expected `object` with {op} {limit} fields, got {len(value)}"
+    sentences = {
+        "multipleOf": f"Expected a multiple of {preview(limit)}, got {found}",
+        "pattern": f"Expected `string` matching regex {preview(limit)}, got {found}",
+        "format": f"Expected `string` in format `{limit}`, got {found}",
+        "uniqueItems": "Expected `array` of unique items, got a repeated item",
+        "anyOf": f"Expected a value matching at least one schema of `anyOf`, got {found}",
+        "oneOf": f"Expected a value matching exactly one schema of `oneOf`, got {found}",
+        "not": f"Expected a value the `not` schema refuses, got {found}",
+        "contains": "Expected `array` with at least one item matching `contains`, got none",
+        "propertyNames": f"Object has a field name that `propertyNames` refuses: {found}",
+    }
+    return sentences.get(rule or "")
 
 
 # --- values JSON text cannot carry --------------------------------------------
@@ -662,16 +701,16 @@ def _value_problem(item: object) -> str | None:
     elif isinstance(item, _Huge) or (
         isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > _LONGEST_INT
     ):
-        return "Integer value out of range; send an integer of at most 64 bits"
+        return "Integer value out of range; send an integer of at most 4,000 digits"
     return None
 
 
 def json_problem(value: object) -> tuple[str, str] | None:
     """The first value in decoded ``value`` that JSON text cannot carry: ``(path, detail)``.
 
-    Lone surrogates (in keys or strings), NaN and infinities, integers past 64 bits:
-    raw text holding them is refused by msgspec, so decoded arguments are refused too,
-    whichever route they took. Walks without recursion.
+    Lone surrogates (in keys or strings), NaN and infinities, integers msgspec cannot
+    read (more than 4,300 characters): raw text holding them is refused by msgspec, so
+    decoded arguments are refused too, whichever route they took. Walks without recursion.
     """
     stack: list[tuple[object, str]] = [(value, "$")]
     while stack:
@@ -715,9 +754,15 @@ class _Huge:
     __slots__ = ()
 
 
+#: The longest integer text msgspec reads, sign included (past it: "Integer value out of range").
+_MOST_DIGITS = 4300
+
+
 def _parse_int(text: str) -> object:
-    # Only the length matters here: past Python's digit limit, int() would raise.
-    return 0 if len(text) < 4000 else _Huge()
+    # Only the length matters here, and it matters exactly as it does to msgspec: text
+    # that msgspec decodes is never refused here for its integers (once, integers of
+    # 4,000 to 4,300 digits were, and only when the text also held a `\u` escape).
+    return 0 if len(text) <= _MOST_DIGITS else _Huge()
 
 
 _PAIRS = json.JSONDecoder(object_pairs_hook=_Pairs, parse_int=_parse_int)

@@ -40,7 +40,14 @@ class ToolCall(msgspec.Struct, frozen=True):
     """One tool call as a model emitted it.
 
     Attributes:
-        id: The provider's call id; every answer to this call carries it.
+        id: The provider's call id; every answer to this call carries it
+            verbatim, because the host matches answers to calls by it. That
+            includes an id holding a lone surrogate (Python's ``json`` decodes a
+            provider's ``"\\ud800"`` escape into one): it is the only text of a
+            ``DispatchResult`` that is not escaped, so such a result encodes with
+            ``json.dumps`` (which writes the escape back) but not with
+            ``msgspec.json.encode``. Everything the model wrote elsewhere (names,
+            arguments, previews) is escaped and always encodes.
         name: The tool name the model asked for (not yet checked).
         arguments: The decoded arguments object, or the raw text exactly as
             the provider sent it (decoding, repair and validation happen at

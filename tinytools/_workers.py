@@ -17,6 +17,9 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   created on first use and reused by every later ``dispatch_sync`` on that thread (about
   7 us to enter, against 200 us for a fresh trio run). It is closed when its thread ends
   (or at interpreter exit for the main thread).
+* :func:`run_on` runs ``dispatch_sync``'s execution stage on the chosen :data:`Backend`:
+  that reused asyncio loop (the default), or a fresh ``trio.run`` for tools written for
+  trio (trio has no loop to keep between runs).
 """
 
 from __future__ import annotations
@@ -24,18 +27,22 @@ from __future__ import annotations
 import asyncio
 import atexit
 import threading
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Final, Generic, Literal, TypeVar, get_args
 
 __all__ = [
+    "BACKENDS",
     "MAX_IDLE",
+    "Backend",
     "MAX_THREADS",
     "THREADS",
     "Job",
     "PoolExhausted",
     "Signal",
     "ThreadPool",
+    "check_backend",
     "event_loop",
+    "run_on",
 ]
 
 T = TypeVar("T")
@@ -243,3 +250,39 @@ def event_loop() -> asyncio.AbstractEventLoop:
         if threading.current_thread() is threading.main_thread():
             atexit.register(holder.close)
     return holder.loop
+
+
+#: The event loops ``dispatch_sync`` can run async tools on.
+Backend = Literal["asyncio", "trio"]
+BACKENDS: Final = get_args(Backend)
+
+
+def check_backend(backend: object) -> None:
+    """Raise ``ValueError`` unless ``backend`` is one of :data:`BACKENDS`."""
+    if backend not in BACKENDS:
+        raise ValueError(
+            f"backend must be one of {', '.join(map(repr, BACKENDS))}, not {backend!r}"
+        )
+
+
+def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> T:
+    """Run ``fn(*args)`` to completion on ``backend`` from synchronous code.
+
+    Raises:
+        RuntimeError: An event loop is already running in this thread.
+    """
+    if backend == "asyncio":
+        return event_loop().run_until_complete(fn(*args))
+    import sniffio
+    import trio
+
+    try:
+        running = sniffio.current_async_library()
+    except sniffio.AsyncLibraryNotFoundError:
+        running = None
+    if running is not None or asyncio._get_running_loop() is not None:
+        raise RuntimeError(
+            "dispatch_sync needs an event loop for this batch but was called from inside a "
+            "running event loop; use `await tinytools.dispatch(...)` there"
+        )
+    return trio.run(fn, *args)

@@ -156,29 +156,30 @@ class Custom(_Event, frozen=True):
 class ToolsAdvertised(_Event, frozen=True):
     """The tools offered to the model this turn.
 
-    Not emitted yet: toolset resolution and deferred discovery (issue 12) will emit it
-    when a dispatch resolves what the model was offered.
+    Not emitted by dispatch, which never sees the request the model was sent: the tools
+    it declared are the host's to record (``formats.*.declarations`` of the same toolset
+    and context that dispatch resolves).
     """
 
     names: tuple[str, ...]
 
 
 class ToolSearched(_Event, frozen=True):
-    """The model searched the deferred-tool catalogue.
-
-    Not emitted yet: the intrinsic ``tool_search`` of ``tinytools.discovery`` (issue 12)
-    will emit it.
-    """
+    """The model searched the deferred-tool catalogue (``tinytools.discovery``'s
+    ``tool_search``): the query (its first 1,000 characters) and the names found, best
+    first (they are ``DispatchResult.promoted``)."""
 
     call_id: str
     query: str
-    results: tuple[str, ...]
+    names: tuple[str, ...]
 
 
 class ToolEffectReconciled(_Event, frozen=True):
-    """On resume, the ledger settled a call interrupted by a crash.
+    """After a crash, ``tinytools.ledger.reconcile`` decided a call left unresolved.
 
-    Not emitted yet: ``tinytools.ledger.reconcile`` (issue 13) will emit it.
+    ``outcome`` is ``"rerun"`` (the tool is replay-safe: the ledger released the call
+    for the next dispatch) or ``"interrupted"`` (the call was answered as interrupted
+    and settled; it never runs again).
     """
 
     call_id: str

@@ -26,10 +26,25 @@ Repairs, composed freely and at any depth (`RepairKind` labels, reported in this
   it breaks the document, which is then refused rather than guessed at.
 - ``python_literals``: ``True``, ``False``, ``None`` outside strings become ``true``,
   ``false``, ``null``.
+- ``control_characters``: a raw control character (newline, tab…) inside a string is
+  written as its JSON escape; it can only have meant itself. One right after a backslash
+  is left for the strict decode to refuse.
+- ``comments``: ``//`` line comments and ``/* */`` block comments outside strings are
+  dropped (JSONC); an unclosed block comment is refused.
 - ``markdown_fence``, ``bom``: one code fence (any info string) around the whole document;
   a byte-order mark before it.
 - ``whitespace``: surrounding whitespace JSON does not allow (no-break space, form feed,
   line separator...); JSON's own whitespace changes nothing and is not reported.
+- ``fence_language``: a fence's language word left without its fence (``json`` and a
+  newline before the document; ``json5`` and ``jsonc`` too, in any case).
+- ``leaked_tokens``: chat-template tokens after the document (``<|call|>``,
+  ``<|im_end|>``, ``<|eot_id|>``, DeepSeek's fullwidth-bar tokens, ``</s>``, ``<eos>``,
+  ``<end_of_turn>``, ``</tool_call>``), any number of them; text after the document that
+  is anything else is still prose, and refused.
+- ``repeated_object``: the same object written several times back to back (after the
+  other repairs the copies must be identical, character for character, with only
+  whitespace between them) is that object once. Different objects are refused: which
+  one was meant would be a guess.
 
 Text inside a string is never rewritten. A bare word that is neither a key nor a Python
 literal (an unquoted value) is left for the strict decode to refuse; since JSON allows a
@@ -53,10 +68,12 @@ several types, a bare ``anyOf``...) are left untouched. The rules, in order:
 
 1. ``json_string``: a string whose content (inside whitespace, a BOM, a markdown fence)
    strictly decodes to an object becomes that object.
-2. ``empty_value``: ``None``, ``[]`` or a blank string becomes ``{}`` when ``{}`` meets the
+2. ``single_item_array``: a list holding exactly one object becomes that object (the
+   model wrapped its arguments in an array; with two or more there is no one answer).
+3. ``empty_value``: ``None``, ``[]`` or a blank string becomes ``{}`` when ``{}`` meets the
    schema's top level (no ``required`` names, no ``minProperties``, no ``anyOf``,
    ``oneOf``, ``allOf``, ``not``, ``if``, ``enum``, ``const`` or ``$ref``).
-3. ``ignored_value``: any other non-object (``"Paris"``, ``0``, ``false``, ``[1]``) becomes
+4. ``ignored_value``: any other non-object (``"Paris"``, ``0``, ``false``, ``[1]``) becomes
    ``{}`` only if, besides, the schema declares no properties at all (no ``properties``,
    no ``patternProperties``, ``additionalProperties`` absent or false): the tool takes
    no arguments, so nothing is lost. Otherwise the value is left for validation to
@@ -65,6 +82,7 @@ several types, a bare ``anyOf``...) are left untouched. The rules, in order:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Final, Literal, get_args
@@ -110,15 +128,20 @@ RepairKind = Literal[
     "trailing_commas",
     "single_quotes",
     "python_literals",
+    "control_characters",
+    "comments",
     "markdown_fence",
     "bom",
     "whitespace",
+    "fence_language",
+    "leaked_tokens",
+    "repeated_object",
 ]
 #: Every `RepairKind`, in the documented order.
 REPAIR_KINDS: Final[tuple[RepairKind, ...]] = get_args(RepairKind)
 
 #: How `normalize_arguments` changed a value (see the module docstring).
-NormalizeKind = Literal["json_string", "empty_value", "ignored_value"]
+NormalizeKind = Literal["json_string", "single_item_array", "empty_value", "ignored_value"]
 
 
 @attrs.frozen
@@ -218,7 +241,14 @@ def _repair_document(raw: str, scan: _Scanner) -> RepairedText | None:
         if rewritten is None:
             return None
         strict, bits = rewritten
-        value = msgspec.json.decode(strict)
+        try:
+            value = msgspec.json.decode(strict)
+        except msgspec.DecodeError:
+            once = _repeated(strict if isinstance(strict, str) else strict.decode())
+            if once is None:
+                raise
+            found.add("repeated_object")
+            strict, value = once, msgspec.json.decode(once)
     except (msgspec.MsgspecError, UnicodeError, RecursionError):
         # Lone surrogates cannot be encoded; nesting deeper than msgspec allows cannot be
         # decoded. Both are refusals, never crashes.
@@ -239,31 +269,90 @@ _SCANNED_KINDS: Final[tuple[tuple[int, RepairKind], ...]] = (
     (_relaxed.COMMAS, "trailing_commas"),
     (_relaxed.SINGLE_QUOTES, "single_quotes"),
     (_relaxed.LITERALS, "python_literals"),
+    (_relaxed.CONTROL, "control_characters"),
+    (_relaxed.COMMENTS, "comments"),
 )
-_LAYER_KINDS: Final[tuple[RepairKind, ...]] = ("markdown_fence", "bom", "whitespace")
+_LAYER_KINDS: Final[tuple[RepairKind, ...]] = (
+    "markdown_fence",
+    "bom",
+    "whitespace",
+    "fence_language",
+    "leaked_tokens",
+    "repeated_object",
+)
 
 
 # --- Layers around the document ---------------------------------------------------------
 
 _JSON_WHITESPACE: Final = " \t\r\n"
+# Finds where the first of several JSON values ends (msgspec decodes whole documents only).
+_FIRST_VALUE: Final = json.JSONDecoder()
+_SPACE_RUN: Final = re.compile(r"[ \t\r\n]*")
 # Three or more backticks and an optional info string, then the document; the info
 # string cannot contain "{", so a one-line fence (```json {...}```) also matches.
 _FENCE_OPEN: Final = re.compile(r"(`{3,})[ \t]*(?:[A-Za-z][\w+.-]*)?")
 
 
+# A chat-template token a model leaked after its arguments: <|im_end|>, <|call|>,
+# DeepSeek's fullwidth-bar tokens, and the few named end tokens without bars.
+_LEAKED_TOKEN: Final = re.compile(
+    r"<[|\uff5c][A-Za-z0-9_\u2581]{1,40}[|\uff5c]>|</s>|<eos>|<end_of_turn>|</tool_call>"
+)
+# A fence's language word left without its fence, before the document.
+_FENCE_LANGUAGE: Final = re.compile(r"(?i:json5?|jsonc)[ \t]*\r?\n[ \t\r\n]*(?=\{)")
+
+
 def _unwrap_document(raw: str, found: set[RepairKind]) -> str:
-    """Remove surrounding whitespace, a byte-order mark and a markdown fence."""
+    """Remove surrounding whitespace, a byte-order mark, a markdown fence (or its
+    language word alone) and chat-template tokens leaked after the document."""
     text = _strip(raw, found)
     if text.startswith("\ufeff"):
         found.add("bom")
         text = _strip(text[1:], found)
+    text = _leaked_tail(text, found)
     fence = _FENCE_OPEN.match(text)
     if fence is not None:
         ticks = fence.group(1)
         if text.endswith(ticks):
             found.add("markdown_fence")
-            text = _strip(text[fence.end() : len(text) - len(ticks)], found)
+            text = _leaked_tail(_strip(text[fence.end() : len(text) - len(ticks)], found), found)
+    language = _FENCE_LANGUAGE.match(text)
+    if language is not None:
+        found.add("fence_language")
+        text = text[language.end() :]
     return text
+
+
+def _leaked_tail(text: str, found: set[RepairKind]) -> str:
+    """``text`` without the chat-template tokens after its closing ``}`` (read from the
+    end, one token at a time: linear)."""
+    end = len(text)
+    while end and text[end - 1] == ">":
+        start = text.rfind("<", max(0, end - 48), end)
+        if start == -1 or _LEAKED_TOKEN.fullmatch(text, start, end) is None:
+            break
+        end = len(text[:start].rstrip())
+    if end == len(text) or not text[:end].endswith("}"):
+        return text
+    found.add("leaked_tokens")
+    return text[:end]
+
+
+def _repeated(strict: str) -> str | None:
+    """The one object of a document that is the same object written several times,
+    back to back (byte-identical copies, whitespace between them); else ``None``."""
+    start = _SPACE_RUN.match(strict).end()  # type: ignore[union-attr]  # matches ""
+    try:
+        _, end = _FIRST_VALUE.raw_decode(strict, start)
+    except (ValueError, RecursionError):
+        return None
+    first, copies = strict[start:end], 1
+    while (pos := _SPACE_RUN.match(strict, end).end()) < len(strict):  # type: ignore[union-attr]
+        if not strict.startswith(first, pos):
+            return None
+        end = pos + len(first)
+        copies += 1
+    return first if copies > 1 else None
 
 
 def _strip(text: str, found: set[RepairKind]) -> str:
@@ -300,6 +389,8 @@ def normalize_arguments(value: object, schema: Mapping[str, object]) -> Normaliz
         decoded = _decode_embedded_object(value)
         if decoded is not None:
             return Normalized(decoded, "json_string")
+    if isinstance(value, list) and len(value) == 1 and isinstance(value[0], Mapping):
+        return Normalized(dict(value[0]), "single_item_array")
     if not _accepts_empty_object(schema):
         return None
     if value is None or value == [] or (isinstance(value, str) and not value.strip()):

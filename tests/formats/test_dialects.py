@@ -135,22 +135,86 @@ class TestJsonInTagParse:
         assert [("search", {"exact": True})] == calls(json_in_tag.parse(text))
 
     def test_broken_block(self) -> None:
-        """A block that is not JSON is an error keeping its raw text, never a call with {}."""
+        """A block that is not JSON is an error keeping its raw text and the name it
+        gives, never a call with {}; its reason is the decoder's, in the dialect's terms."""
         text = 'ok <tool_call>{"name": "search", "arguments": {"query": </tool_call>'
         parsed = json_in_tag.parse(text, TOOLS)
         assert () == parsed.calls
-        assert [(synthetic_id(text, 0), "", text[3:])] == [
+        assert [(synthetic_id(text, 0), "search", text[3:])] == [
             (e.id, e.name, e.arguments) for e in parsed.errors
         ]
+        reason = parsed.errors[0].invalid
+        assert reason is not None
+        assert "Expecting value at line 1, column 42" in reason
+        assert '<tool_call>{"name": "tool_name", "arguments": {...}}</tool_call>' in reason
         assert "ok " == parsed.text
+
+    def test_broken_block_without_a_name(self) -> None:
+        """A broken block that names no tool is an error with no name (never a guess)."""
+        parsed = json_in_tag.parse("<tool_call>{oops</tool_call>", TOOLS)
+        assert [""] == [error.name for error in parsed.errors]
+        assert "not valid" in str(parsed.errors[0].invalid)
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            '{"name": "a", "arguments": {}}\n{"name": "b", "arguments": {"x": 1}}',
+            '{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"x": 1}}',
+            '{\'name\': \'a\', \'arguments\': {}}\n{"name": "b", "arguments": {"x": 1}}',
+            '\n{"name": "a", "arguments": {}}; {"name": "b", "arguments": {"x": 1}}\n',
+        ],
+    )
+    def test_several_objects_in_one_block_are_several_calls(self, body: str) -> None:
+        """Objects one after another in one block are calls in order."""
+        parsed = json_in_tag.parse(f"<tool_call>{body}</tool_call>")
+        assert [("a", {}), ("b", {"x": 1})] == calls(parsed)
+        assert () == parsed.errors
+
+    def test_identical_objects_are_two_calls(self) -> None:
+        """Two identical objects in one block are two calls (repair merges repeated
+        arguments, never calls)."""
+        body = '{"name": "a", "arguments": {}}\n{"name": "a", "arguments": {}}'
+        assert [("a", {}), ("a", {})] == calls(json_in_tag.parse(f"<tool_call>{body}</tool_call>"))
+
+    def test_several_objects_one_broken_is_one_error(self) -> None:
+        """When one of several objects does not read, the whole block is one error."""
+        body = '{"name": "a", "arguments": {}}\n{"name": "b", "arguments": {"x": }'
+        parsed = json_in_tag.parse(f"<tool_call>{body}</tool_call>")
+        assert () == parsed.calls
+        assert ["a"] == [error.name for error in parsed.errors]
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            (
+                '<|tool_call>call:f{a:<|"|>x, y<|"|>,n:2}<tool_call|>',
+                [("f", {"a": "x, y", "n": 2})],
+            ),
+            ("<|tool_call>call:f{}<tool_call|>", [("f", {})]),
+            ("<|tool_call>call:f{a:1}", [("f", {"a": 1})]),  # complete at the end of the text
+        ],
+    )
+    def test_gemma4_blocks(self, text: str, expected: list[tuple[str, object]]) -> None:
+        """Gemma 4's own call notation is read (the corpus holds more cases)."""
+        parsed = json_in_tag.parse(text)
+        assert expected == calls(parsed)
+        assert ("", ()) == (parsed.text, parsed.errors)
+
+    def test_gemma4_cut_off_and_mentions(self) -> None:
+        """A cut-off Gemma 4 call is a named error; the tag alone is prose."""
+        parsed = json_in_tag.parse('say <|tool_call> then <|tool_call>call:f{a:<|"|>unfinished')
+        assert () == parsed.calls
+        assert ["f"] == [error.name for error in parsed.errors]
+        assert "<tool_call|>" in str(parsed.errors[0].invalid)
+        assert "say <|tool_call> then " == parsed.text
 
     @pytest.mark.parametrize(
         ("body", "reason"),
         [
             ('{"arguments": {}}', 'the call has no "name" string'),
             ("[1]", "a call must be a JSON object, not a number"),
-            ("", "empty or not valid JSON"),
-            ('{"name": "s"} and more', "empty or not valid JSON"),
+            ("", "the <tool_call> block is empty"),
+            ('{"name": "s"} and more', "not valid: Extra data at line 1, column 15"),
         ],
     )
     def test_error_reasons(self, body: str, reason: str) -> None:
@@ -418,6 +482,24 @@ class TestPtypeParse:
 
 
 class TestPtypeRender:
+    def test_past_the_token_limit_is_refused(self) -> None:
+        """A call the parser would refuse for its size is refused when written, never
+        written as text that reads back as a broken call."""
+        from tinytools.formats._writable import REFUSAL_PREFIX
+
+        big = ptype.render_call(
+            ToolCall("1", "search", {"query": "x", "limit": 1, "tags": list(range(5000))}), TOOLS
+        )
+        assert big.startswith(REFUSAL_PREFIX)
+        assert "4096 tokens" in big
+        assert ((), ()) == (ptype.parse(big, TOOLS).calls, ptype.parse(big, TOOLS).errors)
+        small = ptype.render_call(
+            ToolCall("1", "search", {"query": "x", "tags": list(range(1000))}), TOOLS
+        )
+        assert [("search", {"query": "x", "tags": list(range(1000))})] == calls(
+            ptype.parse(small, TOOLS)
+        )
+
     def test_catalogue(self) -> None:
         """The catalogue gives each tool's signature, positional order first."""
         catalogue = ptype.render([PTYPE_SEARCH, HIDDEN])

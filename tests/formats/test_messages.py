@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinytools import ToolCall
+from tinytools import Tool, ToolCall
+from tinytools.formats import deepseek, json_in_tag, llama_json, mistral, ptype, xml
 from tinytools.formats._envelope import unescape_attr, unescape_body
 from tinytools.formats.messages import (
     BLOCK_BEGIN,
@@ -81,7 +83,51 @@ def check_pure(function: Callable[[list[Message]], object], messages: list[Messa
     assert output is not messages
 
 
+DIALECT_TOOLS = [
+    Tool.from_schema(
+        "search",
+        "",
+        {
+            "type": "object",
+            "properties": {"query": {"type": "string"}, "limit": {"type": "integer"}},
+        },
+    )
+]
+
+
 class TestCoalesceToolResults:
+    @pytest.mark.parametrize(
+        "dialect",
+        [json_in_tag, xml, ptype, mistral, llama_json, deepseek],
+        ids=lambda m: m.__name__,
+    )
+    def test_past_calls_in_the_dialect_taught(self, dialect: object) -> None:
+        """With ``dialect``, past calls are written in that dialect's syntax, and that
+        dialect reads them back as the same calls."""
+        turn: Message = {
+            "role": "assistant",
+            "content": "Looking.",
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "search", "arguments": '{"query": "x", "limit": 2}'},
+                }
+            ],
+        }
+        [out] = coalesce_tool_results([turn], dialect=dialect, tools=DIALECT_TOOLS)  # type: ignore[arg-type]
+        text = str(out["content"])
+        call = ToolCall("c1", "search", {"query": "x", "limit": 2})
+        assert text == "Looking.\n" + dialect.render_call(call, DIALECT_TOOLS)  # type: ignore[attr-defined]
+        parsed = dialect.parse(text, DIALECT_TOOLS)  # type: ignore[attr-defined]
+        assert [("search", {"query": "x", "limit": 2})] == [
+            (c.name, c.arguments) for c in parsed.calls
+        ]
+
+    def test_dialect_and_render_call_are_exclusive(self) -> None:
+        with pytest.raises(TypeError, match="not both"):
+            coalesce_tool_results([], render_call=str, dialect=xml)  # type: ignore[arg-type]
+
     def test_empty_and_system_only(self) -> None:
         """An empty list stays empty; a system-only list is copied unchanged."""
         assert [] == coalesce_tool_results([])
@@ -249,10 +295,55 @@ class TestEnsureResolvableUserTurn:
         assert messages is not out
 
     def test_tool_response_wrapper_does_not_count(self) -> None:
-        """A user turn that is only a Qwen `<tool_response>` wrapper is not a query."""
+        """A user turn that is only a Qwen `<tool_response>` wrapper is not a query: the
+        placeholder opens it (never a second user turn next to it)."""
         wrapped: Message = {"role": "user", "content": "<tool_response>\n1\n</tool_response>"}
-        expected = [SYSTEM, {"role": "user", "content": DEFAULT_PLACEHOLDER}, wrapped]
-        assert expected == ensure_resolvable_user_turn([SYSTEM, wrapped])
+        merged = {"role": "user", "content": f"{DEFAULT_PLACEHOLDER}\n\n{wrapped['content']}"}
+        assert [SYSTEM, merged] == ensure_resolvable_user_turn([SYSTEM, wrapped])
+
+    @settings(max_examples=200)
+    @given(
+        st.lists(
+            st.sampled_from(
+                [
+                    {"role": "system", "content": "s"},
+                    {"role": "developer", "content": "d"},
+                    {"role": "user", "content": "<tool_response>r</tool_response>"},
+                    {"role": "assistant", "content": "a"},
+                    {"role": "tool", "tool_call_id": "c", "content": "t"},
+                ]
+            ),
+            max_size=8,
+        )
+    )
+    def test_never_makes_two_user_turns_adjacent(self, messages: list[Message]) -> None:
+        """Whatever the history, the result has a query and no user turns side by side
+        that the input did not have."""
+        out = ensure_resolvable_user_turn(messages)
+
+        def adjacent(turns: list[Message]) -> int:
+            roles = [turn.get("role") for turn in turns]
+            return sum(a == b == "user" for a, b in itertools.pairwise(roles))
+
+        assert adjacent(out) <= adjacent(messages)
+        assert any(
+            turn.get("role") == "user"
+            and not str(turn.get("content")).startswith("<tool_response>")
+            for turn in out
+        )
+
+    def test_deep_content_is_copied(self) -> None:
+        """Content nested far past the recursion limit is copied, not a RecursionError."""
+        deep: list[object] = []
+        node = deep
+        for _ in range(5000):
+            child: list[object] = []
+            node.append(child)
+            node = child
+        message: Message = {"role": "assistant", "content": "a", "extra": deep}
+        out = ensure_resolvable_user_turn([message])
+        assert out[1]["extra"] is not deep
+        assert with_tool_instructions([message], "CAT")[1]["extra"] is not deep
 
     def test_pure(self) -> None:
         """The input messages are not mutated."""
@@ -290,6 +381,32 @@ class TestWithToolInstructions:
         once = with_tool_instructions([system, USER], "CAT")
         assert once == with_tool_instructions(once, "CAT")
         assert with_tool_instructions([system, USER], "NEW") == with_tool_instructions(once, "NEW")
+
+    def test_first_user_turn(self) -> None:
+        """placement="first_user" opens the first user turn with the block (for templates
+        without a system role); the system message and later turns are untouched."""
+        later: Message = {"role": "user", "content": "Later."}
+        out = with_tool_instructions([SYSTEM, USER, later], "CAT", placement="first_user")
+        opened = {"role": "user", "content": f"{self.block()}\n\n{USER['content']}"}
+        assert [SYSTEM, opened, later] == out
+        assert out == with_tool_instructions(out, "CAT", placement="first_user")
+        renewed = with_tool_instructions(out, "NEW", placement="first_user")
+        assert renewed == with_tool_instructions(
+            [SYSTEM, USER, later], "NEW", placement="first_user"
+        )
+
+    def test_first_user_turn_list_content_and_none(self) -> None:
+        parts: Message = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+        [turn] = with_tool_instructions([parts], "CAT", placement="first_user")
+        assert [{"type": "text", "text": self.block()}, {"type": "text", "text": "hi"}] == turn[
+            "content"
+        ]
+        out = with_tool_instructions([SYSTEM], "CAT", placement="first_user")
+        assert [SYSTEM, {"role": "user", "content": self.block()}] == out
+
+    def test_bad_placement(self) -> None:
+        with pytest.raises(ValueError, match="placement"):
+            with_tool_instructions([], "CAT", placement="assistant")  # type: ignore[arg-type]
 
     def test_text_after_block_kept(self) -> None:
         """Text after an existing block stays where it is when the block is replaced."""

@@ -42,8 +42,8 @@ def declared_names(module: object, tools: object) -> list[str]:
 
 class TestExposedTools:
     def test_hidden_skipped_order_kept(self) -> None:
-        """Hidden tools are left out and registration order is kept."""
-        expected = ("lookup", "get_weather", "search_xml", "search_p", "deferred")
+        """Hidden and deferred tools are not declared, and registration order is kept."""
+        expected = ("lookup", "get_weather", "search_xml", "search_p")
         assert expected == tuple(t.name for t in exposed_tools(REGISTRY))
 
     def test_iterable_of_tools(self) -> None:
@@ -57,10 +57,11 @@ class TestExposedTools:
 
     @pytest.mark.parametrize("module", PROVIDERS)
     def test_every_provider_skips_hidden(self, module: object) -> None:
-        """Every provider declares what it is given except hidden tools."""
-        expected = ["lookup", "get_weather", "search_xml", "search_p", "deferred"]
+        """Every provider declares what it is given except hidden and deferred tools."""
+        expected = ["lookup", "get_weather", "search_xml", "search_p"]
         assert expected == declared_names(module, REGISTRY)
         assert [] == declared_names(module, [hidden])
+        assert [] == declared_names(module, [deferred])
 
     @pytest.mark.parametrize("module", PROVIDERS)
     def test_declarations_are_copies(self, module: object) -> None:

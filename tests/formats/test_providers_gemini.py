@@ -233,8 +233,10 @@ class TestParseCalls:
         assert [ToolCall("fc-1", "ping", "[1]", reason)] == gemini.parse_calls(parts)
 
     def test_not_a_response(self) -> None:
-        """Something else is a clear ValueError."""
+        """A wrong shape is a ValueError; text is a TypeError naming the text parsers."""
         with pytest.raises(ValueError, match="expected a Gemini response"):
+            gemini.parse_calls({"candidates": [{"content": {"parts": "x"}}]})
+        with pytest.raises(TypeError, match=r"not str; .*json_in_tag\.parse"):
             gemini.parse_calls("text")
 
 
@@ -262,3 +264,36 @@ class TestToolResults:
         ]
         assert expected == gemini.tool_results(messages)
         assert [] == gemini.tool_results([])
+
+
+class TestFunctionResponseValues:
+    def test_objects_not_strings(self) -> None:
+        """A tool's dict or list result is sent as JSON, not as JSON-encoded text."""
+        from google.genai import types
+
+        from tinytools import ToolCall, dispatch_sync, tool
+
+        @tool
+        def forecast(city: str) -> dict[str, object]:
+            """Forecast."""
+            return {"city": city, "days": [1, 2]}
+
+        @tool
+        def note() -> str:
+            """A note."""
+            return '{"looks": "like JSON"'
+
+        calls = [ToolCall("a", "forecast", {"city": "Oslo"}), ToolCall("b", "note", {})]
+        [content] = gemini.tool_results(dispatch_sync(calls, [forecast, note]).messages)
+        responses = [p["functionResponse"]["response"] for p in content["parts"]]
+        assert [
+            {"output": {"city": "Oslo", "days": [1, 2]}},
+            {"output": '{"looks": "like JSON"'},
+        ] == responses
+        types.Content.model_validate(content)
+
+    def test_errors_stay_text(self) -> None:
+        """An error result is the error text."""
+        message = ToolMessage(tool_call_id="a", name="f", content='{"x": 1}', is_error=True)
+        [content] = gemini.tool_results([message])
+        assert {"error": '{"x": 1}'} == content["parts"][0]["functionResponse"]["response"]

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from typing import TypedDict
 
 import attrs
+import msgspec
 import pytest
 from recorded import recorded
 
-from tinytools import Tool, ToolCall, ToolMessage, ToolPolicy
+from tinytools import Tool, ToolCall, ToolMessage, ToolPolicy, ToolResult, dispatch_sync, tool
 from tinytools.formats import mcp, synthetic_id
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -122,3 +125,112 @@ class TestResultsFromDispatch:
         result = dispatch_sync([ToolCall("1", "weather", '{"city": "Oslo"}')], [weather])
         [answer] = mcp_format.tool_results(result.messages)
         assert {"city": "Oslo", "t": 21} == answer["structuredContent"]
+
+
+@dataclasses.dataclass
+class Forecast:
+    city: str
+    days: list[int]
+
+
+class Reading(TypedDict):
+    value: int
+
+
+class Point(msgspec.Struct):
+    x: int
+
+
+class TestOutputSchema:
+    """`mcp.output_schema` and the ``outputSchema`` of declarations."""
+
+    def test_structured_returns(self) -> None:
+        """Dataclasses, TypedDicts, Structs and dicts declare an object output schema."""
+
+        @tool
+        def forecast(city: str) -> Forecast:
+            """Forecast."""
+            return Forecast(city, [])
+
+        @tool
+        async def reading() -> Reading:
+            """Reading."""
+            return {"value": 1}
+
+        @tool
+        def point() -> Point:
+            """Point."""
+            return Point(1)
+
+        @tool
+        def counts() -> dict[str, int]:
+            """Counts."""
+            return {}
+
+        schema = mcp.output_schema(forecast)
+        assert schema is not None
+        assert ("object", ["city", "days"]) == (schema["type"], schema["required"])
+        for structured in (reading, point, counts):
+            assert "object" == (mcp.output_schema(structured) or {}).get("type")
+
+    def test_unstructured_returns(self) -> None:
+        """Text, lists, scalars, optional values and schema-only tools declare none."""
+
+        @tool
+        def text() -> str:
+            """Text."""
+            return ""
+
+        @tool
+        def items() -> list[int]:
+            """Items."""
+            return []
+
+        @tool
+        def maybe() -> dict[str, int] | None:
+            """Maybe."""
+            return None
+
+        @tool
+        def full() -> ToolResult:
+            """Full."""
+            return ToolResult.success("x")
+
+        @tool
+        def nothing() -> None:
+            """Nothing."""
+
+        for unstructured in (text, items, maybe, full, nothing, weather):
+            assert mcp.output_schema(unstructured) is None, unstructured.name
+
+    def test_declared_and_honoured(self) -> None:
+        """The declaration carries the schema, the SDK accepts it, and results conform."""
+        import fastjsonschema
+        from mcp import types
+
+        @tool(policy=ToolPolicy.read_only())
+        def forecast(city: str) -> Forecast:
+            """Forecast."""
+            return Forecast(city, [1, 2])
+
+        [declaration] = mcp.declarations([forecast])
+        types.Tool.model_validate(declaration)
+        result = dispatch_sync([ToolCall("1", "forecast", {"city": "Oslo"})], [forecast])
+        [answer] = mcp.tool_results(result.messages)
+        assert {"city": "Oslo", "days": [1, 2]} == answer["structuredContent"]
+        fastjsonschema.compile(declaration["outputSchema"])(answer["structuredContent"])
+
+    def test_every_classified_policy_is_annotated(self) -> None:
+        """A classified policy, even with nothing declared, states all its hints."""
+        from mcp import types
+
+        tool = attrs.evolve(weather, policy=ToolPolicy.classified())
+        [declaration] = mcp.declarations([tool])
+        expected = {
+            "readOnlyHint": False,
+            "destructiveHint": False,
+            "idempotentHint": False,
+            "openWorldHint": False,
+        }
+        assert expected == declaration["annotations"]
+        types.ToolAnnotations.model_validate(declaration["annotations"])

@@ -191,13 +191,16 @@ class TestParseCalls:
         """A call that cannot be read is kept as an invalid call, never dropped."""
         assert [expected] == openai_chat.parse_calls({"tool_calls": [item]})
 
-    @pytest.mark.parametrize(
-        "response", [42, {"choices": "x"}, {"tool_calls": "x"}, {"choices": [7]}]
-    )
+    @pytest.mark.parametrize("response", [{"choices": "x"}, {"tool_calls": "x"}, {"choices": [7]}])
     def test_not_a_response(self, response: object) -> None:
-        """Something that is not a Chat Completions response is a clear ValueError."""
+        """A dict not shaped like a Chat Completions response is a clear ValueError."""
         with pytest.raises(ValueError, match=r"expected|must be"):
             openai_chat.parse_calls(response)
+
+    def test_not_data(self) -> None:
+        """An object that is no response at all is a TypeError naming what to pass."""
+        with pytest.raises(TypeError, match=r"takes a ChatCompletion.*not int"):
+            openai_chat.parse_calls(42)
 
 
 class TestToolCallAccumulator:
@@ -273,8 +276,32 @@ class TestToolCallAccumulator:
         for rest in streams:
             for delta in rest:
                 accumulator.add(chunk(delta))
+        accumulator.add({"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
         expected = [ToolCall(f"c{i}", f"tool_{i}", texts[i]) for i in range(2)]
         assert expected == accumulator.calls()
+
+    def test_cut_short(self) -> None:
+        """Before the finish chunk, a call whose text is not JSON is invalid, text kept."""
+        accumulator = ToolCallAccumulator()
+        accumulator.add(
+            chunk({"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}})
+        )
+        accumulator.add(
+            chunk({"index": 1, "id": "c2", "function": {"name": "f", "arguments": '{"a'}})
+        )
+        whole, cut = accumulator.calls()
+        assert (ToolCall("c1", "f", "{}"), '{"a') == (whole, cut.arguments)
+        assert "stream ended" in str(cut.invalid)
+
+    def test_length(self) -> None:
+        """After finish_reason length, the last call is marked as cut off."""
+        accumulator = ToolCallAccumulator()
+        accumulator.add(
+            chunk({"index": 0, "id": "c1", "function": {"name": "f", "arguments": "{}"}})
+        )
+        accumulator.add({"choices": [{"index": 0, "delta": {}, "finish_reason": "length"}]})
+        [call] = accumulator.calls()
+        assert "token limit" in str(call.invalid)
 
 
 class TestToolResults:

@@ -73,11 +73,13 @@ class TestParseCalls:
         ]
         assert expected == openai_responses.parse_calls(items)
 
-    @pytest.mark.parametrize("response", [None, {"id": "resp_1"}, "output"])
-    def test_not_a_response(self, response: object) -> None:
-        """Something without an output list is a clear ValueError."""
+    def test_not_a_response(self) -> None:
+        """A dict without an output list is a ValueError; a non-response a TypeError."""
         with pytest.raises(ValueError, match="expected a Responses response"):
-            openai_responses.parse_calls(response)
+            openai_responses.parse_calls({"id": "resp_1"})
+        for response in (None, "output"):
+            with pytest.raises(TypeError, match="takes a Response or its output list"):
+                openai_responses.parse_calls(response)
 
 
 class TestToolResults:

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Literal
 
 import fastjsonschema
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -186,3 +187,94 @@ class TestStrictSchema:
         """Strict mode asks for every property: omitting one is refused by the projection only."""
         assert ("city" in arguments) == accepts(ORIGINAL_VALID, arguments)  # city is required
         assert accepts(PROJECTED_VALID, arguments) == (arguments.keys() == valid_values.keys())
+
+
+class Circle(msgspec.Struct, tag="circle"):
+    radius: float
+
+
+class Square(msgspec.Struct, tag="square"):
+    side: float
+
+
+@tool
+def draw(shape: Circle | Square, label: str = "") -> str:
+    """Draw a shape."""
+    return label
+
+
+class TestDefinitionsAndChoices:
+    def test_unreferenced_definitions_are_pruned(self) -> None:
+        """Definitions nothing refers to (even ones strict mode cannot express) are dropped;
+        those referred to, directly, through another or into one, are kept."""
+        schema = {
+            **obj(p={"$ref": "#/$defs/P"}, q={"$ref": "#/definitions/Q/properties/x"}),
+            "$defs": {
+                "P": obj(inner={"$ref": "#/$defs/Inner"}),
+                "Inner": obj(n={"type": "integer"}),
+                "Unused": {"type": "object"},  # free-form: strict mode would refuse it
+            },
+            "definitions": {"Q": obj(x={"type": "string"}), "Dead": {"allOf": []}},
+        }
+        projected = strict_schema(schema)
+        assert ["Inner", "P"] == sorted(projected["$defs"])  # type: ignore[call-overload]
+        assert ["Q"] == list(projected["definitions"])  # type: ignore[call-overload]
+        assert "$defs" not in strict_schema({**obj(a={"type": "string"}), "$defs": {"U": {}}})
+
+    def test_choice_of_closed_objects_is_closed(self) -> None:
+        """An object whose oneOf/anyOf branches are all closed objects is declared as that
+        choice (the type stays in the branches), instead of being refused."""
+        schema = obj(
+            shape={
+                "type": "object",
+                "description": "The shape.",
+                "oneOf": [
+                    {"$ref": "#/$defs/Circle"},
+                    obj(side={"type": "number"}) | {"additionalProperties": False},
+                ],
+            }
+        )
+        schema["$defs"] = {"Circle": obj(radius={"type": "number"})}
+        expected = {
+            "description": "The shape.",
+            "anyOf": [
+                {"$ref": "#/$defs/Circle"},
+                {
+                    "type": "object",
+                    "properties": {"side": {"type": "number"}},
+                    "required": ["side"],
+                    "additionalProperties": False,
+                },
+            ],
+        }
+        projected = strict_schema(schema)
+        assert expected == projected["properties"]["shape"]  # type: ignore[index]
+        validate = fastjsonschema.compile(projected)
+        assert accepts(validate, {"shape": {"side": 2}})
+        assert not accepts(validate, {"shape": {"side": 2, "extra": 1}})
+
+    def test_choice_of_objects_from_a_signature(self) -> None:
+        """A tagged union (msgspec's anyOf of `$ref`s) projects and stays closed."""
+        projected = strict_schema(draw.parameters)
+        validate = fastjsonschema.compile(projected)
+        assert accepts(validate, {"shape": {"type": "square", "side": 1}, "label": ""})
+        assert not accepts(validate, {"shape": {"type": "square", "side": 1, "x": 0}, "label": ""})
+
+    @pytest.mark.parametrize(
+        "node",
+        [
+            {"type": "object", "anyOf": [obj(a={"type": "string"}), {"type": "string"}]},
+            {"type": "object", "anyOf": [{"type": "object"}]},
+            {"type": "object", "properties": {"a": {}}, "anyOf": [obj(a={"type": "string"})]},
+        ],
+    )
+    def test_other_choices_are_still_refused(self, node: dict[str, object]) -> None:
+        """A choice with a branch that is not a closed object is still refused with its path."""
+        with pytest.raises(ValueError, match=r"\$\.v"):
+            strict_schema(obj(v=node))
+
+    def test_choice_at_the_root_is_refused(self) -> None:
+        """The root must be one object: a root choice of objects is refused, by path."""
+        root = {"type": "object", "anyOf": [obj(a={"type": "string"}), obj(b={"type": "string"})]}
+        with pytest.raises(ValueError, match=r"^\$: strict mode needs one object at the root"):
+            strict_schema(root)

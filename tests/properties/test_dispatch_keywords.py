@@ -52,14 +52,8 @@ from test_dispatch_invariants import (
     INVALID_ARGS_POLICIES,
     UNKNOWN_TOOL_POLICIES,
     Journal,
-    _candidates,
-    _check_answers,
-    _check_schemas,
-    _satisfies_schema,
     _valid,
     build_tools,
-    callable_this_turn,
-    check_dispatch_invariants,
     tool_calls,
 )
 
@@ -87,6 +81,14 @@ from tinytools import (
     tool,
 )
 from tinytools.events import Event
+from tinytools.testing import check_dispatch_invariants
+from tinytools.testing._invariants import (
+    _candidates,
+    _check_answers,
+    _check_schemas,
+    _satisfies_schema,
+    callable_this_turn,
+)
 
 # --- the approvals API, in one place --------------------------------------------------------
 
@@ -579,7 +581,7 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
             done.effective,
             result,
             registry,
-            ran,
+            ran=ran,
             policy=policy,
             advertised=example.advertised,
             resolved=done.resolved,

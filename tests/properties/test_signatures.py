@@ -35,11 +35,13 @@ from typing import Annotated, Any, Literal, Optional
 import attrs
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 import tinytools
 from tinytools import Tool, ToolArgumentsError
+from tinytools.testing import invalid_arguments, valid_arguments
 
 if sys.version_info >= (3, 11):
     from typing import NotRequired, TypedDict
@@ -697,7 +699,7 @@ def drawn_of(params: tuple[Field, ...]) -> Drawn:
 @functools.lru_cache(maxsize=256)
 def advertised(schema: bytes) -> Tool[..., object]:
     """A schema as a tool, compiled once (hypothesis meets the same schema while shrinking)."""
-    return Tool.from_schema("t", "", msgspec.json.decode(schema), enforce="draft7")
+    return Tool.from_schema("t", "", msgspec.json.decode(schema))  # msgspec writes 2020-12
 
 
 def make_function(params: tuple[Field, ...]) -> Callable[..., object]:
@@ -1023,6 +1025,35 @@ class TestGeneratedValues:
 
         defaults = {p.name: p.default for p in drawn.params if not p.required}
         assert {**defaults, **given_args} == kwargs
+
+
+class TestPublicKit:
+    """`tinytools.testing` draws from any signature's types what `validate` promises."""
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.data())
+    def test_valid_arguments_validate(self, data: st.DataObject) -> None:
+        """`valid_arguments` of any drawn signature passes `validate`, as a dict and as JSON."""
+        drawn = data.draw(signatures())
+        value = data.draw(valid_arguments(drawn.tool))
+
+        drawn.tool.validate(value)
+        drawn.tool.validate(msgspec.json.encode(value).decode())
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.data())
+    def test_invalid_arguments_are_rejected(self, data: st.DataObject) -> None:
+        """`invalid_arguments` of any drawn signature is rejected by `validate`."""
+        drawn = data.draw(signatures())
+        try:
+            broken = invalid_arguments(drawn.tool)
+        except InvalidArgument:
+            assert not drawn.params, "only a tool without parameters accepts every object"
+            return
+        value = data.draw(broken)
+
+        with pytest.raises(ToolArgumentsError):
+            drawn.tool.validate(value)
 
 
 class TestDifferential:

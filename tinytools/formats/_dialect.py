@@ -44,6 +44,7 @@ __all__ = [
     "decode_strict",
     "describe",
     "hide_reasoning",
+    "json_string_literal",
     "one_line",
     "parameter_lines",
     "properties",
@@ -98,7 +99,7 @@ def decode_relaxed(text: str) -> object:
 _THINK, _THINK_END = "<think>", "</think>"
 
 
-def hide_reasoning(text: str) -> str:
+def hide_reasoning(text: str, tags: tuple[str, str] = (_THINK, _THINK_END)) -> str:
     """``text`` with its reasoning replaced by as many spaces; positions are kept.
 
     Reasoning is never a call: the parsers read this text for calls and take
@@ -107,20 +108,23 @@ def hide_reasoning(text: str) -> str:
     ``<think>`` never closed runs to the end of the text (a reply cut off
     while thinking); and a ``</think>`` before any ``<think>`` closes
     reasoning the chat template opened, so everything before it is reasoning
-    (Qwen 3, DeepSeek R1). Linear: one forward scan with ``str.find``.
+    (Qwen 3, DeepSeek R1). ``tags`` gives another pair of reasoning tags
+    (Magistral's ``[THINK]``, ``[/THINK]``). Linear: one forward scan with
+    ``str.find``.
     """
-    if _THINK_END not in text and _THINK not in text:
+    opening, closing = tags
+    if closing not in text and opening not in text:
         return text
     parts: list[str] = []
     pos = 0
-    first_end = text.find(_THINK_END)
-    first_open = text.find(_THINK)
+    first_end = text.find(closing)
+    first_open = text.find(opening)
     if first_end != -1 and (first_open == -1 or first_end < first_open):
-        pos = first_end + len(_THINK_END)
+        pos = first_end + len(closing)
         parts.append(" " * pos)
-    while (start := text.find(_THINK, pos)) != -1:
-        end = text.find(_THINK_END, start + len(_THINK))
-        stop = len(text) if end == -1 else end + len(_THINK_END)
+    while (start := text.find(opening, pos)) != -1:
+        end = text.find(closing, start + len(opening))
+        stop = len(text) if end == -1 else end + len(closing)
         parts += [text[pos:start], " " * (stop - start)]
         pos = stop
     parts.append(text[pos:])
@@ -152,6 +156,7 @@ class Collector:
         self._calls: list[ToolCall] = []
         self._errors: list[ToolCall] = []
         self._count = 0
+        self._overflowed = False
         self._ids = SyntheticIds(text)
 
     @property
@@ -176,10 +181,23 @@ class Collector:
         """Record a broken fragment: ``raw`` is kept as the arguments."""
         self._errors.append(ToolCall(self._next_id(), name, raw, invalid=reason))
 
+    def overflow(self, raw: str) -> bool:
+        """True once :attr:`full`; the first time, ``raw`` (the fragment holding the calls
+        not read, such as one block listing too many) becomes one more error."""
+        if not self.full:
+            return False
+        if not self._overflowed:
+            self._overflowed = True
+            reason = f"more than {MAX_CALLS} calls in one text; the rest was not read"
+            self._errors.append(ToolCall(self._next_id(), "", raw, invalid=reason))
+        return True
+
     def rest(self, start: int) -> None:
         """Record the unread ``text[start:]`` (after :attr:`full`) as one error."""
         rest = self._text[start:]
-        if rest.strip():
+        if self._overflowed:  # already said that the calls past the limit were not read
+            self.prose(start, len(self._text))
+        elif rest.strip():
             at = start + len(rest) - len(rest.lstrip())
             self.prose(start, at)
             reason = f"more than {MAX_CALLS} calls in one text; the rest was not read"
@@ -274,16 +292,31 @@ def _decode(text: str, types: frozenset[str]) -> object:
     return NOTHING
 
 
+def json_string_literal(text: str) -> str | None:
+    """The string a text that is exactly one JSON string literal (``"…"``, surrounding
+    whitespace allowed) stands for, else ``None``."""
+    stripped = text.strip(" \t\r\n")
+    if len(stripped) < 2 or stripped[0] != '"' or stripped[-1] != '"':
+        return None
+    value = decode_strict(stripped)
+    return value if isinstance(value, str) else None
+
+
 def convert_text(raw: str, schema: object) -> object:
     """Read a text value by its schema.
 
     A value the schema lets be a string (or whose schema gives no type) is
-    the text itself, verbatim. Otherwise the stripped text is read as JSON
+    the text itself, verbatim — except text that is exactly one JSON string
+    literal (``"Paris"``, as GLM and other models often quote a string),
+    which is that string, decoded, when the schema says it is a string.
+    Otherwise the stripped text is read as JSON
     (``True``/``False``/``None`` too, and relaxed JSON for an object); when
     that fails or gives a value of a type the schema does not admit, the
     text is returned unchanged, so validation reports the mismatch.
     """
     types = schema_types(schema)
+    if "string" in types and (literal := json_string_literal(raw)) is not None:
+        return literal
     if not types or "string" in types:
         return raw
     value = _decode(raw.strip(), types)
@@ -320,21 +353,37 @@ def catalogue(protocol: str, tools: Tools, head: Callable[[AnyTool], str], label
 
 
 def describe(schema: object, depth: int = 0) -> str:
-    """A short type label for a schema: ``string``, ``array of integer``, ``"a" | "b"``…"""
+    """A short type label for a schema, in words: ``string``, ``array of integer``,
+    ``integer or null``, ``string, one of "a" or "b"``, ``object with keys city
+    (string), days (integer, optional)``.
+
+    A small model copies what it sees into its call, so a label never looks like
+    a value or like JSON syntax: no ``|`` between types, no ``{key?: …}``, and
+    enum members (written as JSON, so ``"a"`` is a string and ``1`` a number)
+    are joined with words.
+    """
     if not isinstance(schema, Mapping) or depth > 3:
-        return "any"
+        return "any value"
     if isinstance(schema.get("enum"), list):
-        return " | ".join(json_text(v) for v in cast("list[object]", schema["enum"]))
+        members = cast("list[object]", schema["enum"])
+        kinds = _or(sorted({json_type(v) or "value" for v in members}))
+        return f"{kinds}, one of {_or([json_text(v) for v in members])}"
     if "const" in schema:
-        return json_text(schema["const"])
+        return f"{json_type(schema['const']) or 'value'}, exactly {json_text(schema['const'])}"
     options = schema.get("anyOf", schema.get("oneOf"))
     if isinstance(options, list) and "type" not in schema:
-        return " | ".join(describe(option, depth + 1) for option in options)
+        return _or([describe(option, depth + 1) for option in options])
     declared = schema.get("type")
     names = [declared] if isinstance(declared, str) else declared
     if not isinstance(names, list) or not names:
-        return "any"
-    return " | ".join(_describe_type(str(name), schema, depth) for name in names)
+        return "any value"
+    return _or([_describe_type(str(name), schema, depth) for name in names])
+
+
+def _or(labels: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``."""
+    unique = list(dict.fromkeys(labels))
+    return unique[0] if len(unique) == 1 else ", ".join(unique[:-1]) + " or " + unique[-1]
 
 
 def _describe_type(name: str, schema: Mapping[str, object], depth: int) -> str:
@@ -346,10 +395,10 @@ def _describe_type(name: str, schema: Mapping[str, object], depth: int) -> str:
         needed = schema.get("required")
         needed = needed if isinstance(needed, list) else []
         inner = ", ".join(
-            f"{key}{'' if key in needed else '?'}: {describe(value, depth + 1)}"
+            f"{key} ({describe(value, depth + 1)}{'' if key in needed else ', optional'})"
             for key, value in fields.items()
         )
-        return f"object {{{inner}}}"
+        return f"object with keys {inner}"
     return name
 
 

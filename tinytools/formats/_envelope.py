@@ -64,7 +64,9 @@ ENVELOPE_TAG: Final = re.compile(r"<" + _TAIL)
 
 _ESCAPE: Final = re.compile(r"(?:<|&(?:amp;)*lt;)(?=" + _TAIL + ")")
 _UNESCAPE: Final = re.compile(r"&((?:amp;)*)lt;(?=" + _TAIL + ")")
-_JSON_ESCAPE: Final = re.compile(r"<(?=" + _TAIL + ")")
+# In JSON, also the reasoning tags the parsers hide (a call holding "<think>" in a
+# string must still read back as that call).
+_JSON_ESCAPE: Final = re.compile(r"<(?=" + _TAIL + "|/?think>)")
 
 _ATTR_ESCAPES: Final = str.maketrans({"&": "&amp;", '"': "&quot;", "<": "&lt;", ">": "&gt;"})
 _ATTR_ENTITIES: Final = {"amp": "&", "quot": '"', "lt": "<", "gt": ">"}
@@ -110,7 +112,8 @@ def unescape_attr(text: str) -> str:
 
 
 def escape_json(text: str) -> str:
-    """Write the ``<`` of each envelope tag in a JSON document as ``\\u003c``.
+    """Write the ``<`` of each envelope tag, and of ``<think>`` and ``</think>`` (which
+    the parsers read as reasoning), in a JSON document as ``\\u003c``.
 
     Args:
         text: A JSON document; a ``<`` can only occur inside its strings, where

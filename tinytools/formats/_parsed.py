@@ -15,10 +15,10 @@ one could be read, else ``""`` (parsers never invent a name).
 from __future__ import annotations
 
 import hashlib
-import re
 from collections.abc import Callable
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
+from tinytools import _unread
 from tinytools._wire import ToolCall
 
 __all__ = ["Parsed", "SyntheticIds", "is_synthetic", "synthetic_id"]
@@ -65,9 +65,6 @@ def synthetic_id(text: str, index: int) -> str:
     return SyntheticIds(text)(index)
 
 
-_SYNTHETIC: Final = re.compile(r"call_[0-9a-f]{12}_[0-9]+")
-
-
 def is_synthetic(call_id: str) -> bool:
     """Whether ``call_id`` has the form :func:`synthetic_id` gives (a provider never sent it)."""
-    return _SYNTHETIC.fullmatch(call_id) is not None
+    return _unread.is_synthetic(call_id)

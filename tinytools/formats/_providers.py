@@ -34,6 +34,7 @@ __all__ = [
     "Tools",
     "as_data",
     "copy_schema",
+    "cut_off",
     "exposed_tools",
     "json_text",
     "kind_of",
@@ -233,6 +234,17 @@ def make_call(
     return ToolCall(call_id, name, args, "; ".join(problems) or None)
 
 
+def cut_off(call: ToolCall, why: str) -> ToolCall:
+    """``call`` marked ``invalid``: the response ended (``why``) while it was being written.
+
+    Its arguments are kept as they arrived; admission answers the call with the
+    reason (text that still parses strictly is whole, and is admitted as usual).
+    """
+    reason = f"{why} while this call was being written, so its arguments may be incomplete"
+    invalid = f"{call.invalid}; {reason}" if call.invalid else reason
+    return msgspec.structs.replace(call, invalid=invalid)
+
+
 def copy_schema(schema: Mapping[str, object]) -> dict[str, object]:
     """A deep copy of a JSON schema, so callers may edit a declaration freely."""
     copied = msgspec.json.decode(msgspec.json.encode(schema))
@@ -315,6 +327,13 @@ def strict_schema(parameters: Mapping[str, object]) -> dict[str, object]:
       (``default=3``) so it can pass it;
     * ``oneOf`` becomes ``anyOf``; a ``$ref`` with sibling keywords moves into
       a one-item ``anyOf`` (strict mode refuses siblings of ``$ref``);
+    * an object with no properties of its own whose ``oneOf``/``anyOf``
+      branches are all objects (each closed by the projection) is that choice:
+      it keeps the branches and loses its own ``type`` (strict mode wants the
+      type in the branches); at the root, where OpenAI wants one object, it is
+      refused;
+    * ``$defs``/``definitions`` entries the schema never refers to (directly or
+      through other definitions) are dropped;
     * annotations (``title``, ``examples``, ``$schema``, ``discriminator``, …)
       are dropped;
     * constraints strict mode refuses — ``minLength``, ``maxLength``,
@@ -329,19 +348,69 @@ def strict_schema(parameters: Mapping[str, object]) -> dict[str, object]:
     Raises:
         ValueError: The schema needs something strict mode cannot say: a
             free-form object (open ``additionalProperties``, a ``dict``
-            parameter), a value of any type (``{}``), an untyped array, or
-            ``allOf``/``not``/``if``/``prefixItems``/external ``$ref``s. The
-            message names the JSON path.
+            parameter), a value of any type (``{}``), an untyped array, a choice
+            of objects at the root, or ``allOf``/``not``/``if``/``prefixItems``/
+            external ``$ref``s. The message names the JSON path.
     """
-    root = _strict(parameters, "$", root=True)
+    defs = _definitions(parameters)
+    root = _strict(parameters, "$", defs, root=True)
+    used = _used_definitions(parameters, defs)
     for key in ("$defs", "definitions"):
-        defs = parameters.get(key)
-        if isinstance(defs, Mapping):
-            root[key] = {name: _strict(d, f"$.{key}.{name}") for name, d in defs.items()}
+        section = parameters.get(key)
+        if isinstance(section, Mapping) and used.intersection((key, name) for name in section):
+            root[key] = {
+                name: _strict(d, f"$.{key}.{name}", defs)
+                for name, d in section.items()
+                if (key, name) in used
+            }
     return root
 
 
-def _strict(node: object, path: str, *, root: bool = False) -> dict[str, object]:
+_Defs = Mapping[tuple[str, str], object]
+
+
+def _definitions(parameters: Mapping[str, object]) -> _Defs:
+    """Every definition of the schema, by (section, name)."""
+    return {
+        (key, name): sub
+        for key in ("$defs", "definitions")
+        if isinstance(section := parameters.get(key), Mapping)
+        for name, sub in section.items()
+    }
+
+
+def _definition_of(ref: object, *, inside: bool = False) -> tuple[str, str] | None:
+    """The (section, name) ``ref`` points to when it names a definition (``#/$defs/A``),
+    or, with ``inside``, a place inside one (``#/$defs/A/properties/b``)."""
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return None
+    section, _, name = ref[2:].partition("/")
+    name, _, rest = name.partition("/")
+    if section not in ("$defs", "definitions") or (rest and not inside):
+        return None
+    return section, name.replace("~1", "/").replace("~0", "~")
+
+
+def _used_definitions(parameters: Mapping[str, object], defs: _Defs) -> set[tuple[str, str]]:
+    """The definitions the schema refers to, directly or through other definitions; the
+    others are pruned (strict mode would project, and may refuse, what nothing uses)."""
+    used: set[tuple[str, str]] = set()
+    roots = {k: v for k, v in parameters.items() if k not in ("$defs", "definitions")}
+    stack: list[object] = [roots]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Mapping):
+            target = _definition_of(node.get("$ref"), inside=True)
+            if target is not None and target in defs and target not in used:
+                used.add(target)
+                stack.append(defs[target])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return used
+
+
+def _strict(node: object, path: str, defs: _Defs, *, root: bool = False) -> dict[str, object]:
     if not isinstance(node, Mapping):
         raise ValueError(f"{path}: strict mode needs a schema object here, not {kind_of(node)}")
     if bad := sorted(node.keys() & _INEXPRESSIBLE):
@@ -362,7 +431,7 @@ def _strict(node: object, path: str, *, root: bool = False) -> dict[str, object]
             out[key] = value
     if not any(key in out for key in _TYPED):
         raise ValueError(f"{path}: strict mode cannot express a value of any type")
-    _strict_children(out, path, root=root)
+    _strict_children(out, path, defs, root=root)
     ref = out.get("$ref")
     if ref is not None:
         if not (isinstance(ref, str) and ref.startswith("#")) or "anyOf" in out:
@@ -372,6 +441,30 @@ def _strict(node: object, path: str, *, root: bool = False) -> dict[str, object]
     if notes:
         note(out, ", ".join(notes))
     return out
+
+
+def _choice_of_objects(out: dict[str, object], defs: _Defs) -> bool:
+    """Whether ``out`` is an object schema with no properties of its own whose (projected)
+    ``anyOf`` branches are all objects, each closed by the projection."""
+    branches = out.get("anyOf")
+    if not isinstance(branches, list) or not branches or out.get("properties"):
+        return False
+    if out.get("additionalProperties", False) is not False:
+        return False
+    return all(_is_object(branch, defs) for branch in branches)
+
+
+def _is_object(branch: object, defs: _Defs) -> bool:
+    if not isinstance(branch, Mapping):
+        return False
+    if branch.get("type") == "object":
+        return branch.get("additionalProperties") is False
+    inner = branch.get("anyOf")
+    if isinstance(inner, list) and len(inner) == 1:  # a `$ref` that had siblings
+        branch = inner[0] if isinstance(inner[0], Mapping) else {}
+    target = _definition_of(branch.get("$ref"))
+    definition = defs.get(target) if target is not None else None
+    return isinstance(definition, Mapping) and definition.get("type") == "object"
 
 
 def _refused(key: str, value: object) -> bool:
@@ -384,24 +477,36 @@ def _as_list(value: object) -> list[object]:
     return list(value) if isinstance(value, list) else []
 
 
-def _strict_children(out: dict[str, object], path: str, *, root: bool) -> None:
+def _strict_children(out: dict[str, object], path: str, defs: _Defs, *, root: bool) -> None:
     """Project the subschemas of ``out`` in place and close its objects."""
     types = out.get("type")
     type_list = types if isinstance(types, list) else [types]
     if "anyOf" in out:
         out["anyOf"] = [
-            _strict(v, f"{path}.anyOf[{i}]") for i, v in enumerate(_as_list(out["anyOf"]))
+            _strict(v, f"{path}.anyOf[{i}]", defs) for i, v in enumerate(_as_list(out["anyOf"]))
         ]
     if "array" in type_list:
         if "items" not in out:
             raise ValueError(f"{path}: strict mode needs the type of an array's items")
-        out["items"] = _strict(out["items"], f"{path}.items")
+        out["items"] = _strict(out["items"], f"{path}.items", defs)
+    if types == "object" and _choice_of_objects(out, defs):
+        # Each branch is a closed object already: the choice is closed as it stands.
+        # Strict mode wants the type in the branches, not beside them, and a root that
+        # is one object (OpenAI refuses a choice at the root).
+        if root:
+            raise ValueError(
+                f"{path}: strict mode needs one object at the root, not a choice of objects "
+                "(anyOf/oneOf)"
+            )
+        del out["type"]
+        out.pop("additionalProperties", None)
+        return
     if "object" in type_list:
         properties = out.get("properties")
         extra = out.get("additionalProperties", properties is None and not root)
         if extra is not False:
             raise ValueError(f"{path}: strict mode cannot express a free-form object")
         props = properties if isinstance(properties, Mapping) else {}
-        out["properties"] = {k: _strict(v, f"{path}.{k}") for k, v in props.items()}
+        out["properties"] = {k: _strict(v, f"{path}.{k}", defs) for k, v in props.items()}
         out["required"] = list(props)
         out["additionalProperties"] = False

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Protocol, TypeAlias, cast
+from typing import TYPE_CHECKING, Protocol, TypeAlias, cast
 
 from tinytools._registry import AnyTool
 from tinytools._spec import Exposure, Tool
+
+if TYPE_CHECKING:
+    from tinytools._inject import Context
 
 __all__ = ["Tools", "all_tools", "exposed_tools"]
 
@@ -15,16 +18,22 @@ class _HasTools(Protocol):
     def tools(self) -> Iterable[AnyTool]: ...
 
 
-#: A ``Registry`` (or any toolset with a ``tools()`` method), or any iterable of ``Tool``.
+#: A ``Registry`` or any toolset (resolved with no context), or any iterable of ``Tool``.
 Tools: TypeAlias = _HasTools | Iterable[AnyTool]
 
 
-def all_tools(tools: Tools) -> list[AnyTool]:
-    """Every tool, in order, hidden ones included.
+def all_tools(tools: Tools, context: Context | None = None) -> list[AnyTool]:
+    """Every tool, in order, hidden ones included; a toolset is resolved with ``context``
+    (cached, as for a dispatch).
 
     Raises:
         TypeError: An item is not a ``Tool``.
+        ToolDefinitionError: The toolset cannot be resolved.
     """
+    if callable(getattr(tools, "explain", None)) and callable(getattr(tools, "tools", None)):
+        from tinytools.toolsets._base import resolve
+
+        return list(resolve(tools, context).tools)
     method = getattr(tools, "tools", None)
     source = cast("Iterable[object]", method() if callable(method) else tools)
     found: list[AnyTool] = []
@@ -35,10 +44,12 @@ def all_tools(tools: Tools) -> list[AnyTool]:
     return found
 
 
-def exposed_tools(tools: Tools) -> tuple[AnyTool, ...]:
-    """The tools in order, without the hidden ones (which are never shown to a model).
+def exposed_tools(tools: Tools, context: Context | None = None) -> tuple[AnyTool, ...]:
+    """The tools to declare, in order: the ``Direct`` ones. Hidden tools are never shown
+    to a model; ``Deferred`` ones are found through discovery's ``tool_search``
+    (``tinytools.discovery``) rather than declared.
 
     Raises:
         TypeError: An item is not a ``Tool``.
     """
-    return tuple(tool for tool in all_tools(tools) if tool.exposure is not Exposure.Hidden)
+    return tuple(tool for tool in all_tools(tools, context) if tool.exposure is Exposure.Direct)

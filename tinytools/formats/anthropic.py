@@ -6,6 +6,8 @@
   ``input`` arrives decoded; one that is not an object fails closed: the call
   keeps it as JSON text, with ``invalid`` saying why. Server-side tool blocks
   (``server_tool_use``, ``mcp_tool_use``) are run by Anthropic and skipped.
+* :func:`assistant_message` — the assistant turn holding the calls as
+  ``tool_use`` blocks (for a streamed turn, see :class:`ToolCallAccumulator`).
 * :func:`tool_results` — Anthropic wants every result of a turn in *one*
   user message, so the list has one message (or none, for no results):
   ``[{"role": "user", "content": [{"type": "tool_result", "tool_use_id",
@@ -18,45 +20,114 @@ A message may be the SDK's ``Message`` or a plain dict, or just its
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Final
 
+from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._anthropic_stream import ToolCallAccumulator
 from ._providers import (
     Tools,
+    as_data,
     copy_schema,
+    cut_off,
     exposed_tools,
     typed_calls,
 )
+from ._received import received, refuse_stream_event
+from ._turns import arguments_object, checked_calls
 
-__all__ = ["declarations", "parse_calls", "tool_results"]
+__all__ = [
+    "STREAM_EVENTS",
+    "ToolCallAccumulator",
+    "assistant_message",
+    "declarations",
+    "parse_calls",
+    "tool_results",
+]
 
 
-def declarations(tools: Tools) -> list[dict[str, object]]:
-    """The ``tools`` list of a Messages request (new dicts; hidden tools skipped)."""
+def declarations(tools: Tools, *, context: Context | None = None) -> list[dict[str, object]]:
+    """The ``tools`` list of a Messages request (new dicts; only ``Direct`` tools: hidden
+    and deferred ones are skipped). A toolset is resolved with ``context``."""
     return [
         {"name": t.name, "description": t.description, "input_schema": copy_schema(t.parameters)}
-        for t in exposed_tools(tools)
+        for t in exposed_tools(tools, context)
     ]
 
 
 def parse_calls(response: object) -> list[ToolCall]:
     """The ``tool_use`` blocks of a message, in order.
 
+    A message that stopped at ``max_tokens`` while writing a ``tool_use`` block
+    holds an input that may be incomplete: that call is marked ``invalid`` and
+    answered with the reason, never run.
+
     Args:
         response: A ``Message`` (SDK object or dict) or its ``content`` list.
 
     Raises:
+        TypeError: ``response`` is text, a stream or one stream event (feed
+            events to :class:`ToolCallAccumulator`).
         ValueError: ``response`` has no ``content`` list.
     """
-    return typed_calls(
+    data = received(
         response,
+        module="anthropic",
+        expects="a Message or its content list",
+        accumulator="ToolCallAccumulator",
+    )
+    refuse_stream_event(
+        data,
+        module="anthropic",
+        kinds=STREAM_EVENTS,
+        what="feed every event of `client.messages.create(..., stream=True)` to "
+        "ToolCallAccumulator().add(event)",
+    )
+    calls = typed_calls(
+        data,
         list_key="content",
         what="an Anthropic message",
         kind="tool_use",
         id_key="id",
         arguments_key="input",
     )
+    if isinstance(data, Mapping) and data.get("stop_reason") == "max_tokens" and calls:
+        blocks = data.get("content")
+        last = as_data(blocks[-1]) if isinstance(blocks, list) and blocks else None
+        if isinstance(last, Mapping) and last.get("type") == "tool_use":
+            calls[-1] = cut_off(calls[-1], _CUT)
+    return calls
+
+
+_CUT = "the response reached max_tokens"
+#: The ``type`` of the events of a Messages stream.
+STREAM_EVENTS: Final = (
+    *("message_start", "message_delta", "message_stop", "ping", "error"),
+    *("content_block_start", "content_block_delta", "content_block_stop"),
+)
+
+
+def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dict[str, object]:
+    """The assistant message that made ``calls``: its text, then one ``tool_use`` block per call.
+
+    Append it, then the :func:`tool_results` message. ``input`` must be an
+    object: a call whose raw text is not a JSON object is written with ``{}``
+    (its error result tells the model what was wrong). With extended thinking,
+    Anthropic needs the turn's thinking blocks back too: append the SDK's
+    message (or :meth:`ToolCallAccumulator.message` for a stream) instead.
+
+    Args:
+        calls: The calls, as ``parse_calls`` or :class:`ToolCallAccumulator` gave them.
+        text: The text the model wrote before them, if any.
+    """
+    blocks: list[object] = [{"type": "text", "text": text}] if text else []
+    blocks += [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments_object(call)}
+        for call in checked_calls(calls, "anthropic.assistant_message")
+    ]
+    return {"role": "assistant", "content": blocks}
 
 
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:

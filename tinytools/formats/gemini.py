@@ -11,9 +11,13 @@
   that are not an object fail closed (kept as JSON text, ``invalid`` set).
   Older models send no call ``id``: each call then gets a synthetic,
   deterministic one, derived from the whole response.
+* :func:`assistant_message` — the model ``Content`` holding the calls as
+  ``functionCall`` parts (see its note on thought signatures).
 * :func:`tool_results` — all results of a turn as one user ``Content`` of
-  ``functionResponse`` parts, ``response`` being ``{"output": content}`` or,
-  for an error, ``{"error": content}`` (the keys Gemini documents). The call's
+  ``functionResponse`` parts, ``response`` being ``{"output": value}`` or,
+  for an error, ``{"error": content}`` (the keys Gemini documents). The value
+  is the JSON object or array the content holds (a tool that returned a dict
+  or a dataclass), else the content text. The call's
   ``id`` is echoed only when the model sent one (not for synthetic ids).
 
 **The schema subset.** ``parameters`` takes a subset of OpenAPI 3.0's schema
@@ -48,8 +52,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._dialect import decode_strict
+from ._gemini_stream import FAILED_CALLS, ToolCallAccumulator, failed
 from ._parsed import SyntheticIds, is_synthetic
 from ._providers import (
     ANNOTATIONS,
@@ -62,8 +69,18 @@ from ._providers import (
     note,
     preview,
 )
+from ._received import received
+from ._turns import arguments_object, checked_calls
 
-__all__ = ["declarations", "parse_calls", "subset_schema", "tool_results"]
+__all__ = [
+    "FAILED_CALLS",
+    "ToolCallAccumulator",
+    "assistant_message",
+    "declarations",
+    "parse_calls",
+    "subset_schema",
+    "tool_results",
+]
 
 _KEEP = frozenset(
     {
@@ -81,7 +98,9 @@ _FORMATS = {
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string"}
 
 
-def declarations(tools: Tools, *, json_schema: bool = False) -> list[dict[str, object]]:
+def declarations(
+    tools: Tools, *, json_schema: bool = False, context: Context | None = None
+) -> list[dict[str, object]]:
     """The ``tools`` list of a ``generateContent`` request.
 
     Args:
@@ -91,7 +110,7 @@ def declarations(tools: Tools, *, json_schema: bool = False) -> list[dict[str, o
             instead of projecting it to ``parameters``.
     """
     found: list[object] = []
-    for tool in exposed_tools(tools):
+    for tool in exposed_tools(tools, context):
         declaration: dict[str, object] = {"name": tool.name, "description": tool.description}
         if json_schema:
             declaration["parametersJsonSchema"] = copy_schema(tool.parameters)
@@ -249,33 +268,64 @@ def parse_calls(response: object) -> list[ToolCall]:
         response: A ``GenerateContentResponse``, one candidate, a ``Content``
             or a list of parts; SDK objects or dicts, in the REST
             (``functionCall``) or the SDK's (``function_call``) spelling.
+            One chunk of a stream is a response too, but a call may span
+            chunks: read a stream with :class:`ToolCallAccumulator`.
 
     Raises:
+        ToolCallsFailed: The candidate holds no call and finished because a
+            call failed (``MALFORMED_FUNCTION_CALL``, ``UNEXPECTED_TOOL_CALL``,
+            ``TOO_MANY_TOOL_CALLS``, ``MALFORMED_RESPONSE``,
+            ``MISSING_THOUGHT_SIGNATURE``); the message says what to do.
+        TypeError: ``response`` is text, a stream, or another object.
         ValueError: ``response`` is not shaped like any of these.
     """
-    data = as_data(response)
+    data = received(
+        response,
+        module="gemini",
+        expects="a GenerateContentResponse, a candidate, a Content or its parts",
+        accumulator="ToolCallAccumulator",
+    )
+    candidate = _candidate(data)
     parts = _parts(data)
     ids = SyntheticIds(lambda: json_text(data))
     calls: list[ToolCall] = []
     for part in parts:
-        part = as_data(part)
-        if not isinstance(part, Mapping):
-            continue
-        call = part.get("functionCall") or part.get("function_call")
-        if call is None:
-            continue
-        call = call if isinstance(call, Mapping) else {"args": call}
-        args = call.get("args")
-        calls.append(
-            make_call(
-                call.get("id"),
-                call.get("name"),
-                {} if args is None else args,
-                ids=ids,
-                index=len(calls),
-            )
-        )
+        call = _function_call(part)
+        if call is not None:
+            calls.append(_make(call, ids, len(calls)))
+    if not calls and candidate is not None:
+        failed(candidate)
     return calls
+
+
+def _function_call(part: object) -> Mapping[str, object] | None:
+    """The ``functionCall`` of one part (``{"args": value}`` when it is not an object)."""
+    part = as_data(part)
+    if not isinstance(part, Mapping):
+        return None
+    call = part.get("functionCall") or part.get("function_call")
+    if call is None:
+        return None
+    return call if isinstance(call, Mapping) else {"args": call}
+
+
+def _make(call: Mapping[str, object], ids: SyntheticIds, index: int) -> ToolCall:
+    args = call.get("args")
+    return make_call(
+        call.get("id"), call.get("name"), {} if args is None else args, ids=ids, index=index
+    )
+
+
+def _candidate(data: object) -> Mapping[str, object] | None:
+    """The first candidate of a response, or the candidate itself; ``None`` otherwise."""
+    if isinstance(data, Mapping) and "candidates" in data:
+        candidates = data["candidates"]
+        first = candidates[0] if isinstance(candidates, list) and candidates else None
+        first = as_data(first)
+        return first if isinstance(first, Mapping) else None
+    if isinstance(data, Mapping) and "content" in data:
+        return data
+    return None
 
 
 def _parts(data: object) -> list[object]:
@@ -283,8 +333,9 @@ def _parts(data: object) -> list[object]:
     if isinstance(node, Mapping) and "candidates" in node:
         candidates = node["candidates"]
         node = candidates[0] if isinstance(candidates, list) and candidates else {}
+        node = as_data(node)
     if isinstance(node, Mapping) and "content" in node:
-        node = node["content"]
+        node = as_data(node["content"])
     if isinstance(node, Mapping):
         node = node.get("parts") or []
     if not isinstance(node, list):
@@ -293,8 +344,52 @@ def _parts(data: object) -> list[object]:
     return node
 
 
+def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dict[str, object]:
+    """The model ``Content`` that made ``calls``: its text, then one ``functionCall`` part each.
+
+    Append it to ``contents``, then the :func:`tool_results` content. A call's
+    ``id`` is written only when the model sent one (not for synthetic ids);
+    ``args`` must be an object, so a call whose raw text is not a JSON object
+    is written with ``{}`` (its error result says what was wrong).
+
+    Gemini 2.5 and 3 models attach *thought signatures* to their parts, and
+    Gemini 3 refuses a function-calling turn sent back without them. Calls do
+    not carry them: append the candidate's own ``content`` (or
+    :meth:`ToolCallAccumulator.message` for a stream) whenever you have it;
+    this function is for turns that never came from Gemini (a replayed or
+    prompt-guided history).
+
+    Args:
+        calls: The calls, as ``parse_calls`` or :class:`ToolCallAccumulator` gave them.
+        text: The text the model wrote before them, if any.
+    """
+    parts: list[object] = [{"text": text}] if text else []
+    for call in checked_calls(calls, "gemini.assistant_message"):
+        function: dict[str, object] = {"name": call.name, "args": arguments_object(call)}
+        if not is_synthetic(call.id):
+            function["id"] = call.id
+        parts.append({"functionCall": function})
+    return {"role": "model", "parts": parts}
+
+
+def _value(content: str) -> object:
+    """The JSON object or array ``content`` holds, else ``content`` itself.
+
+    Content is what the model may read (redacted and cut to the byte limit), so
+    it is decoded rather than the host-side structured value sent; cut content
+    no longer parses and goes as text.
+    """
+    if content[:1] in ("{", "["):
+        value = decode_strict(content)
+        if isinstance(value, (dict, list)):
+            return value
+    return content
+
+
 def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
     """Every ``ToolMessage`` as a ``functionResponse`` part of one user ``Content``.
+        context: The context a toolset is resolved with (pass the dispatch's, so
+            that what is declared is what dispatch will admit).
 
     Returns:
         ``[]`` when there are no messages, else a list of one content dict.
@@ -302,7 +397,7 @@ def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
     parts: list[object] = []
     for m in messages:
         response: dict[str, object] = {"name": m.name}
-        response["response"] = {"error": m.content} if m.is_error else {"output": m.content}
+        response["response"] = {"error": m.content} if m.is_error else {"output": _value(m.content)}
         if not is_synthetic(m.tool_call_id):
             response["id"] = m.tool_call_id
         parts.append({"functionResponse": response})

@@ -3,8 +3,9 @@
 The form most open models emit (Hermes, Qwen 2.5/3). :func:`parse` reads
 each ``<tool_call>`` block:
 
-* The body is one JSON object with a ``name`` (or a JSON array of such
-  objects, read as several calls). A body that fails the strict decode is
+* The body is one JSON object with a ``name``, or several such objects one
+  after another (separated by whitespace, ``,`` or ``;``), or a JSON array of
+  them: several objects are several calls. A body that fails the strict decode is
   repaired through :func:`tinytools.repair.recover_relaxed_object`
   (single quotes, trailing commas, Python literals, a code fence…), never
   guessed at.
@@ -26,6 +27,13 @@ each ``<tool_call>`` block:
   ``"name"``: it is never repaired into a call with partial arguments. An
   unclosed tag not followed by ``{`` or ``[`` is prose, so ``use
   <tool_call> tags`` stays text.
+* **Gemma 4** writes ``<|tool_call>call:name{key:<|"|>text<|"|>,n:1}<tool_call|>``:
+  a name, then an object in Gemma's own notation (bare keys, strings between
+  ``<|"|>`` quote tokens, kept verbatim), read through the same relaxed
+  repair. A block missing ``<tool_call|>`` is read only when its object is
+  complete, else it is a broken fragment.
+* A broken block's error keeps the decoder's reason (``Expecting ',' delimiter
+  at line 1, column 30``) and the tool name the block gives, when it gives one.
 * The name is taken as written: a name not among ``tools`` is returned as a
   call, for dispatch's unknown-tool policy to answer.
 * Reasoning (``<think>…</think>``, an unclosed ``<think>`` to the end of the
@@ -59,6 +67,7 @@ from ._dialect import (
     skip_space,
 )
 from ._envelope import json_call_block
+from ._jsonscan import Spans
 from ._parsed import Parsed
 from ._providers import kind_of
 
@@ -78,6 +87,10 @@ PROTOCOL: Final = (
 ARGUMENT_KEYS: Final = ("arguments", "parameters", "args", "input")
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
+_GEMMA_OPEN, _GEMMA_CLOSE = "<|tool_call>", "<tool_call|>"
+_GEMMA_HEAD: Final = re.compile(r"[ \t\r\n]*call:([A-Za-z0-9_.:-]{1,64})[ \t\r\n]*(?=\{)")
+# Between several values in one block.
+_BETWEEN: Final = re.compile(r"[ \t\r\n]*[,;]?[ \t\r\n]*")
 
 
 def _not_json(word: str) -> object:
@@ -93,11 +106,38 @@ _BROKEN = (
 )
 
 
+class _Broken:
+    """The value of a block that holds no readable JSON, with the decoder's reason."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class _Gemma:
+    """The value of a Gemma 4 block: its name and its arguments (``NOTHING`` when broken)."""
+
+    __slots__ = ("arguments", "name")
+
+    def __init__(self, name: str, arguments: object) -> None:
+        self.name, self.arguments = name, arguments
+
+
 #: The value of a block that is never closed and holds no complete JSON value.
 _CUT: Final = object()
 _CUT_OFF = (
     "this <tool_call> block is never closed and its JSON is incomplete: the call looks "
     "cut off, so it was not run; write the whole call again"
+)
+_SHAPE = 'write <tool_call>{"name": "tool_name", "arguments": {...}}</tool_call>'
+_GEMMA_CUT_OFF = (
+    "this <|tool_call> block is never closed with <tool_call|> and its arguments are "
+    "incomplete: the call looks cut off, so it was not run; write the whole call again"
+)
+_GEMMA_BROKEN = (
+    "the arguments in this <|tool_call> block cannot be read: write "
+    '<|tool_call>call:tool_name{key:<|"|>text<|"|>,number:1}<tool_call|>'
 )
 # The name a cut-off block gives, for its error (only a name a tool could have).
 _NAMED: Final = re.compile(
@@ -147,11 +187,13 @@ def parse(text: str, tools: Tools = ()) -> Parsed:
     out, pos = Collector(text), 0
     text = hide_reasoning(text)
     finder = Finder(text)
-    while (start := finder.find(_OPEN, pos)) != -1 and not out.full:
-        block = _read(text, finder, start)
+    while (start := _next_block(finder, pos)) != -1 and not out.full:
+        gemma = text.startswith(_GEMMA_OPEN, start)
+        block = _read_gemma(text, finder, start) if gemma else _read(text, finder, start)
         if block is None:
-            out.prose(pos, start + len(_OPEN))  # a mention of the tag, not a call
-            pos = start + len(_OPEN)
+            skip = start + len(_GEMMA_OPEN if gemma else _OPEN)
+            out.prose(pos, skip)  # a mention of the tag, not a call
+            pos = skip
             continue
         out.prose(pos, start)
         _record(out, out.source[start : block[0]], block[1])
@@ -163,13 +205,42 @@ def parse(text: str, tools: Tools = ()) -> Parsed:
     return out.parsed()
 
 
+def _next_block(finder: Finder, pos: int) -> int:
+    """Where the next ``<tool_call>`` or ``<|tool_call>`` is, or -1."""
+    found = [at for tag in (_OPEN, _GEMMA_OPEN) if (at := finder.find(tag, pos)) != -1]
+    return min(found, default=-1)
+
+
+def _read_gemma(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
+    """A Gemma 4 block at ``start``: where it ends and its :class:`_Gemma` value.
+
+    ``None`` when the tag is a mention (no ``call:name{`` follows it).
+    """
+    head = _GEMMA_HEAD.match(text, start + len(_GEMMA_OPEN))
+    if head is None:
+        return None
+    close, after = finder.find(_GEMMA_CLOSE, head.end()), _next_block(finder, head.end())
+    if close != -1 and (after == -1 or close < after):
+        body = text[head.end() : close].strip()
+        return close + len(_GEMMA_CLOSE), _Gemma(head.group(1), _gemma_arguments(body))
+    limit = len(text) if after == -1 else after
+    arguments = _gemma_arguments(text[head.end() : limit].strip())
+    return limit, _Gemma(head.group(1), _CUT if arguments is NOTHING else arguments)
+
+
+def _gemma_arguments(body: str) -> object:
+    """Gemma's object notation, read by relaxed repair (strict JSON first)."""
+    value = decode_relaxed(body)
+    return value if isinstance(value, dict) else NOTHING
+
+
 def _read(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
     """Where the block at ``start`` ends and its value (``NOTHING`` when broken).
 
     ``None`` when the tag is a mention: not closed, and no JSON follows it.
     """
     body = start + len(_OPEN)
-    close, after = finder.find(_CLOSE, body), finder.find(_OPEN, body)
+    close, after = finder.find(_CLOSE, body), _next_block(finder, body)
     limit = min(at for at in (close, after, len(text)) if at != -1)
     first = skip_space(text, body)
     value, end = _strict_prefix(text, first)
@@ -180,10 +251,48 @@ def _read(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
         if limit != close:
             return end, value
     if limit == close:
-        return close + len(_CLOSE), decode_relaxed(text[body:close])
+        return close + len(_CLOSE), _body_value(text, first, close)
     if not text.startswith(("{", "["), first):
         return None
     return limit, _CUT  # never closed, and its JSON does not show it complete
+
+
+def _body_value(text: str, first: int, close: int) -> object:
+    """The value of a closed block's body: one value, several in a row (as a list of
+    them), or a :class:`_Broken` with the decoder's reason."""
+    body = text[first:close]
+    value = decode_strict(body)
+    if value is not NOTHING:
+        return value
+    values, pos, spans = [], first, Spans(text)
+    while pos < close and text.startswith("{", pos):
+        end = spans.end(pos, close)
+        item = NOTHING if end == -1 else decode_relaxed(text[pos:end])
+        if item is NOTHING or isinstance(item, list):
+            break
+        values.append(item)
+        gap = _BETWEEN.match(text, end, close)
+        pos = close if gap is None else gap.end()
+    if len(values) > 1 and pos >= close:
+        return values  # several calls, identical ones too (never merged by repair)
+    value = decode_relaxed(body)
+    return _Broken(_reason(body)) if value is NOTHING else value
+
+
+def _reason(body: str) -> str:
+    """Why ``body`` is not JSON, in the decoder's words."""
+    if not body.strip():
+        return "the <tool_call> block is empty"
+    try:
+        _STRICT.decode(body.strip())
+    except ValueError as error:  # JSONDecodeError, or NaN/Infinity
+        detail = getattr(error, "msg", str(error))
+        line, column = getattr(error, "lineno", 0), getattr(error, "colno", 0)
+        where = f" at line {line}, column {column}" if line else ""
+        return f"the JSON in this <tool_call> block is not valid: {detail}{where}"
+    except RecursionError:
+        return "the JSON in this <tool_call> block is nested too deeply"
+    return "the <tool_call> block must hold one JSON object, not a list of calls"
 
 
 def _strict_prefix(text: str, pos: int) -> tuple[object, int]:
@@ -198,14 +307,26 @@ def _strict_prefix(text: str, pos: int) -> tuple[object, int]:
 
 def _record(out: Collector, raw: str, value: object) -> None:
     """Record the calls of one block, or its ``raw`` text as an error."""
-    if value is NOTHING:
-        out.error("", raw, _BROKEN)
+    if isinstance(value, _Gemma):
+        if value.arguments is _CUT:
+            out.error(value.name, raw, _GEMMA_CUT_OFF)
+        elif value.arguments is NOTHING:
+            out.error(value.name, raw, _GEMMA_BROKEN)
+        else:
+            out.call(value.name, value.arguments)  # type: ignore[arg-type]  # a dict
+        return
+    if value is NOTHING or isinstance(value, _Broken):
+        named = _NAMED.search(raw)
+        reason = value.reason if isinstance(value, _Broken) else _BROKEN
+        out.error("" if named is None else named.group(1), raw, f"{reason}; {_SHAPE}")
         return
     if value is _CUT:
         named = _NAMED.search(raw)
         out.error("" if named is None else named.group(1), raw, _CUT_OFF)
         return
     for item in value if isinstance(value, list) else [value]:
+        if out.overflow(raw):
+            break
         name, arguments = _call(item)
         if isinstance(arguments, tuple):
             out.error(name, raw, arguments[0])

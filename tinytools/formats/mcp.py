@@ -1,9 +1,11 @@
 """Model Context Protocol: serving tinytools tools from an MCP server.
 
 * :func:`declarations` — the ``tools`` of a ``tools/list`` result:
-  ``{"name", "description", "inputSchema"}``, plus ``annotations`` when the
-  tool's policy is classified (an unclassified tool says nothing, and clients
-  then assume the worst, as the spec's defaults do):
+  ``{"name", "description", "inputSchema"}``, plus ``outputSchema`` when
+  the tool's return type is structured (:func:`output_schema`), and
+  ``annotations`` when the tool's policy is classified (an unclassified
+  tool says nothing, and clients then assume the worst, as the spec's
+  defaults do):
 
   - ``readOnlyHint`` — ``policy.side_effects.read_only``;
   - ``destructiveHint`` — ``side_effects.destructive`` and ``idempotentHint``
@@ -13,15 +15,21 @@
     makes payments.
 
 * :func:`parse_calls` — ``tools/call`` JSON-RPC requests (one, or a batch
-  list) as ``ToolCall``s: the request ``id`` becomes the call id (as text:
+  list), or the ``CallToolRequestParams`` a server handler receives, as
+  ``ToolCall``s: the request ``id`` becomes the call id (as text:
   answer with the original JSON-RPC id), ``params.name`` the name,
   ``params.arguments`` the arguments (optional in MCP: absent reads as
-  ``{}``; not an object fails closed). Requests with another method are
-  skipped.
+  ``{}``; not an object fails closed). In a batch, requests with another
+  method are skipped; a single one is a ``ValueError``.
+* :func:`assistant_message` — MCP's equivalent of an assistant turn: the
+  assistant ``SamplingMessage`` of sampling with tools (spec 2025-11-25),
+  ``{"role": "assistant", "content": [{"type": "tool_use", ...}]}``, for a
+  client that answers ``sampling/createMessage`` with the model's calls.
 * :func:`tool_results` — one ``CallToolResult`` per ``ToolMessage``:
   ``{"content": [{"type": "text", "text"}], "isError"}``, plus
-  ``structuredContent`` when ``structured`` is on and the message's
-  ``artifact`` is a JSON object (the tool's structured output). Wrap each
+  ``structuredContent`` when ``structured`` is on and the tool's structured
+  output (a dict, dataclass, ``TypedDict`` or ``msgspec.Struct``) encodes as
+  a JSON object. Wrap each
   in the JSON-RPC response for its request.
 
 Requests and results may be the ``mcp`` SDK's objects or plain dicts.
@@ -30,17 +38,30 @@ Requests and results may be the ``mcp`` SDK's objects or plain dicts.
 from __future__ import annotations
 
 import contextlib
+import typing
 from collections.abc import Iterable, Mapping
 from functools import partial
 
+import msgspec
+
 from tinytools._artifacts import ToolOutput
+from tinytools._inject import Context
 from tinytools._registry import AnyTool
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._parsed import SyntheticIds
 from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call
+from ._received import received
+from ._turns import arguments_object, checked_calls
 
-__all__ = ["declarations", "hints", "parse_calls", "tool_results"]
+__all__ = [
+    "assistant_message",
+    "declarations",
+    "hints",
+    "output_schema",
+    "parse_calls",
+    "tool_results",
+]
 
 
 def hints(tool: AnyTool) -> dict[str, bool]:
@@ -57,15 +78,49 @@ def hints(tool: AnyTool) -> dict[str, bool]:
     return found
 
 
-def declarations(tools: Tools) -> list[dict[str, object]]:
-    """The ``tools`` of a ``tools/list`` result (new dicts; hidden tools skipped)."""
+def output_schema(tool: AnyTool) -> dict[str, object] | None:
+    """The JSON schema of the tool's structured output, or ``None`` when it has none.
+
+    A tool's output is structured when its function's return annotation is a
+    type whose JSON schema is always an object: a dataclass, ``TypedDict``,
+    ``msgspec.Struct``, attrs class or ``dict``. Then every result is a JSON
+    object (:func:`tool_results` sends it as ``structuredContent``), as MCP
+    requires of a tool that declares an ``outputSchema``. Other return types
+    (``str``, lists, scalars, optional values, ``ToolResult``) and schema-only
+    tools have none.
+    """
+    fn = tool.fn
+    if fn is None:
+        return None
+    try:
+        returned = typing.get_type_hints(fn).get("return")
+        if returned is None or returned is type(None):
+            return None
+        schema = msgspec.json.schema(returned)
+    except Exception:  # unresolvable hints or a type msgspec cannot describe: no schema
+        return None
+    defs = schema.get("$defs")
+    ref = schema.get("$ref")
+    if isinstance(ref, str) and isinstance(defs, dict) and len(schema) == 2:
+        target = defs.get(ref.rsplit("/", 1)[-1])
+        schema = {**target, "$defs": defs} if isinstance(target, dict) else schema
+    if schema.get("type") != "object":
+        return None
+    return copy_schema(schema)
+
+
+def declarations(tools: Tools, *, context: Context | None = None) -> list[dict[str, object]]:
+    """The ``tools`` of a ``tools/list`` result (new dicts; only ``Direct`` tools: hidden
+    and deferred ones are skipped). A toolset is resolved with ``context``."""
     out: list[dict[str, object]] = []
-    for tool in exposed_tools(tools):
+    for tool in exposed_tools(tools, context):
         declaration: dict[str, object] = {
             "name": tool.name,
             "description": tool.description,
             "inputSchema": copy_schema(tool.parameters),
         }
+        if (schema := output_schema(tool)) is not None:
+            declaration["outputSchema"] = schema
         if annotations := hints(tool):
             declaration["annotations"] = annotations
         out.append(declaration)
@@ -76,12 +131,32 @@ def parse_calls(request: object) -> list[ToolCall]:
     """The ``tools/call`` requests among one JSON-RPC request or a batch, in order.
 
     Args:
-        request: A request (SDK object or dict) or a list of them.
+        request: A request (SDK object or dict), a list of them, or the
+            ``CallToolRequestParams`` (``{"name", "arguments"}``) a server
+            handler receives — that call has no request id, so it gets a
+            synthetic one (answer the request the params came in).
 
     Raises:
-        ValueError: ``request`` is neither a request nor a list.
+        TypeError: ``request`` is text or another object that is not a request.
+        ValueError: A single request is not a ``tools/call`` request (in a
+            batch, other requests are skipped), or a batch holds something
+            that is not a request.
     """
-    data = as_data(request)
+    data = received(
+        request,
+        module="mcp",
+        expects="a tools/call request, a batch of requests or CallToolRequestParams",
+        accumulator=None,
+    )
+    if isinstance(data, Mapping) and "method" not in data and "name" in data:
+        data = {"method": "tools/call", "params": data}  # CallToolRequestParams
+    elif isinstance(data, Mapping) and data.get("method") != "tools/call":
+        method = data.get("method")
+        said = f"a {json_text(method)} request" if method is not None else "no request"
+        raise ValueError(
+            f"expected a tools/call request or its params, got {said}; "
+            "pass the tools/call request (or the CallToolRequestParams of one)"
+        )
     items = data if isinstance(data, list) else [data]
     calls: list[ToolCall] = []
     for item in items:
@@ -90,7 +165,7 @@ def parse_calls(request: object) -> list[ToolCall]:
             raise ValueError(f"expected a JSON-RPC request, not {type(item).__name__}")
         if item.get("method") != "tools/call":
             continue
-        params = item.get("params")
+        params = as_data(item.get("params"))
         params = params if isinstance(params, Mapping) else {"arguments": params}
         arguments = params.get("arguments")
         calls.append(
@@ -105,6 +180,27 @@ def parse_calls(request: object) -> list[ToolCall]:
     return calls
 
 
+def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dict[str, object]:
+    """The assistant ``SamplingMessage`` holding ``calls`` as ``tool_use`` content.
+
+    MCP has no assistant turn of its own: a server that samples with tools
+    (spec 2025-11-25, ``sampling/createMessage`` with ``tools``) receives the
+    model's calls in this message, and replays it in its next request. Its
+    ``input`` must be an object: a call whose raw text is not a JSON object is
+    written with ``{}``.
+
+    Args:
+        calls: The calls, as a provider module's ``parse_calls`` gave them.
+        text: The text the model wrote before them, if any.
+    """
+    content: list[object] = [{"type": "text", "text": text}] if text else []
+    content += [
+        {"type": "tool_use", "id": call.id, "name": call.name, "input": arguments_object(call)}
+        for call in checked_calls(calls, "mcp.assistant_message")
+    ]
+    return {"role": "assistant", "content": content}
+
+
 def tool_results(
     messages: Iterable[ToolMessage], *, structured: bool = True
 ) -> list[dict[str, object]]:
@@ -114,8 +210,9 @@ def tool_results(
         messages: The messages, such as ``dispatch(...).messages``.
         structured: Add ``structuredContent`` when the tool's structured output
             (``ToolOutput.structured`` on the message's ``artifact``, as dispatch
-            makes it, or an ``artifact`` that is itself a mapping) is a JSON
-            object; turn off to keep it on the host.
+            makes it, or the ``artifact`` itself) encodes as a JSON object —
+            a dict, dataclass, ``TypedDict`` or ``msgspec.Struct``, as
+            :func:`output_schema` declares; turn off to keep it on the host.
     """
     results: list[dict[str, object]] = []
     for m in messages:
@@ -124,8 +221,11 @@ def tool_results(
             "isError": m.is_error,
         }
         output = m.artifact.structured if isinstance(m.artifact, ToolOutput) else m.artifact
-        if structured and isinstance(output, Mapping):
-            with contextlib.suppress(TypeError, ValueError, OverflowError):  # else kept on the host
-                result["structuredContent"] = copy_schema(output)  # a JSON deep copy
+        if structured and output is not None:
+            with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
+                # A JSON deep copy; what JSON cannot carry is kept on the host.
+                value = msgspec.json.decode(msgspec.json.encode(output))
+                if isinstance(value, dict):  # a dataclass or Struct is an object too
+                    result["structuredContent"] = value
         results.append(result)
     return results

@@ -16,18 +16,21 @@ from __future__ import annotations
 import copy
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
-from typing import Final
+from typing import Final, Literal, Protocol, cast
 
 from tinytools._wire import ToolCall
 
 from ._dialect import decode_strict
 from ._envelope import json_call_block, result_block
+from ._tools import Tools
 
 __all__ = [
     "BLOCK_BEGIN",
     "BLOCK_END",
     "DEFAULT_PLACEHOLDER",
     "DEFAULT_PROTOCOL",
+    "Dialect",
+    "Placement",
     "RESULTS_HEADER",
     "coalesce_tool_results",
     "ensure_resolvable_user_turn",
@@ -58,7 +61,50 @@ _SYSTEM_ROLES: Final = frozenset({"system", "developer"})
 
 
 def _copy(message: Mapping[str, object]) -> dict[str, object]:
-    return copy.deepcopy(dict(message))
+    """A deep copy of one message, at any depth (see :func:`_deep_copy`)."""
+    return cast("dict[str, object]", _deep_copy(dict(message)))
+
+
+def _deep_copy(value: object) -> object:
+    """A deep copy of JSON-like data, without recursion.
+
+    Dicts and lists are rebuilt level by level from an explicit stack, so
+    content nested thousands deep (which ``copy.deepcopy`` cannot reach past
+    the recursion limit) is copied like any other; any other value is left to
+    :func:`copy.deepcopy`. A dict or list met twice is copied once, as
+    ``deepcopy`` would.
+    """
+    if not isinstance(value, (dict, list)):
+        return copy.deepcopy(value)
+    copies: dict[int, dict[object, object] | list[object]] = {}
+    root = _shell(value, copies)
+    stack = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        pairs = source.items() if isinstance(source, dict) else enumerate(source)
+        for key, item in pairs:
+            if isinstance(item, (dict, list)):
+                known = copies.get(id(item))
+                if known is None:
+                    known = _shell(item, copies)
+                    stack.append((item, known))
+                item = known
+            elif not isinstance(item, (str, int, float, bool, type(None))):
+                item = copy.deepcopy(item)
+            target[key] = item
+    return root
+
+
+def _shell(
+    value: dict[object, object] | list[object],
+    copies: dict[int, dict[object, object] | list[object]],
+) -> dict[object, object] | list[object]:
+    """An empty container for ``value``'s copied items, remembered by ``value``'s id."""
+    shell: dict[object, object] | list[object] = (
+        {} if isinstance(value, dict) else [None] * len(value)
+    )
+    copies[id(value)] = shell
+    return shell
 
 
 def _text_of(content: object) -> str:
@@ -138,10 +184,26 @@ def _results_turn(results: list[Mapping[str, object]], names: dict[str, str]) ->
     return {"role": "user", "content": "\n".join(blocks)}
 
 
+class Dialect(Protocol):
+    """A text dialect module: anything with ``render_call(call, tools)``
+    (``json_in_tag``, ``xml``, ``ptype``, ``mistral``, ``llama_json``, ``deepseek``)."""
+
+    def render_call(self, call: ToolCall, tools: Tools) -> str: ...
+
+
+def _renderer(dialect: Dialect, tools: Tools) -> Callable[[ToolCall], str]:
+    def render(call: ToolCall) -> str:
+        return dialect.render_call(call, tools)
+
+    return render
+
+
 def coalesce_tool_results(
     messages: Sequence[Mapping[str, object]],
     *,
     render_call: Callable[[ToolCall], str] | None = None,
+    dialect: Dialect | None = None,
+    tools: Tools = (),
 ) -> list[dict[str, object]]:
     """Turn tool traffic into text turns that a template without a tool channel accepts.
 
@@ -159,14 +221,27 @@ def coalesce_tool_results(
     Args:
         messages: OpenAI-format chat messages.
         render_call: Renders one call, arguments decoded when they are a JSON
-            object (for example ``lambda c: xml.render_call(c, tools)``); it
-            must escape its own output. Default: ``<tool_call>``, newline,
-            ``{"name": …, "arguments": …}``, newline, ``</tool_call>``.
+            object; it must escape its own output. Default: ``<tool_call>``,
+            newline, ``{"name": …, "arguments": …}``, newline, ``</tool_call>``.
+        dialect: The dialect the model was taught (the module whose
+            ``render(tools)`` is in its prompt, or the family it speaks
+            natively, such as ``mistral``): past calls are written with its
+            ``render_call(call, tools)``, so the history shows the model its
+            own syntax. Give this or ``render_call``, not both.
+        tools: The tools, for ``dialect`` (positional arguments, typed values).
 
     Returns:
         A new list of new messages with no ``tool`` role and no ``tool_calls``.
+
+    Raises:
+        TypeError: Both ``render_call`` and ``dialect`` are given.
     """
+    if render_call is not None and dialect is not None:
+        raise TypeError("give coalesce_tool_results either render_call or dialect, not both")
     render = render_call or json_call_block
+    if dialect is not None:
+        render = _renderer(dialect, tools)
+
     names: dict[str, str] = {}
     out: list[dict[str, object]] = []
     run: list[Mapping[str, object]] = []
@@ -205,7 +280,10 @@ def ensure_resolvable_user_turn(
     which a prompt-guided loop reaches once the real request ages out of the
     window; it also skips a user turn that is only a ``<tool_response>…
     </tool_response>`` wrapper, so such turns do not count. When none counts,
-    one is inserted after the leading ``system`` (or ``developer``) turns.
+    one is inserted after the leading ``system`` (or ``developer``) turns —
+    or, when a user turn that does not count already stands there, the
+    placeholder opens that turn instead, so the result never has two user
+    turns in a row that the input did not have.
 
     Args:
         messages: OpenAI-format chat messages.
@@ -221,40 +299,71 @@ def ensure_resolvable_user_turn(
     index = 0
     while index < len(out) and out[index].get("role") in _SYSTEM_ROLES:
         index += 1
-    out.insert(index, {"role": "user", "content": placeholder})
+    if index < len(out) and out[index].get("role") == "user":
+        # A user turn that does not count (a bare tool response) already follows: it
+        # takes the placeholder first, so no two user turns are ever made adjacent.
+        out[index]["content"] = _prefixed(out[index].get("content"), placeholder)
+    else:
+        out.insert(index, {"role": "user", "content": placeholder})
     return out
 
 
-def _put_block(text: str, block: str) -> str:
+def _prefixed(content: object, text: str) -> object:
+    """``content`` with ``text`` and a blank line before it (a first part for a list)."""
+    if isinstance(content, list):
+        return [{"type": "text", "text": text}, *content]
+    body = _text_of(content)
+    return f"{text}\n\n{body}" if body else text
+
+
+def _put_block(text: str, block: str, *, first: bool = False) -> str:
     start, end = text.find(BLOCK_BEGIN), text.rfind(BLOCK_END)
     if 0 <= start < end:
         return text[:start] + block + text[end + len(BLOCK_END) :]
-    return f"{text}\n\n{block}" if text else block
+    if not text:
+        return block
+    return f"{block}\n\n{text}" if first else f"{text}\n\n{block}"
 
 
-def _with_block(content: object, block: str) -> object:
+def _with_block(content: object, block: str, *, first: bool = False) -> object:
     if content is None or isinstance(content, str):
-        return _put_block(content or "", block)
+        return _put_block(content or "", block, first=first)
     if not isinstance(content, list):
-        raise TypeError("system content must be a string, a list of content parts or None")
+        role = "user" if first else "system"
+        raise TypeError(f"{role} content must be a string, a list of content parts or None")
     for part in content:
         text = part.get("text") if isinstance(part, dict) else None
         if isinstance(text, str) and BLOCK_BEGIN in text and BLOCK_END in text:
             part["text"] = _put_block(text, block)
             return content
-    return [*content, {"type": "text", "text": block}]
+    added = {"type": "text", "text": block}
+    return [added, *content] if first else [*content, added]
+
+
+#: Where :func:`with_tool_instructions` puts the block.
+Placement = Literal["system", "first_user"]
 
 
 def with_tool_instructions(
-    messages: Sequence[Mapping[str, object]], catalogue: str, *, protocol: str = DEFAULT_PROTOCOL
+    messages: Sequence[Mapping[str, object]],
+    catalogue: str,
+    *,
+    protocol: str = DEFAULT_PROTOCOL,
+    placement: Placement = "system",
 ) -> list[dict[str, object]]:
-    """Add the tool protocol and catalogue to the system prompt, once.
+    """Add the tool protocol and catalogue to the prompt, once.
 
-    The block (:data:`BLOCK_BEGIN`, protocol, blank line, catalogue,
-    :data:`BLOCK_END`, one per line) is appended after a blank line to the
-    first ``system`` message, or is a new first message when there is none.
-    A block already there (its first :data:`BLOCK_BEGIN` to its last
-    :data:`BLOCK_END`) is replaced in place: applying this twice equals
+    The block is :data:`BLOCK_BEGIN`, protocol, blank line, catalogue,
+    :data:`BLOCK_END`, one per line. With ``placement="system"`` (the default)
+    it is appended after a blank line to the first ``system`` message, or is a
+    new first message when there is none. With ``placement="first_user"`` —
+    for chat templates that have no system role, such as Gemma's, or that
+    drop it — it opens the first ``user`` turn, a blank line before the
+    user's text (a first text part for list content), or is a new user turn
+    after the leading ``system``/``developer`` turns when there is no user
+    turn; other messages, a system message included, are left as they are.
+    Either way, a block already there (its first :data:`BLOCK_BEGIN` to its
+    last :data:`BLOCK_END`) is replaced in place: applying this twice equals
     applying it once, and a new catalogue replaces the old.
 
     Args:
@@ -264,20 +373,30 @@ def with_tool_instructions(
         protocol: What to say before the catalogue; the default,
             :data:`DEFAULT_PROTOCOL`, says how tool results come back (how to
             call is the catalogue's to say).
+        placement: ``"system"`` or ``"first_user"``, as above.
 
     Returns:
         A new list of new messages.
 
     Raises:
-        TypeError: The system message's content is not a string, a list or ``None``.
+        TypeError: The content the block goes into is not a string, a list or
+            ``None``.
+        ValueError: ``placement`` is neither of the two.
     """
+    if placement not in ("system", "first_user"):
+        raise ValueError(f"placement must be 'system' or 'first_user', not {placement!r}")
     block = f"{BLOCK_BEGIN}\n{protocol}\n\n{catalogue}\n{BLOCK_END}"
+    role = "system" if placement == "system" else "user"
     out = [_copy(message) for message in messages]
     for message in out:
-        if message.get("role") == "system":
-            message["content"] = _with_block(message.get("content"), block)
+        if message.get("role") == role:
+            message["content"] = _with_block(message.get("content"), block, first=role == "user")
             return out
-    out.insert(0, {"role": "system", "content": block})
+    index = 0
+    if role == "user":
+        while index < len(out) and out[index].get("role") in _SYSTEM_ROLES:
+            index += 1
+    out.insert(index, {"role": role, "content": block})
     return out
 
 

@@ -6,6 +6,8 @@
   ``arguments`` string kept verbatim: decoding, repair and validation happen
   at admission.
 * :class:`ToolCallAccumulator` — the same from a stream of chunks.
+* :func:`assistant_message` — the assistant turn holding the calls (for a
+  streamed or prompt-guided turn, where no SDK message exists to append).
 * :func:`tool_results` — our ``ToolMessage``s as ``role: "tool"`` messages.
 
 Responses may be the SDK's objects or plain dicts (as JSON-decoded); the SDK
@@ -24,42 +26,60 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+import msgspec
+
+from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._parsed import SyntheticIds
 from ._providers import (
     Tools,
     as_data,
+    cut_off,
     exposed_tools,
     json_text,
     make_call,
     openai_function,
     strict_schema,
 )
+from ._received import received
+from ._streamed import UNFINISHED
+from ._turns import arguments_text, checked_calls
 
-__all__ = ["ToolCallAccumulator", "declarations", "parse_calls", "strict_schema", "tool_results"]
+__all__ = [
+    "ToolCallAccumulator",
+    "assistant_message",
+    "declarations",
+    "parse_calls",
+    "strict_schema",
+    "tool_results",
+]
 
 
-def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object]]:
+def declarations(
+    tools: Tools, *, strict: bool = False, context: Context | None = None
+) -> list[dict[str, object]]:
     """The ``tools`` list of a Chat Completions request.
 
     Args:
-        tools: A ``Registry`` (or any toolset with ``tools()``) or an iterable
-            of ``Tool``. Hidden tools are skipped; every other tool given is
-            declared (choose what to expose with
+        tools: A ``Registry``, any toolset, or an iterable of ``Tool``. Only
+            ``Direct`` tools are declared: hidden ones never, deferred ones are
+            found through discovery (choose what to expose with
             :func:`tinytools.formats.split_by_format`).
         strict: Declare each tool in strict mode, with its parameters
             projected by :func:`strict_schema` and ``"strict": true``. A tool
             whose schema strict mode cannot express (a ``dict`` parameter, a
             value of any type) is declared ``"strict": false`` with its schema
             unchanged.
+        context: The context a toolset is resolved with (pass the dispatch's, so
+            that what is declared is what dispatch will admit).
 
     Returns:
         New dicts, ``{"type": "function", "function": {"name", "description",
         "parameters"}}`` (plus ``"strict"`` when ``strict`` is asked for).
     """
     out: list[dict[str, object]] = []
-    for tool in exposed_tools(tools):
+    for tool in exposed_tools(tools, context):
         function = openai_function(tool, strict=strict)
         if not strict:
             del function["strict"]
@@ -70,38 +90,70 @@ def declarations(tools: Tools, *, strict: bool = False) -> list[dict[str, object
 def parse_calls(response: object) -> list[ToolCall]:
     """The tool calls of a completion, a choice or an assistant message, in order.
 
+    A completion cut off at the token limit (``finish_reason: "length"``) was
+    stopped while writing its last call: that call is marked ``invalid`` (its
+    text kept), so it is answered with an error instead of run on arguments
+    that may be incomplete.
+
     Args:
         response: A ``ChatCompletion`` (its first choice is read: other
             choices are alternatives, not more calls), one choice, or the
             assistant message; SDK objects or plain dicts.
 
     Raises:
+        TypeError: ``response`` is not a response at all: text, a stream, or
+            one streamed chunk (feed chunks to :class:`ToolCallAccumulator`).
         ValueError: ``response`` is not shaped like any of these.
     """
-    data = as_data(response)
-    message = _message(data)
+    data = received(
+        response,
+        module="openai_chat",
+        expects="a ChatCompletion, a choice or an assistant message",
+        accumulator="ToolCallAccumulator",
+    )
+    message, finish = _message(data)
     items = message.get("tool_calls")
     if items is None:
         return []
     if not isinstance(items, list):
         raise ValueError(f"`tool_calls` must be a list, not {json_text(items)[:80]}")
     ids = SyntheticIds(lambda: json_text(data))
-    return [_call(item, ids, index) for index, item in enumerate(items)]
+    calls = [_call(item, ids, index) for index, item in enumerate(items)]
+    if finish == "length" and calls:
+        calls[-1] = cut_off(calls[-1], _CUT)
+    return calls
 
 
-def _message(data: object) -> Mapping[str, object]:
+_CUT = "the response reached its token limit (finish_reason length)"
+
+
+def _message(data: object) -> tuple[Mapping[str, object], object]:
+    """The assistant message and the choice's ``finish_reason`` (``None`` if not known)."""
     if not isinstance(data, Mapping):
         raise ValueError(f"expected a Chat Completions response, not {type(data).__name__}")
+    finish: object = None
+    if data.get("object") == "chat.completion.chunk":
+        raise _chunk_refused()
     if "choices" in data:
         choices = data["choices"]
         if not isinstance(choices, list):
             raise ValueError("`choices` must be a list")
         data = choices[0] if choices else {}
+    if isinstance(data, Mapping) and "delta" in data and "message" not in data:
+        raise _chunk_refused()
     if isinstance(data, Mapping) and "message" in data:
+        finish = data.get("finish_reason")
         data = data["message"]
     if not isinstance(data, Mapping):
         raise ValueError(f"expected an assistant message, not {json_text(data)[:80]}")
-    return data
+    return data, finish
+
+
+def _chunk_refused() -> TypeError:
+    return TypeError(
+        "tinytools.formats.openai_chat.parse_calls got a streamed chunk, not a completion; "
+        "feed every chunk to ToolCallAccumulator().add(chunk) and read its calls()"
+    )
 
 
 def _call(item: object, ids: SyntheticIds, index: int) -> ToolCall:
@@ -141,6 +193,11 @@ class _Slot:
 class ToolCallAccumulator:
     """Merges streamed ``choices[].delta.tool_calls[]`` into complete calls.
 
+    Feed it the chunks of ``client.chat.completions.create(..., stream=True)``.
+    (The SDK's ``client.chat.completions.stream()`` helper parses the
+    arguments of strict tools itself and raises from inside the SDK when a
+    model writes broken JSON, before tinytools sees the call.)
+
     Each delta names its call by ``index``: the first carries the ``id`` and
     the ``name``, the following ones pieces of the ``arguments`` string.
     Deltas of parallel calls may interleave; they are merged by index. A
@@ -152,18 +209,21 @@ class ToolCallAccumulator:
         accumulator = ToolCallAccumulator()
         for chunk in client.chat.completions.create(..., stream=True):
             accumulator.add(chunk)
+        messages.append(accumulator.message())
         calls = accumulator.calls()
 
     Args:
         choice: The choice to follow (``n > 1`` streams several).
     """
 
-    __slots__ = ("_choice", "_last", "_slots")
+    __slots__ = ("_choice", "_finish", "_last", "_slots", "_text")
 
     def __init__(self, choice: int = 0) -> None:
         self._choice = choice
         self._slots: dict[int, _Slot] = {}
         self._last: int | None = None
+        self._text: list[str] = []
+        self._finish: object = None
 
     def add(self, chunk: object) -> None:
         """Merge one ``ChatCompletionChunk`` (an SDK object or a dict); other chunks are ignored."""
@@ -171,8 +231,13 @@ class ToolCallAccumulator:
         choices = data.get("choices") if isinstance(data, Mapping) else None
         for choice in choices if isinstance(choices, list) else ():
             if isinstance(choice, Mapping) and choice.get("index", 0) == self._choice:
+                if choice.get("finish_reason") is not None:
+                    self._finish = choice["finish_reason"]
                 delta = choice.get("delta")
-                items = delta.get("tool_calls") if isinstance(delta, Mapping) else None
+                delta = delta if isinstance(delta, Mapping) else {}
+                if isinstance(content := delta.get("content"), str):
+                    self._text.append(content)
+                items = delta.get("tool_calls")
                 for item in items if isinstance(items, list) else ():
                     if isinstance(item, Mapping):
                         self._merge(item)
@@ -198,7 +263,13 @@ class ToolCallAccumulator:
                 slot.odd.append(arguments)
 
     def calls(self) -> list[ToolCall]:
-        """The calls so far, by index; each ``arguments`` is the joined string, verbatim."""
+        """The calls so far, by index; each ``arguments`` is the joined string, verbatim.
+
+        Before the choice's ``finish_reason`` arrives (a stream cut short), a
+        call whose text is not valid JSON is marked ``invalid``; after
+        ``finish_reason: "length"``, the last call is, as :func:`parse_calls`
+        marks it.
+        """
         slots = [self._slots[index] for index in sorted(self._slots)]
         ids = SyntheticIds(
             lambda: json_text([[slot.id, slot.name, "".join(slot.pieces)] for slot in slots])
@@ -208,18 +279,85 @@ class ToolCallAccumulator:
             arguments: object = "".join(slot.pieces)
             if slot.odd:  # a server that streams an object instead of JSON text
                 arguments = slot.odd[0] if len(slot.odd) == 1 and not slot.pieces else slot.odd
-            calls.append(
-                make_call(slot.id, slot.name, arguments, ids=ids, index=position, raw_string=True)
+            call = make_call(
+                slot.id, slot.name, arguments, ids=ids, index=position, raw_string=True
             )
+            if self._finish is None and isinstance(arguments, str) and not _whole(arguments):
+                call = cut_off(call, UNFINISHED)
+            calls.append(call)
+        if self._finish == "length" and calls:
+            calls[-1] = cut_off(calls[-1], _CUT)
         return calls
 
+    def text(self) -> str:
+        """The text the model streamed (``delta.content``, joined)."""
+        return "".join(self._text)
 
-def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
+    def message(self) -> dict[str, object]:
+        """The streamed assistant turn: :func:`assistant_message` of the calls and text."""
+        return assistant_message(self.calls(), self.text() or None)
+
+
+def _whole(text: str) -> bool:
+    """Whether ``text`` is complete JSON (a stream cut inside a call leaves it broken)."""
+    try:
+        msgspec.json.decode(text)
+    except (msgspec.MsgspecError, RecursionError, UnicodeError):
+        return False
+    return True
+
+
+def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dict[str, object]:
+    """The assistant message that made ``calls``, as Chat Completions takes it back.
+
+    Append it to the conversation, then the :func:`tool_results` of the calls.
+    Arguments are sent as JSON text: a call's raw text verbatim (a malformed
+    call shows what the model sent, which its error result answers).
+
+    Args:
+        calls: The calls, as ``parse_calls`` or :class:`ToolCallAccumulator` gave them.
+        text: The text the model wrote with them, if any.
+
+    Returns:
+        ``{"role": "assistant", "content": text, "tool_calls": [...]}``, without
+        ``tool_calls`` when there are none (the API refuses an empty list).
+    """
+    message: dict[str, object] = {"role": "assistant", "content": text}
+    entries = [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": arguments_text(call)},
+        }
+        for call in checked_calls(calls, "openai_chat.assistant_message")
+    ]
+    if entries:
+        message["tool_calls"] = entries
+    return message
+
+
+def tool_results(
+    messages: Iterable[ToolMessage], *, status: bool = False
+) -> list[dict[str, object]]:
     """One ``{"role": "tool", "tool_call_id", "content"}`` message per ``ToolMessage``, in order.
 
     Pass ``dispatch(...).messages``; append the list after the assistant
     message that made the calls.
+
+    Args:
+        messages: The messages to send.
+        status: Add each message's ``status`` (``"ok"``, ``"error"``, …), which
+            :func:`tinytools.formats.coalesce_tool_results` shows the model. For
+            a prompt-guided history only: the OpenAI API refuses the extra key.
     """
-    return [
-        {"role": "tool", "tool_call_id": m.tool_call_id, "content": m.content} for m in messages
-    ]
+    out: list[dict[str, object]] = []
+    for m in messages:
+        message: dict[str, object] = {
+            "role": "tool",
+            "tool_call_id": m.tool_call_id,
+            "content": m.content,
+        }
+        if status:
+            message["status"] = m.status
+        out.append(message)
+    return out

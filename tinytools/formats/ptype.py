@@ -8,9 +8,14 @@
 * **Pythonic lists** ``[f(a=1), g(b='x')]`` (Llama 3.2/4, vLLM's
   "pythonic"): anywhere when the first call names a known tool, and with any
   names when the list is the whole message.
-* **Wrapped** in ``<|python_start|>…<|python_end|>`` (Llama 4) or
-  ``<|tool_call_start|>…<|tool_call_end|>`` (LFM2), the closing marker
-  optional at the end: every call inside, bare or listed, whatever its name.
+* **Wrapped** in ``<|python_start|>…<|python_end|>`` (Llama 4),
+  ``<|tool_call_start|>…<|tool_call_end|>`` (LFM2) or a ```` ```tool_code ````
+  fence (Gemma 3), the closing marker optional at the end: every call
+  inside, bare or listed, whatever its name.
+* **Gemma 3's** ``default_api.name(...)`` and ``print(default_api.name(...))``:
+  the call to ``name`` (the ``print`` and the module are not part of it);
+  ``default_api`` says a call is meant, so any name is read where the name
+  is one of ``tools`` or inside a wrapper.
 
 Reasoning (``<think>…</think>``, an unclosed ``<think>`` to the end of the
 text, or everything before a ``</think>`` that has no ``<think>``) is never
@@ -58,6 +63,7 @@ from ._dialect import (
     catalogue,
     hide_reasoning,
     properties,
+    skip_space,
     tool_map,
 )
 from ._envelope import escape_json
@@ -88,7 +94,14 @@ PROTOCOL: Final = (
 )
 
 _PYTHON_START, _LFM2_START = "<|python_start|>", "<|tool_call_start|>"
-_WRAPPERS: Final = {_PYTHON_START: "<|python_end|>", _LFM2_START: "<|tool_call_end|>"}
+_TOOL_CODE = "```tool_code"
+_WRAPPERS: Final = {
+    _PYTHON_START: "<|python_end|>",
+    _LFM2_START: "<|tool_call_end|>",
+    _TOOL_CODE: "```",
+}
+# Gemma 3 writes a call as a method of its `default_api` module, often printed.
+_API, _PRINT = "default_api.", "print("
 _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
 
 
@@ -123,6 +136,8 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     <reason>]``, which parses as prose. That is a name outside the tool-name
     grammar (``^[A-Za-z_][A-Za-z0-9_-]{0,63}$``), arguments nested deeper
     than :data:`MAX_DEPTH` allows (30 levels below the arguments object), a
+    call longer than :data:`MAX_TOKENS` tokens or :data:`MAX_CHARS`
+    characters (the parser's limits: the text is checked by its scanner), a
     non-finite number, or a value that is not JSON. Arguments that are not
     an object are written as one string after ``**`` (``name(**"{oops")``),
     which parses back as a broken call (an error), never as a call.
@@ -146,7 +161,14 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     parts += [f"{key}={_literal_text(arguments[key])}" for key in plain]
     if len(plain) < len(rest):
         parts.append("**" + _literal_text({k: arguments[k] for k in rest if k not in plain}))
-    return escape_json(f"{call.name}({', '.join(parts)})")
+    text = escape_json(f"{call.name}({', '.join(parts)})")
+    # What parse would refuse (more than MAX_TOKENS tokens, MAX_CHARS characters) is
+    # refused here too: the parser's own scanner reads the text first.
+    scan = Scan("name", -1)
+    scan_fragment(text, len(call.name), len(text), scan)
+    return (
+        text if scan.problem is None else refusal(f"the call cannot be read back: {scan.problem}")
+    )
 
 
 def _literal_text(value: object) -> str:
@@ -216,9 +238,21 @@ def _name_start(text: str, at: int) -> int | None:
         start -= 1
     if start == at or text[start] in "0123456789-":
         return None
-    if start > 0 and (text[start - 1] in _NAME_CHARS or text[start - 1] == "."):
+    if start > 0 and text[start - 1] in _NAME_CHARS:
+        return None
+    if start > 0 and text[start - 1] == "." and not _api_call(text, start):
         return None
     return None if text[max(0, start - 4) : start] == "def " else start
+
+
+def _api_call(text: str, start: int) -> bool:
+    """Whether the name at ``start`` follows ``default_api.`` (a whole word)."""
+    at = start - len(_API)
+    return (
+        at >= 0
+        and text.startswith(_API, at)
+        and (at == 0 or (text[at - 1] not in _NAME_CHARS and text[at - 1] != "."))
+    )
 
 
 class _Reader:
@@ -269,11 +303,8 @@ class _Reader:
 
     def _wrapper(self, at: int, prose: int) -> int | None:
         """Read a ``<|python_start|>``-style block at ``at``; where it ends."""
-        if self.text.startswith(_PYTHON_START, at):
-            marker = _PYTHON_START
-        elif self.text.startswith(_LFM2_START, at):
-            marker = _LFM2_START
-        else:
+        marker = next((m for m in _WRAPPERS if self.text.startswith(m, at)), None)
+        if marker is None:
             return None
         self.out.prose(prose, at)
         body, closer = at + len(marker), _WRAPPERS[marker]
@@ -290,9 +321,15 @@ class _Reader:
         start = _name_start(text, at)
         if start is None:
             return None
-        name, bracket = text[start:at], _list_start(text, start, prose)
-        first = start if bracket is None else bracket
-        certain = wrapped or name in self.tools
+        name = text[start:at]
+        if name == "print" and text.startswith(_API, at + 1):
+            return None  # print(default_api.f(…)): the call is f's
+        api = start > prose and text[start - 1] == "."
+        bracket = None if api else _list_start(text, start, prose)
+        first = start - len(_API) if api else start if bracket is None else bracket
+        printed = api and first - len(_PRINT) >= prose and text.startswith(_PRINT, first - 6)
+        first -= len(_PRINT) if printed else 0
+        certain = wrapped or name in self.tools or api
         if not certain and first != self.whole[0]:
             return None
         scan = Scan("name", -1) if bracket is None else Scan("start", 1)
@@ -300,6 +337,12 @@ class _Reader:
         if not certain and (scan.problem is not None or stop != self.whole[1]):
             return None  # not the whole message after all: prose
         self.out.prose(prose, first)
+        if printed and scan.problem is None:
+            after = skip_space(text, stop)
+            if after < end and text[after] == ")":
+                raw = self.out.source[first : after + 1]
+                self._calls(raw, [name], source_text(text, at, stop, fixes), name)
+                return after + 1
         if scan.problem is not None:
             self.out.error(name, self.out.source[first:stop], scan.problem)
         elif bracket is None:

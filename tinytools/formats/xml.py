@@ -33,7 +33,11 @@ name was read, never a call with the arguments read so far.
 **Values.** A value is the text between its tags, minus one ``\\n`` right
 after the opening tag and one right before the closing tag (``\\r`` and other
 whitespace are kept). When the parameter's schema admits a string, or gives
-no type, that text is the value, verbatim. Otherwise it is read as JSON
+no type, that text is the value, verbatim — but text that is exactly one
+JSON string literal (``<arg_value>"Paris"</arg_value>``, as GLM often writes
+it) is decoded when the schema says string (:func:`render_call` writes a
+string that would read that way as a JSON literal, so it reads back).
+Otherwise it is read as JSON
 (integers, numbers, booleans, null, arrays, objects; ``True``/``False``/
 ``None``; relaxed JSON for an object) and, when that fails or gives a type
 the schema does not admit, kept as the string, so validation reports the
@@ -68,7 +72,9 @@ from ._dialect import (
     catalogue,
     convert_text,
     hide_reasoning,
+    json_string_literal,
     properties,
+    schema_types,
     skip_space,
     tool_map,
 )
@@ -123,8 +129,11 @@ def render_call(call: ToolCall, tools: Tools) -> str:
 
     The native form, one argument per line: a string as its text (in CDATA
     when it holds its own closing tag), any other value as JSON (``</``
-    written ``<\\/``), envelope tags escaped. ``tools`` is accepted
-    for symmetry with the other dialects; the text does not depend on it.
+    written ``<\\/``), envelope tags escaped. A string whose text would read
+    as a JSON string literal, or that holds ``<think>`` or ``</think>`` (which
+    :func:`parse` reads as reasoning), is written as JSON when its schema in
+    ``tools`` says string (where :func:`parse` decodes such literals); where
+    it does not, a string holding a reasoning tag makes the call a refusal.
 
     **Names and argument names.** A name goes in a tag only when it is a
     plain tag name (the tool-name grammar for the tool; for an argument, no
@@ -153,18 +162,38 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     problem = unwritable(arguments, JSON_DEPTH)
     if problem is not None:
         return refusal(problem)
+    schemas = properties(tool_map(tools).get(call.name))
+
+    def quoted(key: str) -> bool:
+        return "string" in schema_types(schemas.get(key))
+
+    if any(
+        isinstance(v, str) and _reasoning_tag(v) and not quoted(k) for k, v in arguments.items()
+    ) or _nested_reasoning_tag(arguments):
+        return refusal(
+            "an argument holds a reasoning tag (think), which XML text carries only for "
+            "a parameter whose schema says string"
+        )
+
     if _tag_ok(call.name, NAME_PATTERN.fullmatch(call.name) is not None) and all(
         _tag_ok(key, _field_ok(key)) for key in arguments
     ):
         lines = [f"<{call.name}>"]
-        lines += [f"<{k}>{_field_text(call.name, k, v)}</{k}>" for k, v in arguments.items()]
+        lines += [
+            f"<{k}>{_field_text(call.name, k, v, quoted(k))}</{k}>" for k, v in arguments.items()
+        ]
         return "\n".join([*lines, f"</{call.name}>"])
     if not all(_name_ok(key) for key in arguments):
         return refusal("an argument name cannot be written as an XML tag")
     lines = [f"{_FUNCTION}{call.name}>"]
     for key, value in arguments.items():
-        lines += [f"{_PARAMETER}{key}>", _parameter_text(value), _PARAMETER_CLOSE]
+        lines += [f"{_PARAMETER}{key}>", _parameter_text(value, quoted(key)), _PARAMETER_CLOSE]
     return "\n".join([*lines, _FUNCTION_CLOSE])
+
+
+def _nested_reasoning_tag(arguments: dict[str, object]) -> bool:
+    """Whether a reasoning tag is in a key (JSON values carry it escaped; keys are tags)."""
+    return any(_reasoning_tag(key) for key in arguments)
 
 
 def _tag_ok(name: str, plain: bool) -> bool:
@@ -172,8 +201,17 @@ def _tag_ok(name: str, plain: bool) -> bool:
     return plain and ENVELOPE_TAG.match("<" + name) is None
 
 
-def _plain(value: object) -> str:
-    if isinstance(value, str):
+def _reasoning_tag(value: str) -> bool:
+    return "<think>" in value or "</think>" in value
+
+
+def _plain(value: object, quoted: bool) -> str:
+    """A value's text: a string verbatim (envelope-escaped), unless ``quoted`` (its schema
+    says string) and it would read as a JSON string literal or holds a reasoning tag: then
+    it is written as a JSON literal; any other value as JSON."""
+    if isinstance(value, str) and not (
+        quoted and (json_string_literal(value) is not None or _reasoning_tag(value))
+    ):
         return escape_body(value)
     # JSON has "<" only inside strings, where "\/" and "\u003c" are plain escapes; no
     # closing tag, envelope tag or "<parameter=" is left to end the value early.
@@ -185,20 +223,21 @@ def _cdata(text: str) -> str:
     return _CDATA + text.replace(_CDATA_END, "]]]]><![CDATA[>") + _CDATA_END
 
 
-def _field_text(name: str, key: str, value: object) -> str:
-    text = _plain(value)
-    if not isinstance(value, str):
+def _field_text(name: str, key: str, value: object, quoted: bool) -> str:
+    text = _plain(value, quoted)
+    if not isinstance(value, str) or text.startswith('"'):  # JSON text
         return text
     if any(tag in text for tag in (f"</{key}>", f"</{name}>", _CDATA)):
         return _cdata(text)
     return ("\n" if text.startswith("\n") else "") + text + ("\n" if text.endswith("\n") else "")
 
 
-def _parameter_text(value: object) -> str:
+def _parameter_text(value: object, quoted: bool) -> str:
     """A ``<parameter=…>`` value: in CDATA when it holds a tag that would end it."""
-    text = _plain(value)
+    text = _plain(value, quoted)
     ends = (_PARAMETER_CLOSE, _PARAMETER, _FUNCTION_CLOSE, _CDATA)
-    return _cdata(text) if isinstance(value, str) and any(e in text for e in ends) else text
+    verbatim = isinstance(value, str) and not text.startswith('"')
+    return _cdata(text) if verbatim and any(e in text for e in ends) else text
 
 
 def _field_ok(name: str) -> bool:
@@ -366,7 +405,8 @@ class _Reader:
         if key in arguments:
             raise _Broken(f"argument `{key}` is given twice", where[1], where[0])
         value = convert_text(raw, schemas.get(key))
-        arguments[key] = unescape_body(value) if isinstance(value, str) else value
+        # Verbatim text had the envelope escape applied; a decoded JSON string did not.
+        arguments[key] = unescape_body(value) if value is raw else value
 
     def _function_alone(self, start: int) -> _Found | None:
         read = self._function(start, None)

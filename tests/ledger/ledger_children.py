@@ -1,0 +1,145 @@
+"""Child processes for the ledger tests: a batch killed at a chosen point, and a worker.
+
+``python ledger_children.py crash KIND WHERE RUN_ID POINT EFFECTS`` dispatches the
+crash batch (``lookup`` then ``pay``) with a ledger and, at POINT, prints ``READY`` and
+blocks until the parent kills it. ``python ledger_children.py worker KIND WHERE RUN_ID
+EFFECTS INDEX`` prints ``READY`` once connected, waits for a line on stdin, dispatches
+the 50 ``charge`` calls in batches of 5 (rotated by INDEX, so workers interleave) and
+prints the ids it ran as JSON. Every side effect is a line appended to EFFECTS.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+from typing import Any
+
+from tinytools import Context, ToolCall, ToolPolicy, dispatch_sync, tool
+from tinytools.ledger import PostgresLedger, SqliteLedger
+
+POINTS = ("before-commit", "after-commit", "in-tool", "before-settle")
+WORKER_CALLS = 50
+
+
+def effect(path: str, text: str) -> None:
+    """Append one line (one write to an O_APPEND file: lines of processes never mix)."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{text}\n".encode())
+    finally:
+        os.close(fd)
+
+
+def effects(path: str) -> list[str]:
+    try:
+        with open(path) as lines:
+            return lines.read().split()
+    except FileNotFoundError:
+        return []
+
+
+def crash_tools(effects_path: str, point: str | None) -> list[Any]:
+    @tool(policy=ToolPolicy.read_only())
+    def lookup(key: str) -> str:
+        """Read a value."""
+        effect(effects_path, f"lookup:{key}")
+        return key.upper()
+
+    @tool
+    def pay(amount: int) -> str:
+        """Send a payment (not idempotent)."""
+        effect(effects_path, f"pay:{amount}")
+        if point == "in-tool":
+            hold()
+        return f"paid {amount}"
+
+    return [lookup, pay]
+
+
+CRASH_CALLS = (
+    ToolCall("c1", "lookup", {"key": "a"}),
+    ToolCall("c2", "pay", {"amount": 5}),
+)
+
+
+def hold() -> None:
+    """Tell the parent this point is reached, and wait to be killed."""
+    print("READY", flush=True)
+    threading.Event().wait()
+
+
+def crashing_ledger(kind: str, where: str, point: str) -> Any:
+    base: Any = SqliteLedger if kind == "sqlite" else PostgresLedger
+
+    class Crashing(base):  # type: ignore[misc, valid-type]
+        def _commit(self, connection: Any) -> None:
+            if point == "before-commit":
+                hold()
+            super()._commit(connection)
+
+        def started_batch(self, run_id: str, calls: Any) -> frozenset[str]:
+            refused: frozenset[str] = super().started_batch(run_id, calls)
+            if point == "after-commit":
+                hold()
+            return refused
+
+        def settled(self, run_id: str, call_id: str, status: Any) -> None:
+            if point == "before-settle" and call_id == "c2":
+                hold()
+            super().settled(run_id, call_id, status)
+
+    return Crashing(where)
+
+
+def crash(kind: str, where: str, run_id: str, point: str, effects_path: str) -> None:
+    ledger = crashing_ledger(kind, where, point)
+    tools = crash_tools(effects_path, point)
+    dispatch_sync(CRASH_CALLS, tools, ledger=ledger, context=Context(run_id=run_id))
+    print("FINISHED", flush=True)
+
+
+def worker_calls() -> list[ToolCall]:
+    return [ToolCall(f"w{n}", "charge", {"n": n}) for n in range(WORKER_CALLS)]
+
+
+def worker_tools(effects_path: str) -> list[Any]:
+    @tool
+    def charge(n: int) -> str:
+        """Charge once (not idempotent)."""
+        effect(effects_path, f"w{n}")
+        return "charged"
+
+    return [charge]
+
+
+def work(ledger: Any, run_id: str, effects_path: str, index: int) -> list[str]:
+    """Dispatch the worker batch in 5-call batches, rotated by ``index``; the ids that ran."""
+    calls = worker_calls()
+    shift = (index * 7) % len(calls)
+    calls = calls[shift:] + calls[:shift]
+    tools = worker_tools(effects_path)
+    ran = []
+    for start in range(0, len(calls), 5):
+        part = calls[start : start + 5]
+        result = dispatch_sync(part, tools, ledger=ledger, context=Context(run_id=run_id))
+        assert [m.tool_call_id for m in result.messages] == [c.id for c in part]
+        ran.extend(m.tool_call_id for m in result.messages if m.status == "ok")
+    return ran
+
+
+def worker(kind: str, where: str, run_id: str, effects_path: str, index: int) -> None:
+    ledger = SqliteLedger(where) if kind == "sqlite" else PostgresLedger(where)
+    ledger.unresolved(run_id)  # connected, schema made: now wait for the others
+    print("READY", flush=True)
+    sys.stdin.readline()
+    print(json.dumps(work(ledger, run_id, effects_path, index)), flush=True)
+
+
+if __name__ == "__main__":
+    role, *rest = sys.argv[1:]
+    if role == "crash":
+        crash(*rest)
+    else:
+        worker(*rest[:4], int(rest[4]))

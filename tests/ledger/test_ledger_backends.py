@@ -1,0 +1,253 @@
+"""Tests for `tinytools.ledger.SqliteLedger` and `PostgresLedger`: the protocol on a real
+database."""
+
+from __future__ import annotations
+
+import sqlite3
+import sys
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from conftest import make_ledger
+
+from tinytools.ledger import AlreadyStarted, LedgerError, PostgresLedger, SqliteLedger
+
+
+class TestProtocol:
+    def test_started_twice_is_refused(self, ledger: SqliteLedger, run_id: str) -> None:
+        """A call starts once; starting it again raises AlreadyStarted naming it."""
+        ledger.started(run_id, "c1", "pay", {"amount": 5})
+        with pytest.raises(AlreadyStarted) as info:
+            ledger.started(run_id, "c1", "pay", {"amount": 5})
+        assert ("c1", run_id) == (info.value.call_id, info.value.run_id)
+        assert "c1" in str(info.value)
+
+    def test_unresolved_until_settled(self, ledger: SqliteLedger, run_id: str) -> None:
+        """Started calls are unresolved, oldest first, until settled; settled ones stay
+        started (a settled call is not started again)."""
+        ledger.started(run_id, "c1", "pay", {"amount": 5})
+        ledger.started(run_id, "c2", "lookup", {"key": "a"})
+        assert [("c1", "pay", {"amount": 5}), ("c2", "lookup", {"key": "a"})] == [
+            (e.call_id, e.tool_name, e.arguments) for e in ledger.unresolved(run_id)
+        ]
+        ledger.settled(run_id, "c1", "ok")
+        assert ["c2"] == [e.call_id for e in ledger.unresolved(run_id)]
+        with pytest.raises(AlreadyStarted):
+            ledger.started(run_id, "c1", "pay", {"amount": 5})
+
+    def test_unresolved_per_run(self, ledger: SqliteLedger, run_id: str) -> None:
+        """unresolved(run_id) holds that run's calls only; unresolved() holds every run's."""
+        ledger.started(run_id, "c1", "pay", {})
+        ledger.started(f"{run_id}-other", "c1", "pay", {})
+        assert [run_id] == [e.run_id for e in ledger.unresolved(run_id)]
+        everyone = {(e.run_id, e.call_id) for e in ledger.unresolved()}
+        assert {(run_id, "c1"), (f"{run_id}-other", "c1")} <= everyone
+
+    def test_settling_what_never_started_changes_nothing(
+        self, ledger: SqliteLedger, run_id: str
+    ) -> None:
+        ledger.settled(run_id, "ghost", "ok")
+        ledger.started(run_id, "ghost", "pay", {})
+        assert ["ghost"] == [e.call_id for e in ledger.unresolved(run_id)]
+
+    def test_released_call_starts_once_more(self, ledger: SqliteLedger, run_id: str) -> None:
+        """A released call may be started again, once."""
+        ledger.started(run_id, "c1", "lookup", {"key": "a"})
+        ledger.release(run_id, "c1")
+        assert ["c1"] == [e.call_id for e in ledger.unresolved(run_id)]  # still waiting
+        ledger.started(run_id, "c1", "lookup", {"key": "a"})
+        with pytest.raises(AlreadyStarted):
+            ledger.started(run_id, "c1", "lookup", {"key": "a"})
+
+    def test_batch_refuses_only_the_started(self, ledger: SqliteLedger, run_id: str) -> None:
+        """started_batch claims the new calls and names the ones already started."""
+        ledger.started(run_id, "b", "t", {})
+        refused = ledger.started_batch(run_id, [("a", "t", {}), ("b", "t", {}), ("c", "t", {})])
+        assert frozenset({"b"}) == refused
+        assert ["a", "b", "c"] == sorted(e.call_id for e in ledger.unresolved(run_id))
+
+    @pytest.mark.parametrize(
+        "call_id",
+        ["nul\x00inside", "lone \ud800 surrogate", '~json:"x"', "~json:", "ünïcödé", " "],
+    )
+    def test_any_id_round_trips(self, ledger: SqliteLedger, run_id: str, call_id: str) -> None:
+        """Ids a database text column cannot hold (NUL, lone surrogates) are stored and
+        read back exactly, and never collide with another id."""
+        ledger.started(run_id, call_id, "t\x00", {"v": "\x00\udfff"})
+        ledger.started(run_id, "plain", "t", {})
+        with pytest.raises(AlreadyStarted):
+            ledger.started(run_id, call_id, "t", {})
+        entries = {e.call_id: e for e in ledger.unresolved(run_id)}
+        assert {call_id, "plain"} == set(entries)
+        assert "t\x00" == entries[call_id].tool_name
+        assert {"v": "\x00\udfff"} == entries[call_id].arguments
+
+    def test_unencodable_arguments_still_recorded(self, ledger: SqliteLedger, run_id: str) -> None:
+        """Arguments JSON cannot hold are stored by their repr; the row is still written."""
+        ledger.started(run_id, "c", "t", {"when": object, "big": 10**40})
+        (entry,) = ledger.unresolved(run_id)
+        assert 10**40 == entry.arguments["big"]
+        assert "object" in str(entry.arguments["when"])
+
+
+class TestSqlite:
+    def test_file_and_schema_made_on_first_use(self, tmp_path: Path) -> None:
+        """Constructing touches nothing; the first use makes a WAL file with schema 1."""
+        path = tmp_path / "l.db"
+        ledger = SqliteLedger(path)
+        assert not path.exists()
+        assert () == ledger.unresolved()
+        with closing(sqlite3.connect(path)) as raw:
+            assert "wal" == raw.execute("PRAGMA journal_mode").fetchone()[0]
+            assert 1 == raw.execute("PRAGMA user_version").fetchone()[0]
+        ledger.close()
+
+    def test_newer_schema_refused(self, tmp_path: Path) -> None:
+        path = tmp_path / "l.db"
+        with closing(sqlite3.connect(path)) as raw:
+            raw.execute("PRAGMA user_version = 99")
+        with SqliteLedger(path) as newer, pytest.raises(LedgerError, match="99 is newer"):
+            newer.unresolved()
+
+    def test_missing_folder_is_a_clear_error(self, tmp_path: Path) -> None:
+        with (
+            SqliteLedger(tmp_path / "nope" / "l.db") as ledger,
+            pytest.raises(LedgerError, match="does its folder exist"),
+        ):
+            ledger.started("r", "c", "t", {})
+
+    def test_a_locked_database_fails_after_the_timeout(self, tmp_path: Path) -> None:
+        """A writer that cannot get the lock fails with an error, not a hang."""
+        path = tmp_path / "l.db"
+        with SqliteLedger(path) as first:
+            first.unresolved()
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with (
+                SqliteLedger(path, timeout=0.05) as waiting,
+                pytest.raises(LedgerError, match=r"timeout=0\.05s"),
+            ):
+                waiting.started("r", "c", "t", {})
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+
+    def test_bad_setting_refused(self, tmp_path: Path) -> None:
+        with pytest.raises(ValueError, match="synchronous must be"):
+            SqliteLedger(tmp_path / "l.db", synchronous="off")  # type: ignore[arg-type]
+
+
+class TestPostgres:
+    def test_version_table_and_newer_schema_refused(self, fresh_postgres: str) -> None:
+        """The schema's version is in tinytools_ledger_version; a newer one is refused."""
+        import psycopg
+
+        with PostgresLedger(fresh_postgres) as fresh:
+            fresh.unresolved()
+        with psycopg.connect(fresh_postgres, autocommit=True) as raw:
+            assert [(1,)] == raw.execute("SELECT version FROM tinytools_ledger_version").fetchall()
+            raw.execute("UPDATE tinytools_ledger_version SET version = 7")
+        with PostgresLedger(fresh_postgres) as old, pytest.raises(LedgerError, match="is newer"):
+            old.unresolved()
+
+    def test_unreachable_server_is_an_error(self, postgres: str, tmp_path: Path) -> None:
+        """No server: a LedgerError naming the ledger, at once, and no password shown."""
+        ledger = PostgresLedger(f"host={tmp_path} port=1 user=u password=sekrit dbname=d")
+        with ledger, pytest.raises(LedgerError, match="could not connect") as info:
+            ledger.started("r", "c", "t", {})
+        assert "sekrit" not in str(info.value)
+
+    def test_lost_connection_is_an_error_then_reconnects(self, postgres: str, run_id: str) -> None:
+        """A connection the server dropped fails the next write with LedgerError; the
+        write after it connects again."""
+        import psycopg
+
+        ledger = PostgresLedger(postgres)
+        ledger.started(run_id, "c1", "t", {})
+        assert ledger._connection is not None
+        pid = ledger._connection.info.backend_pid
+        with psycopg.connect(postgres, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        with pytest.raises(LedgerError, match="could not settle a call"):
+            ledger.settled(run_id, "c1", "ok")
+        ledger.settled(run_id, "c1", "ok")
+        assert () == ledger.unresolved(run_id)
+        ledger.close()
+
+
+def test_importing_the_ledger_loads_no_driver() -> None:
+    """`import tinytools.ledger` does not load psycopg: a PostgresLedger imports it when
+    it first connects."""
+    import subprocess
+    import sys
+
+    code = "import sys, tinytools.ledger; print('psycopg' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert "False" == out.stdout.strip()
+
+
+def test_connection_lost_mid_batch_aborts_with_every_call_answered(
+    postgres: str, run_id: str
+) -> None:
+    """The server drops the ledger's connection while the batch runs: the next settled()
+    fails, the batch aborts at once (no hang) with every call answered and no later call
+    run; the ledger reconnects to settle the calls that never ran, so only the call whose
+    outcome it could not record is left for reconcile."""
+    import psycopg
+
+    from tinytools import Context, DispatchAborted, ToolCall, dispatch_sync, tool
+
+    ran: list[int] = []
+    ledger = PostgresLedger(postgres)
+
+    @tool
+    def step(n: int) -> int:
+        """Run a step; the first one cuts the ledger's connection."""
+        ran.append(n)
+        if n == 0:
+            assert ledger._connection is not None
+            with psycopg.connect(postgres, autocommit=True) as admin:
+                pid = ledger._connection.info.backend_pid
+                admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        return n
+
+    calls = [ToolCall(f"c{n}", "step", {"n": n}) for n in range(3)]
+    with ledger, pytest.raises(DispatchAborted) as info:
+        dispatch_sync(calls, [step], ledger=ledger, context=Context(run_id=run_id))
+    assert [0] == ran
+    assert ["c0", "c1", "c2"] == [m.tool_call_id for m in info.value.result.messages]
+    assert "could not settle a call" in info.value.reason
+    with PostgresLedger(postgres) as fresh:
+        assert ["c0"] == [e.call_id for e in fresh.unresolved(run_id)]
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_prune_keeps_unresolved_and_recent(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, run_id: str
+) -> None:
+    """prune deletes settled rows older than the cutoff, never an unresolved one."""
+    where = (
+        str(tmp_path / "l.db") if kind == "sqlite" else request.getfixturevalue("fresh_postgres")
+    )
+    with make_ledger(kind, where) as ledger:
+        _prune_checks(ledger, run_id)
+
+
+def _prune_checks(ledger: SqliteLedger | PostgresLedger, run_id: str) -> None:
+    ledger.started(run_id, "done", "t", {})
+    ledger.settled(run_id, "done", "ok")
+    ledger.started(run_id, "open", "t", {})
+    assert 0 == ledger.prune(3600)  # settled just now: kept
+    assert ledger.prune(-1) >= 1  # everything settled is older than a second from now
+    assert ["open"] == [e.call_id for e in ledger.unresolved(run_id)]
+    ledger.started(run_id, "done", "t", {})  # pruned: its id is free again
+
+
+def test_missing_psycopg_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without psycopg, a PostgresLedger's first use names the extra to install."""
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg now fails
+    ledger = PostgresLedger("dbname=x")
+    with pytest.raises(LedgerError, match=r"tinytools\[postgres\]"):
+        ledger.unresolved()

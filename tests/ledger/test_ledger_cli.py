@@ -1,0 +1,122 @@
+"""Tests for `tinytools ledger list` and `tinytools ledger reconcile`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tinytools._cli import main
+from tinytools.ledger import SqliteLedger
+
+TOOLS_MODULE = '''
+from tinytools import Registry, ToolPolicy, tool
+
+@tool(policy=ToolPolicy.read_only())
+def lookup(q: str) -> str:
+    """Look up."""
+    return q
+
+@tool
+def pay(amount: int) -> str:
+    """Pay."""
+    return "paid"
+
+TOOLS = Registry.of(lookup, pay)
+'''
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    path = str(tmp_path / "ledger.db")
+    with SqliteLedger(path) as ledger:
+        ledger.started("r1", "a", "lookup", {"q": "x"})
+        ledger.started("r1", "b", "pay", {"amount": 5, "password": "[redacted]"})
+        ledger.started("r2", "c", "pay", {"amount": 1})
+        ledger.settled("r2", "c", "ok")
+    return path
+
+
+@pytest.fixture
+def tools_target(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    (tmp_path / "ledger_cli_tools.py").write_text(TOOLS_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    yield "ledger_cli_tools:TOOLS"  # type: ignore[misc]
+    sys.modules.pop("ledger_cli_tools", None)
+
+
+class TestList:
+    def test_lists_unresolved_with_tool_age_and_arguments(
+        self, db: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert 0 == main(["ledger", "list", "--db", db])
+        out = capsys.readouterr().out
+        assert "2 unresolved call(s)" in out
+        assert "call a  tool lookup  age " in out
+        assert '{"amount": 5, "password": "[redacted]"}' in out
+        assert "call c" not in out  # settled
+
+    def test_json_and_run_filter(self, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+        assert 0 == main(["ledger", "list", "--db", db, "--run", "r1", "--json"])
+        rows = json.loads(capsys.readouterr().out)
+        assert [
+            ("a", "lookup", {"q": "x"}),
+            ("b", "pay", {"amount": 5, "password": "[redacted]"}),
+        ] == [(r["call_id"], r["tool_name"], r["arguments"]) for r in rows]
+        assert all(r["age_seconds"] >= 0 for r in rows)
+
+    def test_unreadable_ledger_exits_1(
+        self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert 1 == main(["ledger", "list", "--db", str(tmp_path / "no" / "l.db")])
+        assert "does its folder exist" in capsys.readouterr().err
+
+
+class TestReconcile:
+    def test_with_tools(
+        self, db: str, tools_target: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """The read-only call is released to run again, the payment settled interrupted."""
+        argv = ["ledger", "reconcile", "--db", db, "--run", "r1", "--tools", tools_target]
+        assert 0 == main([*argv, "--json"])
+        assert {"rerun": ["a"], "interrupted": ["b"]} == json.loads(capsys.readouterr().out)
+        with SqliteLedger(db) as ledger:
+            assert ["a"] == [e.call_id for e in ledger.unresolved("r1")]
+
+    def test_without_tools_nothing_is_replay_safe(
+        self, db: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        assert 0 == main(["ledger", "reconcile", "--db", db, "--run", "r1"])
+        out = capsys.readouterr().out
+        assert "a (lookup): interrupted" in out
+        assert "No --tools given" in out
+        assert 0 == main(["ledger", "reconcile", "--db", db, "--run", "r1"])
+        assert "no unresolved calls" in capsys.readouterr().out
+
+    def test_bad_target_exits_1(self, db: str, capsys: pytest.CaptureFixture[str]) -> None:
+        argv = ["ledger", "reconcile", "--db", db, "--run", "r1", "--tools", "no_such_mod_x"]
+        assert 1 == main(argv)
+        assert "cannot import 'no_such_mod_x'" in capsys.readouterr().err
+
+    def test_run_is_required(self, db: str) -> None:
+        with pytest.raises(SystemExit) as info:
+            main(["ledger", "reconcile", "--db", db])
+        assert 2 == info.value.code
+
+
+def test_postgres_conninfo(postgres: str, run_id: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A conninfo for --db reads a PostgreSQL ledger."""
+    from tinytools.ledger import PostgresLedger
+
+    with PostgresLedger(postgres) as ledger:
+        ledger.started(run_id, "p", "pay", {"amount": 2})
+    assert 0 == main(["ledger", "list", "--db", postgres, "--run", run_id, "--json"])
+    assert ["p"] == [r["call_id"] for r in json.loads(capsys.readouterr().out)]
+
+
+def test_prune(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert 0 == main(["ledger", "prune", "--db", db, "--older-than", "1", "--json"])
+    assert {"deleted": 0} == json.loads(capsys.readouterr().out)
+    assert 2 == main(["ledger", "prune", "--db", db, "--older-than", "nan"])

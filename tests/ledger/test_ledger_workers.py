@@ -1,0 +1,83 @@
+"""Many workers, one ledger: 8 processes, and 8 threads, dispatch the same 50
+non-idempotent calls; the side-effect log shows each call ran exactly once."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections import Counter
+from pathlib import Path
+
+import ledger_children as children
+from conftest import make_ledger
+
+WORKERS = 8
+EVERY_CALL = Counter(f"w{n}" for n in range(children.WORKER_CALLS))
+
+
+def test_processes_run_each_call_once(
+    kind_and_place: tuple[str, str], run_id: str, tmp_path: Path
+) -> None:
+    """8 processes, started together, racing on the same calls: each ran exactly once,
+    and between them the workers answered every call as run once."""
+    kind, where = kind_and_place
+    effects = str(tmp_path / "effects")
+    command = [sys.executable, str(Path(children.__file__)), "worker", kind, where, run_id, effects]
+    workers = [
+        subprocess.Popen(
+            [*command, str(index)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for index in range(WORKERS)
+    ]
+    try:
+        for worker in workers:  # every one connected before any starts: a real race
+            assert worker.stdout is not None
+            assert "READY\n" == worker.stdout.readline(), worker.communicate()[1]
+        ran: list[str] = []
+        for worker in workers:
+            out, err = worker.communicate("go\n", timeout=120)
+            assert 0 == worker.returncode, err
+            ran.extend(json.loads(out))
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.communicate()
+    assert EVERY_CALL == Counter(children.effects(effects))
+    assert EVERY_CALL == Counter(ran)
+
+
+def test_threads_run_each_call_once(
+    kind_and_place: tuple[str, str], run_id: str, tmp_path: Path
+) -> None:
+    """8 threads sharing one ledger object: each call ran exactly once."""
+    effects = str(tmp_path / "effects")
+    ledger = make_ledger(*kind_and_place)
+    barrier = threading.Barrier(WORKERS)
+    ran: list[str] = []
+    failures: list[BaseException] = []
+
+    def work(index: int) -> None:
+        try:
+            barrier.wait()
+            ran.extend(children.work(ledger, run_id, effects, index))
+        except BaseException as error:  # reported below, in the test's thread
+            failures.append(error)
+
+    threads = [threading.Thread(target=work, args=(index,)) for index in range(WORKERS)]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        ledger.close()
+    assert [] == failures
+    assert EVERY_CALL == Counter(children.effects(effects))
+    assert EVERY_CALL == Counter(ran)

@@ -1,0 +1,152 @@
+"""Tests for `tinytools.toolsets.mcp.McpToolset` against a real MCP server.
+
+The server (``tests/mcp_server.py``) is built with the SDK's own ``MCPServer``; it is
+reached in-process through the SDK's memory streams and as a stdio subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp.server.mcpserver", reason="needs the mcp extra (SDK 2.x)")
+
+from mcp import Client, StdioServerParameters
+
+from tinytools import ToolCall, ToolDefinitionError, dispatch
+from tinytools.discovery import Discovery
+from tinytools.toolsets import ApprovalRequired, Combined, Filtered, Prefixed
+from tinytools.toolsets.mcp import McpToolset
+
+SERVER = Path(__file__).with_name("mcp_server.py")
+
+
+@asynccontextmanager
+async def in_process() -> AsyncIterator[Any]:
+    from mcp_server import server
+
+    async with Client(server) as client:
+        yield client.session
+
+
+@asynccontextmanager
+async def over_stdio() -> AsyncIterator[Any]:
+    parameters = StdioServerParameters(command=sys.executable, args=[str(SERVER)])
+    async with Client(parameters) as client:
+        yield client.session
+
+
+CONNECTIONS = [pytest.param(in_process, id="memory"), pytest.param(over_stdio, id="stdio")]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The MCP SDK's clients run under asyncio here."""
+    return "asyncio"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("connect", CONNECTIONS)
+async def test_end_to_end(connect: Any) -> None:
+    """Listed with their schemas; called through the session; results, structured content
+    and isError answered — in-process and over stdio."""
+    async with connect() as session:
+        toolset = await McpToolset(session).refresh()
+        tools = {t.name: t for t in toolset.tools()}
+        assert {"add", "forecast", "fail"} == set(tools)
+        assert ["a", "b"] == sorted(tools["add"].parameters["properties"])  # type: ignore[arg-type]
+        calls = [
+            ToolCall("1", "add", {"a": 2, "b": 3}),
+            ToolCall("2", "forecast", {"city": "Oslo"}),
+            ToolCall("3", "fail", {"reason": "nope"}),
+        ]
+        added, forecast, failed = (await dispatch(calls, toolset)).messages
+        assert ("ok", "5") == (added.status, added.content)
+        assert {"city": "Oslo", "sky": "clear", "high_c": 21} == forecast.artifact.structured  # type: ignore[attr-defined]
+        assert failed.is_error
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("connect", [in_process])
+class TestMcpToolset:
+    async def test_structured_content_kept(self, connect: Any) -> None:
+        """Structured content is the result's structured value."""
+        async with connect() as session:
+            toolset = await McpToolset(session).refresh()
+            result = await dispatch([ToolCall("1", "forecast", {"city": "Oslo"})], toolset)
+            (message,) = result.messages
+            expected = {"city": "Oslo", "sky": "clear", "high_c": 21}
+            assert expected == message.artifact.structured  # type: ignore[attr-defined]
+            assert expected == json.loads(message.content)
+
+    async def test_is_error_answered_as_error(self, connect: Any) -> None:
+        """An isError result is an error message."""
+        async with connect() as session:
+            toolset = await McpToolset(session).refresh()
+            result = await dispatch([ToolCall("1", "fail", {"reason": "nope"})], toolset)
+            (message,) = result.messages
+            assert message.is_error
+            assert "fail" in message.content
+
+    async def test_validated_before_sending(self, connect: Any) -> None:
+        """Arguments that break the server's schema never reach the server."""
+        async with connect() as session:
+            toolset = await McpToolset(session).refresh()
+            result = await dispatch([ToolCall("1", "add", {"a": "two"})], toolset)
+            (message,) = result.messages
+            assert "Invalid arguments" in message.content
+            assert () == result.executed
+
+    async def test_unusable_name_explained(self, connect: Any) -> None:
+        """A server tool whose name providers refuse is left out and explained."""
+        async with connect() as session:
+            toolset = await McpToolset(session).refresh()
+            (explained,) = toolset.explain()
+            assert ("dotted.name", None) == (explained.name, explained.exposed_as)
+
+    async def test_composed(self, connect: Any) -> None:
+        """Prefixed and gated: called under the prefixed name, deferred for approval."""
+        async with connect() as session:
+            mcp = await McpToolset(session).refresh()
+            toolset = Combined(
+                Prefixed(Filtered(mcp, lambda t, _c: t.name != "fail"), "calc_"),
+                ApprovalRequired(Prefixed(Filtered(mcp, lambda t, _c: t.name == "fail"), "x_")),
+            )
+            calls = [
+                ToolCall("1", "calc_add", {"a": 1, "b": 1}),
+                ToolCall("2", "x_fail", {"reason": "r"}),
+            ]
+            result = await dispatch(calls, toolset)
+            assert [("calc_add", "2")] == [(m.name, m.content) for m in result.messages]
+            assert result.deferred is not None
+            assert ["x_fail"] == [c.name for c in result.deferred.approvals]
+
+    async def test_discovered(self, connect: Any) -> None:
+        """An MCP tool deferred behind Discovery is found and called through tool_call."""
+        async with connect() as session:
+            import attrs
+
+            from tinytools import Exposure, Registry
+
+            mcp = await McpToolset(session).refresh()
+            deferred = Registry([attrs.evolve(t, exposure=Exposure.Deferred) for t in mcp.tools()])
+            toolset = Discovery(deferred)
+            calls = [
+                ToolCall("s", "tool_search", {"query": "add two integers"}),
+                ToolCall("c", "tool_call", {"name": "add", "arguments": {"a": 4, "b": 5}}),
+            ]
+            result = await dispatch(calls, toolset)
+            assert "add" == json.loads(result.messages[0].content)["tools"][0]["name"]
+            assert "9" == result.messages[1].content
+
+
+def test_tools_before_refresh() -> None:
+    """Asking for the tools before listing them says what to do."""
+    with pytest.raises(ToolDefinitionError, match="refresh"):
+        McpToolset(object()).tools()  # type: ignore[arg-type]

@@ -1,0 +1,607 @@
+"""Tests for `tinytools.testing`: each strategy keeps its promise, and the checker bites.
+
+The strategies' promises are checked as properties over the project's example tools
+(``tinytools._demo``'s registry, which imports ``examples/``, plus a few tools with
+constraints, nested optionals and injected parameters) and over 200 BFCL function
+definitions imported with ``tool_from_bfcl``. The checker is checked by mutation: each
+deliberately broken dispatcher below must be caught by `check_dispatch_invariants`
+within hypothesis' default number of examples, with a message naming the invariant.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import Annotated, Literal, TypeVar
+from uuid import UUID
+
+import anyio
+import attrs
+import msgspec
+import pytest
+from hypothesis import HealthCheck, Phase, find, given, settings
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+from locations import CORPORA
+
+from tinytools import (
+    CallId,
+    DispatchResult,
+    Inject,
+    Registry,
+    Tool,
+    ToolArgumentsError,
+    ToolCall,
+    before_tool,
+    dispatch,
+    dispatch_sync,
+    tool,
+)
+from tinytools._demo import TOOLS as DEMO_TOOLS
+from tinytools.formats.bfcl import tool_from_bfcl
+from tinytools.repair import recover_relaxed_object
+from tinytools.testing import (
+    check_dispatch_invariants,
+    invalid_arguments,
+    relaxed_json,
+    tool_calls,
+    valid_arguments,
+)
+
+T = TypeVar("T")
+
+# --- the tools ------------------------------------------------------------------------------
+
+
+@dataclass
+class Window:
+    """A date range, with an optional nested label."""
+
+    start: date
+    days: Annotated[int, msgspec.Meta(ge=1, le=14)] = 7
+    label: str | None = None
+
+
+@tool
+def book(
+    room: Annotated[str, msgspec.Meta(min_length=1, max_length=8)],
+    window: Window,
+    guests: Annotated[list[str], msgspec.Meta(max_length=3)],
+    when: datetime | None = None,
+    ref: UUID | None = None,
+    kind: Literal["single", "double"] = "single",
+    price: Annotated[float, msgspec.Meta(gt=0, lt=1000)] = 100.0,
+    call_id: Inject[CallId] = "",
+) -> str:
+    """Book a room: constraints, a nested dataclass, optionals and an injected id."""
+    return f"{room} for {guests}"
+
+
+@tool
+def echo(text: str) -> str:
+    """Echo the text."""
+    return text
+
+
+LOOSE = Tool.from_schema(
+    "loose",
+    "A schema with unions, a tuple form and a draft-7 bound.",
+    {
+        "type": "object",
+        "properties": {
+            "n": {"type": ["integer", "null"], "minimum": 0},
+            "pair": {"type": "array", "items": [{"type": "string"}, {"type": "boolean"}]},
+            "tag": {"anyOf": [{"type": "string", "maxLength": 3}, {"type": "integer"}]},
+            "meta": {"type": "object", "additionalProperties": {"type": "number"}},
+        },
+        "required": ["n"],
+        "additionalProperties": False,
+    },
+    enforce="draft7",
+)
+#: Keywords the kit does not draw exactly (`oneOf`, a float `multipleOf`): it keeps only
+#: what the tool's validator accepts.
+CHECKED = Tool.from_schema(
+    "checked",
+    "A schema beyond what the kit draws exactly.",
+    {
+        "type": "object",
+        "properties": {
+            "x": {"oneOf": [{"type": "integer", "maximum": 10}, {"type": "integer", "minimum": 5}]},
+            "step": {"type": "number", "multipleOf": 0.5},
+        },
+        "required": ["x"],
+    },
+    enforce="draft7",
+)
+EXAMPLE_TOOLS: tuple[Tool[..., object], ...] = (*DEMO_TOOLS.values(), book, echo, LOOSE, CHECKED)
+
+
+def _bfcl_tools(count: int = 200) -> list[Tool[..., object]]:
+    """``count`` BFCL definitions spread over every category file (none when absent)."""
+    folder = CORPORA / "bfcl" / "data"
+    if not folder.is_dir():
+        return []
+    functions: dict[str, dict[str, object]] = {}
+    for path in sorted(folder.glob("BFCL_v4_*.json")):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            for function in json.loads(line)["function"]:
+                functions.setdefault(str(function["name"]), function)
+    distinct = list(functions.values())
+    step = max(1, len(distinct) // count)
+    tools = {}
+    for function in distinct[::step][:count]:
+        item = tool_from_bfcl(function)
+        tools[item.name] = item
+    return list(tools.values())
+
+
+BFCL_TOOLS = _bfcl_tools()
+needs_bfcl = pytest.mark.skipif(not BFCL_TOOLS, reason=f"BFCL corpus not found under {CORPORA}")
+
+#: Examples per tool when a property runs over every tool of a collection.
+PER_TOOL = settings(
+    max_examples=max(3, settings().max_examples // 100),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+
+
+def comes(strategy: st.SearchStrategy[T], condition: Callable[[T], bool]) -> None:
+    """Some drawn value meets ``condition`` (searched without shrinking: it is slow)."""
+    find(
+        strategy,
+        condition,
+        settings=settings(database=None, max_examples=1000, phases=[Phase.generate]),
+    )
+
+
+def for_each_tool(
+    tools: Sequence[Tool[..., object]], check: Callable[[Tool[..., object]], None]
+) -> None:
+    """Run ``check(tool)`` for every tool, naming the tool when it fails."""
+    for item in tools:
+        try:
+            check(item)
+        except Exception as error:
+            raise AssertionError(f"tool {item.name!r} {item.parameters}: {error!r}") from error
+
+
+# --- the strategies' promises ---------------------------------------------------------------
+
+
+def valid_ones_validate(item: Tool[..., object]) -> None:
+    @PER_TOOL
+    @given(valid_arguments(item))
+    def check(arguments: dict[str, object]) -> None:
+        item.validate(arguments)
+        item.validate(msgspec.json.encode(arguments).decode())
+
+    check()
+
+
+def invalid_ones_are_rejected(item: Tool[..., object]) -> None:
+    @PER_TOOL
+    @given(invalid_arguments(item))
+    def check(arguments: dict[str, object]) -> None:
+        with pytest.raises(ToolArgumentsError):
+            item.validate(arguments)
+
+    check()
+
+
+def relaxed_repairs_to_the_object(item: Tool[..., object]) -> None:
+    @PER_TOOL
+    @given(valid_arguments(item).flatmap(lambda a: st.tuples(st.just(a), relaxed_json(a))))
+    def check(pair: tuple[dict[str, object], str]) -> None:
+        arguments, text = pair
+        expected = msgspec.json.decode(msgspec.json.encode(arguments))
+        assert expected == recover_relaxed_object(text)
+
+    check()
+
+
+class TestValidArguments:
+    def test_example_tools(self) -> None:
+        """Every dict drawn for an example tool passes `tool.validate`, as a dict and as JSON."""
+        for_each_tool(EXAMPLE_TOOLS, valid_ones_validate)
+
+    @needs_bfcl
+    def test_bfcl(self) -> None:
+        """Every dict drawn for each of 200 BFCL definitions passes `tool.validate`."""
+        assert 200 == len(BFCL_TOOLS)
+        for_each_tool(BFCL_TOOLS, valid_ones_validate)
+
+    def test_edge_values_come(self) -> None:
+        """Edge values are drawn: empty text, the bounds of a constraint, a left-out optional."""
+        drawn = valid_arguments(book)
+        comes(drawn, lambda a: len(a["room"]) == 1)
+        comes(drawn, lambda a: len(a["room"]) == 8)
+        comes(drawn, lambda a: a["window"].get("days") == 14)
+        comes(drawn, lambda a: "window" in a and "label" not in a["window"])
+        comes(valid_arguments(echo), lambda a: a["text"] == "")
+
+    def test_shrinks_to_readable(self) -> None:
+        """A failing value shrinks to the smallest one: here, the first 8-character room."""
+        assert {"room": "00000000", "window": {"start": "2000-01-01"}, "guests": []} == find(
+            valid_arguments(book), lambda a: len(a["room"]) == 8
+        )
+
+    def test_not_a_tool(self) -> None:
+        """A non-tool is refused up front with a message saying what to pass."""
+        with pytest.raises(InvalidArgument, match="takes a tinytools Tool"):
+            valid_arguments(echo.fn)  # type: ignore[arg-type]
+
+
+class TestInvalidArguments:
+    def test_example_tools(self) -> None:
+        """Every dict drawn for an example tool is rejected with a `ToolArgumentsError`."""
+        for_each_tool(EXAMPLE_TOOLS, invalid_ones_are_rejected)
+
+    @needs_bfcl
+    def test_bfcl(self) -> None:
+        """Every dict drawn for each breakable BFCL definition is rejected."""
+        breakable = []
+        for item in BFCL_TOOLS:
+            try:
+                invalid_arguments(item)
+            except InvalidArgument:
+                continue
+            breakable.append(item)
+        assert len(breakable) >= 190, [t.name for t in BFCL_TOOLS if t not in breakable]
+        for_each_tool(breakable, invalid_ones_are_rejected)
+
+    def test_injected_name_is_a_violation(self) -> None:
+        """Setting an injected parameter is one of the breaks drawn."""
+        comes(invalid_arguments(book), lambda a: "call_id" in a)
+
+    def test_shrinks_to_one_break(self) -> None:
+        """Invalid dicts shrink to the smallest valid dict broken in one readable place."""
+        assert {} == find(invalid_arguments(echo), lambda a: True)
+        assert {"text": "", "unexpected": 1} == find(invalid_arguments(echo), lambda a: "text" in a)
+        past_the_bound = find(
+            invalid_arguments(book),
+            lambda a: (
+                isinstance(a.get("window"), dict)
+                and isinstance(a["window"].get("days"), int)
+                and a["window"]["days"] > 14
+            ),
+        )
+        assert {"room": "0", "window": {"start": "2000-01-01", "days": 15}, "guests": []} == (
+            past_the_bound
+        )
+
+    def test_unbreakable(self) -> None:
+        """A schema that accepts every object has no invalid dicts: said up front."""
+        anything = Tool.from_schema("anything", "Takes any object.", {"type": "object"})
+        with pytest.raises(InvalidArgument, match="accepts every JSON object"):
+            invalid_arguments(anything)
+
+
+class TestRelaxedJson:
+    def test_example_tools(self) -> None:
+        """Relaxed JSON of any valid arguments repairs back to exactly those arguments."""
+        for_each_tool(EXAMPLE_TOOLS, relaxed_repairs_to_the_object)
+
+    @needs_bfcl
+    def test_bfcl(self) -> None:
+        """... and so for each of 200 BFCL definitions."""
+        for_each_tool(BFCL_TOOLS, relaxed_repairs_to_the_object)
+
+    def test_not_an_object(self) -> None:
+        """Only an object is relaxed (repair only ever returns an object)."""
+        with pytest.raises(InvalidArgument, match="JSON object"):
+            relaxed_json([1, 2])  # type: ignore[arg-type]
+
+
+# --- tool_calls and its knobs ---------------------------------------------------------------
+
+KNOB_TOOLS = Registry.of(echo, book, LOOSE, DEMO_TOOLS["lookup_order"])
+CALLABLE = frozenset(KNOB_TOOLS.names)
+KINDS = ("valid", "relaxed", "invalid", "unknown", "malformed")
+
+
+def kind_of(call: ToolCall) -> str:
+    """What a call is, read from the call alone (independently of the strategy)."""
+    if call.name not in CALLABLE:
+        return "unknown"
+    item = KNOB_TOOLS[call.name]
+    value: object = call.arguments
+    if isinstance(value, str):
+        try:
+            value = msgspec.json.decode(value)
+        except msgspec.DecodeError:
+            repaired = recover_relaxed_object(value)
+            if repaired is None or call.invalid is not None:
+                return "malformed"
+            item.validate(repaired)  # relaxed JSON of valid arguments: must validate
+            return "relaxed"
+    if call.invalid is not None:
+        return "malformed"
+    try:
+        item.validate(value)  # type: ignore[arg-type]
+    except ToolArgumentsError:
+        return "invalid"
+    return "valid"
+
+
+def shares(only: str | None) -> dict[str, float]:
+    knobs = {"unknown": 0.0, "malformed": 0.0, "relaxed": 0.0, "invalid": 0.0}
+    if only is not None and only != "valid":
+        knobs[only] = 1.0
+    return knobs
+
+
+KNOB_SETTINGS = settings(max_examples=30, deadline=None, database=None)
+
+
+class TestToolCalls:
+    @pytest.mark.parametrize("only", KINDS)
+    def test_one_kind(self, only: str) -> None:
+        """A share of 1 gives batches of that kind only (and valid calls validate)."""
+
+        @KNOB_SETTINGS
+        @given(tool_calls(KNOB_TOOLS, repeated_ids=0, **shares(only)))
+        def check(calls: list[ToolCall]) -> None:
+            assert [only] * len(calls) == [kind_of(c) for c in calls]
+
+        check()
+
+    @pytest.mark.parametrize("absent", KINDS[1:])
+    def test_zero_share_never(self, absent: str) -> None:
+        """A share of 0 never gives that kind, whatever the other shares."""
+        knobs = dict.fromkeys(KINDS[1:], 0.2)
+        knobs[absent] = 0.0
+
+        @KNOB_SETTINGS
+        @given(tool_calls(KNOB_TOOLS, **knobs))  # type: ignore[arg-type]
+        def check(calls: list[ToolCall]) -> None:
+            assert absent not in {kind_of(c) for c in calls}
+
+        check()
+
+    def test_every_kind_comes(self) -> None:
+        """With the default shares, every kind and a repeated id show up."""
+        drawn = tool_calls(KNOB_TOOLS, min_size=1)
+        for kind in KINDS:
+            comes(drawn, lambda calls, kind=kind: kind in {kind_of(c) for c in calls})
+        comes(drawn, lambda calls: len({c.id for c in calls}) < len(calls))
+
+    @given(tool_calls(KNOB_TOOLS, repeated_ids=1.0, min_size=2, max_size=4))
+    @settings(max_examples=20, deadline=None, database=None)
+    def test_repeated_ids(self, calls: list[ToolCall]) -> None:
+        """A share of 1 makes every call after the first reuse an earlier id."""
+        assert {"call_0"} == {c.id for c in calls}
+
+    @given(tool_calls(KNOB_TOOLS, repeated_ids=0.0, max_size=6))
+    @settings(max_examples=20, deadline=None, database=None)
+    def test_unique_ids(self, calls: list[ToolCall]) -> None:
+        """A share of 0 keeps ids unique."""
+        assert len(calls) == len({c.id for c in calls})
+
+    def test_sizes_and_shares_checked(self) -> None:
+        """Wrong shares or sizes are refused up front."""
+        with pytest.raises(InvalidArgument, match="at most 1"):
+            tool_calls(KNOB_TOOLS, unknown=0.6, malformed=0.6)
+        with pytest.raises(InvalidArgument, match="between 0 and 1"):
+            tool_calls(KNOB_TOOLS, relaxed=-0.1)
+        with pytest.raises(InvalidArgument, match="min_size"):
+            tool_calls(KNOB_TOOLS, min_size=3, max_size=2)
+
+    def test_shrinks_to_the_one_call(self) -> None:
+        """A batch with an unknown call shrinks to that call alone."""
+        found = find(
+            tool_calls([echo], repeated_ids=0),
+            lambda calls: any(c.name not in CALLABLE for c in calls),
+            settings=settings(database=None, max_examples=200),
+        )
+        assert 1 == len(found)
+
+
+# --- the checker, by mutation ---------------------------------------------------------------
+
+
+@tool
+def add(a: int, b: int = 0) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@tool
+def tally(step: int = 1) -> int:
+    """Count by `step`: `{}` is valid, so malformed text must not become it."""
+    return step
+
+
+@tool(exposure="hidden")
+def reset_all(confirm: bool) -> str:
+    """Host-only: never callable by a model."""
+    return "reset"
+
+
+MUTATION_TOOLS = Registry.of(echo, add, tally, reset_all)
+Dispatcher = Callable[[Sequence[ToolCall], Registry], DispatchResult]
+
+
+def honest(calls: Sequence[ToolCall], tools: Registry) -> DispatchResult:
+    return dispatch_sync(calls, tools)
+
+
+def drops_a_message(calls: Sequence[ToolCall], tools: Registry) -> DispatchResult:
+    result = dispatch_sync(calls, tools)
+    return msgspec.structs.replace(result, messages=result.messages[:-1])
+
+
+def reorders(calls: Sequence[ToolCall], tools: Registry) -> DispatchResult:
+    result = dispatch_sync(calls, tools)
+    return msgspec.structs.replace(result, messages=result.messages[::-1])
+
+
+def answers_twice(calls: Sequence[ToolCall], tools: Registry) -> DispatchResult:
+    result = dispatch_sync(calls, tools)
+    return msgspec.structs.replace(result, messages=(*result.messages, *result.messages[:1]))
+
+
+def runs_hidden(calls: Sequence[ToolCall], tools: Registry) -> DispatchResult:
+    exposed = [attrs.evolve(item, exposure="direct") for item in tools.values()]
+    return dispatch_sync(calls, exposed)
+
+
+def runs_invalid(calls: Sequence[ToolCall], tools: Registry) -> DispatchResult:
+    """Skips schema validation: every tool takes any object (and its function may fail)."""
+    lenient = [
+        Tool.from_schema(item.name, item.description, {"type": "object"}, fn=_anything)
+        for item in tools.values()
+        if item.exposure.value != "hidden"
+    ]
+    return dispatch_sync(calls, lenient)
+
+
+def _anything(**arguments: object) -> str:
+    return "ran"
+
+
+BROKEN: dict[str, tuple[Dispatcher, str]] = {
+    "drops a message": (drops_a_message, "invariant 1"),
+    "reorders": (reorders, "invariant 1"),
+    "answers an id twice": (answers_twice, "invariant 1"),
+    "runs a hidden tool": (runs_hidden, "invariant 2"),
+    "runs on invalid arguments": (runs_invalid, "invariant 3"),
+}
+#: hypothesis' default number of examples (not the profile's).
+DEFAULT_EXAMPLES = settings.default.max_examples if settings.default else 100
+
+
+class TestCheckerCatchesBrokenDispatchers:
+    @pytest.mark.parametrize("broken", list(BROKEN), ids=list(BROKEN))
+    def test_caught(self, broken: str) -> None:
+        """Each broken dispatcher is caught within the default number of examples."""
+        dispatcher, invariant = BROKEN[broken]
+
+        @settings(
+            max_examples=100,
+            database=None,
+            deadline=None,
+            report_multiple_bugs=False,
+            phases=[Phase.generate],  # found is enough here: shrinking has its own tests
+        )
+        @given(tool_calls(MUTATION_TOOLS))
+        def prop(calls: list[ToolCall]) -> None:
+            check_dispatch_invariants(calls, dispatcher(calls, MUTATION_TOOLS), MUTATION_TOOLS)
+
+        with pytest.raises(AssertionError, match=invariant):
+            prop()
+
+    @settings(max_examples=100, database=None, deadline=None)
+    @given(tool_calls(MUTATION_TOOLS))
+    def test_honest_passes(self, calls: list[ToolCall]) -> None:
+        """The real dispatcher passes on the same batches (no false alarm)."""
+        check_dispatch_invariants(calls, honest(calls, MUTATION_TOOLS), MUTATION_TOOLS)
+
+    def test_message_names_invariant_call_and_what_it_saw(self) -> None:
+        """A failure names the invariant, the call id and what the checker saw."""
+        calls = [
+            ToolCall("a", "echo", {"text": "x"}),
+            ToolCall("b", "reset_all", {"confirm": True}),
+        ]
+        with pytest.raises(AssertionError) as caught:
+            check_dispatch_invariants(calls, runs_hidden(calls, MUTATION_TOOLS), MUTATION_TOOLS)
+        text = str(caught.value)
+        assert text.startswith("invariant 2:")
+        assert "'b'" in text
+        assert "'reset_all' ran" in text
+
+
+# --- the recipe: a user's registry and middleware, under trio and asyncio -------------------
+
+
+def lenient_json(call: ToolCall, env: object) -> ToolCall:
+    """A deliberately broken "repair" middleware: text it cannot decode becomes `{}`."""
+    if isinstance(call.arguments, str):
+        try:
+            json.loads(call.arguments)
+        except ValueError:
+            return msgspec.structs.replace(call, arguments={})
+    return call
+
+
+class TestRecipe:
+    @pytest.mark.parametrize("backend", ["trio", "asyncio"])
+    @settings(max_examples=50, deadline=None, database=None)
+    @given(calls=tool_calls(MUTATION_TOOLS))
+    def test_pipeline_keeps_invariants(self, backend: str, calls: list[ToolCall]) -> None:
+        """The recipe: await dispatch with your middleware on a backend, then check."""
+
+        async def run() -> DispatchResult:
+            return await dispatch(calls, MUTATION_TOOLS, middleware=[before_tool(_passthrough)])
+
+        result = anyio.run(run, backend=backend)
+        check_dispatch_invariants(calls, result, MUTATION_TOOLS)
+
+    @pytest.mark.parametrize("backend", ["trio", "asyncio"])
+    def test_finds_the_broken_middleware(self, backend: str) -> None:
+        """The same recipe finds the middleware that turns malformed text into `{}`."""
+
+        @settings(
+            max_examples=100,
+            database=None,
+            deadline=None,
+            report_multiple_bugs=False,
+            phases=[Phase.generate],  # found is enough here: shrinking has its own tests
+        )
+        @given(calls=tool_calls(MUTATION_TOOLS))
+        def prop(calls: list[ToolCall]) -> None:
+            async def run() -> DispatchResult:
+                return await dispatch(calls, MUTATION_TOOLS, middleware=[before_tool(lenient_json)])
+
+            check_dispatch_invariants(calls, anyio.run(run, backend=backend), MUTATION_TOOLS)
+
+        with pytest.raises(AssertionError, match="invariant 3"):
+            prop()
+
+
+def _passthrough(call: ToolCall, env: object) -> ToolCall:
+    return call
+
+
+# --- the module itself ----------------------------------------------------------------------
+
+
+class TestModule:
+    @pytest.mark.parametrize("name", ["_arguments", "_calls", "_relaxed", "_invariants"])
+    def test_docstring_examples_run(self, name: str) -> None:
+        """Every docstring example of the public functions runs as shown."""
+        module = importlib.import_module(f"tinytools.testing.{name}")
+        failed, attempted = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+        assert (0, True) == (failed, attempted > 0)
+
+    def test_core_import_skips_hypothesis(self) -> None:
+        """`import tinytools` does not import hypothesis; `tinytools.testing` does."""
+        code = (
+            "import sys, tinytools\n"
+            "assert 'hypothesis' not in sys.modules\n"
+            "import tinytools.testing\n"
+            "assert 'hypothesis' in sys.modules\n"
+        )
+        subprocess.run([sys.executable, "-c", code], check=True)
+
+    def test_without_hypothesis_names_the_extra(self, tmp_path: Path) -> None:
+        """Without hypothesis, importing the kit says which extra to install."""
+        (tmp_path / "hypothesis.py").write_text("raise ImportError('no hypothesis here')\n")
+        code = "import tinytools.testing"
+        done = subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            env={"PYTHONPATH": str(tmp_path)},
+            check=False,
+        )
+        assert 'pip install "tinytools[testing]"' in done.stderr

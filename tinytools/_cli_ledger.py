@@ -1,0 +1,236 @@
+"""``tinytools ledger list|reconcile|prune``: the effect ledger from a shell.
+
+``--db`` is a SQLite file, or a PostgreSQL conninfo (``postgresql://…`` or
+``key=value`` pairs). ``list`` shows the calls started and never settled, with
+their tool, age and arguments as stored (redacted). ``reconcile`` settles one
+run's unresolved calls after a crash, as :func:`tinytools.ledger.reconcile`
+does, reading replay safety from the tools named by ``--tools``. ``prune``
+deletes rows settled long ago.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from ._registry import AnyTool
+    from .ledger import PostgresLedger, SqliteLedger
+
+__all__ = ["add_commands", "run"]
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``ledger list``, ``ledger reconcile`` and ``ledger prune`` to the parser."""
+    ledger = commands.add_parser(
+        "ledger",
+        help="list or reconcile the calls an effect ledger saw start and never finish",
+        description=(
+            "Read and repair a tool-effect ledger (SQLite file or PostgreSQL database) "
+            "after a crash."
+        ),
+    )
+    verbs = ledger.add_subparsers(title="actions", dest="action", metavar="ACTION", required=True)
+    listing = verbs.add_parser(
+        "list",
+        help="the unresolved calls: started, never settled",
+        description=(
+            "List the calls the ledger saw start and never settle, oldest first: run, "
+            "call id, tool, age and arguments as stored (redacted)."
+        ),
+    )
+    fixing = verbs.add_parser(
+        "reconcile",
+        help="settle a crashed run's unresolved calls",
+        description=(
+            "Decide each unresolved call of a crashed run: a replay-safe tool's call is "
+            "released for a re-run; any other is settled as interrupted and never runs "
+            "again. Replay safety is read from the tools' policies (--tools); without "
+            "--tools no call is replay-safe. Run it only once the run's worker is gone."
+        ),
+    )
+    pruning = verbs.add_parser(
+        "prune",
+        help="delete rows settled long ago",
+        description=(
+            "Delete the rows settled more than --older-than days ago; unresolved calls are "
+            "kept whatever their age. A pruned call id could run again: keep rows for as "
+            "long as a worker might dispatch the same run again."
+        ),
+    )
+    pruning.add_argument(
+        "--older-than",
+        type=float,
+        required=True,
+        metavar="DAYS",
+        help="the age, in days, past which settled rows are deleted",
+    )
+    for parser in (listing, fixing, pruning):
+        parser.add_argument(
+            "--db",
+            required=True,
+            metavar="PATH",
+            help="a SQLite ledger file, or a PostgreSQL conninfo (postgresql://...)",
+        )
+        parser.add_argument("--json", action="store_true", help="print JSON (one document)")
+    listing.add_argument("--run", metavar="RUN_ID", help="only this run's calls")
+    fixing.add_argument("--run", metavar="RUN_ID", required=True, help="the crashed run's id")
+    fixing.add_argument(
+        "--tools",
+        metavar="TARGET",
+        help="module or module:attribute naming a Tool, a Registry, a toolset or a list of tools",
+    )
+
+
+def run(args: argparse.Namespace, out: TextIO) -> int:
+    """Run ``tinytools ledger ACTION``; 1 when the ledger cannot be read or written."""
+    from .ledger import LedgerError
+
+    try:
+        ledger = _open(args.db)
+    except ValueError as error:
+        print(f"tinytools ledger: {error}", file=sys.stderr)
+        return 2
+    try:
+        if args.action == "list":
+            return _list(ledger, args, out)
+        if args.action == "prune":
+            return _prune(ledger, args, out)
+        return _reconcile(ledger, args, out)
+    except (LedgerError, _TargetError) as error:
+        print(f"tinytools ledger: {error}", file=sys.stderr)
+        return 1
+    finally:
+        ledger.close()
+
+
+def _open(db: str) -> SqliteLedger | PostgresLedger:
+    from .ledger import PostgresLedger, SqliteLedger
+
+    if db.startswith(("postgresql://", "postgres://")) or "=" in db:
+        return PostgresLedger(db)
+    if not db:
+        raise ValueError("--db is empty: give a SQLite file or a PostgreSQL conninfo")
+    return SqliteLedger(db)
+
+
+def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
+    entries = ledger.unresolved(args.run)
+    now = time.time()
+    if args.json:
+        rows = [
+            {
+                "run_id": e.run_id,
+                "call_id": e.call_id,
+                "tool_name": e.tool_name,
+                "age_seconds": round(max(0.0, now - e.started_at), 3),
+                "arguments": e.arguments,
+            }
+            for e in entries
+        ]
+        out.write(json.dumps(rows, ensure_ascii=False, default=repr) + "\n")
+        return 0
+    if not entries:
+        out.write("No unresolved calls.\n")
+        return 0
+    out.write(f"{len(entries)} unresolved call(s), oldest first:\n")
+    for e in entries:
+        arguments = json.dumps(e.arguments, ensure_ascii=False, default=repr)
+        out.write(
+            f"  run {e.run_id}  call {e.call_id}  tool {e.tool_name}  "
+            f"age {_age(now - e.started_at)}\n    arguments {arguments}\n"
+        )
+    return 0
+
+
+def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
+    from .ledger import reconcile
+
+    tools = _tools(args.tools) if args.tools else ()
+    decided = reconcile((), tools, ledger, args.run)
+    if args.json:
+        document = {
+            "rerun": [c.id for c in decided.rerun],
+            "interrupted": [m.tool_call_id for m in decided.messages],
+        }
+        out.write(json.dumps(document, ensure_ascii=False) + "\n")
+        return 0
+    if not decided.events:
+        out.write(f"Run {args.run}: no unresolved calls.\n")
+        return 0
+    out.write(f"Run {args.run}: {len(decided.events)} unresolved call(s) reconciled:\n")
+    for call in decided.rerun:
+        out.write(f"  {call.id} ({call.name}): replay-safe, released to run again\n")
+    for message in decided.messages:
+        out.write(f"  {message.tool_call_id} ({message.name}): interrupted, will not run again\n")
+    if not args.tools:
+        out.write("No --tools given: no call was treated as replay-safe.\n")
+    return 0
+
+
+def _prune(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
+    if not args.older_than >= 0:
+        print("tinytools ledger: --older-than must be a number of days >= 0", file=sys.stderr)
+        return 2
+    deleted = ledger.prune(args.older_than * 86400)
+    if args.json:
+        out.write(json.dumps({"deleted": deleted}) + "\n")
+    else:
+        out.write(f"Deleted {deleted} row(s) settled more than {args.older_than:g} day(s) ago.\n")
+    return 0
+
+
+class _TargetError(Exception):
+    pass
+
+
+def _tools(target: str) -> tuple[AnyTool, ...]:
+    """The tools a ``module`` or ``module:attribute`` target names."""
+    from ._registry import Registry
+    from ._spec import Tool
+
+    module_name, _, attribute = target.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as error:
+        raise _TargetError(f"--tools {target}: cannot import {module_name!r}: {error}") from error
+    value: object = module
+    for part in filter(None, attribute.split(".")):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise _TargetError(f"--tools {target}: {module_name} has no {attribute!r}") from None
+    if isinstance(value, Tool):
+        return (value,)
+    if isinstance(value, Registry):
+        return tuple(value.values())
+    if callable(getattr(value, "tools", None)) and callable(getattr(value, "explain", None)):
+        from .toolsets._base import resolve
+
+        return resolve(value, None).tools  # a toolset, under the names the model saw
+    if value is module:
+        return tuple(v for v in vars(module).values() if isinstance(v, Tool))
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+        found = tuple(value)
+        if all(isinstance(v, Tool) for v in found):
+            return found
+    raise _TargetError(f"--tools {target}: not a Tool, a Registry, a toolset or a list of tools")
+
+
+def _age(seconds: float) -> str:
+    seconds = max(0, int(seconds))
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}d{hours}h"
+    if hours:
+        return f"{hours}h{minutes}m"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"

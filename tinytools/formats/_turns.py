@@ -1,0 +1,58 @@
+"""The model's calls written back as arguments a provider takes in an assistant turn.
+
+Each provider module's ``assistant_message`` builds the turn; these two
+functions say how a call's arguments are written there:
+
+* :func:`arguments_text` — for the OpenAI APIs, which keep arguments as JSON
+  text: the text the model sent is kept verbatim (also when it was malformed,
+  so the transcript shows what the error result answers); an object is
+  encoded compactly.
+* :func:`arguments_object` — for Anthropic, Gemini and MCP, which only take an
+  object: the object, or the text decoded when it is a JSON object. Text that
+  is not one (a malformed call) cannot be written as it was; it becomes ``{}``,
+  and the call's error result (dispatch answers every invalid call) tells the
+  model what was wrong with what it sent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from tinytools._wire import ToolCall
+
+from ._dialect import decode_strict
+from ._providers import json_text
+
+__all__ = ["arguments_object", "arguments_text", "checked_calls"]
+
+
+def arguments_text(call: ToolCall) -> str:
+    """The call's arguments as JSON text (raw text verbatim)."""
+    arguments = call.arguments
+    return arguments if isinstance(arguments, str) else json_text(arguments)
+
+
+def arguments_object(call: ToolCall) -> dict[str, object]:
+    """The call's arguments as an object (``{}`` for text that is not a JSON object)."""
+    arguments = call.arguments
+    if isinstance(arguments, dict):
+        return dict(arguments)
+    decoded = decode_strict(arguments)
+    return decoded if isinstance(decoded, dict) else {}
+
+
+def checked_calls(calls: Iterable[ToolCall], function: str) -> list[ToolCall]:
+    """``calls`` as a list, or a ``TypeError`` naming ``function`` and what it takes.
+
+    Raises:
+        TypeError: An item is not a ``ToolCall`` (for instance the SDK's own call
+            object: read it with ``parse_calls`` first).
+    """
+    found = list(calls)
+    for call in found:
+        if not isinstance(call, ToolCall):
+            raise TypeError(
+                f"{function} takes tinytools ToolCalls (from parse_calls or an accumulator's "
+                f"calls()), not {type(call).__name__}"
+            )
+    return found

@@ -1,0 +1,372 @@
+"""``PostgresLedger``: the effect ledger many workers on many machines share.
+
+``psycopg`` (3) is imported when the ledger first connects, never at import: the
+``postgres`` extra installs it (``pip install "tinytools[postgres]"``).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
+from typing import TYPE_CHECKING, Any
+
+from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
+from tinytools._wire import MessageStatus
+
+from ._errors import LedgerError
+from ._rows import RELEASED, arguments_text, entry, key
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["PostgresLedger"]
+
+#: The schema version this code writes (the one row of ``tinytools_ledger_version``).
+SCHEMA_VERSION = 1
+#: Serialises schema creation between workers that start at once.
+_SCHEMA_LOCK = 0x7469_6E79
+
+_SCHEMA = (
+    """CREATE TABLE IF NOT EXISTS tinytools_effects (
+        run_id      text NOT NULL,
+        call_id     text NOT NULL,
+        tool_name   text NOT NULL,
+        arguments   text NOT NULL,
+        started_at  double precision NOT NULL,
+        attempt     integer NOT NULL DEFAULT 1,
+        status      text,
+        settled_at  double precision,
+        PRIMARY KEY (run_id, call_id)
+    )""",
+    """CREATE INDEX IF NOT EXISTS tinytools_effects_open ON tinytools_effects (started_at)
+        WHERE status IS NULL OR status = 'released'""",
+)
+_EPOCH = "extract(epoch from clock_timestamp())"
+# One statement claims the whole batch, in call-id order (so two workers claiming
+# overlapping batches lock rows in the same order and never deadlock). A row is
+# claimed when it is new or was released for a re-run; RETURNING names the claimed.
+_START = f"""
+INSERT INTO tinytools_effects (run_id, call_id, tool_name, arguments, started_at)
+SELECT %s, c, t, a, {_EPOCH}
+FROM unnest(%s::text[], %s::text[], %s::text[]) AS batch (c, t, a) ORDER BY c
+ON CONFLICT (run_id, call_id) DO UPDATE SET
+    tool_name = excluded.tool_name, arguments = excluded.arguments,
+    started_at = excluded.started_at, attempt = tinytools_effects.attempt + 1,
+    status = NULL, settled_at = NULL
+WHERE tinytools_effects.status = 'released'
+RETURNING call_id
+"""
+_SETTLE = (
+    f"UPDATE tinytools_effects SET status = %s, settled_at = {_EPOCH} "
+    "WHERE run_id = %s AND call_id = %s AND status IS NULL"
+)
+_RELEASE = (
+    f"UPDATE tinytools_effects SET status = %s, settled_at = {_EPOCH} "
+    "WHERE run_id = %s AND call_id = %s"
+)
+_PRUNE = (
+    "DELETE FROM tinytools_effects WHERE status IS NOT NULL AND status <> 'released' "
+    f"AND settled_at < {_EPOCH} - %s"
+)
+_OPEN = (
+    "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
+    "WHERE (status IS NULL OR status = 'released')"
+)
+# Settings that keep a lost server or network from hanging a worker; the conninfo's
+# own values win.
+_CONNECT_DEFAULTS = {
+    "connect_timeout": "10",
+    "keepalives": "1",
+    "keepalives_idle": "10",
+    "keepalives_interval": "5",
+    "keepalives_count": "3",
+    "tcp_user_timeout": "30000",
+}
+
+
+class PostgresLedger:
+    """The effect ledger for many workers on many machines: one PostgreSQL database.
+
+    ``started`` is an atomic claim (``INSERT … ON CONFLICT DO NOTHING`` in effect):
+    when workers race on the same ``(run_id, call_id)`` exactly one claims it and the
+    others get ``AlreadyStarted``, so a call runs at most once across all of them.
+    The started rows of a batch are one statement in one transaction, committed
+    before any tool of the batch runs. The schema is created on first use (under an
+    advisory lock, so workers starting together do not race), with its version in
+    the table ``tinytools_ledger_version``; a newer version is refused.
+
+    Durability: a batch's started rows commit with ``synchronous_commit=on``
+    (whatever the server's default): when ``started`` returns they are in the server's
+    flushed WAL, so they survive a crash of the worker, of the server and, with the
+    server's ``fsync=on`` (the default), a power loss of the database machine. Settled
+    and released rows commit with ``synchronous_commit=off``: they survive a crash of
+    the worker at once, and a crash of the server or a power loss once the WAL writer
+    has flushed them (within a second, or at the next started rows' commit, which
+    flushes everything before it); one lost that way reads as unresolved, which
+    ``reconcile`` treats with the same caution as a crash. (A standby's durability is
+    the server's ``synchronous_standby_names`` business.)
+
+    A lost connection is an error, never a hang: the call raises :class:`LedgerError`
+    (under dispatch the batch aborts with every call answered), and the next call
+    connects again. Connecting waits at most ``connect_timeout`` (10 s unless the
+    conninfo says otherwise) and TCP keepalives plus ``tcp_user_timeout`` (30 s)
+    notice a silent network; waiting for another worker's row lock gives up after
+    ``lock_timeout`` seconds.
+
+    One ledger object may be shared by threads (it holds one connection, used by one
+    thread at a time) and is reconnected in a forked child.
+
+    Args:
+        conninfo: A libpq connection string or URI (``"postgresql://user@host/db"``,
+            ``"host=/run/postgresql dbname=app"``).
+        lock_timeout: Seconds a claim waits for a row another worker is claiming.
+    """
+
+    def __init__(self, conninfo: str = "", *, lock_timeout: float = 30.0) -> None:
+        self.conninfo = conninfo
+        self.lock_timeout = lock_timeout
+        self._lock = threading.RLock()
+        self._connection: psycopg.Connection[Any] | None = None
+        self._pid = 0
+
+    def __repr__(self) -> str:
+        return f"PostgresLedger({_safe(self.conninfo)!r})"
+
+    # --- the protocol ---------------------------------------------------------
+
+    def started(
+        self, run_id: str, call_id: str, tool_name: str, arguments: Mapping[str, object]
+    ) -> None:
+        """Claim one call (one transaction).
+
+        Raises:
+            AlreadyStarted: The call was claimed before and not released.
+            LedgerError: The database could not be reached or written.
+        """
+        if self.started_batch(run_id, [(call_id, tool_name, arguments)]):
+            raise AlreadyStarted(run_id, call_id)
+
+    def started_batch(self, run_id: str, calls: Sequence[StartedCall]) -> frozenset[str]:
+        """Claim every call in one statement and one transaction, committed before this
+        returns.
+
+        Returns:
+            The ids of the calls already claimed (by an earlier attempt or another
+            worker); the others are now this caller's.
+
+        Raises:
+            LedgerError: The database could not be reached or written (nothing was
+                claimed).
+        """
+        keyed: dict[str, tuple[str, str, str]] = {}
+        for call_id, name, arguments in calls:
+            keyed.setdefault(key(call_id), (call_id, key(name), arguments_text(arguments)))
+        columns = list(zip(*((k, n, t) for k, (_, n, t) in keyed.items()), strict=True))
+        if not columns:
+            return frozenset()
+        with self._lock:
+            connection = self._open("claim calls")
+            try:
+                # The claim waits for the WAL flush whatever the session's default.
+                connection.execute("BEGIN; SET LOCAL synchronous_commit = on")
+                cursor = connection.execute(
+                    _START, (key(run_id), list(columns[0]), list(columns[1]), list(columns[2]))
+                )
+                claimed = {row[0] for row in cursor.fetchall()}
+                self._commit(connection)
+            except Exception as error:
+                raise self._failed("claim calls", error) from error
+        refused = {k for k in keyed if k not in claimed}
+        refused_ids = {keyed[k][0] for k in refused}
+        if len(keyed) < len(calls):  # a repeated id: its second occurrence is not claimed
+            seen: set[str] = set()
+            for call_id, _, _ in calls:
+                if call_id in seen:
+                    refused_ids.add(call_id)
+                seen.add(call_id)
+        return frozenset(refused_ids)
+
+    def settled(self, run_id: str, call_id: str, status: MessageStatus) -> None:
+        """Record how a claimed call ended (a call not claimed, or already settled, is
+        left as it is).
+
+        Raises:
+            LedgerError: The database could not be reached or written.
+        """
+        self._write("settle a call", _SETTLE, (str(status), key(run_id), key(call_id)))
+
+    def release(self, run_id: str, call_id: str) -> None:
+        """Let a claimed (or settled) call be claimed once more (``reconcile`` found it
+        replay-safe, or its tool deferred it before acting).
+
+        Raises:
+            LedgerError: The database could not be reached or written.
+        """
+        self._write("release a call", _RELEASE, (RELEASED, key(run_id), key(call_id)))
+
+    def prune(self, older_than: float) -> int:
+        """Delete the rows settled more than ``older_than`` seconds ago (unresolved and
+        released rows are kept whatever their age); how many were deleted. A pruned call
+        could be claimed again: prune only what no worker will dispatch again.
+
+        Raises:
+            LedgerError: The database could not be reached or written.
+        """
+        with self._lock:
+            connection = self._open("prune settled rows")
+            try:
+                cursor = connection.execute(_PRUNE, (float(older_than),))
+            except Exception as error:
+                raise self._failed("prune settled rows", error) from error
+            return int(cursor.rowcount)
+
+    def unresolved(self, run_id: str | None = None) -> tuple[LedgerEntry, ...]:
+        """The calls claimed and never settled (released ones included), oldest first.
+
+        Raises:
+            LedgerError: The database could not be reached or read.
+        """
+        query = _OPEN
+        parameters: tuple[str, ...] = ()
+        if run_id is not None:
+            query, parameters = f"{_OPEN} AND run_id = %s", (key(run_id),)
+        with self._lock:
+            connection = self._open("read unresolved calls")
+            try:
+                rows = connection.execute(f"{query} ORDER BY started_at, call_id", parameters)
+                return tuple(entry(*row) for row in rows.fetchall())
+            except Exception as error:
+                raise self._failed("read unresolved calls", error) from error
+
+    # --- the connection ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (the next use connects again)."""
+        with self._lock:
+            if self._connection is not None and self._pid == os.getpid():
+                self._connection.close()
+            self._connection = None
+
+    def __enter__(self) -> PostgresLedger:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _write(self, doing: str, statement: str, parameters: tuple[str, ...]) -> None:
+        with self._lock:
+            connection = self._open(doing)
+            try:
+                connection.execute(statement, parameters)  # autocommit: one transaction
+            except Exception as error:
+                raise self._failed(doing, error) from error
+
+    def _commit(self, connection: psycopg.Connection[Any]) -> None:
+        connection.execute("COMMIT")
+
+    def _open(self, doing: str) -> psycopg.Connection[Any]:
+        """The connection: made (with the schema) on first use, after a lost one, and
+        in a forked child."""
+        connection = self._connection
+        if connection is not None and self._pid == os.getpid() and not connection.closed:
+            return connection
+        self._connection = None
+        try:
+            import psycopg
+            from psycopg.conninfo import make_conninfo
+        except ImportError as error:
+            raise LedgerError(
+                'PostgresLedger needs psycopg 3: pip install "tinytools[postgres]"'
+            ) from error
+        try:
+            connection = psycopg.connect(
+                make_conninfo(self.conninfo, **self._settings()), autocommit=True
+            )
+        except Exception as error:
+            raise LedgerError(
+                f"PostgresLedger {_safe(self.conninfo)!r}: could not connect to {doing}: "
+                f"{_first_line(error)}"
+            ) from error
+        try:
+            _create_schema(connection)
+        except BaseException:
+            connection.close()
+            raise
+        self._connection, self._pid = connection, os.getpid()
+        return connection
+
+    def _settings(self) -> dict[str, str]:
+        from psycopg.conninfo import conninfo_to_dict
+
+        given = conninfo_to_dict(self.conninfo)
+        settings = {name: value for name, value in _CONNECT_DEFAULTS.items() if name not in given}
+        lock_ms = max(1, round(self.lock_timeout * 1000))
+        # Settled and released rows commit without waiting for the WAL flush (see the
+        # class docstring); started rows set it back on for their transaction.
+        options = f"-c synchronous_commit=off -c lock_timeout={lock_ms}"
+        settings["options"] = f"{given.get('options', '')} {options}".strip()
+        return settings
+
+    def _failed(self, doing: str, error: Exception) -> LedgerError:
+        """The error for a failed statement; a lost connection is dropped (the next call
+        connects again), a failed transaction rolled back."""
+        import psycopg
+
+        connection = self._connection
+        if connection is not None:
+            if connection.closed or isinstance(error, psycopg.OperationalError):
+                self._connection = None
+                with suppress(Exception):
+                    connection.close()
+            else:
+                try:
+                    connection.execute("ROLLBACK")
+                except Exception:
+                    self._connection = None
+        return LedgerError(
+            f"PostgresLedger {_safe(self.conninfo)!r}: could not {doing}: {_first_line(error)}"
+        )
+
+
+def _create_schema(connection: psycopg.Connection[Any]) -> None:
+    with connection.transaction():
+        connection.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+        connection.execute(
+            "CREATE TABLE IF NOT EXISTS tinytools_ledger_version (version integer NOT NULL)"
+        )
+        row = connection.execute("SELECT max(version) FROM tinytools_ledger_version").fetchone()
+        version = None if row is None else row[0]
+        if version == SCHEMA_VERSION:
+            return
+        if version is not None and version > SCHEMA_VERSION:
+            raise LedgerError(
+                f"the PostgreSQL ledger's schema version {version} is newer than this "
+                f"tinytools understands ({SCHEMA_VERSION}); upgrade tinytools"
+            )
+        for statement in _SCHEMA:
+            connection.execute(statement)
+        connection.execute(
+            "INSERT INTO tinytools_ledger_version (version) VALUES (%s)", (SCHEMA_VERSION,)
+        )
+
+
+def _first_line(error: Exception) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def _safe(conninfo: str) -> str:
+    """The conninfo without a password (for messages)."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+    except ImportError:
+        return "<conninfo>" if "password" in conninfo or "@" in conninfo else conninfo
+    try:
+        params = conninfo_to_dict(conninfo)
+    except Exception:
+        return "<conninfo>"
+    if "password" in params:
+        params["password"] = "***"
+    return str(make_conninfo("", **params))

@@ -1,0 +1,135 @@
+"""``reconcile``: after a crash, decide each interrupted call's fate from the ledger."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import msgspec
+
+from tinytools._effects import EffectLedger, LedgerEntry, release
+from tinytools._registry import AnyTool, Registry
+from tinytools._wire import ToolCall, ToolMessage
+from tinytools.events import Event, ToolEffectReconciled
+from tinytools.toolsets._base import Toolset, registry_for
+
+__all__ = ["INTERRUPTED", "Reconciled", "reconcile", "replay_safe"]
+
+#: What the model reads for a call that started and never finished, and is not re-run.
+INTERRUPTED = (
+    "Tool call interrupted: the run stopped (a crash or a lost worker) after this call "
+    "started and before it was recorded as finished, so its effect may or may not have "
+    "happened. It was not run again; check whether it took effect before retrying it."
+)
+
+
+class Reconciled(msgspec.Struct, frozen=True):
+    """What :func:`reconcile` decided.
+
+    Attributes:
+        messages: Answers, status ``"interrupted"``, for the calls that started and
+            never finished and are not safe to run again; the ledger settled them.
+        rerun: The calls to dispatch again, in call order: replay-safe calls that
+            were interrupted (the ledger released them for one more start), and calls
+            the ledger never saw start. A call that finished before the crash is also
+            listed: dispatching it runs it again if it is replay-safe and answers it
+            as already started (without running it) if not.
+        events: One ``ToolEffectReconciled`` per interrupted call, outcome
+            ``"rerun"`` or ``"interrupted"``.
+    """
+
+    messages: tuple[ToolMessage, ...]
+    rerun: tuple[ToolCall, ...]
+    events: tuple[Event, ...] = ()
+
+
+def replay_safe(tool: AnyTool | None) -> bool:
+    """Whether a call of ``tool`` interrupted by a crash may run again: its policy is
+    classified and says ``runtime.replay="safe"``, read-only or idempotent. An
+    unclassified or unknown tool is not replay-safe."""
+    if tool is None:
+        return False
+    policy = tool.policy
+    return bool(policy.classified) and (
+        policy.runtime.replay == "safe"
+        or policy.side_effects.read_only
+        or policy.runtime.idempotent
+    )
+
+
+def reconcile(
+    calls: Iterable[ToolCall],
+    tools: Registry | Toolset | Iterable[AnyTool],
+    ledger: EffectLedger,
+    run_id: str,
+    *,
+    on_event: Callable[[Event], object] | None = None,
+) -> Reconciled:
+    """Decide, after a crash, what becomes of each call of ``run_id`` left unresolved.
+
+    Pass the calls of the interrupted batch that the host holds no answer for (the
+    model's last tool calls, as they were dispatched). For each call the ledger shows
+    started and never settled:
+
+    * a replay-safe tool (see :func:`replay_safe`) is released in the ledger and
+      listed in ``rerun``, for the next ``dispatch`` with the same ``run_id``;
+    * any other gets an error ``ToolMessage`` with status ``"interrupted"`` telling
+      the model the effect may or may not have happened, and is settled as
+      ``"interrupted"``, so it never runs again.
+
+    Calls the ledger never saw start are listed in ``rerun`` (they never ran). An
+    unresolved call of ``run_id`` missing from ``calls`` is reconciled from its
+    ledger row: re-run only if replay-safe and its tool redacts nothing (the row's
+    arguments are redacted), else interrupted. Run it only once the run's worker is
+    gone: a call still running elsewhere would be answered as interrupted.
+
+    Args:
+        calls: The interrupted batch's calls the host has no answer for.
+        tools: The tools (their policies say what is replay-safe): a ``Registry``, the
+            toolset the batch was dispatched with (resolved without a context), or the
+            tools themselves.
+        ledger: The ledger the run used.
+        run_id: The interrupted run's ``Context.run_id``.
+        on_event: Receives each ``ToolEffectReconciled`` event too.
+
+    Raises:
+        Exception: Whatever the ledger raised (``LedgerError`` for the built-in
+            ones); calls reconciled before it stay reconciled.
+    """
+    registry = registry_for(tools, None)  # a toolset: the names the model saw, as dispatched
+    batch = tuple(calls)
+    open_rows = {row.call_id: row for row in ledger.unresolved(run_id)}
+    messages: list[ToolMessage] = []
+    rerun: list[ToolCall] = []
+    events: list[Event] = []
+
+    def decide(call: ToolCall, row: LedgerEntry | None, rebuilt: bool) -> None:
+        tool = registry.get(call.name)
+        safe = replay_safe(tool) and not (rebuilt and tool is not None and tool.policy.redact)
+        if safe:
+            release(ledger, run_id, call.id)
+            rerun.append(call)
+        elif row is None:
+            rerun.append(call)
+        else:
+            ledger.settled(run_id, call.id, "interrupted")
+            messages.append(
+                ToolMessage(
+                    tool_call_id=call.id,
+                    name=call.name,
+                    content=INTERRUPTED,
+                    is_error=True,
+                    status="interrupted",
+                )
+            )
+        if row is not None:
+            outcome = "rerun" if safe else "interrupted"
+            event = ToolEffectReconciled(call_id=call.id, tool_name=call.name, outcome=outcome)
+            events.append(event)
+            if on_event is not None:
+                on_event(event)
+
+    for call in batch:
+        decide(call, open_rows.pop(call.id, None), rebuilt=False)
+    for row in open_rows.values():  # unresolved, and not among the host's calls
+        decide(ToolCall(row.call_id, row.tool_name, row.arguments), row, rebuilt=True)
+    return Reconciled(tuple(messages), tuple(rerun), tuple(events))

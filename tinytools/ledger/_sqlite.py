@@ -1,0 +1,300 @@
+"""``SqliteLedger``: the embedded effect ledger, one SQLite file in WAL mode."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from typing import Literal
+
+from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
+from tinytools._wire import MessageStatus
+
+from ._errors import LedgerError
+from ._rows import RELEASED, arguments_text, entry, key, now
+
+__all__ = ["SqliteLedger"]
+
+#: The schema version this code writes (``PRAGMA user_version``); 0 is a new file.
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tinytools_effects (
+    run_id      TEXT NOT NULL,
+    call_id     TEXT NOT NULL,
+    tool_name   TEXT NOT NULL,
+    arguments   TEXT NOT NULL,
+    started_at  REAL NOT NULL,
+    attempt     INTEGER NOT NULL DEFAULT 1,
+    status      TEXT,
+    settled_at  REAL,
+    PRIMARY KEY (run_id, call_id)
+);
+CREATE INDEX IF NOT EXISTS tinytools_effects_open ON tinytools_effects (started_at)
+    WHERE status IS NULL OR status = 'released';
+"""
+
+# A row is claimed when it is new, or when reconcile released it for a re-run.
+_START = """
+INSERT INTO tinytools_effects (run_id, call_id, tool_name, arguments, started_at)
+VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (run_id, call_id) DO UPDATE SET
+    tool_name = excluded.tool_name, arguments = excluded.arguments,
+    started_at = excluded.started_at, attempt = tinytools_effects.attempt + 1,
+    status = NULL, settled_at = NULL
+WHERE tinytools_effects.status = 'released'
+"""
+_SETTLE = (
+    "UPDATE tinytools_effects SET status = ?, settled_at = ? "
+    "WHERE run_id = ? AND call_id = ? AND status IS NULL"
+)
+_RELEASE = (
+    "UPDATE tinytools_effects SET status = ?, settled_at = ? WHERE run_id = ? AND call_id = ?"
+)
+_PRUNE = (
+    "DELETE FROM tinytools_effects WHERE status IS NOT NULL AND status <> 'released' "
+    "AND settled_at < ?"
+)
+_OPEN = (
+    "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
+    "WHERE (status IS NULL OR status = 'released')"
+)
+
+Synchronous = Literal["full", "normal"]
+
+
+class SqliteLedger:
+    """The embedded effect ledger: one SQLite file (stdlib ``sqlite3``) in WAL mode.
+
+    The file and its schema are created on first use (the schema version is the
+    file's ``PRAGMA user_version``; a file from a newer tinytools is refused). One
+    ledger object may be shared by threads, and several processes on one machine may
+    use the same file at once: every write is a ``BEGIN IMMEDIATE`` transaction, and
+    a writer waits up to ``timeout`` seconds for another to finish. A call is started
+    at most once across them all (the row's primary key is ``(run_id, call_id)``).
+    Do not put the file on a network file system: SQLite's locks are not reliable
+    there; use :class:`PostgresLedger` for workers on several machines.
+
+    Durability (``synchronous``):
+
+    * ``"full"`` (the default): the started rows of a batch are one transaction,
+      written and fsynced before any tool of the batch runs, so they survive a
+      process crash and a power loss. Settled rows are committed without an fsync of
+      their own: they survive a process crash at once, and a power loss once a later
+      fsync (the next batch's started rows, or a checkpoint) has passed; a settled
+      row lost to a power loss reads as unresolved, which ``reconcile`` treats with
+      the same caution as a crash.
+    * ``"normal"``: nothing is fsynced at commit. Every committed row survives a
+      process crash; a power loss (or an OS crash) may lose the last transactions,
+      started rows included.
+
+    Args:
+        path: The database file (its folder must exist). ``":memory:"`` gives a
+            ledger that lives and dies with this object (for tests).
+        synchronous: ``"full"`` or ``"normal"`` (see above).
+        timeout: Seconds a write waits for another process's transaction before it
+            fails with :class:`LedgerError`.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        synchronous: Synchronous = "full",
+        timeout: float = 30.0,
+    ) -> None:
+        if synchronous not in ("full", "normal"):
+            raise ValueError(f"synchronous must be 'full' or 'normal', got {synchronous!r}")
+        self.path = os.fspath(path)
+        self.synchronous: Synchronous = synchronous
+        self.timeout = timeout
+        self._lock = threading.RLock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = 0
+        self._full = False  # the connection's current PRAGMA synchronous is FULL
+
+    def __repr__(self) -> str:
+        return f"SqliteLedger({self.path!r}, synchronous={self.synchronous!r})"
+
+    # --- the protocol ---------------------------------------------------------
+
+    def started(
+        self, run_id: str, call_id: str, tool_name: str, arguments: Mapping[str, object]
+    ) -> None:
+        """Record a call as started, durably (one transaction).
+
+        Raises:
+            AlreadyStarted: The call was started before and not released.
+            LedgerError: The database could not be written.
+        """
+        if self.started_batch(run_id, [(call_id, tool_name, arguments)]):
+            raise AlreadyStarted(run_id, call_id)
+
+    def started_batch(self, run_id: str, calls: Sequence[StartedCall]) -> frozenset[str]:
+        """Record every call as started in one transaction, committed (and, with
+        ``synchronous="full"``, fsynced) before this returns.
+
+        Returns:
+            The ids of the calls already started (not claimed by this batch).
+
+        Raises:
+            LedgerError: The database could not be written (nothing was recorded).
+        """
+        stamp = now()
+        rows = [
+            (key(run_id), key(call_id), key(name), arguments_text(arguments), stamp)
+            for call_id, name, arguments in calls
+        ]
+        refused = []
+        with self._transaction(durable=True, doing="record started calls") as connection:
+            for row, (call_id, _, _) in zip(rows, calls, strict=True):
+                if connection.execute(_START, row).rowcount != 1:
+                    refused.append(call_id)
+        return frozenset(refused)
+
+    def settled(self, run_id: str, call_id: str, status: MessageStatus) -> None:
+        """Record how a started call ended. A call that is not started (never, or
+        already settled, for example by ``reconcile``) is left as it is.
+
+        Raises:
+            LedgerError: The database could not be written.
+        """
+        row = (str(status), now(), key(run_id), key(call_id))
+        with self._transaction(durable=False, doing="settle a call") as connection:
+            connection.execute(_SETTLE, row)
+
+    def release(self, run_id: str, call_id: str) -> None:
+        """Let a started (or settled) call be started once more: ``reconcile`` found it
+        replay-safe, or its tool deferred it before acting.
+
+        Raises:
+            LedgerError: The database could not be written.
+        """
+        row = (RELEASED, now(), key(run_id), key(call_id))
+        with self._transaction(durable=False, doing="release a call") as connection:
+            connection.execute(_RELEASE, row)
+
+    def prune(self, older_than: float) -> int:
+        """Delete the rows settled more than ``older_than`` seconds ago (unresolved and
+        released rows are kept whatever their age); how many were deleted. A pruned call
+        could be started again: prune only what no worker will dispatch again.
+
+        Raises:
+            LedgerError: The database could not be written.
+        """
+        cutoff = now() - older_than
+        with self._transaction(durable=False, doing="prune settled rows") as connection:
+            return int(connection.execute(_PRUNE, (cutoff,)).rowcount)
+
+    def unresolved(self, run_id: str | None = None) -> tuple[LedgerEntry, ...]:
+        """The calls started and never settled (released ones included: they still wait
+        for their re-run), oldest first.
+
+        Raises:
+            LedgerError: The database could not be read.
+        """
+        query = _OPEN
+        parameters: tuple[str, ...] = ()
+        if run_id is not None:
+            query, parameters = f"{_OPEN} AND run_id = ?", (key(run_id),)
+        with self._lock:
+            try:
+                rows = self._open().execute(f"{query} ORDER BY started_at, call_id", parameters)
+                return tuple(entry(*row) for row in rows.fetchall())
+            except sqlite3.Error as error:
+                raise self._failed("read unresolved calls", error) from error
+
+    # --- the connection ---------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (the next use opens it again)."""
+        with self._lock:
+            if self._connection is not None and self._pid == os.getpid():
+                self._connection.close()
+            self._connection = None
+
+    def __enter__(self) -> SqliteLedger:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _transaction(self, *, durable: bool, doing: str) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                connection = self._open()
+                full = durable and self.synchronous == "full"
+                if full != self._full:
+                    connection.execute(f"PRAGMA synchronous = {'FULL' if full else 'NORMAL'}")
+                    self._full = full
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise self._failed(doing, error) from error
+            try:
+                yield connection
+                self._commit(connection)
+            except BaseException as error:
+                if connection.in_transaction:
+                    with suppress(sqlite3.Error):
+                        connection.execute("ROLLBACK")
+                if isinstance(error, sqlite3.Error):
+                    raise self._failed(doing, error) from error
+                raise
+
+    def _commit(self, connection: sqlite3.Connection) -> None:
+        connection.execute("COMMIT")
+
+    def _open(self) -> sqlite3.Connection:
+        """The connection, opened (and the schema made) on first use, and again in a
+        forked child (a connection must not cross a fork)."""
+        pid = os.getpid()
+        if self._connection is not None and self._pid == pid:
+            return self._connection
+        connection = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if mode != "wal" and self.path != ":memory:":
+                raise LedgerError(f"SQLite ledger {self.path}: WAL mode refused ({mode})")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            _create_schema(connection, self.path)
+        except BaseException:
+            connection.close()
+            raise
+        self._connection, self._pid, self._full = connection, pid, False
+        return connection
+
+    def _failed(self, doing: str, error: sqlite3.Error) -> LedgerError:
+        hint = ""
+        if "locked" in str(error) or "busy" in str(error):
+            hint = f" (another process held the database longer than timeout={self.timeout}s)"
+        elif "unable to open" in str(error):
+            hint = " (does its folder exist, and may this process write there?)"
+        return LedgerError(f"SQLite ledger {self.path}: could not {doing}: {error}{hint}")
+
+
+def _create_schema(connection: sqlite3.Connection, path: str) -> None:
+    """Create the schema in a new file; refuse a file from a newer tinytools."""
+    version = connection.execute("PRAGMA user_version").fetchone()[0]
+    if version == SCHEMA_VERSION:
+        return
+    if version > SCHEMA_VERSION:
+        raise LedgerError(
+            f"SQLite ledger {path}: schema version {version} is newer than this tinytools "
+            f"understands ({SCHEMA_VERSION}); upgrade tinytools"
+        )
+    connection.execute("BEGIN IMMEDIATE")  # one process creates it; the others wait
+    try:
+        if connection.execute("PRAGMA user_version").fetchone()[0] == 0:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    connection.execute(statement)
+            connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        connection.execute("COMMIT")
+    except BaseException:
+        connection.execute("ROLLBACK")
+        raise

@@ -1,0 +1,141 @@
+"""``valid_arguments`` and ``invalid_arguments``: argument dicts for one tool."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Mapping
+
+from hypothesis import reject
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+from hypothesis.strategies import SearchStrategy
+
+from tinytools._spec import Tool
+from tinytools._validate import StructValidator
+from tinytools.errors import ToolArgumentsError
+
+from ._from_schema import needs_check, values_from_schema
+from ._from_types import arguments_from_struct
+from ._violations import violations
+
+__all__ = ["invalid_arguments", "valid_arguments"]
+
+
+def _check_tool(tool: object, caller: str) -> Tool[..., object]:
+    if not isinstance(tool, Tool):
+        raise InvalidArgument(f"{caller}() takes a tinytools Tool, not {type(tool).__name__}")
+    return tool
+
+
+def valid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
+    """Argument dicts, as a model would send them, that ``tool.validate`` accepts.
+
+    For a ``@tool`` tool they are drawn from the parameters' types, constraints
+    included (``Annotated[int, msgspec.Meta(ge=0)]``, lengths, patterns,
+    enums, literals, nested dataclasses, TypedDicts and Structs, optional
+    parameters sometimes left out), as the JSON a model sends: a ``datetime``
+    as ISO text, ``bytes`` as base64. For a ``Tool.from_schema`` tool they are
+    drawn from its JSON schema; where the schema uses keywords beyond those
+    tool schemas commonly use (``oneOf``, ``allOf``, ``not``, ``patternProperties``,
+    unknown formats, ...), only the drawn values ``tool.validate`` accepts are
+    kept. Values favour edge cases: empty strings, any Unicode, the bounds of
+    each constraint, ``None`` where allowed. Undeclared extra keys are never
+    sent, unless ``additionalProperties`` gives them a schema.
+
+    Raises:
+        hypothesis.errors.InvalidArgument: ``tool`` is not a ``Tool``, or a
+            parameter type has no JSON form.
+
+    Example:
+        >>> from hypothesis import given
+        >>> from tinytools import tool
+        >>> @tool
+        ... def forecast(city: str, days: int = 1) -> str:
+        ...     \"\"\"Forecast the weather.\"\"\"
+        ...     return f"{city}: sunny for {days} days"
+        >>> @given(valid_arguments(forecast))
+        ... def test_validates(arguments):
+        ...     assert forecast.validate(arguments)["city"] == arguments["city"]
+        >>> test_validates()
+    """
+    return _valid(_check_tool(tool, "valid_arguments"))
+
+
+def invalid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
+    """Argument dicts that break ``tool``'s schema at exactly one place.
+
+    Each is a valid dict (from :func:`valid_arguments`) broken once, where the
+    schema is definite: a value of a type the place does not admit, a value
+    outside an ``enum`` or ``const``, a number past a bound or a string or
+    array past a length (where the tool's validator enforces them: every
+    ``@tool`` tool, and schema-built ones with ``enforce="draft7"``), a
+    required key left out, a key the object does not allow, or an injected
+    parameter set by the model. ``tool.validate`` rejects each with a
+    ``ToolArgumentsError``. Shrinking leads to the smallest valid dict and the
+    first break in schema order.
+
+    Raises:
+        hypothesis.errors.InvalidArgument: ``tool`` is not a ``Tool``, or its
+            schema accepts every JSON object (there is nothing to break).
+
+    Example:
+        >>> import pytest
+        >>> from hypothesis import given
+        >>> from tinytools import ToolArgumentsError, tool
+        >>> @tool
+        ... def forecast(city: str, days: int = 1) -> str:
+        ...     \"\"\"Forecast the weather.\"\"\"
+        ...     return f"{city}: sunny for {days} days"
+        >>> @given(invalid_arguments(forecast))
+        ... def test_rejected(arguments):
+        ...     with pytest.raises(ToolArgumentsError):
+        ...         forecast.validate(arguments)
+        >>> test_rejected()
+    """
+    return _invalid(_check_tool(tool, "invalid_arguments"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _valid(item: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
+    validator = item._validator
+    if isinstance(validator, StructValidator):
+        return arguments_from_struct(validator._struct)
+    drawn = values_from_schema(item.parameters).filter(lambda v: isinstance(v, dict))
+    if needs_check(item.parameters):
+        drawn = drawn.filter(lambda value: _accepts(item, value))
+    return drawn  # type: ignore[return-value]
+
+
+def _accepts(item: Tool[..., object], value: object) -> bool:
+    if not isinstance(value, Mapping):
+        return False
+    try:
+        item.validate(value)
+    except ToolArgumentsError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _invalid(item: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
+    validator = item._validator
+    bounds = isinstance(validator, StructValidator) or getattr(validator, "enforce", "") != "subset"
+    injected = item.injected
+    schema = item.parameters
+    if not (injected or schema.get("required") or violations(schema, {}, bounds=bounds)):
+        raise InvalidArgument(
+            f"tool {item.name!r} accepts every JSON object, so no argument dict breaks its "
+            "schema; test it with valid_arguments() and malformed text instead"
+        )
+
+    @st.composite
+    def broken(draw: st.DrawFn) -> dict[str, object]:
+        value = draw(_valid(item))
+        ways = violations(schema, value, bounds=bounds, injected=injected)
+        if not ways:
+            reject()
+        way = draw(st.sampled_from(ways))
+        result: dict[str, object] = way.apply(value)
+        return result
+
+    return broken()

@@ -1,0 +1,300 @@
+"""Valid values from a hand-written JSON schema (``Tool.from_schema`` tools).
+
+Not ``hypothesis-jsonschema``: its latest release (0.23.1, February 2024) calls a
+private hypothesis API (``conjecture.utils.many.more``) that hypothesis has since
+removed, so with a current hypothesis every object schema fails to draw with an
+``AttributeError``; depending on it would cap every user's hypothesis version.
+Tool schemas use a small part of JSON Schema (``type``, ``properties``,
+``required``, ``additionalProperties``, ``items``, ``enum``, ``const``, bounds,
+lengths, ``pattern``, a few ``format``\\s, ``anyOf``, ``$ref``), which this module
+draws directly. :func:`needs_check` says when a schema uses anything else; the
+caller then keeps only the values the tool's own validator accepts.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import math
+import re
+from collections.abc import Callable, Mapping
+
+import msgspec
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from ._json import INTEGERS, json_values, keys
+
+__all__ = ["JSON_TYPES", "Resolver", "json_type_of", "needs_check", "values_from_schema"]
+
+JSON_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
+#: Keywords drawn exactly; annotations that constrain nothing are listed too.
+_UNDERSTOOD = frozenset(
+    {
+        "type", "properties", "required", "additionalProperties", "items", "enum",
+        "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
+        "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems",
+        "anyOf", "$ref", "$defs", "definitions", "format", "multipleOf",
+        # annotations
+        "description", "title", "default", "examples", "$schema", "$id", "$comment",
+        "deprecated", "readOnly", "writeOnly", "nullable", "optional",
+    }
+)  # fmt: skip
+_FORMATS: dict[str, SearchStrategy[object]] = {
+    "date": st.dates().map(msgspec.to_builtins),
+    "date-time": st.datetimes(timezones=st.just(datetime.timezone.utc)).map(msgspec.to_builtins),
+    "time": st.times(timezones=st.just(datetime.timezone.utc)).map(msgspec.to_builtins),
+    "uuid": st.uuids().map(str),
+    "email": st.emails(),
+    "ipv4": st.ip_addresses(v=4).map(str),
+    "ipv6": st.ip_addresses(v=6).map(str),
+}
+_MAX_EXTRA_ITEMS = 4
+
+
+def json_type_of(value: object) -> str:
+    """The JSON Schema type name of a decoded JSON value (``integer`` for integral ints)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    return "object"
+
+
+def _has_type(value: object, allowed: str) -> bool:
+    found = json_type_of(value)
+    if allowed == "number":
+        return found in {"integer", "number"}
+    if allowed == "integer" and isinstance(value, float):
+        return value.is_integer()
+    return found == allowed
+
+
+class Resolver:
+    """Follows local ``$ref``\\s (``#/$defs/...``, ``#/definitions/...``) in one schema."""
+
+    def __init__(self, root: Mapping[str, object]) -> None:
+        self.root = root
+
+    def __call__(self, schema: object) -> Mapping[str, object]:
+        """``schema`` with its ``$ref`` chain followed (an unreadable one reads as ``{}``)."""
+        seen = 0
+        while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and seen < 32:
+            node: object = self.root
+            for part in str(schema["$ref"]).removeprefix("#").strip("/").split("/"):
+                node = node.get(part) if isinstance(node, Mapping) and part else node
+            schema, seen = node, seen + 1
+        return schema if isinstance(schema, Mapping) else {}
+
+    def types(self, schema: object) -> frozenset[str] | None:
+        """The JSON types ``schema`` admits, when it says so definitely; else None."""
+        node = self(schema)
+        if "anyOf" in node or "oneOf" in node:
+            branches = node.get("anyOf", node.get("oneOf"))
+            if not isinstance(branches, list):
+                return None
+            found: set[str] = set()
+            for branch in branches:
+                part = self.types(branch)
+                if part is None:
+                    return None
+                found |= part
+            return frozenset(found)
+        declared = node.get("type")
+        if isinstance(declared, str):
+            return frozenset({declared})
+        if isinstance(declared, list) and all(isinstance(t, str) for t in declared):
+            return frozenset(declared)
+        return None
+
+
+def needs_check(schema: Mapping[str, object]) -> bool:
+    """Whether ``schema`` uses keywords :func:`values_from_schema` does not draw exactly."""
+    stack: list[object] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+            continue
+        if not isinstance(node, Mapping):
+            continue
+        if set(node) - _UNDERSTOOD:
+            return True
+        if "format" in node and node["format"] not in _FORMATS:
+            return True
+        step = node.get("multipleOf")
+        if step is not None and (node.get("type") != "integer" or not isinstance(step, int)):
+            return True
+        for key in ("properties", "$defs", "definitions"):
+            children = node.get(key)
+            if isinstance(children, Mapping):
+                stack.extend(children.values())
+        for key in ("items", "additionalProperties", "anyOf", "oneOf"):
+            stack.append(node.get(key))
+    return False
+
+
+def values_from_schema(schema: Mapping[str, object]) -> SearchStrategy[object]:
+    """Values valid under ``schema`` (exactly, unless :func:`needs_check` says otherwise)."""
+    return _Drawer(Resolver(schema)).of(schema)
+
+
+class _Drawer:
+    def __init__(self, resolve: Resolver) -> None:
+        self.resolve = resolve
+        self._refs: dict[str, SearchStrategy[object]] = {}
+
+    def of(self, schema: object) -> SearchStrategy[object]:
+        if isinstance(schema, bool):
+            return json_values() if schema else st.nothing()
+        if not isinstance(schema, Mapping):
+            return json_values()
+        ref = schema.get("$ref")
+        if isinstance(ref, str):
+            if ref not in self._refs:
+                self._refs[ref] = st.deferred(lambda: built)
+                built = self.of(self.resolve(schema))
+                self._refs[ref] = built
+            return self._refs[ref]
+        if "const" in schema:
+            return st.just(schema["const"])
+        declared = schema.get("type")
+        allowed = [declared] if isinstance(declared, str) else declared
+        if isinstance(schema.get("enum"), list):
+            values = [
+                v
+                for v in schema["enum"]
+                if not isinstance(allowed, list) or any(_has_type(v, t) for t in allowed)
+            ]
+            return st.sampled_from(values) if values else st.nothing()
+        branches = schema.get("anyOf", schema.get("oneOf"))
+        if isinstance(branches, list):  # oneOf's overlaps are left to the validator's check
+            return st.one_of([self.of(branch) for branch in branches])
+        if not isinstance(allowed, list):
+            return json_values()
+        return st.one_of([self._typed(schema, t) for t in allowed if t in _TYPED])
+
+    def _typed(self, schema: Mapping[str, object], kind: str) -> SearchStrategy[object]:
+        return _TYPED[kind](self, schema)
+
+    def _object(self, schema: Mapping[str, object]) -> SearchStrategy[object]:
+        properties = schema.get("properties")
+        properties = properties if isinstance(properties, Mapping) else {}
+        listed = schema.get("required")
+        required = [r for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
+        parts: list[SearchStrategy[list[tuple[str, object]]]] = []
+        for name in dict.fromkeys([*properties, *required]):
+            pair = st.tuples(st.just(name), self.of(properties.get(name, {}))).map(lambda p: [p])
+            parts.append(pair if name in required else st.just([]) | pair)
+        extra = schema.get("additionalProperties")
+        if isinstance(extra, Mapping) and extra:
+            # Only a schema for extra keys invites them; an absent or `true` one merely allows.
+            more = st.dictionaries(
+                keys().filter(lambda k: k not in properties), self.of(extra), max_size=2
+            ).map(lambda d: list(d.items()))
+            parts.append(more)
+        return st.tuples(*parts).map(lambda chunks: dict(p for chunk in chunks for p in chunk))
+
+    def _array(self, schema: Mapping[str, object]) -> SearchStrategy[object]:
+        low = _int(schema.get("minItems"), 0)
+        high = _int(schema.get("maxItems"), low + _MAX_EXTRA_ITEMS)
+        high = min(high, low + _MAX_EXTRA_ITEMS)
+        items = schema.get("items", {})
+        if isinstance(items, list):  # draft 7's tuple form: these first, any after
+            head = st.tuples(*(self.of(item) for item in items)).map(list)
+            return head.filter(lambda v: low <= len(v) <= max(high, len(items)))
+        unique = bool(schema.get("uniqueItems"))
+        drawn = self.of(items)
+        if unique:
+            return st.lists(drawn, min_size=low, max_size=high, unique_by=_canonical)
+        return st.lists(drawn, min_size=low, max_size=high)
+
+    def _string(self, schema: Mapping[str, object]) -> SearchStrategy[object]:
+        low = _int(schema.get("minLength"), 0)
+        high = schema.get("maxLength")
+        high = high if isinstance(high, int) else None
+        fmt = schema.get("format")
+        pattern = schema.get("pattern")
+        if isinstance(fmt, str) and fmt in _FORMATS:
+            base = _FORMATS[fmt]
+        elif isinstance(pattern, str):
+            base = st.from_regex(pattern).map(functools.partial(_ecma_end, re.compile(pattern)))
+        else:
+            return st.text(min_size=low, max_size=high)
+        return base.filter(
+            lambda s: isinstance(s, str) and low <= len(s) and (high is None or len(s) <= high)
+        )
+
+    def _number(self, schema: Mapping[str, object], integral: bool) -> SearchStrategy[object]:
+        low, low_open = _bound(schema, "minimum", "exclusiveMinimum")
+        high, high_open = _bound(schema, "maximum", "exclusiveMaximum")
+        if integral:
+            first = -(2**63) if low is None else math.floor(low) + 1 if low_open else math.ceil(low)
+            last = (
+                2**64 - 1
+                if high is None
+                else math.ceil(high) - 1
+                if high_open
+                else math.floor(high)
+            )
+            step = schema.get("multipleOf")
+            if isinstance(step, int) and step > 0:
+                return st.integers(math.ceil(first / step), math.floor(last / step)).map(
+                    lambda k: k * step
+                )
+            return st.integers(first, last) if (low, high) != (None, None) else INTEGERS
+        floats = st.floats(
+            min_value=low,
+            max_value=high,
+            exclude_min=low_open and low is not None,
+            exclude_max=high_open and high is not None,
+            allow_nan=False,
+            allow_infinity=False,
+        )
+        return floats | self._number(schema, integral=True)
+
+
+def _ecma_end(pattern: re.Pattern[str], text: str) -> str:
+    """Python's ``$`` also matches before a final newline; JSON Schema's (ECMA 262) does not."""
+    trimmed = text.removesuffix("\n")
+    return trimmed if trimmed != text and pattern.search(trimmed) else text
+
+
+def _int(value: object, default: int) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else default
+
+
+def _bound(
+    schema: Mapping[str, object], inclusive: str, exclusive: str
+) -> tuple[float | None, bool]:
+    """A bound and whether it is open, in draft 4 (boolean exclusive) or later form."""
+    strict = schema.get(exclusive)
+    if isinstance(strict, (int, float)) and not isinstance(strict, bool):
+        return strict, True
+    value = schema.get(inclusive)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value, strict is True
+    return None, False
+
+
+def _canonical(value: object) -> bytes:
+    return msgspec.json.encode(value, order="sorted")
+
+
+_TYPED: dict[str, Callable[[_Drawer, Mapping[str, object]], SearchStrategy[object]]] = {
+    "null": lambda _, __: st.none(),
+    "boolean": lambda _, __: st.booleans(),
+    "integer": lambda d, s: d._number(s, integral=True),
+    "number": lambda d, s: d._number(s, integral=False),
+    "string": _Drawer._string,
+    "array": _Drawer._array,
+    "object": _Drawer._object,
+}

@@ -1,0 +1,656 @@
+"""``check_dispatch_invariants``: DESIGN.md's dispatch invariants, checked on one result.
+
+The checker derives what may run from DESIGN.md's rules (the registry, exposure, the
+allow-list, ``advertised``), not from the library's own code, and checks the result
+against them: one answer per call in call order (1), nothing unknown, hidden or
+disallowed ran (2), nothing ran on arguments that break its schema or that its call's
+text does not mean (3), injected parameters stay out of schemas and out of the model's
+reach (4), "repaired" is never said of strict JSON (5), and every refusal is a clear
+error value with an event saying why (7). What ran is read from ``ToolStarted``
+events, and, when the caller recorded them, from the tool functions' own entries.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import re
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+import attrs
+import fastjsonschema
+import msgspec
+
+from tinytools._registry import Registry
+from tinytools._result import DispatchResult
+from tinytools._spec import Exposure, Tool
+from tinytools._validate import json_text, printable
+from tinytools._wire import ToolCall, ToolMessage
+from tinytools.errors import ToolArgumentsError
+from tinytools.events import (
+    Custom,
+    InvalidToolArgs,
+    ToolApproved,
+    ToolCompleted,
+    ToolDeferred,
+    ToolDenied,
+    ToolFailed,
+    ToolRetried,
+    ToolStarted,
+    UnknownToolCall,
+)
+from tinytools.policies import RunPolicy
+from tinytools.repair import normalize_arguments, recover_relaxed_object
+
+__all__ = [
+    "Entry",
+    "callable_this_turn",
+    "check_dispatch_invariants",
+    "decoded_arguments",
+]
+
+
+@attrs.frozen
+class Entry:
+    """One entry into a tool's function, as the function saw it.
+
+    Attributes:
+        call_id: The call the function says it runs for (from its injected call id).
+        tool: The tool's name.
+        arguments: The model-visible keyword arguments it received.
+        injected: The injected keyword arguments it received.
+    """
+
+    call_id: str
+    tool: str
+    arguments: dict[str, object]
+    injected: dict[str, object] = attrs.field(factory=dict)
+
+
+_TERMINAL = (ToolCompleted, ToolFailed)
+_ADMISSION = (UnknownToolCall, InvalidToolArgs, ToolDenied)
+_REWRITE = re.compile(r"rewrite:(.+)", re.DOTALL)
+_UNKNOWN_RECOVERIES = frozenset({"tool_error", "fail"})
+_INVALID_RECOVERIES = frozenset({"repaired", "normalized", "tool_error", "fail"})
+
+
+def callable_this_turn(
+    tools: Registry, policy: RunPolicy, advertised: Collection[str] | None
+) -> frozenset[str]:
+    """The names the model may call, derived from DESIGN.md rather than from the library.
+
+    Registered, not hidden, allowed by the allow-list (a declared empty one denies all
+    unless ``fail_closed_allowlist`` is False), and advertised when an ``advertised`` set
+    is given; a deferred-exposure tool only when advertised.
+    """
+    names = set()
+    for name, item in tools.items():
+        if item.exposure is Exposure.Hidden:
+            continue
+        allowlist = policy.allowlist
+        denies_all = allowlist is not None and not allowlist and policy.fail_closed_allowlist
+        if denies_all or (allowlist and name not in allowlist):
+            continue
+        if advertised is None and item.exposure is Exposure.Deferred:
+            continue
+        if advertised is None or name in advertised:
+            names.add(name)
+    return frozenset(names)
+
+
+def decoded_arguments(call: ToolCall) -> tuple[object, bool]:
+    """``(value, strict)``: the call's arguments as decoded JSON, and whether that was strict.
+
+    Malformed text that relaxed repair recovers gives the repaired object with ``strict``
+    False; text nothing recovers gives ``(None, False)``.
+    """
+    raw = call.arguments
+    if not isinstance(raw, (str, bytes)):
+        return raw, call.invalid is None
+    if call.invalid is None:
+        try:
+            return msgspec.json.decode(raw), True
+        except (msgspec.DecodeError, UnicodeError):
+            pass
+    return (recover_relaxed_object(raw) if isinstance(raw, str) else None), False
+
+
+def _candidates(call: ToolCall, item: Tool[..., object]) -> list[dict[str, object]]:
+    """Every keyword-argument dict admission may legitimately derive from ``call``."""
+    value, strict = decoded_arguments(call)
+    if value is None and not strict and isinstance(call.arguments, (str, bytes)):
+        return []  # malformed and unrecoverable: nothing may run (never `{}`)
+    values = [value]
+    normalized = normalize_arguments(value, item.parameters)
+    if normalized is not None:
+        values.append(normalized.value)
+    found = []
+    for candidate in values:
+        with contextlib.suppress(ToolArgumentsError):
+            found.append(validate(item, candidate))
+    return found
+
+
+def validate(item: Tool[..., object], value: object) -> dict[str, object]:
+    """``item.validate`` for a decoded value (a decoded string is not JSON text again)."""
+    if not isinstance(value, dict):
+        raise ToolArgumentsError(item.name, f"Expected `object`, got {type(value).__name__}")
+    return item.validate(value)
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_check(schema: bytes) -> Any:
+    return fastjsonschema.compile(msgspec.json.decode(schema))
+
+
+def _satisfies_schema(arguments: Mapping[str, object], item: Tool[..., object]) -> str | None:
+    """Why ``arguments`` break the tool's advertised schema (an independent check), or None."""
+    check = _schema_check(msgspec.json.encode(item.parameters))
+    try:
+        check(msgspec.to_builtins(dict(arguments)))
+    except fastjsonschema.JsonSchemaValueException as error:
+        return str(error)
+    return None
+
+
+def _injected_names_in_schema(item: Tool[..., object]) -> set[str]:
+    properties = item.parameters.get("properties") or {}
+    required = item.parameters.get("required") or []
+    assert isinstance(properties, Mapping)
+    assert isinstance(required, list)
+    return {name for name in item.injected if name in properties or name in required}
+
+
+def check_dispatch_invariants(
+    calls: Sequence[ToolCall],
+    result: DispatchResult,
+    tools: Registry | Iterable[Tool[..., object]],
+    *,
+    ran: Iterable[Entry] | None = None,
+    policy: RunPolicy | None = None,
+    advertised: Collection[str] | None = None,
+    resolved: Collection[str] = (),
+) -> None:
+    """Assert DESIGN.md's dispatch invariants for one batch and what dispatch made of it.
+
+    Call it after any dispatch (your own middleware, policies and agent loop
+    included) with the calls as the model sent them. It checks, for every call:
+    exactly one answer in call order unless deferred, also when ids repeat
+    (invariant 1); no unknown, hidden, unadvertised or disallowed tool ran (2);
+    no tool ran on arguments that break its schema, or that its call's text does
+    not decode, repair or normalize to — malformed JSON never becomes ``{}``
+    (3); no injected parameter is in a schema or set by the model (4); strict
+    JSON is never "repaired" (5); every refusal is an error message that names
+    the tool, with an event saying why (7); and that events, messages and
+    ``executed`` agree.
+
+    What ran is read from the ``ToolStarted`` events; pass ``ran`` to check
+    what your tool functions really received as well.
+
+    Args:
+        calls: The batch as given to dispatch. When a ``before_tool`` middleware
+            rewrites arguments, pass the calls as it left them.
+        result: What dispatch returned, or ``DispatchAborted.result``.
+        tools: The registry (or tools) the batch ran against.
+        ran: Every entry into a tool function, when your tools record them
+            (:class:`Entry`); a synchronous tool abandoned in its worker thread
+            (timed out or interrupted) may enter after dispatch returned, so it
+            may be missing.
+        policy: The run policy the batch ran with (default ``RunPolicy()``).
+        advertised: The ``advertised`` names the batch ran with.
+        resolved: On resume, the ids of the calls a host decision answered
+            (denied or responded): they are folded like a call that ran
+            (``ToolStarted`` and ``ToolCompleted``) but never run, so
+            ``executed`` omits them.
+
+    Raises:
+        AssertionError: An invariant is broken. The message starts with the
+            invariant (``invariant 1: ...``), names the call id and says what
+            the checker saw.
+
+    Example:
+        >>> from tinytools import ToolCall, dispatch_sync, tool
+        >>> @tool
+        ... def add(a: int, b: int) -> int:
+        ...     \"\"\"Add two integers.\"\"\"
+        ...     return a + b
+        >>> calls = [ToolCall("1", "add", '{"a": 1, "b": 2}'), ToolCall("2", "sub", {})]
+        >>> result = dispatch_sync(calls, [add])
+        >>> check_dispatch_invariants(calls, result, [add])  # passes
+        >>> import msgspec
+        >>> dropped = msgspec.structs.replace(result, messages=result.messages[:1])
+        >>> check_dispatch_invariants(calls, dropped, [add])
+        Traceback (most recent call last):
+        ...
+        AssertionError: invariant 1: ... call '2' ...
+    """
+    registry = tools if isinstance(tools, Registry) else Registry(tools)
+    policy = RunPolicy() if policy is None else policy
+    callable_names = callable_this_turn(registry, policy, advertised)
+    ids = {call.id for call in calls}
+    events_of: dict[str, list[tuple[int, object]]] = collections.defaultdict(list)
+    for position, event in enumerate(result.events):
+        call_id = getattr(event, "call_id", None)
+        if call_id is not None:
+            assert call_id in ids, (
+                f"event {type(event).__name__} names call id {call_id!r}, which is not in the "
+                f"batch: {event!r}"
+            )
+            events_of[call_id].append((position, event))
+    answers = _check_answers(calls, result, events_of)
+    firsts = _check_repeats(calls, answers, events_of)
+    executed = set(result.executed)
+    _check_schemas(registry)
+    for index, call in firsts.items():
+        message = answers.get(index)
+        events = [event for _, event in events_of[call.id]]
+        folded = call.id in executed or call.id in resolved
+        _check_events(call, message, events, folded, callable_names, registry, resolved)
+        _check_message(call, message, events, folded, policy)
+    unresolved = [c for c in firsts.values() if c.id not in resolved]
+    _check_executed(unresolved, result, events_of)
+    if any(getattr(event, "recovery", None) == "fail" for event in result.events):
+        assert not executed, (
+            f"a Fail policy fired, yet calls {sorted(executed)} ran: Fail aborts the batch "
+            "before any tool runs"
+        )
+    by_id = {call.id: call for call in firsts.values()}
+    # A call a host decision answered is folded like one that ran, but never ran.
+    started = [e for e in _started(result, registry) if e.call_id not in resolved]
+    _check_journal(by_id, result, registry, callable_names, started, recorded=False)
+    if ran is not None:
+        _check_journal(by_id, result, registry, callable_names, list(ran), recorded=True)
+
+
+def _started(result: DispatchResult, registry: Registry) -> list[Entry]:
+    """What ran, as the ``ToolStarted`` events report it (redacted arguments left out)."""
+    entries = []
+    for event in result.events:
+        if isinstance(event, ToolStarted):
+            item = registry.get(event.tool_name)
+            redacts = item is not None and bool(getattr(item.policy, "redact", ()))
+            entries.append(
+                Entry(event.call_id, event.tool_name, {} if redacts else event.arguments)
+            )
+    return entries
+
+
+def _check_answers(
+    calls: Sequence[ToolCall], result: DispatchResult, events_of: Mapping[str, list[Any]]
+) -> dict[int, ToolMessage]:
+    """Invariant 1: one message per call, in call order, unless deferred.
+
+    Returns:
+        Each answered call's position in the batch → its message.
+    """
+    deferred: list[str] = []
+    if result.deferred is not None:
+        deferred = [c.id for c in (*result.deferred.calls, *result.deferred.approvals)]
+    assert len(deferred) == len(set(deferred)), f"invariant 1: a call is deferred twice: {deferred}"
+    ids = {call.id for call in calls}
+    assert set(deferred) <= ids, (
+        f"invariant 1: deferred calls {sorted(set(deferred) - ids)} are not in the batch"
+    )
+    seen: set[str] = set()
+    expected: list[tuple[int, str]] = []
+    for index, call in enumerate(calls):
+        first = call.id not in seen
+        seen.add(call.id)
+        if not (first and call.id in deferred):  # a repeated id is answered, never deferred
+            expected.append((index, call.id))
+    actual = [message.tool_call_id for message in result.messages]
+    wanted = [call_id for _, call_id in expected]
+    if wanted != actual:
+        at = next(
+            (i for i, (w, a) in enumerate(zip(wanted, actual, strict=False)) if w != a),
+            min(len(wanted), len(actual)),
+        )
+        culprit = wanted[at] if at < len(wanted) else actual[at]
+        saw = f"message {at} answers {actual[at]!r}" if at < len(actual) else "no message"
+        raise AssertionError(
+            "invariant 1: every call must be answered by exactly one ToolMessage, in call "
+            f"order, unless deferred; at call {culprit!r} the checker saw {saw}. Expected "
+            f"answers for {wanted}, got {actual} (missing "
+            f"{sorted(set(wanted) - set(actual))}, answered more often than called "
+            f"{sorted({i for i in actual if actual.count(i) > wanted.count(i)})}, deferred "
+            f"{deferred})"
+        )
+    for call_id in deferred:
+        assert any(isinstance(e, ToolDeferred) for _, e in events_of[call_id]), (
+            f"invariant 1: call {call_id!r} is deferred without a ToolDeferred event"
+        )
+    return {index: message for (index, _), message in zip(expected, result.messages, strict=True)}
+
+
+def _check_repeats(
+    calls: Sequence[ToolCall],
+    answers: Mapping[int, ToolMessage],
+    events_of: dict[str, list[tuple[int, object]]],
+) -> dict[int, ToolCall]:
+    """A call repeating an earlier call's id is refused, with its own ``ToolDenied``.
+
+    Removes each repeat's ``ToolDenied`` from ``events_of``, so the rest of the checks
+    see the first call of each id alone. Returns the first calls by position.
+    """
+    firsts: dict[int, ToolCall] = {}
+    seen: set[str] = set()
+    for index, call in enumerate(calls):
+        if call.id not in seen:
+            seen.add(call.id)
+            firsts[index] = call
+            continue
+        message = answers[index]
+        refused = message.is_error and message.status != "ok"
+        assert refused, (
+            f"invariant 1: call {call.id!r} at position {index} repeats an earlier call's id, "
+            "so its answer, in its place in call order, is a refusal (a repeated id could "
+            f"inherit another call's approval); the checker saw {message!r} there"
+        )
+        denials = [
+            (p, e)
+            for p, e in events_of[call.id]
+            if isinstance(e, ToolDenied) and e.message == message.content
+        ]
+        assert denials, (
+            f"invariant 7: call {call.id!r} at position {index} repeats an id and is refused "
+            f"({message.content!r}) with no ToolDenied event saying why"
+        )
+        events_of[call.id].remove(denials[-1])
+    return firsts
+
+
+def _check_schemas(registry: Registry) -> None:
+    """Invariant 4, the schema half: no injected parameter is model-visible."""
+    for name, item in registry.items():
+        leaked = _injected_names_in_schema(item)
+        assert not leaked, (
+            f"invariant 4: tool {name!r} shows injected parameters {sorted(leaked)} in its "
+            f"schema {item.parameters}"
+        )
+
+
+def _check_message(
+    call: ToolCall,
+    message: ToolMessage | None,
+    events: Sequence[object],
+    executed: bool,
+    policy: RunPolicy,
+) -> None:
+    """The message's shape, and invariant 7: every refusal is a clear error value."""
+    if message is None:
+        return
+    assert message.status in {"ok", "error", "denied", "interrupted"}, message
+    assert message.is_error == (message.status != "ok"), (
+        f"call {call.id!r}: is_error={message.is_error} disagrees with status "
+        f"{message.status!r} in {message!r}"
+    )
+    assert isinstance(message.content, str), message
+    assert message.status == "ok" or message.content.strip(), (
+        f"invariant 7: call {call.id!r} is answered with an empty error: {message!r}"
+    )
+    recoveries = (getattr(e, "recovery", "") for e in events)
+    rewrites = {m[1] for m in map(_REWRITE.fullmatch, recoveries) if m}
+    assert message.name == call.name or message.name in rewrites, (
+        f"call {call.id!r} to {call.name!r} is answered under the name {message.name!r}, "
+        "which is neither the requested name nor a rewrite target"
+    )
+    if executed or message.status == "interrupted":
+        return
+    if message.status == "ok":
+        assert any(isinstance(e, ToolApproved) for e in events), (
+            f"call {call.id!r} is answered as a success, yet its tool never ran and no "
+            f"host answered it: {message!r}"
+        )
+        return
+    if message.status == "denied":
+        assert any(isinstance(e, ToolDenied) for e in events), (
+            f"call {call.id!r} is denied without a ToolDenied event"
+        )
+        return
+    reasons = [e for e in events if isinstance(e, (UnknownToolCall, InvalidToolArgs))]
+    denied = any(isinstance(e, ToolDenied) for e in events)
+    assert reasons or denied or policy.max_tool_calls is not None, (
+        f"invariant 7: call {call.id!r} was refused ({message.content!r}) with no "
+        "UnknownToolCall, InvalidToolArgs or ToolDenied event saying why"
+    )
+    if reasons and not call.name and call.invalid is not None:
+        # A call that could not be read and names no tool: its reason is the answer.
+        assert call.invalid.strip()[:40] in message.content, (
+            f"invariant 7: the refusal of unreadable call {call.id!r} does not give its "
+            f"reason ({call.invalid!r}): {message.content!r}"
+        )
+    elif reasons:
+        named = {call.name, *(getattr(e, "tool_name", call.name) for e in reasons)}
+        assert any(f"`{name}`" in message.content for name in named), (
+            f"invariant 7: the refusal of call {call.id!r} does not name the tool "
+            f"({sorted(named)}): {message.content!r}"
+        )
+
+
+def _check_events(
+    call: ToolCall,
+    message: ToolMessage | None,
+    events: Sequence[object],
+    executed: bool,
+    callable_names: frozenset[str],
+    registry: Registry,
+    resolved: Collection[str] = (),
+) -> None:
+    """Per call: lifecycle order, and what each recovery event promises.
+
+    ``executed`` is true for a call that ran, or that a host decision answered (an id in
+    ``resolved``: folded like a call that ran, and a denial keeps its ``denied`` status).
+    """
+    kinds = [type(event).__name__ for event in events]
+    started = [i for i, e in enumerate(events) if isinstance(e, ToolStarted)]
+    # A tool that raises ApprovalRequired or CallDeferred ends with ToolDeferred instead.
+    ended = [
+        i
+        for i, e in enumerate(events)
+        if isinstance(e, _TERMINAL) or (isinstance(e, ToolDeferred) and started and i > started[0])
+    ]
+    if executed:
+        lifecycle = len(started) == 1 and len(ended) == 1 and started[0] < ended[0]
+        assert lifecycle, (
+            f"call {call.id!r} ran, so it needs one ToolStarted followed by exactly one "
+            f"ToolCompleted or ToolFailed; its events are {kinds}"
+        )
+        for index, event in enumerate(events):
+            if isinstance(event, _ADMISSION):
+                assert index < started[0], f"call {call.id!r}: {kinds} has admission after start"
+            if isinstance(event, (ToolRetried, Custom)):
+                assert started[0] < index < ended[0], f"call {call.id!r}: misplaced {kinds}"
+        end = events[ended[0]]
+        if message is not None and not isinstance(end, ToolDeferred):
+            assert getattr(end, "tool_name", None) == message.name, (end, message)
+            if isinstance(end, ToolCompleted):
+                statuses = {"ok", "error", "denied"} if call.id in resolved else {"ok", "error"}
+                assert message.status in statuses, (end, message)
+                assert end.is_error == message.is_error, (end, message)
+            else:
+                assert message.status in {"error", "interrupted"}, (end, message)
+    else:
+        assert not started, f"call {call.id!r} is not in `executed` but has events {kinds}"
+        assert not ended, f"call {call.id!r} is not in `executed` but has events {kinds}"
+        assert not any(isinstance(e, (ToolRetried, Custom)) for e in events), kinds
+    recoveries = [e for e in events if isinstance(e, (UnknownToolCall, InvalidToolArgs))]
+    for index, event in enumerate(recoveries):
+        last = index == len(recoveries) - 1
+        if isinstance(event, UnknownToolCall):
+            _check_unknown(call, event, callable_names, executed, message, last)
+        else:
+            _check_invalid(call, event, registry, executed, message, events, last)
+
+
+def _check_unknown(
+    call: ToolCall,
+    event: UnknownToolCall,
+    callable_names: frozenset[str],
+    executed: bool,
+    message: ToolMessage | None,
+    last: bool,
+) -> None:
+    assert event.requested_name == printable(call.name), f"{event!r} does not name {call!r}"
+    assert event.arguments == _shown(call.arguments), (
+        f"invariant 7: call {call.id!r} sent {call.arguments!r}, but the checker saw "
+        f"UnknownToolCall report {event.arguments!r} ({event!r})"
+    )
+    assert call.name not in callable_names, (
+        f"call {call.id!r} names the callable tool {call.name!r} but got {event!r}"
+    )
+    rewrite = _REWRITE.fullmatch(event.recovery)
+    if rewrite is None:
+        assert event.recovery in _UNKNOWN_RECOVERIES, f"unknown recovery in {event!r}"
+        refused = last and not executed and message is not None and message.status != "ok"
+        assert refused, (
+            f"call {call.id!r} got {event!r}, so it must be answered with an error and "
+            f"never run; executed={executed}, message={message!r}"
+        )
+    else:
+        assert rewrite[1] in callable_names, (
+            f"call {call.id!r} was rewritten to {rewrite[1]!r}, which is not callable: {event!r}"
+        )
+        went_on = executed or not last or message is None
+        assert went_on or (message is not None and message.status == "interrupted"), (
+            f"call {call.id!r} was rewritten to {rewrite[1]!r} but neither ran, nor got a "
+            f"further recovery event, nor was interrupted by an abort; message={message!r}"
+        )
+
+
+def _shown(arguments: object) -> object:
+    """Arguments as events keep them: verbatim, unless JSON cannot carry them (then as text)."""
+    try:
+        msgspec.json.encode(arguments)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return (
+            printable(arguments) if isinstance(arguments, str) else printable(json_text(arguments))
+        )
+    return arguments
+
+
+def _check_invalid(
+    call: ToolCall,
+    event: InvalidToolArgs,
+    registry: Registry,
+    executed: bool,
+    message: ToolMessage | None,
+    events: Sequence[object],
+    last: bool,
+) -> None:
+    assert event.recovery in _INVALID_RECOVERIES, f"unknown recovery in {event!r}"
+    assert event.tool_name in registry, f"{event!r} names an unregistered tool"
+    if not getattr(registry[event.tool_name].policy, "redact", None):
+        assert event.arguments == _shown(call.arguments), (
+            f"invariant 3: call {call.id!r} sent {call.arguments!r}, but the checker saw "
+            f"InvalidToolArgs report {event.arguments!r}: something replaced the model's "
+            f"arguments before validation ({event!r})"
+        )
+    assert event.error.strip(), f"invariant 7: {event!r} gives no reason"
+    if event.recovery in {"tool_error", "fail"}:
+        refused = last and not executed and message is not None and message.status == "error"
+        assert refused, (
+            f"call {call.id!r} got {event!r}, so it must be answered with an error and never "
+            f"run; executed={executed}, message={message!r}"
+        )
+        return
+    if event.recovery == "repaired":
+        value, strict = decoded_arguments(call)
+        assert not strict, (
+            f"invariant 5: call {call.id!r} was 'repaired' but its arguments "
+            f"{call.arguments!r} are strictly valid JSON"
+        )
+        assert isinstance(value, dict), (
+            f"call {call.id!r} was 'repaired' but {call.arguments!r} repairs to no object"
+        )
+    deferred = any(isinstance(e, ToolDeferred) for e in events)
+    went_on = executed or deferred or not last or message is None
+    assert went_on or (message is not None and message.status == "interrupted"), (
+        f"call {call.id!r} was {event.recovery} but neither ran, nor was deferred, nor got a "
+        f"further recovery event, nor was interrupted by an abort; message={message!r}"
+    )
+
+
+def _check_executed(
+    calls: Sequence[ToolCall], result: DispatchResult, events_of: Mapping[str, list[Any]]
+) -> None:
+    """``executed`` is the started calls, in call order, and extras belong to them."""
+    started = [c.id for c in calls if any(isinstance(e, ToolStarted) for _, e in events_of[c.id])]
+    assert list(result.executed) == started, (
+        f"`executed` must list the calls that started, in call order: {list(result.executed)} "
+        f"!= {started}"
+    )
+    extras = {f.call_id for f in result.follow_ups} | set(result.metadata)
+    assert extras <= set(started), f"follow-ups or metadata for calls that never ran: {extras}"
+
+
+def _check_journal(
+    by_id: Mapping[str, ToolCall],
+    result: DispatchResult,
+    registry: Registry,
+    callable_names: frozenset[str],
+    ran: list[Entry],
+    *,
+    recorded: bool,
+) -> None:
+    """Invariants 2, 3 and 4 against what ran: recorded by the tool functions themselves
+    (``recorded``), or as the ``ToolStarted`` events report it."""
+    source = "recorded" if recorded else "ToolStarted"
+    started = {e.call_id: e.arguments for e in result.events if isinstance(e, ToolStarted)}
+    for entry in ran:
+        call = by_id.get(entry.call_id)
+        assert call is not None, (
+            f"invariant 2: tool {entry.tool!r} ran ({source}) for call id {entry.call_id!r}, "
+            "which is not in the batch"
+        )
+        assert entry.tool in callable_names, (
+            f"invariant 2: tool {entry.tool!r} ran ({source}) for call {call.id!r} although it "
+            f"is not callable this turn (unknown, hidden, not advertised or not allowed); "
+            f"callable: {sorted(callable_names)}"
+        )
+        assert entry.tool == call.name or call.name not in callable_names, (
+            f"invariant 2: call {call.id!r} asked for {call.name!r} but {entry.tool!r} ran"
+        )
+        assert entry.call_id in result.executed, (
+            f"tool {entry.tool!r} ran for call {call.id!r}, which `executed` omits"
+        )
+        item = registry[entry.tool]
+        value, _ = decoded_arguments(call)
+        forged = set(value) & set(item.injected) if isinstance(value, dict) else set()
+        assert not forged, (
+            f"invariant 4: call {call.id!r} set the injected parameters {sorted(forged)} of "
+            f"{entry.tool!r}, yet the tool ran"
+        )
+        if not recorded and item.policy.redact:
+            continue  # the event shows redacted values; only the tool saw the real ones
+        problem = _satisfies_schema(entry.arguments, item)
+        assert problem is None, (
+            f"invariant 3: tool {entry.tool!r} ran ({source}) for call {call.id!r} with "
+            f"arguments {entry.arguments!r} that break its schema: {problem}"
+        )
+        candidates = _candidates(call, item)
+        assert entry.arguments in candidates, (
+            f"invariant 3: tool {entry.tool!r} ran ({source}) for call {call.id!r} with "
+            f"{entry.arguments!r}, which its arguments {call.arguments!r} do not decode, "
+            f"repair or normalize to (admissible: {candidates}); malformed JSON must never "
+            "become `{}` or anything else"
+        )
+        if recorded:
+            assert started.get(call.id) == entry.arguments, (
+                f"ToolStarted for {call.id!r} reports {started.get(call.id)!r}, but the tool "
+                f"received {entry.arguments!r}"
+            )
+    if not recorded:
+        return
+    messages = {m.tool_call_id: m for m in result.messages}
+    entered = {entry.call_id for entry in ran}
+    for call_id in set(result.executed) - entered:
+        message = messages.get(call_id)
+        abandoned = message is not None and (
+            message.status == "interrupted" or "timed out" in message.content
+        )
+        assert abandoned, (
+            f"call {call_id!r} is in `executed`, but its tool never ran and it was not "
+            f"abandoned (timed out or interrupted): {message!r}"
+        )

@@ -1,0 +1,267 @@
+"""Schema violations: a valid argument dict broken at exactly one place.
+
+A violation is drawn against the tool's model-visible schema (``Tool.parameters``),
+at a site where the schema is definite, so the break is certain and not an accident
+of a union: a value of a JSON type the site does not admit, a value outside an
+``enum`` or ``const``, a number past a bound, a string or array past a length, a
+required key left out, a key the object does not allow, or an injected parameter set
+by the model. Bounds and lengths are used only where the tool's validator enforces
+them (every signature-built tool; a schema-built one with ``enforce="draft7"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import attrs
+
+from ._from_schema import JSON_TYPES, Resolver, json_type_of
+
+__all__ = ["Violation", "violations"]
+
+#: One value of each JSON type, in the order a shrinker prefers them.
+_SAMPLES: dict[str, object] = {
+    "string": "x",
+    "integer": 7,
+    "number": 1.5,
+    "boolean": True,
+    "null": None,
+    "array": [],
+    "object": {},
+}
+#: Types a value of each admitted type also satisfies (JSON Schema's numbers).
+_COVERS = {"number": {"number", "integer"}, "integer": {"integer"}}
+#: Where a string site carries a ``format``, validators may read numbers into it (msgspec
+#: reads a number as a Decimal), so only non-numbers break it for certain.
+_NOT_NUMBERS = ("boolean", "null", "array", "object")
+
+
+@attrs.frozen
+class Violation:
+    """One way to break a valid value: where, what, and the broken value.
+
+    Attributes:
+        path: JSON path segments to the site (keys and indexes).
+        rule: What the break violates (``type``, ``enum``, ``required``, ...).
+        apply: Makes the broken copy of the whole value.
+    """
+
+    path: tuple[str | int, ...]
+    rule: str
+    apply: Callable[[Any], Any] = attrs.field(repr=False)
+
+
+def violations(
+    schema: Mapping[str, object],
+    value: Mapping[str, object],
+    *,
+    bounds: bool,
+    injected: Sequence[str] = (),
+) -> list[Violation]:
+    """Every certain way to break ``value`` (valid under ``schema``) at one site."""
+    found: list[Violation] = []
+    resolve = Resolver(schema)
+    _walk(resolve, schema, value, (), found, bounds)
+    for name in injected:
+        found.append(Violation((name,), "injected", _setter((name,), "forged")))
+    return found
+
+
+def _setter(path: tuple[str | int, ...], new: object) -> Callable[[Any], Any]:
+    def apply(whole: Any) -> Any:
+        return _replace(whole, path, lambda _: new)
+
+    return apply
+
+
+def _replace(whole: Any, path: tuple[str | int, ...], change: Callable[[Any], Any]) -> Any:
+    """A copy of ``whole`` with the node at ``path`` replaced by ``change(node)``."""
+    if not path:
+        return change(whole)
+    head, rest = path[0], path[1:]
+    if isinstance(whole, Mapping):
+        copy = dict(whole)
+        copy[head] = _replace(whole.get(head), rest, change)
+        return copy
+    items = list(whole)
+    items[head] = _replace(items[head], rest, change)  # type: ignore[index]
+    return items
+
+
+def _walk(
+    resolve: Resolver,
+    schema: object,
+    value: object,
+    path: tuple[str | int, ...],
+    found: list[Violation],
+    bounds: bool,
+) -> None:
+    node = _branch(resolve, schema, value)
+    if node is None:
+        return
+    outer = resolve(schema)
+    if path and node is outer:
+        _leaf_violations(resolve, node, value, path, found, bounds)
+    elif path:  # one branch of a union: only a type no branch admits breaks it for certain
+        union: list[Violation] = []
+        _leaf_violations(resolve, outer, value, path, union, False)
+        found.extend(v for v in union if v.rule.startswith("type"))
+    if isinstance(value, Mapping) and isinstance(node.get("properties", {}), Mapping):
+        _object_violations(resolve, node, value, path, found, bounds)
+    elif isinstance(value, list):
+        items = node.get("items")
+        if isinstance(items, Mapping):
+            for index, item in enumerate(value):
+                _walk(resolve, items, item, (*path, index), found, bounds)
+        if bounds:
+            _length_violations(node, value, path, found, "minItems", "maxItems")
+
+
+def _branch(resolve: Resolver, schema: object, value: object) -> Mapping[str, object] | None:
+    """The one (sub)schema ``value`` is checked against here, or None when that is unclear."""
+    node = resolve(schema)
+    branches = node.get("anyOf", node.get("oneOf"))
+    if branches is None:
+        return node
+    if not isinstance(branches, list):
+        return None
+    # A union: descend only when exactly one branch admits the value's JSON type.
+    kind = json_type_of(value)
+    matching = [b for b in branches if kind in _admitted(resolve.types(b))]
+    return resolve(matching[0]) if len(matching) == 1 else None
+
+
+def _admitted(types: frozenset[str] | None) -> set[str]:
+    if types is None:
+        return set(JSON_TYPES)
+    return set().union(*(_COVERS.get(t, {t}) for t in types))
+
+
+def _leaf_violations(
+    resolve: Resolver,
+    node: Mapping[str, object],
+    value: object,
+    path: tuple[str | int, ...],
+    found: list[Violation],
+    bounds: bool,
+) -> None:
+    types = resolve.types(node)
+    if types is not None:
+        admitted = _admitted(types)
+        pool = _NOT_NUMBERS if "format" in node else tuple(_SAMPLES)
+        for kind in pool:
+            if kind not in admitted:
+                found.append(Violation(path, f"type: not {kind}", _setter(path, _SAMPLES[kind])))
+                break
+    enum = node.get("enum")
+    if isinstance(enum, list) and enum:
+        outside = _outside(enum)
+        if outside is not None:
+            found.append(Violation(path, "enum", _setter(path, outside)))
+    if "const" in node:
+        outside = _outside([node["const"]])
+        if outside is not None:
+            found.append(Violation(path, "const", _setter(path, outside)))
+    if not bounds or isinstance(value, bool):
+        return
+    if isinstance(value, (int, float)):
+        _number_violations(node, value, path, found)
+    elif isinstance(value, str):
+        _length_violations(node, value, path, found, "minLength", "maxLength")
+
+
+def _outside(members: list[object]) -> object | None:
+    """A value of the members' own type that is none of them (a near miss), if easy."""
+    strings = [m for m in members if isinstance(m, str)]
+    if strings and len(strings) == len(members):
+        return max(strings, key=len) + "_"
+    numbers = [m for m in members if isinstance(m, int) and not isinstance(m, bool)]
+    if numbers and len(numbers) == len(members):
+        return max(numbers) + 1
+    return None
+
+
+def _number_violations(
+    node: Mapping[str, object], value: float, path: tuple[str | int, ...], found: list[Violation]
+) -> None:
+    integral = node.get("type") == "integer" or isinstance(value, int)
+    below = 1 if integral else 0.5
+    for key, step, strict in (
+        ("minimum", -below, False),
+        ("exclusiveMinimum", 0, True),
+        ("maximum", below, False),
+        ("exclusiveMaximum", 0, True),
+    ):
+        bound = node.get(key)
+        if isinstance(bound, (int, float)) and not isinstance(bound, bool):
+            broken = bound + step if not strict else bound
+            if integral and isinstance(broken, float) and not broken.is_integer():
+                continue
+            broken = int(broken) if integral else broken
+            found.append(Violation(path, key, _setter(path, broken)))
+
+
+def _length_violations(
+    node: Mapping[str, object],
+    value: str | list[object],
+    path: tuple[str | int, ...],
+    found: list[Violation],
+    low_key: str,
+    high_key: str,
+) -> None:
+    low, high = node.get(low_key), node.get(high_key)
+    if isinstance(low, int) and low > 0:
+        shorter = value[: low - 1]
+        found.append(Violation(path, low_key, _setter(path, shorter)))
+    if isinstance(high, int) and (isinstance(value, str) or value):
+        filler = value[:1] if value else "x"
+        longer = value + filler * (high + 1 - len(value))  # type: ignore[operator]
+        found.append(Violation(path, high_key, _setter(path, longer)))
+
+
+def _object_violations(
+    resolve: Resolver,
+    node: Mapping[str, object],
+    value: Mapping[str, object],
+    path: tuple[str | int, ...],
+    found: list[Violation],
+    bounds: bool,
+) -> None:
+    properties = node.get("properties") or {}
+    assert isinstance(properties, Mapping)
+    required = node.get("required") or []
+    for name in required if isinstance(required, list) else []:
+        # A required key with one allowed value may be a Struct's tag, which msgspec fills
+        # in when it is left out (outside a union): leaving it out is no certain break.
+        fixed = resolve(properties.get(name, {}))
+        members = fixed.get("enum")
+        if "const" in fixed or (isinstance(members, list) and len(members) == 1):
+            continue
+        if name in value:
+            found.append(Violation((*path, name), "required", _dropper(path, name)))
+    if node.get("additionalProperties") is False:
+        extra = "unexpected"
+        while extra in properties or extra in value:
+            extra += "_"
+        found.append(Violation((*path, extra), "additionalProperties", _setter((*path, extra), 1)))
+    for name, sub in properties.items():
+        if name in value:
+            _walk(resolve, sub, value[name], (*path, name), found, bounds)
+        else:
+            # An optional property left out: sending it with a wrong type breaks it too.
+            absent: list[Violation] = []
+            _leaf_violations(resolve, resolve(sub), None, (*path, name), absent, False)
+            found.extend(v for v in absent if v.rule.startswith("type"))
+    extra_schema = node.get("additionalProperties")
+    if isinstance(extra_schema, Mapping):
+        for name, item in value.items():
+            if name not in properties:
+                _walk(resolve, extra_schema, item, (*path, name), found, bounds)
+
+
+def _dropper(path: tuple[str | int, ...], name: str) -> Callable[[Any], Any]:
+    def apply(whole: Any) -> Any:
+        return _replace(whole, path, lambda node: {k: v for k, v in node.items() if k != name})
+
+    return apply

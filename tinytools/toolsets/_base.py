@@ -1,0 +1,336 @@
+"""The ``Toolset`` protocol and how a toolset is resolved, once, for a dispatch.
+
+A toolset answers two questions for a context: which tools this run may expose
+and call (``tools``), and why each tool it left out or changed was left out or
+changed (``explain``). Adaptors are frozen values over other toolsets; each one
+turns its members' :class:`Resolution` into its own (``_apply``).
+
+Resolving is cached so that an unchanged composition costs almost nothing per
+dispatch: every adaptor remembers its last few results together with the
+resolutions of its members they were made from (compared by identity) and the
+context (compared by identity, and only for an adaptor that reads it:
+``Filtered``, ``Prepared``). A ``Prepared`` step, a ``Filtered`` given a new
+context, a toolset of the host's own and a live MCP session are asked again,
+but when they answer with the same tools as last time their previous
+resolution is reused, so the adaptors above them stay cached. The registry a dispatch runs
+against is made once per resolution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+from tinytools._exposure import ExposureExplanation
+from tinytools._registry import AnyTool, Registry
+from tinytools._spec import Tool
+from tinytools.errors import ToolDefinitionError
+
+if TYPE_CHECKING:
+    from tinytools._inject import Context
+    from tinytools._wire import ToolCall
+
+__all__ = [
+    "Adaptor",
+    "Resolution",
+    "Toolset",
+    "ToolsetRegistry",
+    "When",
+    "label",
+    "registry_for",
+    "resolve",
+]
+
+#: ``ApprovalRequired``'s condition: ``when(call, context) -> bool``.
+When = Callable[["ToolCall", "Context | None"], bool]
+
+_REMEMBERED = 4
+
+
+@runtime_checkable
+class Toolset(Protocol):
+    """What a run may expose and call, and why anything else is not there.
+
+    ``Registry`` is a toolset; so is every adaptor in ``tinytools.toolsets``, and
+    any object of the host's own with these two methods.
+    """
+
+    def tools(self, context: Context | None = None) -> tuple[AnyTool, ...]:
+        """The tools this run may expose and call, in order, each with its exposure."""
+        ...
+
+    def explain(self, context: Context | None = None) -> tuple[ExposureExplanation, ...]:
+        """Every tool this toolset left out or changed, and why."""
+        ...
+
+
+class ToolsetRegistry(Registry):
+    """The registry a toolset resolves to: a ``Registry`` that also knows which calls
+    of ``ApprovalRequired(when=...)`` tools wait for approval."""
+
+    __slots__ = ("_gates",)
+
+    _gates: Mapping[str, tuple[When, ...]]
+
+    def __init__(self, tools: Iterable[AnyTool], gates: Mapping[str, tuple[When, ...]]) -> None:
+        super().__init__(tools)
+        object.__setattr__(self, "_gates", gates)
+
+    def approval_needed(self, call: ToolCall, context: Context) -> bool:
+        """Whether a call of an approval-gated tool waits for approval: always, unless
+        the tool is gated only by ``ApprovalRequired(when=...)`` conditions and none of
+        them holds. A condition that raises counts as holding (fail closed)."""
+        whens = self._gates.get(call.name)
+        if whens is None:
+            return True
+        for when in whens:
+            try:
+                if when(call, context):
+                    return True
+            except Exception:
+                return True
+        return False
+
+
+class Resolution:
+    """What a toolset resolved to for one context (treat it as immutable).
+
+    Attributes:
+        tools: The tools, in order.
+        explanations: Why tools were left out or changed, innermost step first.
+        gates: Tool name → the ``ApprovalRequired`` conditions that gate it (a
+            tool gated for every call has no entry).
+    """
+
+    __slots__ = ("_registry", "explanations", "gates", "tools")
+
+    def __init__(
+        self,
+        tools: tuple[AnyTool, ...],
+        explanations: tuple[ExposureExplanation, ...] = (),
+        gates: Mapping[str, tuple[When, ...]] | None = None,
+    ) -> None:
+        self.tools = tools
+        self.explanations = explanations
+        self.gates: Mapping[str, tuple[When, ...]] = gates or {}
+        self._registry: Registry | None = None
+
+    def registry(self) -> Registry:
+        """The registry a dispatch runs against (made on first use, then kept).
+
+        Raises:
+            ToolDefinitionError: Two tools share a name.
+        """
+        registry = self._registry
+        if registry is None:
+            if self.gates:
+                registry = ToolsetRegistry(self.tools, self.gates)
+            else:
+                registry = Registry(self.tools)
+            self._registry = registry
+        return registry
+
+    def same_tools(self, tools: tuple[AnyTool, ...]) -> bool:
+        """Whether ``tools`` are these tools, the very same objects in the same order."""
+        mine = self.tools
+        return len(mine) == len(tools) and all(a is b for a, b in zip(mine, tools, strict=True))
+
+
+def label(value: object) -> str:
+    """A short readable name for a function or object, for explanations and errors."""
+    name = getattr(value, "__qualname__", None) or getattr(value, "__name__", None)
+    return str(name) if name else repr(value)
+
+
+def checked_tools(source: str, items: Iterable[object]) -> tuple[AnyTool, ...]:
+    """``items`` as a tuple of tools.
+
+    Raises:
+        ToolDefinitionError: An item is not a ``Tool`` (every such item named).
+    """
+    tools = tuple(items)
+    problems = [
+        f"{item!r} is not a Tool; decorate it with @tool first"
+        for item in tools
+        if not isinstance(item, Tool)
+    ]
+    if problems:
+        raise ToolDefinitionError(source, problems)
+    return tools  # type: ignore[return-value]
+
+
+class _Memo:
+    """An adaptor's cache (mutable, inside a frozen value; it changes nothing but speed)."""
+
+    __slots__ = ("bound", "entries", "top", "volatile")
+
+    def __init__(self) -> None:
+        #: (member resolutions, context or None, result), most recent last.
+        self.entries: list[tuple[tuple[Resolution, ...], object, Resolution]] = []
+        #: (context or None, whether the context counts, registry) of the last dispatch,
+        #: for compositions that nothing asks again (no Prepared step, no foreign toolset).
+        self.top: tuple[object, bool, Registry] | None = None
+        self.bound: bool | None = None  # something below reads the context
+        self.volatile: bool | None = None  # something below must be asked every time
+
+
+class Adaptor:
+    """The base of the adaptors: resolution, caching and the two protocol methods.
+
+    A subclass lists its member toolsets (``members``) and turns their
+    resolutions into its own (``_apply``). Class flags: ``reads_context`` (its
+    result depends on the context), ``asks_every_time`` (it must be asked on every
+    resolution, as ``Prepared`` is).
+    """
+
+    __slots__ = ()
+
+    reads_context = False
+    asks_every_time = False
+    _memo: _Memo
+
+    def members(self) -> tuple[object, ...]:
+        """The toolsets this adaptor is over."""
+        raise NotImplementedError
+
+    def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
+        raise NotImplementedError
+
+    def label(self) -> str:
+        """How explanations and errors name this adaptor."""
+        return type(self).__name__
+
+    def tools(self, context: Context | None = None) -> tuple[AnyTool, ...]:
+        """The tools this run may expose and call, in order.
+
+        Raises:
+            ToolDefinitionError: The composition cannot be resolved (two tools
+                with one name, a bad name, a ``keep`` or ``prepare`` function that
+                raised or returned something that is not a tool...).
+        """
+        return resolve(self, context).tools
+
+    def explain(self, context: Context | None = None) -> tuple[ExposureExplanation, ...]:
+        """Every tool left out or changed on the way here, and why, innermost step first.
+
+        Raises:
+            ToolDefinitionError: As :meth:`tools`.
+        """
+        return resolve(self, context).explanations
+
+    def _flags(self) -> tuple[bool, bool]:
+        memo = self._memo
+        if memo.bound is None or memo.volatile is None:
+            bound, volatile = self.reads_context, self.asks_every_time
+            for member in self.members():
+                if isinstance(member, Adaptor):
+                    b, v = member._flags()
+                    bound, volatile = bound or b, volatile or v
+                elif not isinstance(member, Registry):
+                    bound = volatile = True  # a toolset of the host's own, or a live session
+            memo.bound, memo.volatile = bound, volatile
+        return memo.bound, memo.volatile
+
+
+def resolve(toolset: object, context: Context | None) -> Resolution:
+    """What ``toolset`` resolves to in ``context`` (cached: see the module docstring).
+
+    Raises:
+        ToolDefinitionError: The toolset cannot be resolved.
+        TypeError: ``toolset`` is not a toolset.
+    """
+    if isinstance(toolset, Adaptor):
+        inputs = tuple(resolve(member, context) for member in toolset.members())
+        memo = toolset._memo
+        # The members' resolutions stand for everything below (compared by identity);
+        # the context counts only for an adaptor that reads it itself.
+        key = context if toolset.reads_context else None
+        if not toolset.asks_every_time:
+            for made_from, made_for, result in memo.entries:
+                if made_for is key and all(a is b for a, b in zip(made_from, inputs, strict=True)):
+                    return result
+        result = toolset._apply(inputs, context)
+        entries = memo.entries
+        if entries:  # the same answer as last time: keep the old one, so caches above hold
+            previous = entries[-1][2]
+            if (
+                previous.same_tools(result.tools)
+                and previous.explanations == result.explanations
+                and previous.gates == result.gates
+            ):
+                result = previous
+        if len(entries) >= _REMEMBERED:
+            del entries[0]
+        entries.append((inputs, key, result))
+        return result
+    if isinstance(toolset, Registry):
+        return _of_registry(toolset)
+    return _of_foreign(toolset, context)
+
+
+def _of_registry(registry: Registry) -> Resolution:
+    try:
+        return registry._resolution  # type: ignore[attr-defined,no-any-return]
+    except AttributeError:
+        resolution = Resolution(registry.tools(), registry.explain())
+        resolution._registry = registry
+        object.__setattr__(registry, "_resolution", resolution)
+        return resolution
+
+
+_FOREIGN: dict[int, tuple[object, Resolution]] = {}
+
+
+def _of_foreign(toolset: object, context: Context | None) -> Resolution:
+    """A toolset of the host's own (or a live session): asked every time; the previous
+    resolution is kept when it answers with the same tools and explanations."""
+    tools_of = getattr(toolset, "tools", None)
+    explain = getattr(toolset, "explain", None)
+    if not callable(tools_of) or not callable(explain):
+        raise TypeError(
+            f"{toolset!r} is not a toolset: give a Registry, an adaptor from "
+            "tinytools.toolsets, or an object with tools(context) and explain(context)"
+        )
+    source = f"toolset {label(type(toolset))}"
+    tools = checked_tools(source, tools_of(context))
+    explanations = tuple(explain(context))
+    for item in explanations:
+        if not isinstance(item, ExposureExplanation):
+            raise ToolDefinitionError(
+                source, [f"explain() returned {item!r}, not an ExposureExplanation"]
+            )
+    known = _FOREIGN.get(id(toolset))
+    if known is not None and known[0] is toolset:
+        previous = known[1]
+        if previous.same_tools(tools) and previous.explanations == explanations:
+            return previous
+    resolution = Resolution(tools, explanations)
+    if len(_FOREIGN) >= 64:
+        _FOREIGN.pop(next(iter(_FOREIGN)))
+    _FOREIGN[id(toolset)] = (toolset, resolution)
+    return resolution
+
+
+def registry_for(tools: object, context: Context | None) -> Registry:
+    """The registry a dispatch runs against: a ``Registry`` as it is, a toolset resolved
+    with the dispatch's ``context`` (cached), an iterable of tools made into a registry.
+
+    Raises:
+        ToolDefinitionError: The toolset cannot be resolved, or the tools
+            cannot form a registry.
+    """
+    if isinstance(tools, Adaptor):
+        memo = tools._memo
+        top = memo.top
+        if top is not None and top[0] is (context if top[1] else None):
+            return top[2]  # an unchanged composition: the common case, kept cheap
+        registry = resolve(tools, context).registry()
+        bound, volatile = tools._flags()
+        if not volatile:
+            memo.top = (context if bound else None, bound, registry)
+        return registry
+    if isinstance(tools, Registry):
+        return tools
+    if callable(getattr(tools, "explain", None)) and callable(getattr(tools, "tools", None)):
+        return resolve(tools, context).registry()
+    return Registry(tools)  # type: ignore[arg-type]
