@@ -44,11 +44,11 @@ class DispatchEnv:
     """
 
     __slots__ = (
+        "_approved",
         "_context",
         "_open",
         "_tools",
         "advertised",
-        "approved",
         "discovery",
         "policy",
         "reached",
@@ -66,7 +66,7 @@ class DispatchEnv:
         self.policy = policy
         self._context = context
         self.advertised = None if advertised is None else advertised_names(advertised)
-        self.approved: set[str] = set()
+        self._approved: set[str] | None = None  # made on first use: most batches approve nothing
         # No allow-list and no advertised set: a lookup is the registry's and the exposure.
         self._open = policy.allowlist is None and advertised is None
         self._tools = tools._tools
@@ -84,9 +84,18 @@ class DispatchEnv:
             context = self._context = Context()
         return context
 
+    @property
+    def approved(self) -> set[str]:
+        """Ids of the calls a human approved (see the class docstring)."""
+        approved = self._approved
+        if approved is None:
+            approved = self._approved = set()
+        return approved
+
     def is_call_approved(self, call_id: str) -> bool:
         """Whether a human approved ``call_id``."""
-        return call_id in self.approved
+        approved = self._approved
+        return approved is not None and call_id in approved
 
     def lookup(self, name: str) -> AnyTool | None:
         """The tool ``name`` names, when the model may call it this turn (fail closed)."""

@@ -24,6 +24,7 @@ import linecache
 import random
 import threading
 import time
+from types import CodeType
 
 import msgspec
 
@@ -85,12 +86,12 @@ def _trace(error: BaseException) -> str:
                 parts.append(_LINK_CAUSE if link.__cause__ is not None else _LINK_CONTEXT)
             parts.append("Traceback (most recent call last):\n")
             tb = link.__traceback__
-            while tb is not None:  # linecache's cached lines: no file is stat'ed per failure
-                code, lineno = tb.tb_frame.f_code, tb.tb_lineno
-                parts.append(f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n')
-                line = linecache.getline(code.co_filename, lineno).strip()
-                if line:
-                    parts.append(f"    {line}\n")
+            while tb is not None:
+                key = (tb.tb_frame.f_code, tb.tb_lineno)
+                text = _FRAMES.get(key)
+                if text is None:
+                    text = _frame_text(*key)
+                parts.append(text)
                 tb = tb.tb_next
             said = _text(link)
             kind = type(link).__qualname__
@@ -100,32 +101,55 @@ def _trace(error: BaseException) -> str:
         return f"{type(error).__name__}: {_text(error)}"
 
 
+#: Each traceback line's text, by code object and line (most failures repeat the same few
+#: frames; a bounded memo, which changes nothing but speed).
+_FRAMES: dict[tuple[CodeType, int], str] = {}
+
+
+def _frame_text(code: CodeType, lineno: int) -> str:
+    """A frame's lines in a traceback (from linecache's cached lines: no file is stat'ed
+    per failure)."""
+    text = f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n'
+    line = linecache.getline(code.co_filename, lineno).strip()
+    if line:
+        text += f"    {line}\n"
+    if len(_FRAMES) >= 1024:
+        _FRAMES.clear()
+    _FRAMES[code, lineno] = text
+    return text
+
+
 _LINK_CAUSE = "\nThe above exception was the direct cause of the following exception:\n\n"
 _LINK_CONTEXT = "\nDuring handling of the above exception, another exception occurred:\n\n"
+
+
+#: The exceptions that decide a call's fate themselves (retry, abort, postpone).
+_DECIDED = (ModelRetry, FatalToolError, ApprovalRequired, CallDeferred)
 
 
 def classify(error: BaseException, item: Admitted) -> object:
     """The outcome a tool's exception stands for (its text scrubbed of secrets)."""
     name = item.tool.name
-    if isinstance(error, ModelRetry):
-        return Failed(
-            "ModelRetry", _scrub(item, _text(error)) or f"Tool `{name}` asks for a corrected call."
-        )
-    if isinstance(error, FatalToolError):
-        text = _scrub(item, f"Tool `{name}` failed fatally: {_text(error)}")
-        return Fatal(text, _scrub(item, _trace(error)))
+    if isinstance(error, _DECIDED):
+        if isinstance(error, ModelRetry):
+            return Failed(
+                "ModelRetry",
+                _scrub(item, _text(error)) or f"Tool `{name}` asks for a corrected call.",
+            )
+        if isinstance(error, FatalToolError):
+            text = _scrub(item, f"Tool `{name}` failed fatally: {_text(error)}")
+            return Fatal(text, _scrub(item, _trace(error)))
+        if isinstance(error, ApprovalRequired):
+            return Postponed("approval", dict(error.metadata))
+        return Postponed("deferred", dict(error.metadata))
     if (wrong := wrong_loop(error, name)) is not None:  # the host's mistake, not the model's
         return Fatal(_scrub(item, wrong), _scrub(item, _trace(error)))
-    if isinstance(error, ApprovalRequired):
-        return Postponed("approval", dict(error.metadata))
-    if isinstance(error, CallDeferred):
-        return Postponed("deferred", dict(error.metadata))
     kind = type(error).__name__
     said = _text(error)
-    detail = f"{kind}: {said}" if said else kind
-    return Failed(
-        kind, _scrub(item, f"Tool `{name}` failed: {detail}"), _scrub(item, _trace(error))
-    )
+    text = f"Tool `{name}` failed: {kind}: {said}" if said else f"Tool `{name}` failed: {kind}"
+    if item.tool._plan.redactor is None:  # nothing to scrub (see _scrub)
+        return Failed(kind, text, _trace(error))
+    return Failed(kind, _scrub(item, text), _scrub(item, _trace(error)))
 
 
 def _scrub(item: Admitted, text: str) -> str:
@@ -247,8 +271,9 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
     plan = item.tool._plan
     fn = plan.fn
     assert fn is not None
-    timeout = plan.timeout_under(run.env.policy.tool_timeout)
-    threaded = plan.threaded(timeout)
+    # Plan.timeout_under and Plan.threaded, written out (two frames fewer per call).
+    timeout = plan.timeout or run.env.policy.tool_timeout
+    threaded = plan.blocking or timeout is not None  # an async tool never comes here
     if threaded or plan.injections:
         handle = Cancellation()
         kwargs = kwargs_for(run, item, handle, deadline)

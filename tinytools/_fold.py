@@ -79,6 +79,7 @@ class Postponed(msgspec.Struct, frozen=True):
 Folded = tuple[ToolMessage, Event, tuple[ContentBlock, ...], "dict[str, object] | None"]
 
 _NO_METADATA: dict[str, object] = {}
+_encode = msgspec.json.encode
 
 
 def _block_text(block: ContentBlock) -> str:
@@ -196,9 +197,10 @@ def fold(
         elif isinstance(outcome, str):  # a str subclass (a str Enum): its string value
             content = printable(str.__str__(outcome))
         else:
-            try:
-                content = return_text(outcome)
-            except (TypeError, ValueError):
+            try:  # return_text, its common case written out (one frame fewer)
+                encoded = _encode(outcome)
+                content = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
+            except (TypeError, ValueError, OverflowError, RecursionError):
                 content = None  # the full fold answers it as the error it is
             if outcome is not None:
                 output = ToolOutput(outcome, ())

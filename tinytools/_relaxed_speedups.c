@@ -14,6 +14,11 @@
  * One pass, no recursion: a whitespace run or comment is read at most twice (once by a peek),
  * every other byte once, and the only memory beyond the output is one flag per open
  * brace.
+ *
+ * keys_may_repeat(text: str | bytes) -> bool
+ *
+ * The cheap bound of tinytools/_validate.py's duplicate-key refusal, compiled (see it
+ * below).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -687,11 +692,256 @@ rewrite(PyObject *module, PyObject *arg)
     return result;
 }
 
+/*
+ * keys_may_repeat(text: str | bytes) -> bool
+ *
+ * Whether JSON `text` may repeat a key within one object, at any depth: False only when
+ * every object's keys, as spelled, are distinct and no key holds a backslash escape (an
+ * escape may spell a key another key spells plainly, so such text is left to the exact
+ * check in Python, as is anything this scan cannot follow). A string is a key when the
+ * next character that is not whitespace is a colon. One pass; each object's keys are
+ * compared when it closes (sorted, past a few keys), so any text takes O(n log n).
+ */
+typedef struct {
+    const char *start; /* the key's first code unit */
+    Py_ssize_t size;   /* its size in bytes */
+} Key;
+
+typedef struct {
+    Key *keys;
+    Py_ssize_t count, capacity;
+    Py_ssize_t *frames; /* for each open object: where its keys start in `keys` */
+    Py_ssize_t depth, frames_capacity;
+    Key keys_here[32];
+    Py_ssize_t frames_here[16];
+} KeyScan;
+
+static int
+compare_keys(const void *a, const void *b)
+{
+    const Key *x = a, *y = b;
+    if (x->size != y->size) {
+        return x->size < y->size ? -1 : 1;
+    }
+    return memcmp(x->start, y->start, (size_t)x->size);
+}
+
+/* Whether keys[from:] repeats a key (sorts them, when there are more than a few). */
+static int
+repeats(Key *keys, Py_ssize_t from, Py_ssize_t to)
+{
+    Py_ssize_t n = to - from;
+    Key *first = keys + from;
+    if (n <= 8) {
+        for (Py_ssize_t i = 1; i < n; i++) {
+            for (Py_ssize_t j = 0; j < i; j++) {
+                if (first[i].size == first[j].size &&
+                    memcmp(first[i].start, first[j].start, (size_t)first[i].size) == 0) {
+                    return 1;
+                }
+            }
+        }
+        return 0;
+    }
+    qsort(first, (size_t)n, sizeof(Key), compare_keys);
+    for (Py_ssize_t i = 1; i < n; i++) {
+        if (compare_keys(first + i - 1, first + i) == 0) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Grow a scan array (`here` is its first, stack-held storage); -1 with MemoryError. */
+static int
+grow(void **items, Py_ssize_t *capacity, size_t item_size, void *here)
+{
+    if (*capacity > PY_SSIZE_T_MAX / 2 / (Py_ssize_t)item_size) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t larger = *capacity * 2;
+    void *grown;
+    if (*items == here) {
+        grown = PyMem_Malloc((size_t)larger * item_size);
+        if (grown != NULL) {
+            memcpy(grown, here, (size_t)*capacity * item_size);
+        }
+    }
+    else {
+        grown = PyMem_Realloc(*items, (size_t)larger * item_size);
+    }
+    if (grown == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    *items = grown;
+    *capacity = larger;
+    return 0;
+}
+
+/* 1: a key may repeat; 0: none does; -1: an error is set. */
+#define SCAN_KEYS(NAME, UNIT)                                                              \
+    static int NAME(KeyScan *scan, const UNIT *text, Py_ssize_t size)                      \
+    {                                                                                      \
+        for (Py_ssize_t at = 0; at < size; at++) {                                         \
+            UNIT c = text[at];                                                             \
+            if (c == '"') {                                                                \
+                Py_ssize_t start = ++at;                                                   \
+                int escaped = 0;                                                           \
+                while (at < size && text[at] != '"') {                                     \
+                    if (text[at] == '\\') {                                                \
+                        escaped = 1;                                                       \
+                        at++;                                                              \
+                    }                                                                      \
+                    at++;                                                                  \
+                }                                                                          \
+                if (at >= size) {                                                          \
+                    return 1; /* not JSON: the exact check decides */                      \
+                }                                                                          \
+                Py_ssize_t next = at + 1;                                                  \
+                while (next < size && (text[next] == ' ' || text[next] == '\n' ||          \
+                                       text[next] == '\t' || text[next] == '\r')) {        \
+                    next++;                                                                \
+                }                                                                          \
+                if (next < size && text[next] == ':') {                                    \
+                    if (escaped || scan->depth == 0) {                                     \
+                        return 1;                                                          \
+                    }                                                                      \
+                    if (scan->count == scan->capacity &&                                   \
+                        grow((void **)&scan->keys, &scan->capacity, sizeof(Key),           \
+                             scan->keys_here) < 0) {                                       \
+                        return -1;                                                         \
+                    }                                                                      \
+                    scan->keys[scan->count].start = (const char *)(text + start);          \
+                    scan->keys[scan->count].size = (at - start) * (Py_ssize_t)sizeof(UNIT); \
+                    scan->count++;                                                         \
+                }                                                                          \
+            }                                                                              \
+            else if (c == '{') {                                                           \
+                if (scan->depth == scan->frames_capacity &&                                \
+                    grow((void **)&scan->frames, &scan->frames_capacity,                   \
+                         sizeof(Py_ssize_t), scan->frames_here) < 0) {                     \
+                    return -1;                                                             \
+                }                                                                          \
+                scan->frames[scan->depth++] = scan->count;                                 \
+            }                                                                              \
+            else if (c == '}') {                                                           \
+                if (scan->depth == 0) {                                                    \
+                    return 1;                                                              \
+                }                                                                          \
+                Py_ssize_t from = scan->frames[--scan->depth];                             \
+                if (repeats(scan->keys, from, scan->count)) {                              \
+                    return 1;                                                              \
+                }                                                                          \
+                scan->count = from;                                                        \
+            }                                                                              \
+        }                                                                                  \
+        return scan->depth != 0;                                                           \
+    }
+
+SCAN_KEYS(scan_keys_1, Py_UCS1)
+SCAN_KEYS(scan_keys_2, Py_UCS2)
+SCAN_KEYS(scan_keys_4, Py_UCS4)
+
+static PyObject *
+keys_may_repeat(PyObject *module, PyObject *text)
+{
+    KeyScan scan;
+    scan.keys = scan.keys_here;
+    scan.count = 0;
+    scan.capacity = 32;
+    scan.frames = scan.frames_here;
+    scan.depth = 0;
+    scan.frames_capacity = 16;
+    int found;
+    if (PyUnicode_Check(text)) {
+        if (PyUnicode_READY(text) < 0) {
+            return NULL;
+        }
+        const void *data = PyUnicode_DATA(text);
+        Py_ssize_t size = PyUnicode_GET_LENGTH(text);
+        switch (PyUnicode_KIND(text)) {
+        case PyUnicode_1BYTE_KIND:
+            found = scan_keys_1(&scan, data, size);
+            break;
+        case PyUnicode_2BYTE_KIND:
+            found = scan_keys_2(&scan, data, size);
+            break;
+        default:
+            found = scan_keys_4(&scan, data, size);
+            break;
+        }
+    }
+    else if (PyBytes_Check(text)) {
+        found = scan_keys_1(&scan, (const Py_UCS1 *)PyBytes_AS_STRING(text),
+                            PyBytes_GET_SIZE(text));
+    }
+    else {
+        PyErr_Format(PyExc_TypeError, "keys_may_repeat() takes str or bytes, not %.100s",
+                     Py_TYPE(text)->tp_name);
+        return NULL;
+    }
+    if (scan.keys != scan.keys_here) {
+        PyMem_Free(scan.keys);
+    }
+    if (scan.frames != scan.frames_here) {
+        PyMem_Free(scan.frames);
+    }
+    if (found < 0) {
+        return NULL;
+    }
+    return PyBool_FromLong(found);
+}
+
+/*
+ * decode_unrepeated(decode, refuse, text) -> object
+ *
+ * decode(text), after which refuse(text) is called when keys_may_repeat(text) (it
+ * raises when a key does repeat): tinytools/_validate.py's checked decoder in one C
+ * call (bound with functools.partial), so the hot path makes no Python frame for it.
+ */
+static PyObject *
+decode_unrepeated(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "decode_unrepeated() takes 3 arguments");
+        return NULL;
+    }
+    PyObject *text = args[2];
+    PyObject *value = PyObject_CallOneArg(args[0], text);
+    if (value == NULL) {
+        return NULL;
+    }
+    PyObject *maybe = keys_may_repeat(module, text);
+    if (maybe == NULL) {
+        Py_DECREF(value);
+        return NULL;
+    }
+    if (maybe == Py_True) {
+        PyObject *refused = PyObject_CallOneArg(args[1], text);
+        if (refused == NULL) {
+            Py_DECREF(maybe);
+            Py_DECREF(value);
+            return NULL;
+        }
+        Py_DECREF(refused);
+    }
+    Py_DECREF(maybe);
+    return value;
+}
+
 static PyMethodDef methods[] = {
     {"rewrite", rewrite, METH_O,
      "rewrite(data: bytes) -> tuple[bytes, int] | None\n\n"
      "Rewrite a relaxed-JSON object document (UTF-8) into strict JSON, with the bits of "
      "what changed, or None when it is refused."},
+    {"keys_may_repeat", keys_may_repeat, METH_O,
+     "keys_may_repeat(text: str | bytes) -> bool\n\n"
+     "Whether JSON text may repeat a key within an object (False: certainly not)."},
+    {"decode_unrepeated", (PyCFunction)(void (*)(void))decode_unrepeated, METH_FASTCALL,
+     "decode_unrepeated(decode, refuse, text) -> object\n\n"
+     "decode(text), then refuse(text) when keys_may_repeat(text)."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -708,7 +958,7 @@ static PyModuleDef_Slot slots[] = {
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
     .m_name = "tinytools._relaxed_speedups",
-    .m_doc = "The relaxed-JSON scanner of tinytools._relaxed, compiled.",
+    .m_doc = "The relaxed-JSON scanner of tinytools._relaxed and the repeated-key bound of tinytools._validate, compiled.",
     .m_size = 0,
     .m_methods = methods,
     .m_slots = slots,

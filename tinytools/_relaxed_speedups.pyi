@@ -1,1 +1,13 @@
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
 def rewrite(data: bytes, /) -> tuple[bytes, int] | None: ...
+def keys_may_repeat(text: str | bytes, /) -> bool: ...
+def decode_unrepeated(
+    decode: Callable[[str | bytes], T],
+    refuse: Callable[[str | bytes], object],
+    text: str | bytes,
+    /,
+) -> T: ...

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import enum
 import operator
+import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
 
@@ -100,13 +101,14 @@ class Sink:
     called from a tool's worker thread). An exception from the handler does not
     unwind the stage that emitted the event: the first one is kept as the run's
     failure, and dispatch aborts the batch at the next stage boundary, with every call
-    answered.
+    answered. The sink holds its run weakly: the run holds the sink, and a cycle
+    would leave every dispatch's state to the cyclic garbage collector.
     """
 
     __slots__ = ("_handler", "_run", "events", "flushing", "is_async", "pending")
 
     def __init__(self, run: Run, on_event: EventHandler) -> None:
-        self._run = run
+        self._run = weakref.ref(run)
         self.events = run.events
         self._handler = on_event
         self.is_async = _is_async_handler(on_event)
@@ -121,7 +123,12 @@ class Sink:
         try:
             self._handler(event)
         except Exception as error:
-            self._run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
+            self._failed(error)
+
+    def _failed(self, error: Exception) -> None:
+        run = self._run()
+        if run is not None:  # else the dispatch is over (an abandoned thread's late event)
+            run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
 
     async def flush(self) -> None:
         """Await the async handler for every event waiting for it, in order: one task
@@ -141,7 +148,7 @@ class Sink:
             try:
                 await self._handler(event)  # type: ignore[misc]
             except Exception as error:
-                self._run.fail(HostFailed(f"the on_event handler {_name(self._handler)}", error))
+                self._failed(error)
 
 
 class Run(Admission):
@@ -149,6 +156,7 @@ class Run(Admission):
     own bookkeeping included: see :class:`Admission`)."""
 
     __slots__ = (
+        "__weakref__",
         "answers",
         "calls",
         "cancellation",
@@ -193,7 +201,6 @@ class Run(Admission):
         self.recorded = False  # the ledger holds the admitted calls' started rows
         self.resume = resume
         self.cancellation = cancellation
-        self.verdicts = []
         self.answers: dict[int, ToolMessage] = {}
         self.started: set[int] = set()
         # Made on first need: most batches postpone nothing and carry no extras.
@@ -214,8 +221,10 @@ class Run(Admission):
     def start(self, item: Admitted) -> None:
         """The call's tool is about to run: record it and emit ``ToolStarted``."""
         self.started.add(item.index)
-        arguments = shown_arguments(item.tool, item.arguments)
-        self.emit(ToolStarted(call_id=item.call.id, tool_name=item.tool.name, arguments=arguments))
+        tool = item.tool
+        redactor = tool._plan.redactor  # shown_arguments, written out (one frame fewer)
+        arguments = item.arguments if redactor is None else redactor.arguments(item.arguments)[0]
+        self.emit(ToolStarted(call_id=item.call.id, tool_name=tool.name, arguments=arguments))
 
     def finish(self, item: Admitted, outcome: object) -> None:
         """Fold a call's outcome, record its answer and events, settle the ledger.
@@ -369,15 +378,15 @@ class Run(Admission):
         count = len(calls)
         if len(answers) == count and len(self.admitted) == count and len(started) == count:
             # Every call admitted, run and answered: the messages are the answers (read
-            # with map, which makes no frame per dispatch as a comprehension does).
-            return DispatchResult(
-                tuple(map(answers.__getitem__, range(count))),
-                tuple(self.events),
-                None,
-                follow_ups,
-                metadata,
-                tuple(map(_call_id, calls)),
-            )
+            # with map, which makes no frame per dispatch as a comprehension does; one
+            # call, the most common batch, needs no iterator at all).
+            if count == 1:
+                answered: tuple[ToolMessage, ...] = (answers[0],)
+                ran: tuple[str, ...] = (calls[0].id,)
+            else:
+                answered = tuple(map(answers.__getitem__, range(count)))
+                ran = tuple(map(_call_id, calls))
+            return DispatchResult(answered, tuple(self.events), None, follow_ups, metadata, ran)
         aborted = stop is Stop.ABORTED
         messages = []
         deferred_calls: list[ToolCall] = []

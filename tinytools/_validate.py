@@ -20,6 +20,7 @@ an ``int`` is expected, on a slow path taken only after the fast one failed.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -115,19 +116,48 @@ class _Refused(msgspec.ValidationError):
         self.detail = detail
 
 
-def _struct_decoder(struct: type[msgspec.Struct]) -> Callable[[str | bytes], msgspec.Struct]:
+try:  # the compiled bound, when the C extension was built (see _struct_decoder)
+    from ._relaxed_speedups import decode_unrepeated as _decode_unrepeated
+    from ._relaxed_speedups import keys_may_repeat as _compiled_bound
+except ImportError:  # pragma: no cover - exercised where no C compiler was found
+    _compiled_bound = _decode_unrepeated = None  # type: ignore[assignment]
+
+#: Whether JSON text may repeat a key in one of its objects (False: certainly not).
+KeyBound: TypeAlias = "Callable[[str | bytes], bool]"
+
+
+def _struct_decoder(
+    struct: type[msgspec.Struct], bound: KeyBound | None = _compiled_bound
+) -> Callable[[str | bytes], msgspec.Struct]:
     """msgspec's decoder for ``struct``, refusing objects that repeat a field.
 
     msgspec keeps the last of repeated keys, while a person (or an approver) reading
-    the text may see the first: the arguments are refused instead. Scanning every
-    text for repeats would double the cost of the hot path, so a cheap bound decides
-    when to look: each key is followed by one ``:``, so a text with no more colons
-    than the fields it certainly set holds no repeated key at any depth. A field
-    counts as set when it is required, when its value is not the very object the
-    field's default is, or when the text (holding no backslash) shows its key; past
-    that bound, :func:`_repeats_possible` compares colon counts before any exact scan.
+    the text may see the first: the arguments are refused instead. An exact scan of
+    every text in Python would double the cost of the hot path, so a cheap bound
+    decides when to look. With the C extension, ``bound`` is its one-pass scan
+    (``keys_may_repeat``: the keys of each object compared as spelled; a key holding
+    an escape is left to the exact scan). Without it (``bound=None``), colons are
+    counted: each key is followed by one ``:``, so a text with no more colons than
+    the fields it certainly set holds no repeated key at any depth. A field counts as
+    set when it is required, when its value is not the very object the field's
+    default is, or when the text (holding no backslash) shows its key; past that
+    bound, :func:`_repeats_possible` compares colon counts before any exact scan.
+    Both bounds are sound (a text they pass repeats no key), so both give the same
+    answers.
     """
     decode = msgspec.json.Decoder(struct).decode
+    if bound is _compiled_bound and _decode_unrepeated is not None:
+        # decode, bound and (when needed) the exact scan in one C call: no Python frame.
+        return functools.partial(_decode_unrepeated, decode, _refuse_repeats)
+    if bound is not None:
+
+        def scanned(text: str | bytes) -> msgspec.Struct:
+            value = decode(text)
+            if bound(text):
+                _refuse_repeats(text)
+            return value
+
+        return scanned
     fields, defaults = struct.__struct_fields__, struct.__struct_defaults__
     required = len(fields) - len(defaults)
     every = len(fields)
@@ -154,19 +184,23 @@ def _struct_decoder(struct: type[msgspec.Struct]) -> Callable[[str | bytes], msg
                 for name, default, key in optional:
                     if getattr(value, name) is not default or (keyed and key in text):
                         present += 1
-            if colons > present and _repeats_possible(text, msgspec.json.decode(text)):
+            if colons > present and _repeats_possible(text, msgspec.json.decode(text), None):
                 _refuse_repeats(text)
         return value
 
     return checked
 
 
-def _repeats_possible(text: str | bytes, tree: object) -> bool:
-    """Whether ``text`` (decoded as ``tree``) may repeat a key, by counting colons: the
-    JSON msgspec writes for ``tree`` has one ``:`` per key it kept plus the colons inside
-    its strings, and so has ``text`` — plus one for each key it repeated. Text with a
-    ``\\u`` escape (which may spell a colon the text does not show) is always scanned
-    exactly."""
+def _repeats_possible(
+    text: str | bytes, tree: object, bound: KeyBound | None = _compiled_bound
+) -> bool:
+    """Whether ``text`` (decoded as ``tree``) may repeat a key: ``bound``'s answer (the
+    compiled scan), else by counting colons: the JSON msgspec writes for ``tree`` has
+    one ``:`` per key it kept plus the colons inside its strings, and so has ``text`` —
+    plus one for each key it repeated. Text with a ``\\u`` escape (which may spell a
+    colon the text does not show) is always scanned exactly."""
+    if bound is not None:
+        return bound(text)
     written = msgspec.json.encode(tree).count(b":")
     if isinstance(text, bytes):
         return b"\\u" in text or text.count(b":") != written
@@ -213,7 +247,11 @@ class StructValidator:
             # is malformed, whatever its first value looked like.
             if isinstance(arguments, (str, bytes)):
                 decoded = _decode_json(tool_name, arguments)
-                _refuse_text(tool_name, arguments)  # a repeat before whichever value failed
+                # A repeat (or a value JSON cannot carry) before whichever value failed:
+                # the exact scan decodes the text again, so it runs only when the bound
+                # or the decoded value says there may be one.
+                if _compiled_bound is None or _compiled_bound(arguments) or _suspect(decoded):
+                    _refuse_text(tool_name, arguments)
             else:
                 decoded = arguments
             value = self._retry(tool_name, decoded, error)
@@ -274,6 +312,16 @@ def _refuse_values(tool_name: str, value: object) -> None:
         problem = json_problem(value)
         if problem is not None:
             raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
+
+
+def _suspect(value: object) -> bool:
+    """Whether decoded ``value`` may hold something JSON text cannot carry (see
+    :func:`_refuse_values`: msgspec's encoder fails on lone surrogates and huge integers
+    and writes ``null`` for NaN and infinities)."""
+    try:
+        return _encode(value).find(b"null") >= 0
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return True
 
 
 def _not_json(
