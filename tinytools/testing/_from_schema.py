@@ -23,9 +23,11 @@ import msgspec
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from tinytools._validate import json_type
+
 from ._json import INTEGERS, json_values, keys
 
-__all__ = ["JSON_TYPES", "Resolver", "json_type_of", "needs_check", "values_from_schema"]
+__all__ = ["JSON_TYPES", "Resolver", "needs_check", "values_from_schema"]
 
 JSON_TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 #: Keywords drawn exactly; annotations that constrain nothing are listed too.
@@ -52,25 +54,8 @@ _FORMATS: dict[str, SearchStrategy[object]] = {
 _MAX_EXTRA_ITEMS = 4
 
 
-def json_type_of(value: object) -> str:
-    """The JSON Schema type name of a decoded JSON value (``integer`` for integral ints)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, (list, tuple)):
-        return "array"
-    return "object"
-
-
 def _has_type(value: object, allowed: str) -> bool:
-    found = json_type_of(value)
+    found = json_type(value)
     if allowed == "number":
         return found in {"integer", "number"}
     if allowed == "integer" and isinstance(value, float):

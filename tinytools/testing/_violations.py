@@ -16,7 +16,9 @@ from typing import Any
 
 import attrs
 
-from ._from_schema import JSON_TYPES, Resolver, json_type_of
+from tinytools._validate import json_type
+
+from ._from_schema import JSON_TYPES, Resolver
 
 __all__ = ["Violation", "violations"]
 
@@ -127,7 +129,7 @@ def _branch(resolve: Resolver, schema: object, value: object) -> Mapping[str, ob
     if not isinstance(branches, list):
         return None
     # A union: descend only when exactly one branch admits the value's JSON type.
-    kind = json_type_of(value)
+    kind = json_type(value)
     matching = [b for b in branches if kind in _admitted(resolve.types(b))]
     return resolve(matching[0]) if len(matching) == 1 else None
 
