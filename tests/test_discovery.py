@@ -254,6 +254,14 @@ class TestToolSearch:
         both = run(ToolCall("s", "tool_search", {**query, "limit": SEARCH_LIMIT}))
         assert 2 == len(json.loads(both.messages[0].content)["tools"])  # type: ignore[attr-defined]
 
+    def test_limit_written_as_a_whole_float(self) -> None:
+        """`"limit": 1.0` is an integer to JSON Schema: it is answered, never a crash."""
+        query = {"query": "convert currency send email"}
+        for raw in ('{"query": "convert currency send email", "limit": 1.0}', {**query, "limit": 1.0}):
+            (message,) = run(ToolCall("s", "tool_search", raw)).messages  # type: ignore[attr-defined]
+            assert "ok" == message.status
+            assert 1 == len(json.loads(message.content)["tools"])
+
     def test_not_advertised(self) -> None:
         """tool_search outside the advertised set is an unknown tool."""
         result = run(ToolCall("s", "tool_search", {"query": "email"}), advertised=["get_weather"])

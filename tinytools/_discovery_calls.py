@@ -192,6 +192,8 @@ def _searched(
         return _error(call, f"{error} Expected arguments (JSON schema): {schema}")
     query = arguments["query"]
     limit = arguments.get("limit", intrinsics.limit)
+    if isinstance(limit, float):  # JSON Schema's integer admits 2.0: the schema checked it is whole
+        limit = int(limit)
     assert isinstance(query, str)
     assert isinstance(limit, int)
     policy = env.policy
