@@ -257,8 +257,10 @@ class TestToolSearch:
     def test_limit_written_as_a_whole_float(self) -> None:
         """`"limit": 1.0` is an integer to JSON Schema: it is answered, never a crash."""
         query = {"query": "convert currency send email"}
-        for raw in ('{"query": "convert currency send email", "limit": 1.0}', {**query, "limit": 1.0}):
-            (message,) = run(ToolCall("s", "tool_search", raw)).messages  # type: ignore[attr-defined]
+        text = '{"query": "convert currency send email", "limit": 1.0}'
+        for raw in (text, {**query, "limit": 1.0}):
+            result = run(ToolCall("s", "tool_search", raw))
+            (message,) = result.messages  # type: ignore[attr-defined]
             assert "ok" == message.status
             assert 1 == len(json.loads(message.content)["tools"])
 
