@@ -142,6 +142,21 @@ class TestDiscoveryToolset:
         with pytest.raises(ToolDefinitionError, match="intrinsic"):
             Discovery(Registry.of(clash, convert_currency)).tools()
 
+    @pytest.mark.parametrize(
+        "toolset",
+        [
+            Combined(Prefixed(Discovery(TOOLS), "a_"), Prefixed(Discovery(TOOLS), "b_")),
+            Discovery(Prefixed(Discovery(Registry.of(send_email)), "p_")),
+        ],
+    )
+    def test_two_discoveries_in_one_dispatch(self, toolset: object) -> None:
+        """Two discoveries' intrinsic tools in one dispatch are refused: dispatch answers
+        one pair only, and the other pair would run as plain tools answering "ok"."""
+        call = ToolCall("c", "a_tool_search", {"query": "email"})
+        with pytest.raises(ToolDefinitionError, match="both discovery's tool_search"):
+            run(call, toolset=toolset)
+        assert [] == RAN
+
     def test_bad_arguments(self) -> None:
         """limit and budget_bytes are checked when built."""
         with pytest.raises(ValueError, match="limit"):

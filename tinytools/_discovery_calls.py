@@ -33,7 +33,7 @@ from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
 from ._validate import preview, text_problem
 from ._wire import ToolCall, ToolMessage
-from .errors import ToolArgumentsError
+from .errors import ToolArgumentsError, ToolDefinitionError
 from .events import Event, ToolSearched
 from .toolsets._intrinsic import Intrinsic
 
@@ -80,6 +80,18 @@ def intrinsics_of(registry: Registry) -> Intrinsics | None:
     for tool in registry.values():
         fn = tool.fn
         if type(fn) is Intrinsic:
+            first: str | None = search if fn.kind == "search" else call
+            if first is not None:
+                # Two discoveries in one registry (Combined, or one nested in another under
+                # Prefixed): dispatch answers one pair, the other would run as plain tools.
+                raise ToolDefinitionError(
+                    "Discovery",
+                    [
+                        f"{first!r} and {tool.name!r} are both discovery's tool_{fn.kind}: "
+                        "combine the toolsets inside one Discovery instead of combining "
+                        "two Discovery toolsets"
+                    ],
+                )
             if fn.kind == "search":
                 search, limit = tool.name, fn.limit
             else:
