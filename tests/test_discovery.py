@@ -503,3 +503,15 @@ class TestHostileWrappers:
         assert message.is_error
         assert [] == RAN
         assert msgspec.json.encode(result.events)  # type: ignore[attr-defined]
+
+    def test_bytes_are_json_text(self) -> None:
+        """A wrapper sent as bytes is read as JSON text, as a direct call's bytes are;
+        bytes that are not JSON (or repeat a field) are answered, never repaired."""
+        sent = b'{"name": "convert_currency", "arguments": {"amount": 2, "currency": "EUR"}}'
+        (message,) = run(ToolCall("c", "tool_call", sent)).messages  # type: ignore[attr-defined]
+        assert ("convert_currency", "ok") == (message.name, message.status)
+        for bad in (b"\xff\xfe", b"{name: 'send_email'}", b'{"name": "a", "name": "send_email"}'):
+            (message,) = run(ToolCall("c", "tool_call", bad)).messages  # type: ignore[attr-defined]
+            assert ("tool_call", "error") == (message.name, message.status)
+            assert "Tool call not run" in message.content
+        assert [("convert_currency", {"amount": 2.0, "currency": "EUR"})] == RAN

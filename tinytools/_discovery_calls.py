@@ -135,20 +135,21 @@ def _error(call: ToolCall, text: str) -> ToolMessage:
 def _wrapper(call: ToolCall) -> dict[str, object] | str:
     """The wrapper's arguments as an object, or why they cannot be read."""
     raw = call.arguments
-    if isinstance(raw, str):
+    if isinstance(raw, (str, bytes)):  # bytes are JSON text too, as for any tool
         try:
             value: object = msgspec.json.decode(raw)
         except (msgspec.DecodeError, RecursionError, UnicodeError):
-            value = repair.recover_relaxed_object(raw)
+            text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+            value = repair.recover_relaxed_object(raw) if isinstance(raw, str) else None
             if value is None:
-                return f"its arguments are not valid JSON: {preview(raw, 120, raw_text=True)}"
+                return f"its arguments are not valid JSON: {preview(text, 120, raw_text=True)}"
         else:
             problem = text_problem(raw)  # a repeated field is ambiguous: refused, as everywhere
             if problem is not None:
                 return f"its arguments at `{problem[0]}`: {problem[1]}"
     else:
         value = raw
-    if call.invalid is not None and not isinstance(raw, str):
+    if call.invalid is not None and not isinstance(raw, (str, bytes)):
         return f"the provider could not read its arguments ({call.invalid})"
     if not isinstance(value, dict):
         return f"its arguments must be a JSON object, not {preview(value, 60)}"
