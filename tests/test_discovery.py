@@ -504,6 +504,28 @@ class TestHostileWrappers:
         assert [] == RAN
         assert msgspec.json.encode(result.events)  # type: ignore[attr-defined]
 
+    def test_a_description_with_a_lone_surrogate(self) -> None:
+        """A description holding a lone surrogate (JSON from an MCP server can carry
+        `"\\ud800"`) is escaped in tool_search's answer and in the budget, never a
+        UnicodeEncodeError out of dispatch."""
+        odd = Tool.from_schema(
+            "odd_tool",
+            "Find me \ud800 here.",
+            {"type": "object"},
+            fn=lambda: "",
+            exposure="deferred",
+        )
+        result = run(
+            ToolCall("s", "tool_search", {"query": "find"}), toolset=Discovery(Registry.of(odd))
+        )
+        (message,) = result.messages  # type: ignore[attr-defined]
+        assert "ok" == message.status
+        assert "Find me \\ud800 here." == json.loads(message.content)["tools"][0]["description"]
+        assert msgspec.json.encode(result.events)  # type: ignore[attr-defined]
+        direct = attrs.evolve(odd, exposure=Exposure.Direct)
+        budgeted = Discovery(Registry.of(direct, get_weather), budget_bytes=10)
+        assert [Exposure.Deferred] * 2 == [t.exposure for t in budgeted.tools()][2:]
+
     def test_bytes_are_json_text(self) -> None:
         """A wrapper sent as bytes is read as JSON text, as a direct call's bytes are;
         bytes that are not JSON (or repeat a field) are answered, never repaired."""

@@ -31,7 +31,7 @@ import msgspec
 from . import repair
 from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
-from ._validate import preview, text_problem
+from ._validate import preview, printable, text_problem
 from ._wire import ToolCall, ToolMessage
 from .errors import ToolArgumentsError, ToolDefinitionError
 from .events import Event, ToolSearched
@@ -217,7 +217,8 @@ def _searched(
     emit(ToolSearched(call_id=call.id, query=query[:_EVENT_QUERY], names=names))
     payload: dict[str, object] = {
         "tools": [
-            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            # A description may hold a lone surrogate (an MCP server's JSON can): escaped.
+            {"name": t.name, "description": printable(t.description), "parameters": t.parameters}
             for t in found
         ]
     }
