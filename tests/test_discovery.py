@@ -23,6 +23,7 @@ from tinytools import (
 from tinytools.discovery import SEARCH_LIMIT, Catalog, Discovery, Match, declaration_bytes
 from tinytools.events import Event, ToolSearched, ToolStarted
 from tinytools.formats import openai_chat
+from tinytools.policies import Rewrite
 from tinytools.toolsets import ApprovalRequired, Combined, Prefixed
 
 RAN: list[tuple[str, dict[str, object]]] = []
@@ -155,6 +156,17 @@ class TestDiscoveryToolset:
         call = ToolCall("c", "a_tool_search", {"query": "email"})
         with pytest.raises(ToolDefinitionError, match="both discovery's tool_search"):
             run(call, toolset=toolset)
+        assert [] == RAN
+
+    def test_a_call_rewritten_to_an_intrinsic_tool_is_an_error(self) -> None:
+        """An unknown-tool Rewrite to an intrinsic tool reaches its function, past the
+        unwrapping: the answer is an error, never a success the model reads as one."""
+        result = run(
+            ToolCall("r", "nonexistent", {"query": "email"}),
+            policy=RunPolicy(unknown_tool=Rewrite("tool_search")),
+        )
+        (message,) = result.messages  # type: ignore[attr-defined]
+        assert ("tool_search", "error", True) == (message.name, message.status, message.is_error)
         assert [] == RAN
 
     def test_bad_arguments(self) -> None:
