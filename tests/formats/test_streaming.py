@@ -149,6 +149,21 @@ class TestGeminiPartialArgs:
         [call] = fed(gemini.ToolCallAccumulator(), [self.chunk(chunk)]).calls()
         assert "stream ended" in str(call.invalid)
 
+    def test_quoted_steps_unescape_one_character(self) -> None:
+        """A backslash in a quoted step escapes the next character only: an escaped
+        backslash stays a backslash (it was dropped, so the key changed)."""
+        chunk = {
+            "name": "f",
+            "partialArgs": [
+                {"jsonPath": "$['C:\\\\dir']", "stringValue": "x"},
+                {"jsonPath": "$['it\\'s']", "stringValue": "y"},
+                {"jsonPath": '$["say \\"hi\\""]', "stringValue": "z"},
+            ],
+        }
+        [call] = fed(gemini.ToolCallAccumulator(), [self.chunk(chunk)]).calls()
+        assert {"C:\\dir": "x", "it's": "y", 'say "hi"': "z"} == call.arguments
+        assert call.invalid is None
+
     def test_bad_path(self) -> None:
         """A path that cannot be followed makes the call invalid, not an exception."""
         chunk = {"name": "f", "partialArgs": [{"jsonPath": "$..x", "stringValue": "a"}]}
