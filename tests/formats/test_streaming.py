@@ -102,6 +102,28 @@ class TestComplete:
         assert RAW == openai_responses.parse_calls(accumulator.items())
         assert RAW == openai_responses.parse_calls(events[-1])
 
+    def test_responses_done_item_wins(self) -> None:
+        """When the done item names another call than the added one did, the call is the
+        done item's, as `items()` sends it back: the dispatched call and the transcript
+        agree (the name and id were the added item's, the arguments the done item's)."""
+        added = {"type": "function_call", "call_id": "c1", "name": "get_time", "arguments": ""}
+        done = {
+            "type": "function_call",
+            "call_id": "c2",
+            "name": "get_weather",
+            "arguments": '{"city": "Paris"}',
+            "status": "completed",
+        }
+        events = [
+            {"type": "response.output_item.added", "output_index": 0, "item": added},
+            {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{}"},
+            {"type": "response.output_item.done", "output_index": 0, "item": done},
+        ]
+        accumulator = fed(openai_responses.ToolCallAccumulator(), events)
+        [call] = accumulator.calls()
+        assert [call] == openai_responses.parse_calls(accumulator.items())
+        assert ("c2", "get_weather") == (call.id, call.name)
+
     def test_gemini(self) -> None:
         """Whole functionCall parts are calls; the turn keeps its thought signature."""
         accumulator = fed(gemini.ToolCallAccumulator(), gemini_chunks(CALLS, "Let me check."))
