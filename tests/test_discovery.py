@@ -23,6 +23,7 @@ from tinytools import (
 from tinytools.discovery import SEARCH_LIMIT, Catalog, Discovery, Match, declaration_bytes
 from tinytools.events import Event, ToolSearched, ToolStarted
 from tinytools.formats import openai_chat
+from tinytools.policies import Rewrite
 from tinytools.toolsets import ApprovalRequired, Combined, Prefixed
 
 RAN: list[tuple[str, dict[str, object]]] = []
@@ -142,6 +143,32 @@ class TestDiscoveryToolset:
         with pytest.raises(ToolDefinitionError, match="intrinsic"):
             Discovery(Registry.of(clash, convert_currency)).tools()
 
+    @pytest.mark.parametrize(
+        "toolset",
+        [
+            Combined(Prefixed(Discovery(TOOLS), "a_"), Prefixed(Discovery(TOOLS), "b_")),
+            Discovery(Prefixed(Discovery(Registry.of(send_email)), "p_")),
+        ],
+    )
+    def test_two_discoveries_in_one_dispatch(self, toolset: object) -> None:
+        """Two discoveries' intrinsic tools in one dispatch are refused: dispatch answers
+        one pair only, and the other pair would run as plain tools answering "ok"."""
+        call = ToolCall("c", "a_tool_search", {"query": "email"})
+        with pytest.raises(ToolDefinitionError, match="both discovery's tool_search"):
+            run(call, toolset=toolset)
+        assert [] == RAN
+
+    def test_a_call_rewritten_to_an_intrinsic_tool_is_an_error(self) -> None:
+        """An unknown-tool Rewrite to an intrinsic tool reaches its function, past the
+        unwrapping: the answer is an error, never a success the model reads as one."""
+        result = run(
+            ToolCall("r", "nonexistent", {"query": "email"}),
+            policy=RunPolicy(unknown_tool=Rewrite("tool_search")),
+        )
+        (message,) = result.messages  # type: ignore[attr-defined]
+        assert ("tool_search", "error", True) == (message.name, message.status, message.is_error)
+        assert [] == RAN
+
     def test_bad_arguments(self) -> None:
         """limit and budget_bytes are checked when built."""
         with pytest.raises(ValueError, match="limit"):
@@ -253,6 +280,16 @@ class TestToolSearch:
         )  # type: ignore[attr-defined]
         both = run(ToolCall("s", "tool_search", {**query, "limit": SEARCH_LIMIT}))
         assert 2 == len(json.loads(both.messages[0].content)["tools"])  # type: ignore[attr-defined]
+
+    def test_limit_written_as_a_whole_float(self) -> None:
+        """`"limit": 1.0` is an integer to JSON Schema: it is answered, never a crash."""
+        query = {"query": "convert currency send email"}
+        text = '{"query": "convert currency send email", "limit": 1.0}'
+        for raw in (text, {**query, "limit": 1.0}):
+            result = run(ToolCall("s", "tool_search", raw))
+            (message,) = result.messages  # type: ignore[attr-defined]
+            assert "ok" == message.status
+            assert 1 == len(json.loads(message.content)["tools"])
 
     def test_not_advertised(self) -> None:
         """tool_search outside the advertised set is an unknown tool."""
@@ -478,3 +515,37 @@ class TestHostileWrappers:
         assert message.is_error
         assert [] == RAN
         assert msgspec.json.encode(result.events)  # type: ignore[attr-defined]
+
+    def test_a_description_with_a_lone_surrogate(self) -> None:
+        """A description holding a lone surrogate (JSON from an MCP server can carry
+        `"\\ud800"`) is escaped in tool_search's answer and in the budget, never a
+        UnicodeEncodeError out of dispatch."""
+        odd = Tool.from_schema(
+            "odd_tool",
+            "Find me \ud800 here.",
+            {"type": "object"},
+            fn=lambda: "",
+            exposure="deferred",
+        )
+        result = run(
+            ToolCall("s", "tool_search", {"query": "find"}), toolset=Discovery(Registry.of(odd))
+        )
+        (message,) = result.messages  # type: ignore[attr-defined]
+        assert "ok" == message.status
+        assert "Find me \\ud800 here." == json.loads(message.content)["tools"][0]["description"]
+        assert msgspec.json.encode(result.events)  # type: ignore[attr-defined]
+        direct = attrs.evolve(odd, exposure=Exposure.Direct)
+        budgeted = Discovery(Registry.of(direct, get_weather), budget_bytes=10)
+        assert [Exposure.Deferred] * 2 == [t.exposure for t in budgeted.tools()][2:]
+
+    def test_bytes_are_json_text(self) -> None:
+        """A wrapper sent as bytes is read as JSON text, as a direct call's bytes are;
+        bytes that are not JSON (or repeat a field) are answered, never repaired."""
+        sent = b'{"name": "convert_currency", "arguments": {"amount": 2, "currency": "EUR"}}'
+        (message,) = run(ToolCall("c", "tool_call", sent)).messages  # type: ignore[attr-defined]
+        assert ("convert_currency", "ok") == (message.name, message.status)
+        for bad in (b"\xff\xfe", b"{name: 'send_email'}", b'{"name": "a", "name": "send_email"}'):
+            (message,) = run(ToolCall("c", "tool_call", bad)).messages  # type: ignore[attr-defined]
+            assert ("tool_call", "error") == (message.name, message.status)
+            assert "Tool call not run" in message.content
+        assert [("convert_currency", {"amount": 2.0, "currency": "EUR"})] == RAN

@@ -170,6 +170,57 @@ class TestReferences:
                 {"type": "object", "properties": {"x": place}}
             )
 
+    @pytest.mark.parametrize(
+        ("schema", "where"),
+        [
+            (
+                {
+                    **obj(x={"$ref": "#/$defs/A"}),
+                    "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}},
+                },
+                "$.$defs.",
+            ),
+            (
+                {
+                    **obj(x={"$ref": "#/$defs/A"}),
+                    "$defs": {"A": {"allOf": [{"$ref": "#/$defs/A"}]}},
+                },
+                "$.$defs.A",
+            ),
+            ({**obj(), "allOf": [{"$ref": "#"}]}, "`$`"),
+            ({**obj(), "not": {"if": {"$ref": "#"}}}, "`$`"),
+        ],
+    )
+    def test_a_loop_that_never_steps_into_the_value(
+        self, schema: dict[str, object], where: str
+    ) -> None:
+        """A `$ref` loop that never steps into the value would recurse forever on every call
+        (the model would be told its arguments nest too deeply): refused when built."""
+        message = refusal(schema)
+        assert "refers back to" in message
+        assert where in message
+
+    def test_recursion_through_the_value_is_fine(self) -> None:
+        """A schema that refers back through `properties` or `items` (a tree) is built, and
+        so are references shared by several places."""
+        tree = {
+            **obj(
+                root={"$ref": "#/$defs/N"},
+                again={"anyOf": [{"$ref": "#/$defs/N"}, {"$ref": "#/$defs/S"}]},
+            ),
+            "$defs": {
+                "N": {
+                    "type": "object",
+                    "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/N"}}},
+                },
+                "S": {"allOf": [{"$ref": "#/$defs/T"}]},
+                "T": {"type": "string"},
+            },
+        }
+        tool = Tool.from_schema("t", "", tree)
+        assert {"root": {"kids": [{}]}} == tool.validate({"root": {"kids": [{}]}})
+        Tool.from_schema("t", "", obj(child={"$ref": "#"}))
+
 
 def nested(kind: str, depth: int) -> dict[str, object]:
     inner: dict[str, object] = {"type": "string"}

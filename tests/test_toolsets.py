@@ -13,6 +13,7 @@ from tinytools import (
     Exposure,
     ExposureExplanation,
     HumanApprovalMiddleware,
+    Inject,
     Registry,
     RunPolicy,
     Tool,
@@ -264,6 +265,61 @@ class TestPrepared:
         assert bad.is_error
         assert "results for cats" == good.content
         assert ["search"] == RAN
+
+    @pytest.mark.parametrize(
+        ("change", "message"),
+        [
+            ({"pattern": "("}, "valid regex"),
+            ({"type": "bogus"}, "not a type"),
+            ({"$ref": "#/$defs/missing"}, "not a schema inside it"),
+            ({"$ref": "http://example.com/s.json"}, "never fetches"),
+            ({"allOf": [{"$ref": "#/properties/query"}]}, "refers back"),
+        ],
+    )
+    def test_a_changed_schema_is_checked_when_resolved(
+        self, change: dict[str, object], message: str
+    ) -> None:
+        """A schema `prepare` gives a tool is checked when the toolset resolves, as
+        `Tool.from_schema` checks one when built: no call meets it (an invalid pattern
+        raised `re.error` out of dispatch at the first call)."""
+
+        def change_query(
+            context: Context | None, tools: Iterable[Tool[..., object]]
+        ) -> list[Tool[..., object]]:
+            out = []
+            for t in tools:
+                schema = dict(t.parameters)
+                schema["properties"] = {"query": {"type": "string", **change}}
+                out.append(attrs.evolve(t, parameters=schema))
+            return out
+
+        toolset = Prepared(Registry.of(search), change_query)
+        with pytest.raises(ToolDefinitionError, match=message):
+            toolset.tools()
+        with pytest.raises(ToolDefinitionError, match=message):
+            dispatch_sync([ToolCall("1", "search", {"query": "q"})], toolset)
+        assert [] == RAN
+
+    def test_a_changed_schema_never_shows_an_injected_parameter(self) -> None:
+        """`prepare` cannot put an injected parameter in the schema the model sees."""
+
+        @tool
+        def whoami(prefix: str, user: Inject[Context]) -> str:
+            """Say who runs."""
+            return prefix
+
+        def show(
+            context: Context | None, tools: Iterable[Tool[..., object]]
+        ) -> list[Tool[..., object]]:
+            out = []
+            for t in tools:
+                schema = dict(t.parameters)
+                schema["properties"] = {**schema["properties"], "user": {"type": "string"}}  # type: ignore[dict-item]
+                out.append(attrs.evolve(t, parameters=schema))
+            return out
+
+        with pytest.raises(ToolDefinitionError, match="`user` is injected"):
+            Prepared(Registry.of(whoami), show).tools()
 
     def test_runs_every_dispatch(self) -> None:
         """`prepare` runs on every resolution."""

@@ -31,9 +31,9 @@ import msgspec
 from . import repair
 from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
-from ._validate import preview, text_problem
+from ._validate import preview, printable, text_problem
 from ._wire import ToolCall, ToolMessage
-from .errors import ToolArgumentsError
+from .errors import ToolArgumentsError, ToolDefinitionError
 from .events import Event, ToolSearched
 from .toolsets._intrinsic import Intrinsic
 
@@ -80,6 +80,18 @@ def intrinsics_of(registry: Registry) -> Intrinsics | None:
     for tool in registry.values():
         fn = tool.fn
         if type(fn) is Intrinsic:
+            first: str | None = search if fn.kind == "search" else call
+            if first is not None:
+                # Two discoveries in one registry (Combined, or one nested in another under
+                # Prefixed): dispatch answers one pair, the other would run as plain tools.
+                raise ToolDefinitionError(
+                    "Discovery",
+                    [
+                        f"{first!r} and {tool.name!r} are both discovery's tool_{fn.kind}: "
+                        "combine the toolsets inside one Discovery instead of combining "
+                        "two Discovery toolsets"
+                    ],
+                )
             if fn.kind == "search":
                 search, limit = tool.name, fn.limit
             else:
@@ -123,20 +135,21 @@ def _error(call: ToolCall, text: str) -> ToolMessage:
 def _wrapper(call: ToolCall) -> dict[str, object] | str:
     """The wrapper's arguments as an object, or why they cannot be read."""
     raw = call.arguments
-    if isinstance(raw, str):
+    if isinstance(raw, (str, bytes)):  # bytes are JSON text too, as for any tool
         try:
             value: object = msgspec.json.decode(raw)
         except (msgspec.DecodeError, RecursionError, UnicodeError):
-            value = repair.recover_relaxed_object(raw)
+            text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
+            value = repair.recover_relaxed_object(raw) if isinstance(raw, str) else None
             if value is None:
-                return f"its arguments are not valid JSON: {preview(raw, 120, raw_text=True)}"
+                return f"its arguments are not valid JSON: {preview(text, 120, raw_text=True)}"
         else:
             problem = text_problem(raw)  # a repeated field is ambiguous: refused, as everywhere
             if problem is not None:
                 return f"its arguments at `{problem[0]}`: {problem[1]}"
     else:
         value = raw
-    if call.invalid is not None and not isinstance(raw, str):
+    if call.invalid is not None and not isinstance(raw, (str, bytes)):
         return f"the provider could not read its arguments ({call.invalid})"
     if not isinstance(value, dict):
         return f"its arguments must be a JSON object, not {preview(value, 60)}"
@@ -192,6 +205,8 @@ def _searched(
         return _error(call, f"{error} Expected arguments (JSON schema): {schema}")
     query = arguments["query"]
     limit = arguments.get("limit", intrinsics.limit)
+    if isinstance(limit, float):  # JSON Schema's integer admits 2.0: the schema checked it is whole
+        limit = int(limit)
     assert isinstance(query, str)
     assert isinstance(limit, int)
     policy = env.policy
@@ -202,7 +217,8 @@ def _searched(
     emit(ToolSearched(call_id=call.id, query=query[:_EVENT_QUERY], names=names))
     payload: dict[str, object] = {
         "tools": [
-            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            # A description may hold a lone surrogate (an MCP server's JSON can): escaped.
+            {"name": t.name, "description": printable(t.description), "parameters": t.parameters}
             for t in found
         ]
     }

@@ -12,7 +12,8 @@ that could be refused at definition time waits for the first call. Two parts:
 * What no meta-schema says: every ``$ref`` must point inside the schema (``#`` or a
   ``#/...`` JSON pointer) and resolve there. tinytools never fetches a schema over
   the network, and a subschema's ``$id`` would change what its references mean, so
-  both are refused with what to do instead.
+  both are refused with what to do instead. So is a loop of references that never
+  steps into the value (``allOf: [{"$ref": "#"}]``): checking it would never end.
 
 The argument validator itself is still compiled lazily, on a tool's first call.
 """
@@ -63,7 +64,8 @@ def schema_problems(schema: Mapping[str, object], dialect: Dialect) -> list[str]
         ]
     except RecursionError:
         return ["its parameters schema is nested too deeply to check; flatten it with `$defs`"]
-    return list(_reference_problems(schema))
+    problems = list(_reference_problems(schema))
+    return problems or list(_loop_problems(schema))
 
 
 def _schema_path(segments: list[str]) -> str:
@@ -126,6 +128,76 @@ def _reference_problems(schema: Mapping[str, object]) -> Iterator[str]:
                 f"its parameters schema refers to {ref!r} at `{path}.$ref`, which is not a "
                 "schema inside it; fix the pointer or add the missing definition"
             )
+
+
+# Keywords whose subschemas apply to the very same instance (they do not step into it).
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE = ("not", "if", "then", "else")
+_IN_PLACE_MAPS = ("dependentSchemas", "dependencies")
+
+
+def _loop_problems(schema: Mapping[str, object]) -> Iterator[str]:
+    """A `$ref` chain that comes back to where it started without stepping into the
+    instance (`{"$ref": "#/$defs/a"}` with `a` referring back, or `allOf: [{"$ref": "#"}]`):
+    checking any value would recurse forever (JSON Schema leaves it undefined)."""
+    paths: dict[int, str] = {}
+    edges: dict[int, list[Mapping[str, object]]] = {}
+    for node, path in _subschemas(schema):
+        paths.setdefault(id(node), path)
+        targets: list[object] = []
+        for key in _IN_PLACE_LISTS:
+            value = node.get(key)
+            if isinstance(value, list):
+                targets += value
+        targets += [node.get(key) for key in _IN_PLACE]
+        for key in _IN_PLACE_MAPS:
+            value = node.get(key)
+            if isinstance(value, Mapping):
+                targets += value.values()
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            targets.append(_target(schema, ref))
+        edges[id(node)] = [t for t in targets if isinstance(t, Mapping)]
+    state: dict[int, int] = {}  # 1: on the current walk, 2: done (no loop through it)
+    for start in list(edges):
+        if start in state:
+            continue
+        state[start] = 1
+        stack: list[tuple[int, Iterator[Mapping[str, object]]]] = [(start, iter(edges[start]))]
+        while stack:
+            here, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                state[here] = 2
+                stack.pop()
+                continue
+            child_id = id(child)
+            seen = state.get(child_id)
+            if seen == 1:
+                where = paths.get(child_id, "$")
+                yield (
+                    f"its parameters schema refers back to `{where}` without stepping into "
+                    "the value (through `$ref`, `allOf`, `anyOf`, `oneOf`, `not` or "
+                    "`if`/`then`/`else`), so checking it would never end; break the loop"
+                )
+                return
+            if seen is None:
+                state[child_id] = 1
+                stack.append((child_id, iter(edges.get(child_id, []))))
+
+
+def _target(schema: Mapping[str, object], ref: str) -> object:
+    """What a `#`-pointer `$ref` points at (None when it does not resolve)."""
+    node: object = schema
+    for token in ref[2:].split("/") if ref != "#" else ():
+        part = unquote(token).replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
 
 
 def inline_depth(schema: Mapping[str, object]) -> int:

@@ -37,6 +37,7 @@ from ._exposure import ExposureExplanation
 from ._registry import AnyTool
 from ._spec import Exposure, Tool
 from ._tool_policy import ToolPolicy
+from ._validate import printable
 from .errors import ToolDefinitionError
 from .toolsets._base import Adaptor, Resolution, Toolset, _Memo
 from .toolsets._intrinsic import Intrinsic
@@ -410,7 +411,7 @@ def declaration_bytes(tool: AnyTool) -> int:
         "type": "function",
         "function": {
             "name": tool.name,
-            "description": tool.description,
+            "description": printable(tool.description),  # a lone surrogate: escaped
             "parameters": tool.parameters,
         },
     }

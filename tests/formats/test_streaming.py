@@ -102,6 +102,28 @@ class TestComplete:
         assert RAW == openai_responses.parse_calls(accumulator.items())
         assert RAW == openai_responses.parse_calls(events[-1])
 
+    def test_responses_done_item_wins(self) -> None:
+        """When the done item names another call than the added one did, the call is the
+        done item's, as `items()` sends it back: the dispatched call and the transcript
+        agree (the name and id were the added item's, the arguments the done item's)."""
+        added = {"type": "function_call", "call_id": "c1", "name": "get_time", "arguments": ""}
+        done = {
+            "type": "function_call",
+            "call_id": "c2",
+            "name": "get_weather",
+            "arguments": '{"city": "Paris"}',
+            "status": "completed",
+        }
+        events = [
+            {"type": "response.output_item.added", "output_index": 0, "item": added},
+            {"type": "response.function_call_arguments.delta", "output_index": 0, "delta": "{}"},
+            {"type": "response.output_item.done", "output_index": 0, "item": done},
+        ]
+        accumulator = fed(openai_responses.ToolCallAccumulator(), events)
+        [call] = accumulator.calls()
+        assert [call] == openai_responses.parse_calls(accumulator.items())
+        assert ("c2", "get_weather") == (call.id, call.name)
+
     def test_gemini(self) -> None:
         """Whole functionCall parts are calls; the turn keeps its thought signature."""
         accumulator = fed(gemini.ToolCallAccumulator(), gemini_chunks(CALLS, "Let me check."))
@@ -148,6 +170,21 @@ class TestGeminiPartialArgs:
         }
         [call] = fed(gemini.ToolCallAccumulator(), [self.chunk(chunk)]).calls()
         assert "stream ended" in str(call.invalid)
+
+    def test_quoted_steps_unescape_one_character(self) -> None:
+        """A backslash in a quoted step escapes the next character only: an escaped
+        backslash stays a backslash (it was dropped, so the key changed)."""
+        chunk = {
+            "name": "f",
+            "partialArgs": [
+                {"jsonPath": "$['C:\\\\dir']", "stringValue": "x"},
+                {"jsonPath": "$['it\\'s']", "stringValue": "y"},
+                {"jsonPath": '$["say \\"hi\\""]', "stringValue": "z"},
+            ],
+        }
+        [call] = fed(gemini.ToolCallAccumulator(), [self.chunk(chunk)]).calls()
+        assert {"C:\\dir": "x", "it's": "y", 'say "hi"': "z"} == call.arguments
+        assert call.invalid is None
 
     def test_bad_path(self) -> None:
         """A path that cannot be followed makes the call invalid, not an exception."""

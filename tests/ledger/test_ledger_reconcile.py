@@ -122,3 +122,59 @@ class TestReconcile:
         assert [ToolCall("x", "read", {"n": 1})] == list(decided.rerun)
         assert {"y", "z", "q"} == {m.tool_call_id for m in decided.messages}
         assert ["x"] == [e.call_id for e in ledger.unresolved("r")]
+
+
+class _Crashed(SqliteLedger):
+    """A ledger that loses every settle, as a crash between a tool's effect and its
+    settled row would."""
+
+    def settled(self, run_id: str, call_id: str, status: object) -> None:  # type: ignore[override]
+        return None
+
+
+def test_a_call_reached_through_tool_call_is_judged_by_the_real_tool(tmp_path: Path) -> None:
+    """The host holds the model's `tool_call` wrapper; the ledger row names the real tool.
+    Reconcile judges the real tool (not the read-only intrinsic), so an effect that may
+    have happened is answered as interrupted, never run again."""
+    from tinytools import Registry
+    from tinytools.discovery import Discovery
+
+    ran: list[str] = []
+
+    @tool(exposure="deferred")
+    def send_email(to: str) -> str:
+        """Send an email."""
+        ran.append(to)
+        return "sent"
+
+    toolset = Discovery(Registry([send_email]))
+    call = ToolCall("c1", "tool_call", {"name": "send_email", "arguments": {"to": "bob"}})
+    with _Crashed(tmp_path / "l.db") as crashed:
+        dispatch_sync([call], toolset, ledger=crashed, context=Context(run_id="r"))
+    assert ["bob"] == ran
+    with SqliteLedger(tmp_path / "l.db") as ledger:
+        decided = reconcile([call], toolset, ledger, "r")
+        assert () == decided.rerun
+        (message,) = decided.messages
+        assert ("c1", "send_email", "interrupted") == (
+            message.tool_call_id,
+            message.name,
+            message.status,
+        )
+        event = ToolEffectReconciled(call_id="c1", tool_name="send_email", outcome="interrupted")
+        assert [event] == list(decided.events)
+        again = dispatch_sync(decided.rerun, toolset, ledger=ledger, context=Context(run_id="r"))
+        assert () == again.messages
+    assert ["bob"] == ran  # ran once
+
+
+def test_a_call_naming_another_tool_under_a_started_id_is_judged_by_the_row(
+    ledger: SqliteLedger,
+) -> None:
+    """A call id's row decides: a read-only tool named under a started `pay` id does not
+    make `pay` replay-safe."""
+    tools = [make("read", ToolPolicy.read_only()), make("pay", ToolPolicy.classified())]
+    ledger.started("r", "b", "pay", {"n": 2})
+    decided = reconcile([ToolCall("b", "read", {"n": 2})], tools, ledger, "r")  # type: ignore[arg-type]
+    assert () == decided.rerun
+    assert ["interrupted"] == [m.status for m in decided.messages]

@@ -27,6 +27,8 @@ _STEP: Final = re.compile(
     r"\.([A-Za-z_][\w-]*)|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]|\[(\d+)\]"
 )
 _VALUES: Final = ("string_value", "number_value", "bool_value", "null_value")
+#: A backslash escape in a quoted step: the character after it, as itself.
+_ESCAPE: Final = re.compile(r"\\(.)", re.DOTALL)
 
 
 def _field(data: Mapping[str, object], snake: str) -> object:
@@ -48,7 +50,7 @@ def _path(path: object) -> list[str | int] | None:
             return None
         name, single, double, number = match.groups()
         quoted = single if single is not None else double
-        text = name if name is not None else (quoted or "").replace("\\", "")
+        text = name if name is not None else _ESCAPE.sub(r"\1", quoted or "")
         steps.append(int(number) if number is not None else text)
         pos = match.end()
     return steps or None

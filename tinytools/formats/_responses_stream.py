@@ -100,8 +100,12 @@ class ToolCallAccumulator:
             return
         slot = self._slots.setdefault(index, Slot())
         call_id, name = item.get("call_id"), item.get("name")
-        slot.id = slot.id or (call_id if isinstance(call_id, str) else "")
-        slot.name = slot.name or (name if isinstance(name, str) else "")
+        # The done item is the call as sent back in `items()`: its id and name win, so
+        # the call dispatched is the call the next request's transcript shows.
+        if isinstance(call_id, str) and call_id and (done or not slot.id):
+            slot.id = call_id
+        if isinstance(name, str) and name and (done or not slot.name):
+            slot.name = name
         arguments = item.get("arguments")
         if done:
             if isinstance(arguments, str):

@@ -103,7 +103,10 @@ def reconcile(
     events: list[Event] = []
 
     def decide(call: ToolCall, row: LedgerEntry | None, rebuilt: bool) -> None:
-        tool = registry.get(call.name)
+        # The row names the tool that started (a `tool_call` the host holds was unwrapped
+        # into it; a call naming another tool under this id does not make it replay-safe).
+        name = call.name if row is None else row.tool_name
+        tool = registry.get(name)
         safe = replay_safe(tool) and not (rebuilt and tool is not None and tool.policy.redact)
         if safe:
             release(ledger, run_id, call.id)
@@ -115,7 +118,7 @@ def reconcile(
             messages.append(
                 ToolMessage(
                     tool_call_id=call.id,
-                    name=call.name,
+                    name=name,
                     content=INTERRUPTED,
                     is_error=True,
                     status="interrupted",
@@ -123,7 +126,7 @@ def reconcile(
             )
         if row is not None:
             outcome = "rerun" if safe else "interrupted"
-            event = ToolEffectReconciled(call_id=call.id, tool_name=call.name, outcome=outcome)
+            event = ToolEffectReconciled(call_id=call.id, tool_name=name, outcome=outcome)
             events.append(event)
             if on_event is not None:
                 on_event(event)

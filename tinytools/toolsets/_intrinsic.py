@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Literal
 
 from tinytools._registry import AnyTool
+from tinytools._wire import ToolResult
 
 __all__ = ["Intrinsic", "is_intrinsic"]
 
@@ -27,12 +28,12 @@ class Intrinsic:
         self.kind = kind
         self.limit = limit
 
-    def __call__(self, **arguments: object) -> str:
+    def __call__(self, **arguments: object) -> ToolResult:
         # Reached only when something renamed another call to this tool after
-        # dispatch unwrapped the batch's intrinsic calls.
-        return (
-            "Error: this discovery tool is answered by dispatch itself; call it by its "
-            "own name from the model"
+        # dispatch unwrapped the batch's intrinsic calls (an unknown-tool Rewrite, a
+        # middleware): an error, never a success the model would read as one.
+        return ToolResult.error(
+            "This discovery tool is answered by dispatch itself; call it by its own name."
         )
 
     def __repr__(self) -> str:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
 
 from tinytools._exposure import ExposureExplanation
 from tinytools._registry import AnyTool
+from tinytools._schema_check import schema_problems
 from tinytools._validate import SchemaValidator
 from tinytools.errors import ToolDefinitionError
 
@@ -59,8 +60,9 @@ class Prepared(Adaptor):
 
     Raises:
         ToolDefinitionError: ``prepare`` raised, returned something that is not
-            a tool, added or renamed a tool, or returned a tool twice (when
-            resolved).
+            a tool, added or renamed a tool, returned a tool twice, or gave a
+            tool a schema that is not valid JSON Schema (draft 7) or lets the
+            model set an injected parameter (when resolved).
     """
 
     toolset: Toolset
@@ -109,6 +111,10 @@ class Prepared(Adaptor):
                 out.append(tool)
             else:
                 seen.add(tool.name)
+                shown = _shown_problems(tool, original)
+                if shown:
+                    problems += [f"{tool.name!r} as prepared: {p}" for p in shown]
+                    continue
                 tool = _checkable(tool, original)
                 out.append(tool)
                 changed = [f for f in _FIELDS if getattr(tool, f) != getattr(original, f)]
@@ -124,6 +130,31 @@ class Prepared(Adaptor):
         ]
         gates = {n: w for n, w in inner.gates.items() if n in seen}
         return Resolution(tuple(out), (*inner.explanations, *explained), gates)
+
+
+def _shown_problems(tool: AnyTool, original: AnyTool) -> list[str]:
+    """Why the schema ``prepare`` gave ``tool`` cannot be shown to the model (empty when it
+    can): checked when resolved, as ``Tool.from_schema`` checks a schema when built, so no
+    call of the run meets a schema that cannot be enforced."""
+    schema = tool.parameters
+    if schema is original.parameters or schema == original.parameters:
+        return []
+    if not isinstance(schema, Mapping) or schema.get("type") != "object":
+        return ['it must be an object schema ({"type": "object", ...})']
+    problems: list[str] = []
+    properties = schema.get("properties")
+    if isinstance(properties, Mapping):
+        problems += [
+            f"parameter `{name}` is injected but the schema lets the model set it; "
+            "remove it from the schema's properties"
+            for name in original.injected
+            if name in properties
+        ]
+    try:
+        problems += schema_problems(schema, "draft7")
+    except Exception as error:  # a value that is not JSON (a set, an object...)
+        problems.append(f"it cannot be checked as JSON Schema ({error!r})")
+    return problems
 
 
 def _checkable(tool: AnyTool, original: AnyTool) -> AnyTool:
