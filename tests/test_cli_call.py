@@ -99,3 +99,21 @@ class TestCall:
         out = run_cli("call", "--help").stdout
 
         assert "examples:\n  tinytools call examples/weather.py get_weather" in out
+
+
+def test_tool_output_cannot_drive_the_terminal(tmp_path):
+    """Control characters in a tool's answer are printed as escapes: a tool (or the text a
+    model made it echo) cannot retitle the terminal, move the cursor or hide lines."""
+    module = tmp_path / "loud.py"
+    module.write_text(
+        "from tinytools import tool\n\n\n"
+        "@tool\n"
+        "def shout(text: str) -> str:\n"
+        '    """Echo text."""\n'
+        "    return text\n"
+    )
+    hostile = "\x1b]0;owned\x07\x1b[2Ahidden\x9b31m\rover"
+    done = run_cli("call", str(module), "shout", json.dumps({"text": hostile}))
+    assert 0 == done.returncode, done.stderr
+    assert not any(c in done.stdout for c in "\x1b\x07\x9b\r")
+    assert "\\x1b]0;owned\\x07\\x1b[2Ahidden\\x9b31m\\x0dover" in done.stdout

@@ -20,7 +20,15 @@ import json
 import sys
 from typing import TextIO
 
-from ._cli_output import Paint, add_target, example_epilog, load_or_exit, paragraph, use_colour
+from ._cli_output import (
+    Paint,
+    add_target,
+    example_epilog,
+    load_or_exit,
+    paragraph,
+    printable,
+    use_colour,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -133,7 +141,8 @@ def _write_text(
         status = str(fields["status"])
         colour = "green" if status == "ok" else "red"
         out.write(f"{paint('Message', 'bold')} ({paint(status, colour)}):\n")
-        out.writelines(f"{_INDENT}{line}\n" for line in str(fields["content"]).splitlines())
+        content = printable(str(fields["content"]))
+        out.writelines(f"{_INDENT}{line}\n" for line in content.splitlines())
     elif awaiting:
         out.write(
             f"{paint('Awaiting approval', 'yellow')}: nothing ran; "
@@ -149,8 +158,9 @@ def _write_text(
         fields.pop("call_id", None)
         long = {k: v for k, v in fields.items() if isinstance(v, str) and "\n" in v}
         short = {k: v for k, v in fields.items() if k not in long}
-        detail = json.dumps(short, ensure_ascii=False) if short else ""
+        detail = printable(json.dumps(short, ensure_ascii=False)) if short else ""
         out.write(f"{_INDENT}{paint(kind, 'cyan')} {detail}".rstrip() + "\n")
         for key, value in long.items():
             out.write(f"{_INDENT}{_INDENT}{key}:\n")
-            out.writelines(f"{_INDENT}{_INDENT}{_INDENT}{line}\n" for line in value.splitlines())
+            lines = printable(value).splitlines()
+            out.writelines(f"{_INDENT}{_INDENT}{_INDENT}{line}\n" for line in lines)

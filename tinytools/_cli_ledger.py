@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TextIO
 
+from ._cli_output import printable
+
 if TYPE_CHECKING:
     from ._registry import AnyTool
     from .ledger import PostgresLedger, SqliteLedger
@@ -142,8 +144,11 @@ def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: 
     for e in entries:
         arguments = json.dumps(e.arguments, ensure_ascii=False, default=repr)
         out.write(
-            f"  run {e.run_id}  call {e.call_id}  tool {e.tool_name}  "
-            f"age {_age(now - e.started_at)}\n    arguments {arguments}\n"
+            printable(
+                f"  run {e.run_id}  call {e.call_id}  tool {e.tool_name}  "
+                f"age {_age(now - e.started_at)}\n    arguments {arguments}"
+            )
+            + "\n"
         )
     return 0
 

@@ -5,12 +5,17 @@ Colour follows the common conventions: ``NO_COLOR`` (any value) turns it off,
 otherwise a stream gets colour only when it is a terminal. Progress goes to
 standard error, and only when that is a terminal, so piped and CI output stays
 plain and stable.
+
+Text that comes from a tool or a model (a result, a stored call id) is printed
+through :func:`printable`: control characters are written as escapes, so tool
+output cannot move the cursor, retitle the terminal or hide lines.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import TextIO
 
@@ -23,8 +28,18 @@ __all__ = [
     "example_epilog",
     "load_or_exit",
     "paragraph",
+    "printable",
     "use_colour",
 ]
+
+#: C0 controls but tab and newline, DEL and the C1 controls (terminal escape introducers).
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character but tab and newline written as ``\\xNN``."""
+    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
 
