@@ -150,3 +150,41 @@ def test_tools_before_refresh() -> None:
     """Asking for the tools before listing them says what to do."""
     with pytest.raises(ToolDefinitionError, match="refresh"):
         McpToolset(object()).tools()  # type: ignore[arg-type]
+
+
+class _Scripted:
+    """A session that lists one tool and answers every call with ``answer`` (no server: the
+    shapes a careless server sends)."""
+
+    def __init__(self, answer: dict[str, object]) -> None:
+        self.answer = answer
+
+    async def list_tools(self) -> dict[str, object]:
+        return {"tools": [{"name": "fetch", "inputSchema": {"type": "object"}}]}
+
+    async def call_tool(self, name: str, arguments: dict[str, object]) -> dict[str, object]:
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ({"content": "plain text, off the spec"}, "plain text, off the spec"),
+        (
+            {"content": [{"type": "image", "data": "not base64!", "mimeType": "image/png"}]},
+            "[MCP image content whose data is not valid base64",
+        ),
+    ],
+    ids=["string-content", "bad-base64"],
+)
+def test_careless_server_results(answer: dict[str, object], expected: str) -> None:
+    """A string `content` is one text, not one block per letter; invalid base64 is said, not
+    turned into empty bytes."""
+    import anyio
+
+    async def run() -> Any:
+        toolset = await McpToolset(_Scripted(answer)).refresh()  # type: ignore[arg-type]
+        return await dispatch([ToolCall("1", "fetch", {})], toolset)
+
+    [message] = anyio.run(run).messages
+    assert message.content.startswith(expected)

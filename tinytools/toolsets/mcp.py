@@ -23,6 +23,7 @@ either major version of the SDK; the extra ``mcp`` installs it.
 from __future__ import annotations
 
 import base64
+import binascii
 import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
@@ -79,14 +80,36 @@ class _Call:
         return f"<MCP tool {self.name!r}>"
 
 
+def _base64(data: object) -> bytes | None:
+    """A content item's base64 data, decoded strictly (``None`` when there is none).
+
+    Raises:
+        ValueError: The data is not valid base64.
+    """
+    if not isinstance(data, str):
+        return None
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError) as error:
+        raise ValueError(str(error)) from None
+
+
 def _block(item: object) -> ContentBlock:
+    try:
+        return _content(item)
+    except ValueError as error:
+        kind = _field(item, "type")
+        return TextBlock(f"[MCP {kind} content whose data is not valid base64: {error}]")
+
+
+def _content(item: object) -> ContentBlock:
     kind = _field(item, "type")
     if kind == "text":
         return TextBlock(str(_field(item, "text") or ""))
     if kind in ("image", "audio"):
         data = _field(item, "data")
         media = str(_field(item, "mimeType", "mime_type") or "application/octet-stream")
-        raw = base64.b64decode(data) if isinstance(data, str) else None
+        raw = _base64(data)
         if kind == "image":
             return ImageBlock(media, raw)
         return FileBlock("audio", media, raw)
@@ -102,15 +125,19 @@ def _block(item: object) -> ContentBlock:
             return TextBlock(text)
         blob = _field(resource, "blob")
         media = str(_field(resource, "mimeType", "mime_type") or "application/octet-stream")
-        raw = base64.b64decode(blob) if isinstance(blob, str) else None
-        return FileBlock(uri, media, raw, uri)
+        return FileBlock(uri, media, _base64(blob), uri)
     return TextBlock(f"[unsupported MCP content of type {kind!r}]")
 
 
 def _result(result: object) -> ToolResult:
     """An MCP ``CallToolResult`` as a ``ToolResult``."""
     content = _field(result, "content")
-    blocks = tuple(_block(item) for item in content) if isinstance(content, Sequence) else ()
+    if isinstance(content, str):  # off the spec, but seen: the text itself, not its letters
+        blocks: tuple[ContentBlock, ...] = (TextBlock(content),)
+    elif isinstance(content, Sequence):
+        blocks = tuple(_block(item) for item in content)
+    else:
+        blocks = ()
     structured = _field(result, "structuredContent", "structured_content")
     is_error = bool(_field(result, "isError", "is_error"))
     if is_error and not blocks:
