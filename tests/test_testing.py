@@ -605,3 +605,41 @@ class TestModule:
             check=False,
         )
         assert 'pip install "tinytools[testing]"' in done.stderr
+
+
+class TestToolsets:
+    """The kit takes a toolset as dispatch does, under the names the model sees, and says
+    plainly that it does not model discovery's unwrapping."""
+
+    @settings(max_examples=30, deadline=None)
+    @given(data=st.data())
+    def test_a_prefixed_toolset(self, data: st.DataObject) -> None:
+        from tinytools.toolsets import Prefixed
+
+        toolset = Prefixed(Registry.of(add_tool()), "math_")
+        calls = data.draw(tool_calls(toolset, unknown=0.2, malformed=0.2))
+        assert all(c.name != "add" for c in calls)  # the model never sees the inner name
+        check_dispatch_invariants(calls, dispatch_sync(calls, toolset), toolset)
+
+    def test_discovery_is_refused_clearly(self) -> None:
+        from tinytools.discovery import Discovery
+
+        @tool(exposure="deferred")
+        def convert(amount: float) -> float:
+            """Convert an amount (found through tool_search)."""
+            return amount
+
+        discovery = Discovery(Registry.of(add_tool(), convert))
+        with pytest.raises(TypeError, match="cannot model discovery"):
+            tool_calls(discovery).validate()
+        with pytest.raises(TypeError, match="Pass the toolset the Discovery wraps"):
+            check_dispatch_invariants([], dispatch_sync([], discovery), discovery)
+
+
+def add_tool() -> Tool[..., object]:
+    @tool
+    def add(a: int, b: int = 0) -> int:
+        """Add two integers."""
+        return a + b
+
+    return add

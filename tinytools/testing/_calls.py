@@ -13,9 +13,11 @@ from hypothesis.strategies import SearchStrategy
 from tinytools._registry import Registry
 from tinytools._spec import Exposure, Tool
 from tinytools._wire import ToolCall
+from tinytools.toolsets import Toolset
 
 from ._arguments import invalid_arguments, valid_arguments
 from ._relaxed import relaxed_json
+from ._tools import registry_of
 
 __all__ = ["tool_calls"]
 
@@ -26,7 +28,7 @@ _GARBAGE = st.sampled_from(["", " ", "{", "}", "{}}", "{'a': }", "NaN", '{"x": 1
 
 
 def tool_calls(
-    tools: Registry | Iterable[Tool[..., object]],
+    tools: Registry | Toolset | Iterable[Tool[..., object]],
     *,
     min_size: int = 0,
     max_size: int = 8,
@@ -53,7 +55,8 @@ def tool_calls(
     A share of 0 means never, and a batch shrinks towards valid calls.
 
     Args:
-        tools: The tools (or registry) the calls aim at.
+        tools: The tools, registry or toolset the calls aim at (a toolset is resolved
+            with no context; a ``Discovery`` is refused with a ``TypeError``).
         min_size: The fewest calls in a batch.
         max_size: The most calls in a batch.
         unknown: Share of calls to names that are not a callable tool.
@@ -82,7 +85,7 @@ def tool_calls(
         ...     assert len(result.messages) == len(calls)
         >>> test_every_call_answered()
     """
-    registry = tools if isinstance(tools, Registry) else Registry(tools)
+    registry = registry_of(tools, "tool_calls")
     shares = {"unknown": unknown, "malformed": malformed, "relaxed": relaxed, "invalid": invalid}
     for name, share in {**shares, "repeated_ids": repeated_ids, "as_text": as_text}.items():
         if not 0 <= share <= 1:

@@ -43,6 +43,9 @@ from tinytools.events import (
 )
 from tinytools.policies import RunPolicy
 from tinytools.repair import normalize_arguments, recover_relaxed_object
+from tinytools.toolsets import Toolset
+
+from ._tools import registry_of
 
 __all__ = [
     "Entry",
@@ -166,7 +169,7 @@ def _injected_names_in_schema(item: Tool[..., object]) -> set[str]:
 def check_dispatch_invariants(
     calls: Sequence[ToolCall],
     result: DispatchResult,
-    tools: Registry | Iterable[Tool[..., object]],
+    tools: Registry | Toolset | Iterable[Tool[..., object]],
     *,
     ran: Iterable[Entry] | None = None,
     policy: RunPolicy | None = None,
@@ -193,7 +196,8 @@ def check_dispatch_invariants(
         calls: The batch as given to dispatch. When a ``before_tool`` middleware
             rewrites arguments, pass the calls as it left them.
         result: What dispatch returned, or ``DispatchAborted.result``.
-        tools: The registry (or tools) the batch ran against.
+        tools: The registry, tools or toolset the batch ran against (a toolset is
+            resolved with no context; a ``Discovery`` is refused with a ``TypeError``).
         ran: Every entry into a tool function, when your tools record them
             (:class:`Entry`); a synchronous tool abandoned in its worker thread
             (timed out or interrupted) may enter after dispatch returned, so it
@@ -226,7 +230,7 @@ def check_dispatch_invariants(
         ...
         AssertionError: invariant 1: ... call '2' ...
     """
-    registry = tools if isinstance(tools, Registry) else Registry(tools)
+    registry = registry_of(tools, "check_dispatch_invariants")
     policy = RunPolicy() if policy is None else policy
     callable_names = callable_this_turn(registry, policy, advertised)
     ids = {call.id for call in calls}
