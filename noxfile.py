@@ -41,7 +41,8 @@ def typecheck(session: nox.Session) -> None:
     session.run("mypy", "--strict", "tinytools")
 
 
-@nox.session
+# The newest Python: on 3.10 pip picks a pymdown-extensions that mkdocstrings cannot use.
+@nox.session(python=PYTHONS[-1])
 def docs(session: nox.Session) -> None:
     """Build the documentation site strictly (``nox -s docs -- serve`` to preview it)."""
     session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, "docs"))
