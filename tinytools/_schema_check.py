@@ -243,16 +243,8 @@ def _subschemas(schema: Mapping[str, object]) -> Iterator[tuple[Mapping[str, obj
 
 
 def _resolves(schema: Mapping[str, object], ref: str) -> bool:
-    node: object = schema
-    for token in ref[2:].split("/") if ref != "#" else ():
-        part = unquote(token).replace("~1", "/").replace("~0", "~")
-        if isinstance(node, Mapping) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return False
-    return isinstance(node, (Mapping, bool))
+    """Whether a `#`-pointer `$ref` points at a schema (an object or a boolean)."""
+    return isinstance(_target(schema, ref), (Mapping, bool))
 
 
 # --- the meta-schemas ---------------------------------------------------------------------
