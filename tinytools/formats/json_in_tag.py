@@ -50,8 +50,6 @@ import json
 import re
 from typing import Final
 
-import msgspec
-
 from tinytools._wire import ToolCall
 
 from ._dialect import (
@@ -67,9 +65,8 @@ from ._dialect import (
     skip_space,
 )
 from ._envelope import json_call_block
-from ._jsonscan import Spans
+from ._jsonscan import ARGUMENT_KEYS, Spans, call_parts
 from ._parsed import Parsed
-from ._providers import kind_of
 
 __all__ = ["ARGUMENT_KEYS", "PROTOCOL", "parse", "render", "render_call"]
 
@@ -82,9 +79,6 @@ PROTOCOL: Final = (
     "</tool_call>\n"
     "Write one block per call; you may make several calls in one reply."
 )
-
-#: The keys read as the arguments inside a block, in order of preference.
-ARGUMENT_KEYS: Final = ("arguments", "parameters", "args", "input")
 
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 _GEMMA_OPEN, _GEMMA_CLOSE = "<|tool_call>", "<tool_call|>"
@@ -327,30 +321,8 @@ def _record(out: Collector, raw: str, value: object) -> None:
     for item in value if isinstance(value, list) else [value]:
         if out.overflow(raw):
             break
-        name, arguments = _call(item)
+        name, arguments = call_parts(item)
         if isinstance(arguments, tuple):
             out.error(name, raw, arguments[0])
         else:
             out.call(name, arguments)
-
-
-def _call(item: object) -> tuple[str, dict[str, object] | str | tuple[str]]:
-    """The name and arguments of one decoded call; a 1-tuple holds why it is broken."""
-    if not isinstance(item, dict):
-        return "", (f"a call must be a JSON object, not {kind_of(item)}",)
-    name = item.get("name")
-    if not isinstance(name, str) or not name:
-        return "", ('the call has no "name" string',)
-    keys = [key for key in ARGUMENT_KEYS if key in item]
-    if len(keys) > 1:
-        return name, (f'the call gives both "{keys[0]}" and "{keys[1]}"; give only "arguments"',)
-    arguments = item[keys[0]] if keys else {}
-    if isinstance(arguments, str):
-        # Strictly decoded only: relaxed arguments stay text, so that admission repairs
-        # them and says so (an InvalidToolArgs event with recovery "repaired").
-        decoded = decode_strict(arguments)
-        return name, decoded if isinstance(decoded, dict) else arguments
-    if not isinstance(arguments, dict):
-        # Admission decodes it, normalises it where its policy says so, or rejects it.
-        return name, msgspec.json.encode(arguments).decode()
-    return name, arguments
