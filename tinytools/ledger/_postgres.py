@@ -7,7 +7,6 @@
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
 from tinytools._wire import MessageStatus
 
+from ._connected import Connected
 from ._errors import LedgerError
 from ._rows import RELEASED, arguments_text, entry, key
 
@@ -86,7 +86,7 @@ _CONNECT_DEFAULTS = {
 }
 
 
-class PostgresLedger:
+class PostgresLedger(Connected):
     """The effect ledger for many workers on many machines: one PostgreSQL database.
 
     ``started`` is an atomic claim (``INSERT … ON CONFLICT DO NOTHING`` in effect):
@@ -127,9 +127,8 @@ class PostgresLedger:
     def __init__(self, conninfo: str = "", *, lock_timeout: float = 30.0) -> None:
         self.conninfo = conninfo
         self.lock_timeout = lock_timeout
-        self._lock = threading.RLock()
+        super().__init__()
         self._connection: psycopg.Connection[Any] | None = None
-        self._pid = 0
 
     def __repr__(self) -> str:
         return f"PostgresLedger({_safe(self.conninfo)!r})"
@@ -241,19 +240,6 @@ class PostgresLedger:
                 raise self._failed("read unresolved calls", error) from error
 
     # --- the connection ---------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection (the next use connects again)."""
-        with self._lock:
-            if self._connection is not None and self._pid == os.getpid():
-                self._connection.close()
-            self._connection = None
-
-    def __enter__(self) -> PostgresLedger:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def _write(self, doing: str, statement: str, parameters: tuple[str, ...]) -> None:
         with self._lock:

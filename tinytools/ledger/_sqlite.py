@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import Literal
@@ -12,6 +11,7 @@ from typing import Literal
 from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
 from tinytools._wire import MessageStatus
 
+from ._connected import Connected
 from ._errors import LedgerError
 from ._rows import RELEASED, arguments_text, entry, key, now
 
@@ -65,7 +65,7 @@ _OPEN = (
 Synchronous = Literal["full", "normal"]
 
 
-class SqliteLedger:
+class SqliteLedger(Connected):
     """The embedded effect ledger: one SQLite file (stdlib ``sqlite3``) in WAL mode.
 
     The file and its schema are created on first use (the schema version is the
@@ -110,9 +110,8 @@ class SqliteLedger:
         self.path = os.fspath(path)
         self.synchronous: Synchronous = synchronous
         self.timeout = timeout
-        self._lock = threading.RLock()
+        super().__init__()
         self._connection: sqlite3.Connection | None = None
-        self._pid = 0
         self._full = False  # the connection's current PRAGMA synchronous is FULL
 
     def __repr__(self) -> str:
@@ -207,19 +206,6 @@ class SqliteLedger:
                 raise self._failed("read unresolved calls", error) from error
 
     # --- the connection ---------------------------------------------------------
-
-    def close(self) -> None:
-        """Close the connection (the next use opens it again)."""
-        with self._lock:
-            if self._connection is not None and self._pid == os.getpid():
-                self._connection.close()
-            self._connection = None
-
-    def __enter__(self) -> SqliteLedger:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     @contextmanager
     def _transaction(self, *, durable: bool, doing: str) -> Iterator[sqlite3.Connection]:
