@@ -573,6 +573,36 @@ class TestToolsArgument:
         tools.remove(transfer)
         assert dispatch_sync([call("1", "transfer", {"amount": 1})], tools).messages[0].is_error
 
+    def test_a_called_tool_replaced_in_place_is_seen(self) -> None:
+        """The cheap check of a list (the called tools' positions) sees a called tool
+        replaced in place, and a tool moved to another position."""
+
+        @tool(name="add")
+        def add_ten(a: int, b: int = 0) -> int:
+            """Add, plus ten."""
+            return a + b + 10
+
+        tools = [add, transfer]
+        assert dispatch_sync([call("1", "add", {"a": 1})], tools).messages[0].content == "1"
+        tools[0] = add_ten
+        assert dispatch_sync([call("1", "add", {"a": 1})], tools).messages[0].content == "11"
+        tools[:] = [transfer, add]
+        assert dispatch_sync([call("1", "add", {"a": 1})], tools).messages[0].content == "1"
+
+    def test_a_new_name_in_a_replaced_slot_is_seen_when_called(self) -> None:
+        """A call to a name the remembered registry lacks compares the whole list."""
+
+        @tool
+        def double(a: int) -> int:
+            """Double a number."""
+            return 2 * a
+
+        tools = [add, transfer]
+        assert dispatch_sync([call("1", "add", {"a": 1})], tools).messages[0].content == "1"
+        tools[1] = double
+        assert dispatch_sync([call("1", "double", {"a": 4})], tools).messages[0].content == "8"
+        assert dispatch_sync([call("1", "transfer", {"amount": 1})], tools).messages[0].is_error
+
     def test_a_tuple_is_used_as_given(self) -> None:
         tools = (add, transfer)
         for _ in range(2):

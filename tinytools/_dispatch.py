@@ -37,6 +37,7 @@ from ._middleware import HookFailed, Stack, compose
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import EventHandler, HostFailed, Run, Stop
+from ._tool_lists import registry_of
 from ._wire import ToolCall, ToolMessage
 from ._workers import Backend, check_backend, run_on
 from .events import Custom
@@ -55,7 +56,6 @@ DeferredToolHandler = (
 DEFAULT_POLICY = RunPolicy()
 _NO_MIDDLEWARE = Stack()
 _STACKS: dict[tuple[int, ...], tuple[tuple[object, ...], Stack]] = {}
-_TOOL_SEQUENCES: dict[int, tuple[object, object, Registry]] = {}
 _REMEMBERED = 64
 _UNMATCHED = {"reason": "no call of the batch has this decision's id; it was ignored"}
 
@@ -82,27 +82,20 @@ def _stack(middleware: Iterable[object] | Stack) -> Stack:
     return stack
 
 
-def _registry(tools: Registry | Toolset | Iterable[AnyTool], context: Context | None) -> Registry:
+def _registry(
+    tools: Registry | Toolset | Iterable[AnyTool],
+    context: Context | None,
+    calls: tuple[ToolCall, ...],
+) -> Registry:
     """The registry for ``dispatch``'s ``tools``: a ``Registry`` as it is; a tuple or list
-    of tools made into one once and remembered (a bounded memo, which changes nothing
-    but speed): a tuple by identity, a list by identity and contents — a list can
-    change, so it is compared item by item (about 0.4 ns a tool) with the one the
-    registry was made from. Pass a ``Registry`` for a large tool set. A toolset is
+    of tools made into one once and remembered (checked against the batch's calls in
+    time proportional to the batch, not the list: :mod:`_tool_lists`); a toolset
     resolved with the dispatch's ``context`` (cached: ``toolsets._base``)."""
     if type(tools) is Registry:
         return tools
     kind = type(tools)
     if kind is tuple or kind is list:
-        known = _TOOL_SEQUENCES.get(id(tools))
-        if known is not None and known[0] is tools and (kind is tuple or known[1] == tools):
-            return known[2]
-        items: tuple[AnyTool, ...] | list[AnyTool] = tools  # type: ignore[assignment]
-        registry = Registry(items)
-        if len(_TOOL_SEQUENCES) >= _REMEMBERED:
-            _TOOL_SEQUENCES.pop(next(iter(_TOOL_SEQUENCES)))
-        snapshot = items if kind is tuple else list(items)
-        _TOOL_SEQUENCES[id(tools)] = (tools, snapshot, registry)
-        return registry
+        return registry_of(tools, calls)  # type: ignore[arg-type]
     return registry_for(tools, context)
 
 
@@ -128,7 +121,7 @@ def _prepare(
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
     if type(policy) is not RunPolicy and not isinstance(policy, RunPolicy):
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
-    registry = tools if type(tools) is Registry else _registry(tools, context)
+    registry = tools if type(tools) is Registry else _registry(tools, context, batch)
     stack = _NO_MIDDLEWARE if middleware == () else _stack(middleware)
     env = DispatchEnv(registry, policy, context, advertised)
     return Run(batch, env, stack, on_event, artifacts, ledger, approvals, cancellation)
@@ -388,7 +381,9 @@ async def dispatch(
         tools: A ``Registry``, a toolset (``tinytools.toolsets``; resolved once
             with ``context``, and cached while the composition and the context
             are unchanged) or the tools themselves (a tuple or list is made into a
-            registry once and remembered; pass a ``Registry`` for a large set).
+            registry once and remembered; a list is checked on each dispatch at the
+            positions of the called tools, so after replacing an uncalled tool in place
+            (``tools[i] = other``) pass a new list or a ``Registry``).
         policy: How calls are admitted and run.
         middleware: Objects with ``before_tool`` / ``after_tool`` hooks (composed
             once per sequence of the same objects).
