@@ -53,6 +53,7 @@ class TestExports:
             "trio",
             "anyio",
             "fastjsonschema",
+            "re2",
         )
         code = f"import sys, tinytools; print(sorted(m for m in {heavy!r} if m in sys.modules))"
         out = subprocess.run(

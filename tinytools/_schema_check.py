@@ -28,7 +28,7 @@ from urllib.parse import unquote
 
 from ._schema_dialect import Dialect
 
-__all__ = ["DEEP", "inline_depth", "schema_problems"]
+__all__ = ["DEEP", "inline_depth", "schema_problems", "subschemas"]
 
 #: Subschemas nested this deep inline (not through `$ref`) may pass what fastjsonschema's
 #: generated code can nest (about 20 levels of `items`/`anyOf`/`not`, 10 of `contains` or
@@ -106,7 +106,7 @@ def _short(value: object) -> str:
 
 
 def _reference_problems(schema: Mapping[str, object]) -> Iterator[str]:
-    for node, path in _subschemas(schema):
+    for node, path in subschemas(schema):
         ident = node.get("$id")
         if path != "$" and isinstance(ident, str) and not ident.startswith("#"):
             yield (
@@ -142,7 +142,7 @@ def _loop_problems(schema: Mapping[str, object]) -> Iterator[str]:
     checking any value would recurse forever (JSON Schema leaves it undefined)."""
     paths: dict[int, str] = {}
     edges: dict[int, list[Mapping[str, object]]] = {}
-    for node, path in _subschemas(schema):
+    for node, path in subschemas(schema):
         paths.setdefault(id(node), path)
         targets: list[object] = []
         for key in _IN_PLACE_LISTS:
@@ -222,7 +222,7 @@ def inline_depth(schema: Mapping[str, object]) -> int:
     return deepest
 
 
-def _subschemas(schema: Mapping[str, object]) -> Iterator[tuple[Mapping[str, object], str]]:
+def subschemas(schema: object) -> Iterator[tuple[Mapping[str, object], str]]:
     """Every schema object in ``schema`` with its path, without recursion."""
     stack: list[tuple[object, str]] = [(schema, "$")]
     while stack:

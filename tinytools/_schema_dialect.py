@@ -15,7 +15,11 @@ What is never enforced locally (each is dropped before compiling; providers and 
 still see it): ``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``,
 ``minContains``/``maxContains`` (with the ``contains`` they qualify),
 ``contentEncoding``/``contentMediaType``/``contentSchema`` (annotations in both
-dialects), and a ``format`` outside :data:`ENFORCED_FORMATS` (an annotation in 2020-12).
+dialects), a ``format`` outside :data:`ENFORCED_FORMATS` (an annotation in 2020-12),
+and a ``pattern`` RE2 cannot run (lookaround, backreferences; see ``_patterns``: every
+pattern enforced locally runs in time linear in the text, never on Python's
+backtracking ``re``). A ``patternProperties`` entry RE2 cannot run is dropped with the
+``additionalProperties`` beside it (which would otherwise take the fields it matches).
 Dropping a constraint loosens the schema it sits in, which is safe where a schema only
 has to match (``properties``, ``allOf``, ``anyOf``, ``items``, …) but not under ``not``,
 ``if`` or ``oneOf``, where a looser subschema can refuse more; so a ``not``, an
@@ -30,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal, TypeAlias
 from urllib.parse import unquote
+
+from ._patterns import enforceable
 
 __all__ = [
     "DIALECTS",
@@ -169,6 +175,13 @@ def local_schema(schema: object, enforce: Enforce, dialect: Dialect, root: objec
             continue
         if key == "format" and value not in ENFORCED_FORMATS:
             continue
+        if key == "pattern" and not enforceable(value):
+            continue
+        if key == "patternProperties" and isinstance(value, Mapping):
+            value = {name: sub for name, sub in value.items() if enforceable(name)}
+            if len(value) < len(schema[key]):  # `additionalProperties` would take their fields
+                dropped.add("additionalProperties")
+                out.pop("additionalProperties", None)
         if key == "$ref" and dialect == "draft2020-12" and isinstance(value, str):
             out[key] = _moved(root, value)
         else:
@@ -226,7 +239,7 @@ def _loosened(schema: object, root: object) -> bool:
         if not isinstance(node, Mapping) or id(node) in seen:
             continue
         seen.add(id(node))
-        if not _UNENFORCED.isdisjoint(node):
+        if not _UNENFORCED.isdisjoint(node) or _lost_pattern(node):
             return True
         for key, value in node.items():
             if key == "$ref" and isinstance(value, str):
@@ -238,6 +251,14 @@ def _loosened(schema: object, root: object) -> bool:
             elif key in _SCHEMAS:
                 stack.append(value)
     return False
+
+
+def _lost_pattern(node: Mapping[str, object]) -> bool:
+    """Whether ``node`` has a ``pattern`` or ``patternProperties`` RE2 cannot run."""
+    if "pattern" in node and not enforceable(node["pattern"]):
+        return True
+    names = node.get("patternProperties")
+    return isinstance(names, Mapping) and not all(enforceable(name) for name in names)
 
 
 def _target(root: object, ref: str) -> object:

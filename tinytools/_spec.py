@@ -268,9 +268,13 @@ class Tool(Generic[P, R]):
                 and uuid (others are annotations), so a model hears of a bad
                 argument before a tool or a remote server does. Not enforced
                 locally (left to the provider or server): ``unevaluated*``,
-                ``$dynamicRef``, ``minContains``/``maxContains``; a ``not``,
-                ``if`` or ``oneOf`` that holds one is skipped whole, so the local
-                check is never stricter than the schema. ``"draft7"`` and
+                ``$dynamicRef``, ``minContains``/``maxContains``, and a
+                ``pattern`` RE2 cannot run (lookaround, backreferences): every
+                ``pattern`` and ``patternProperties`` name enforced is matched by
+                RE2, in time linear in the model's text, never by Python's
+                backtracking ``re``. A ``not``, ``if`` or ``oneOf`` that holds an
+                unenforced constraint is skipped whole, so the local check is
+                never stricter than the schema. ``"draft7"`` and
                 ``"draft2020-12"`` enforce it whole in that dialect whatever
                 ``$schema`` says (for a draft-7 schema without one). ``"subset"``
                 is the opt-out: only ``type``, ``properties``, ``required``,

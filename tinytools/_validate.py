@@ -8,7 +8,8 @@ Two validators share one interface (``validate(tool_name, arguments)``):
 * :class:`SchemaValidator`, for tools built from a JSON schema: msgspec
   decodes, and a fastjsonschema validator, compiled on first use, checks the
   whole schema in its dialect (draft 7 or 2020-12, see ``_schema_dialect``),
-  or the seed's subset under ``enforce="subset"``.
+  or the seed's subset under ``enforce="subset"``. Its patterns run on RE2, in
+  time linear in the model's text (see ``_patterns``), never on Python's ``re``.
 
 Both raise ``ToolArgumentsError`` whose message is written for the model.
 
@@ -28,6 +29,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import msgspec
 
+from ._patterns import linear
+from ._schema_check import subschemas
 from ._schema_dialect import (
     ENFORCED_KEYWORDS,
     FORMAT_CHECKS,
@@ -413,8 +416,9 @@ class SchemaValidator:
             full = self.enforce != "subset"
             self._exact = full and b'"multipleOf"' in msgspec.json.encode(self.schema)
             try:
-                self._check = fastjsonschema.compile(
-                    local_schema(self.schema, self.enforce, self.dialect),  # type: ignore[arg-type]
+                local = local_schema(self.schema, self.enforce, self.dialect)
+                check = fastjsonschema.compile(
+                    local,  # type: ignore[arg-type]
                     handlers=_NO_FETCH,
                     formats=FORMAT_CHECKS if full else {},
                     use_default=False,
@@ -425,6 +429,14 @@ class SchemaValidator:
                     f"tool `{tool_name}`",
                     [f"its parameters schema cannot be compiled ({exc}); fix the schema"],
                 ) from None
+            except ImportError as exc:  # RE2, a dependency, is missing (`pip install --no-deps`)
+                raise ToolDefinitionError(
+                    f"tool `{tool_name}`",
+                    [
+                        f"its parameters schema has a `pattern`, which tinytools matches with "
+                        f"RE2, and RE2 cannot be loaded ({exc}); install google-re2"
+                    ],
+                ) from None
             except (SyntaxError, RecursionError, MemoryError):  # the generated code nests
                 raise ToolDefinitionError(
                     f"tool `{tool_name}`",
@@ -433,6 +445,8 @@ class SchemaValidator:
                         "inner parts into `$defs` and refer to them with `$ref`"
                     ],
                 ) from None
+            _run_patterns_linearly(tool_name, check, local)
+            self._check = check
         return self._check
 
     def validate(self, tool_name: str, arguments: Arguments) -> dict[str, object]:
@@ -470,6 +484,55 @@ class SchemaValidator:
                 path=path,
             ) from None
         return value
+
+
+def _run_patterns_linearly(
+    tool_name: str, check: Callable[[object], object], local: object
+) -> None:
+    """Make ``check`` match the schema's patterns with RE2 (see ``_patterns``).
+
+    fastjsonschema's generated code looks every regex up by name in its
+    ``REGEX_PATTERNS`` table: each ``pattern`` and ``patternProperties`` name is
+    replaced there by its RE2 :class:`~tinytools._patterns.Pattern` (``local_schema``
+    kept only those RE2 runs). The format checks' regexes (``<format>_re_pattern``)
+    stay: they are fixed, and linear (measured on hostile text of up to 2M characters). Any other
+    name in the table, or no table where the schema has patterns, means fastjsonschema
+    changed how it keeps them: the schema is then refused rather than matched by a
+    backtracking engine.
+    """
+    wanted = set(_patterns_in(local))  # a superset: definitions never referred to count
+    table = getattr(getattr(check, "func", check), "__globals__", {}).get("REGEX_PATTERNS")
+    if not wanted and not table:
+        return
+    unknown = [
+        name
+        for name in table or ()
+        if name not in wanted and not (isinstance(name, str) and name.endswith("_re_pattern"))
+    ]
+    if not isinstance(table, dict) or unknown:
+        raise ToolDefinitionError(
+            f"tool `{tool_name}`",
+            [
+                "its parameters schema has a `pattern` this fastjsonschema version does not "
+                "let tinytools match in linear time; install the fastjsonschema version "
+                "tinytools declares, or report it"
+            ],
+        )
+    for pattern in wanted.intersection(table):
+        compiled = linear(pattern)
+        assert compiled is not None  # `local_schema` keeps only the patterns RE2 runs
+        table[pattern] = compiled
+
+
+def _patterns_in(schema: object) -> Iterator[str]:
+    """Every ``pattern`` and ``patternProperties`` name in ``schema`` (a local schema)."""
+    for node, _ in subschemas(schema):
+        pattern = node.get("pattern")
+        if isinstance(pattern, str):
+            yield pattern
+        names = node.get("patternProperties")
+        if isinstance(names, Mapping):
+            yield from names
 
 
 def _past_float(value: object) -> str:
