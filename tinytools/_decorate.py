@@ -187,13 +187,13 @@ def _build(fn: Callable[P, R], options: _Options) -> Tool[P, R]:
         problems.append(f"{name_problem}; pass name=... to @tool")
     if problems or isinstance(built, list) or isinstance(policy, list) or name is None:
         raise ToolDefinitionError(subject, problems)
-    struct, schema = built
+    struct, schema, decoding = built
     return Tool(
         name,
         options.description if options.description is not None else doc.description,
         schema,
         fn,
-        validator=StructValidator(struct),
+        validator=StructValidator(struct, decoding),
         injections=signature.injections,
         policy=policy,
         exposure=options.exposure,
