@@ -145,7 +145,10 @@ def _type_name(annotation: object) -> str:
 
 def build_arguments(
     params: Sequence[Param],
-) -> tuple[type[msgspec.Struct], dict[str, object], tuple[type[msgspec.Struct], Checks] | None] | list[str]:
+) -> (
+    tuple[type[msgspec.Struct], dict[str, object], tuple[type[msgspec.Struct], Checks] | None]
+    | list[str]
+):
     """The arguments struct, its JSON schema and how to decode it; or every problem found.
 
     Returns:

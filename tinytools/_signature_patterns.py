@@ -178,7 +178,8 @@ class _Rewriter:
         if not patterns and inner is None:
             return tp, None, ()
         kept = tuple(_without_pattern(m) for m in metadata)
-        rewritten = Annotated[(new_base, *kept)] if kept else new_base
+        args = (new_base, *kept)
+        rewritten = Annotated[args] if kept else new_base
         if not patterns:
             return rewritten, inner, kinds
         match = _matcher(patterns)
@@ -195,7 +196,7 @@ class _Rewriter:
         fixes = [(kinds, fix) for _, fix, kinds in members if fix is not None]
         if not fixes:
             return tp, None, ()
-        rewritten = Union[tuple(m[0] for m in members)]  # noqa: UP007 - built at run time
+        rewritten = Union.__getitem__(tuple(m[0] for m in members))  # type: ignore[attr-defined,unused-ignore]
 
         def pick(value: object, where: str) -> object:
             kind = type(value)
@@ -209,7 +210,9 @@ class _Rewriter:
     def _tuple(self, tp: object, args: tuple[object, ...]) -> tuple[object, Fix | None, Kinds]:
         if len(args) == 2 and args[1] is Ellipsis:
             item, fix, _ = self.rewrite(args[0])
-            return (tp, None, ()) if fix is None else (tuple[item, ...], _each(fix), (tuple,))
+            if fix is None:
+                return tp, None, ()
+            return tuple[item, ...], _each(fix), (tuple,)  # type: ignore[valid-type]
         members = [self.rewrite(arg) for arg in args]
         fixes = [m[1] for m in members]
         if all(f is None for f in fixes):
@@ -224,7 +227,7 @@ class _Rewriter:
                     items[index] = fix(items[index], f"{where}[{index}]")
             return tuple(items)
 
-        return tuple[tuple(m[0] for m in members)], positions, (tuple,)
+        return tuple.__class_getitem__(tuple(m[0] for m in members)), positions, (tuple,)
 
     def _items(self, tp: object, origin: type, arg: object) -> tuple[object, Fix | None, Kinds]:
         item, fix, _ = self.rewrite(arg)
@@ -275,9 +278,7 @@ class _Rewriter:
             return cls, None, ()  # msgspec refuses it; the schema said so already
         fields = info.fields  # type: ignore[attr-defined]
         hints = _hints(cls)
-        rewritten = [
-            self.rewrite(hints.get(f.name, typing.Any))[:2] for f in fields
-        ]
+        rewritten = [self.rewrite(hints.get(f.name, typing.Any))[:2] for f in fields]
         if all(fix is None for _, fix in rewritten):
             return cls, None, ()
         if kind == "namedtuple":
@@ -348,10 +349,11 @@ class _Rewriter:
         def rebuild(value: object, where: str) -> object:
             if type(value) is not shadow:
                 return value
-            items = [
-                fix(item, f"{where}[{index}]") if fix is not None and item is not default else item
-                for index, (item, (fix, default)) in enumerate(zip(value, plan))  # type: ignore[call-overload]
-            ]
+            assert isinstance(value, tuple)
+            items: list[object] = list(value)
+            for index, (fix, default) in enumerate(plan):
+                if fix is not None and items[index] is not default:
+                    items[index] = fix(items[index], f"{where}[{index}]")
             return cls(*items)
 
         return shadow, rebuild, (shadow,)
@@ -366,7 +368,7 @@ class _Rewriter:
         rewritten = {f.name: self.rewrite(hints.get(f.name, typing.Any))[:2] for f in fields}
         if all(fix is None for _, fix in rewritten.values()):
             return cls, None, ()
-        shadow = typing.TypedDict(  # type: ignore[operator]
+        shadow = typing.TypedDict(  # type: ignore[misc]
             cls.__name__, {name: tp for name, (tp, _) in rewritten.items()}
         )
         required = frozenset(f.name for f in fields if f.required)
@@ -408,17 +410,17 @@ def _each(fix: Fix) -> Fix:
     return items
 
 
+#: What a ``msgspec.Meta`` holds besides ``pattern``.
+_META_FIELDS = (
+    "gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length", "tz",
+    "title", "description", "examples", "extra_json_schema", "extra",
+)  # fmt: skip
+
+
 def _without_pattern(meta: object) -> object:
     if not isinstance(meta, msgspec.Meta) or meta.pattern is None:
         return meta
-    kept = {
-        name: getattr(meta, name)
-        for name in (
-            "gt", "ge", "lt", "le", "multiple_of", "min_length", "max_length", "tz",
-            "title", "description", "examples", "extra_json_schema", "extra",
-        )  # fmt: skip
-        if getattr(meta, name) is not None
-    }
+    kept = {name: getattr(meta, name) for name in _META_FIELDS if getattr(meta, name) is not None}
     return msgspec.Meta(**kept)
 
 
@@ -458,7 +460,13 @@ def _unqualified(tp: object) -> object:
         metadata, tp = tp.__metadata__, tp.__origin__  # type: ignore[attr-defined]
     while typing.get_origin(tp) in (Required, NotRequired):
         tp = typing.get_args(tp)[0]
-    return Annotated[(tp, *metadata)] if metadata else tp
+    args = (tp, *metadata)
+    return Annotated[args] if metadata else tp
+
+
+def _blank(cls: type) -> object:
+    """An instance whose fields are set next (as msgspec makes dataclasses and attrs classes)."""
+    return cls.__new__(cls)  # type: ignore[call-overload]
 
 
 def _build_struct(cls: type) -> Callable[[dict[str, object]], object]:
@@ -469,7 +477,7 @@ def _build_dataclass(cls: type) -> Callable[[dict[str, object]], object]:
     post_init = getattr(cls, "__post_init__", None)
 
     def build(values: dict[str, object]) -> object:
-        out = cls.__new__(cls)
+        out = _blank(cls)
         for name, value in values.items():
             object.__setattr__(out, name, value)
         if post_init is not None:
@@ -485,13 +493,13 @@ def _build_attrs(cls: type) -> Callable[[dict[str, object]], object]:
     checked = [f for f in attrs.fields(cls) if f.validator is not None]
 
     def build(values: dict[str, object]) -> object:
-        out = cls.__new__(cls)
+        out = _blank(cls)
         if pre_init is not None:
             pre_init(out)
         for name, value in values.items():
             object.__setattr__(out, name, value)
         for field in checked:
-            field.validator(out, field, values[field.name])  # type: ignore[misc]
+            field.validator(out, field, values[field.name])
         if post_init is not None:
             post_init(out)
         return out

@@ -232,7 +232,8 @@ class StructValidator:
         self._struct = struct
         # What msgspec decodes into: the struct itself, or, when it holds patterns, the
         # same struct without them, checked after decoding with RE2 (`_signature_patterns`).
-        self._decode_struct, self._checks = decoding or (struct, None)
+        self._decode_struct = struct if decoding is None else decoding[0]
+        self._checks = None if decoding is None else decoding[1]
         #: Decode raw JSON straight into the Struct (raises msgspec's errors as they are;
         #: a repeated field or a pattern mismatch raises a ``ValidationError`` too).
         self.decode = _struct_decoder(self._decode_struct)
