@@ -24,7 +24,7 @@ import attrs
 import msgspec
 
 from ._introspect import Param
-from ._signature_patterns import Unfit, leftover_patterns, unpatterned
+from ._signature_patterns import Unfit, ecma_spelling, leftover_patterns, unpatterned
 
 __all__ = ["Checks", "build_arguments"]
 
@@ -166,12 +166,29 @@ def build_arguments(
         schema = _schema(struct, params)
     except (TypeError, ValueError) as exc:
         return _unsupported(params) or [f"its parameters cannot be described as JSON ({exc})"]
-    if b'"pattern"' not in msgspec.json.encode(schema):
+    encoded = msgspec.json.encode(schema)
+    if b'"pattern"' not in encoded:
         return struct, schema, None  # no pattern anywhere: msgspec decodes it all
+    if b"\\\\A" in encoded or b"\\\\Z" in encoded:
+        _respell(schema)
     decoding = _decoding(params)
     if isinstance(decoding, list):
         return decoding
     return struct, schema, decoding
+
+
+def _respell(schema: dict[str, object]) -> None:
+    """Write each pattern's Python ``\\A``/``\\Z`` as JSON Schema's ``^``/``$``, in place."""
+    stack: list[object] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            pattern = node.get("pattern")
+            if isinstance(pattern, str):
+                node["pattern"] = ecma_spelling(pattern)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def _decoding(params: Sequence[Param]) -> tuple[type[msgspec.Struct], Checks] | list[str]:

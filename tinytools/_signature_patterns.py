@@ -52,7 +52,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - typing_extensions is msgspec's own dependency there
     from typing_extensions import NotRequired, Required
 
-__all__ = ["Fix", "Unfit", "leftover_patterns", "unpatterned"]
+__all__ = ["Fix", "Unfit", "ecma_spelling", "leftover_patterns", "unpatterned"]
 
 #: A decoded value and where it is (as msgspec writes paths) -> the value the function gets.
 Fix = Callable[[object, str], object]
@@ -102,16 +102,47 @@ def _mismatch(pattern: str, where: str) -> msgspec.ValidationError:
     return msgspec.ValidationError(f"Expected `str` matching regex {pattern!r} - at `{where}`")
 
 
+def ecma_spelling(pattern: str) -> str:
+    """``pattern`` with Python's ``\\A`` and ``\\Z`` written ``^`` and ``$``.
+
+    Outside a character class (where Python refuses them) they anchor at the start and
+    the end of the text, which is what ``^`` and ``$`` mean in JSON Schema's ECMA-262
+    (no multiline flag); ECMA-262 itself has no ``\\A`` or ``\\Z``.
+    """
+    if "\\A" not in pattern and "\\Z" not in pattern:
+        return pattern
+    out: list[str] = []
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            pair = pattern[index : index + 2]
+            out.append({"\\A": "^", "\\Z": "$"}.get(pair, pair) if not in_class else pair)
+            index += 2
+            continue
+        if char == "[" and not in_class:
+            in_class = True
+            if pattern[index + 1 : index + 2] == "]":  # `[]...]`: the `]` is a member
+                out.append("[]")
+                index += 2
+                continue
+        elif char == "]":
+            in_class = False
+        out.append(char)
+        index += 1
+    return "".join(out)
+
+
 def _matcher(patterns: list[str]) -> Fix:
     compiled = []
-    for pattern in patterns:
+    for written in patterns:
+        pattern = ecma_spelling(written)
         engine = linear(pattern)
         if engine is None:
             raise Unfit(
-                f"pattern {pattern!r} cannot be matched in time linear in the model's text "
-                "(RE2 has no lookaround, backreferences or Python-only escapes such as `\\Z`; "
-                "`$` already ends the text); rewrite it without them, or check the value in "
-                "the function"
+                f"pattern {written!r} cannot be matched in time linear in the model's text "
+                "(RE2 has no lookaround, backreferences or escapes JSON Schema lacks); "
+                "rewrite it without them, or check the value in the function"
             )
         compiled.append((pattern, engine.search))
 
