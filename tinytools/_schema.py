@@ -195,14 +195,21 @@ def _decoding(params: Sequence[Param]) -> tuple[type[msgspec.Struct], Checks] | 
     """The decode struct without patterns and the checks that match them, or the problems."""
     problems: list[str] = []
     plain: list[Param] = []
-    plan: list[tuple[str, Callable[[object, str], object], object]] = []
+    plan: list[tuple[str, Callable[[object, str], object], object, str]] = []
     for param in params:
         try:
             annotation, fix = unpatterned(param.annotation)
         except Unfit as unfit:
             problems.append(f"parameter `{param.name}`: {unfit}")
             continue
-        left = leftover_patterns(annotation)
+        try:
+            left = leftover_patterns(annotation)
+        except (TypeError, ValueError) as exc:  # msgspec cannot read the rewritten type
+            problems.append(
+                f"parameter `{param.name}`: its type cannot be decoded without its patterns "
+                f"({exc}); check the value in the function instead of with a pattern"
+            )
+            continue
         if left:
             problems.append(
                 f"parameter `{param.name}`: its type holds pattern {left[0]!r} inside a "
@@ -213,16 +220,16 @@ def _decoding(params: Sequence[Param]) -> tuple[type[msgspec.Struct], Checks] | 
             continue
         plain.append(attrs.evolve(param, annotation=annotation))
         if fix is not None:
-            plan.append((param.name, fix, param.default))
+            plan.append((param.name, fix, param.default, f"$.{param.name}"))
     if problems:
         return problems
     decode_struct = _struct(plain)
 
     def checks(value: msgspec.Struct) -> msgspec.Struct:
-        for name, fix, default in plan:
+        for name, fix, default, where in plan:
             item = getattr(value, name)
             if item is not default:
-                new = fix(item, f"$.{name}")
+                new = fix(item, where)
                 if new is not item:
                     setattr(value, name, new)
         return value

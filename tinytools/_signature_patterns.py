@@ -286,7 +286,8 @@ class _Rewriter:
                         decoded[name] = new
             return decoded
 
-        return origin[key, value], entries, (dict,)  # type: ignore[index]
+        rewritten = origin[key, value] if len(args) > 1 else origin[key]  # type: ignore[index]
+        return rewritten, entries, (dict,)
 
     def _class(self, cls: type) -> tuple[object, Fix | None, Kinds]:
         if getattr(cls, "__parameters__", ()):
