@@ -122,9 +122,11 @@ def ecma_spelling(pattern: str) -> str:
             continue
         if char == "[" and not in_class:
             in_class = True
-            if pattern[index + 1 : index + 2] == "]":  # `[]...]`: the `]` is a member
-                out.append("[]")
-                index += 2
+            # `[]...]`, `[^]...]`: Python reads a first `]` as a member of the class.
+            opening = "[^]" if pattern.startswith("[^]", index) else pattern[index : index + 2]
+            if opening.endswith("]"):
+                out.append(opening)
+                index += len(opening)
                 continue
         elif char == "]":
             in_class = False

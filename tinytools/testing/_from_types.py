@@ -23,6 +23,7 @@ from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
 from tinytools._patterns import linear
+from tinytools._signature_patterns import ecma_spelling
 
 from ._json import json_values
 
@@ -175,7 +176,7 @@ def _strings(node: mi.StrType) -> SearchStrategy[object]:
     # Drawn by Python's `re` rules, kept by JSON Schema's (ECMA-262, on RE2), which the
     # tool enforces: `$` ends the text, `\d` and `\w` are ASCII. A pattern is matched
     # anywhere in the text, as `re.search` does.
-    matches = linear(node.pattern)
+    matches = linear(ecma_spelling(node.pattern))
     return st.from_regex(node.pattern).filter(
         lambda text: (
             low <= len(text)
