@@ -402,3 +402,26 @@ def test_ordinary_patterns_agree_with_msgspecs_re(data: st.DataObject) -> None:
         except ToolArgumentsError as error:
             outcomes.append(str(error).split(" Expected arguments", 1)[0])
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="`type` aliases arrived in Python 3.12")
+def test_type_alias_values_are_matched() -> None:
+    namespace: dict[str, object] = {}
+    exec(  # the `type` statement is a syntax error before 3.12
+        "from typing import Annotated\n"
+        "import msgspec\n"
+        'type Evil = Annotated[str, msgspec.Meta(pattern="^(a+)+$")]\n'
+        "type Evils = list[Evil]\n",
+        namespace,
+    )
+    Evils = namespace["Evils"]
+
+    @tool
+    def f(words: Evils) -> str:  # type: ignore[valid-type]
+        """Doc."""
+        return "ok"
+
+    assert f.validate('{"words": ["aa"]}') == {"words": ["aa"]}
+    assert refusal(f, {"words": ["a", "a" * 5000 + "!"]}).endswith(
+        "at `$.words[1]`: Expected `string` matching regex '^(a+)+$'."
+    )

@@ -4,7 +4,10 @@ Two validators share one interface (``validate(tool_name, arguments)``):
 
 * :class:`StructValidator`, for tools built from a signature: msgspec decodes
   raw JSON straight into a generated ``Struct`` — decoding, validation and
-  conversion to the parameters' Python types in one compiled pass.
+  conversion to the parameters' Python types in one compiled pass. When the
+  parameters hold a ``msgspec.Meta(pattern=...)``, msgspec decodes a copy of the
+  struct without its patterns and RE2 matches them afterwards (see
+  ``_signature_patterns``): msgspec would match them with Python's backtracking ``re``.
 * :class:`SchemaValidator`, for tools built from a JSON schema: msgspec
   decodes, and a fastjsonschema validator, compiled on first use, checks the
   whole schema in its dialect (draft 7 or 2020-12, see ``_schema_dialect``),
