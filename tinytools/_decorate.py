@@ -122,6 +122,11 @@ def tool(
     for tinytools to fill, and a compiled validator is built. The result is
     still callable exactly like the function.
 
+    A ``msgspec.Meta(pattern=...)`` anywhere in a parameter's type is matched
+    with JSON Schema's meaning (ECMA-262, as the schema tells the model: ``$``
+    ends the text, ``\\d`` and ``\\w`` are ASCII) by RE2, in time linear in the
+    model's text, never by Python's backtracking ``re``.
+
     Args:
         fn: The function, when used bare (``@tool``).
         name: The tool name (default: the function's ``__name__``).
@@ -144,7 +149,9 @@ def tool(
         ToolDefinitionError: Every problem with the function at once: variadic
             or unannotated parameters, unsupported types, docstring entries
             for parameters the signature lacks, an invalid name, shortcuts
-            that contradict each other or ``policy``.
+            that contradict each other or ``policy``, a ``pattern`` RE2 cannot
+            run (lookaround, backreferences) or one inside a recursive or
+            generic class.
     """
     options = _Options(
         name=name,
@@ -187,13 +194,13 @@ def _build(fn: Callable[P, R], options: _Options) -> Tool[P, R]:
         problems.append(f"{name_problem}; pass name=... to @tool")
     if problems or isinstance(built, list) or isinstance(policy, list) or name is None:
         raise ToolDefinitionError(subject, problems)
-    struct, schema = built
+    struct, schema, decoding = built
     return Tool(
         name,
         options.description if options.description is not None else doc.description,
         schema,
         fn,
-        validator=StructValidator(struct),
+        validator=StructValidator(struct, decoding),
         injections=signature.injections,
         policy=policy,
         exposure=options.exposure,

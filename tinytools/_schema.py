@@ -20,11 +20,17 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Sequence
 
+import attrs
 import msgspec
 
 from ._introspect import Param
+from ._signature_patterns import Unfit, ecma_spelling, leftover_patterns, unpatterned
 
-__all__ = ["build_arguments"]
+__all__ = ["Checks", "build_arguments"]
+
+#: Runs after decoding into the decode struct: matches the patterns taken out of it and
+#: builds the user's classes (raises ``msgspec.ValidationError`` as msgspec would).
+Checks = Callable[[msgspec.Struct], msgspec.Struct]
 
 _STRUCT_NAME = "__tinytools_arguments__"
 
@@ -139,16 +145,95 @@ def _type_name(annotation: object) -> str:
 
 def build_arguments(
     params: Sequence[Param],
-) -> tuple[type[msgspec.Struct], dict[str, object]] | list[str]:
-    """The arguments struct and its JSON schema, or every problem found.
+) -> (
+    tuple[type[msgspec.Struct], dict[str, object], tuple[type[msgspec.Struct], Checks] | None]
+    | list[str]
+):
+    """The arguments struct, its JSON schema and how to decode it; or every problem found.
 
     Returns:
-        ``(struct, schema)``: the struct decodes and validates arguments, the
-        schema is the tool's model-visible ``parameters``. Or a list of
-        problem sentences when a parameter's type is unsupported.
+        ``(struct, schema, decoding)``: the struct describes the arguments, the
+        schema (generated from it, ``pattern`` included) is the tool's
+        model-visible ``parameters``. ``decoding`` is None when msgspec may decode
+        straight into the struct; when the parameters hold a ``msgspec.Meta``
+        pattern it is ``(decode_struct, checks)``: the same struct without its
+        patterns, and what matches them with RE2 after decoding (see
+        ``_signature_patterns``). Or a list of problem sentences when a
+        parameter's type is unsupported or holds a pattern RE2 cannot run.
     """
     try:
         struct = _struct(params)
-        return struct, _schema(struct, params)
+        schema = _schema(struct, params)
     except (TypeError, ValueError) as exc:
         return _unsupported(params) or [f"its parameters cannot be described as JSON ({exc})"]
+    encoded = msgspec.json.encode(schema)
+    if b'"pattern"' not in encoded:
+        # msgspec advertises every pattern it would match (a dict key's in
+        # `propertyNames`): none here, so msgspec decodes it all, as fast as ever.
+        return struct, schema, None
+    if b"\\\\A" in encoded or b"\\\\Z" in encoded:
+        _respell(schema)
+    decoding = _decoding(params)
+    if isinstance(decoding, list):
+        return decoding
+    return struct, schema, decoding
+
+
+def _respell(schema: dict[str, object]) -> None:
+    """Write each pattern's Python ``\\A``/``\\Z`` as JSON Schema's ``^``/``$``, in place."""
+    stack: list[object] = [schema]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            pattern = node.get("pattern")
+            if isinstance(pattern, str):
+                node["pattern"] = ecma_spelling(pattern)
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+
+
+def _decoding(params: Sequence[Param]) -> tuple[type[msgspec.Struct], Checks] | list[str]:
+    """The decode struct without patterns and the checks that match them, or the problems."""
+    problems: list[str] = []
+    plain: list[Param] = []
+    plan: list[tuple[str, Callable[[object, str], object], object, str]] = []
+    for param in params:
+        try:
+            annotation, fix = unpatterned(param.annotation)
+        except Unfit as unfit:
+            problems.append(f"parameter `{param.name}`: {unfit}")
+            continue
+        try:
+            left = leftover_patterns(annotation)
+        except (TypeError, ValueError) as exc:  # msgspec cannot read the rewritten type
+            problems.append(
+                f"parameter `{param.name}`: its type cannot be decoded without its patterns "
+                f"({exc}); check the value in the function instead of with a pattern"
+            )
+            continue
+        if left:
+            problems.append(
+                f"parameter `{param.name}`: its type holds pattern {left[0]!r} inside a "
+                "generic or recursive class, which msgspec would match with Python's "
+                "backtracking `re` (model text can make that run for hours); move the "
+                "pattern to a non-generic class or check the value in the function"
+            )
+            continue
+        plain.append(attrs.evolve(param, annotation=annotation))
+        if fix is not None:
+            plan.append((param.name, fix, param.default, f"$.{param.name}"))
+    if problems:
+        return problems
+    decode_struct = _struct(plain)
+
+    def checks(value: msgspec.Struct) -> msgspec.Struct:
+        for name, fix, default, where in plan:
+            item = getattr(value, name)
+            if item is not default:
+                new = fix(item, where)
+                if new is not item:
+                    setattr(value, name, new)
+        return value
+
+    return decode_struct, checks

@@ -4,7 +4,10 @@ Two validators share one interface (``validate(tool_name, arguments)``):
 
 * :class:`StructValidator`, for tools built from a signature: msgspec decodes
   raw JSON straight into a generated ``Struct`` — decoding, validation and
-  conversion to the parameters' Python types in one compiled pass.
+  conversion to the parameters' Python types in one compiled pass. When the
+  parameters hold a ``msgspec.Meta(pattern=...)``, msgspec decodes a copy of the
+  struct without its patterns and RE2 matches them afterwards (see
+  ``_signature_patterns``): msgspec would match them with Python's backtracking ``re``.
 * :class:`SchemaValidator`, for tools built from a JSON schema: msgspec
   decodes, and a fastjsonschema validator, compiled on first use, checks the
   whole schema in its dialect (draft 7 or 2020-12, see ``_schema_dialect``),
@@ -220,13 +223,35 @@ def _refuse_repeats(text: str | bytes) -> None:
 class StructValidator:
     """Validates and converts arguments through a generated msgspec ``Struct``."""
 
-    __slots__ = ("_struct", "decode")
+    __slots__ = ("_checks", "_decode_struct", "_struct", "decode")
 
-    def __init__(self, struct: type[msgspec.Struct]) -> None:
+    def __init__(
+        self,
+        struct: type[msgspec.Struct],
+        decoding: tuple[type[msgspec.Struct], Callable[[msgspec.Struct], msgspec.Struct]]
+        | None = None,
+    ) -> None:
+        #: The arguments as the schema describes them (``msgspec.Meta`` patterns included).
         self._struct = struct
+        # What msgspec decodes into: the struct itself, or, when it holds patterns, the
+        # same struct without them, checked after decoding with RE2 (`_signature_patterns`).
+        self._decode_struct = struct if decoding is None else decoding[0]
+        self._checks = None if decoding is None else decoding[1]
         #: Decode raw JSON straight into the Struct (raises msgspec's errors as they are;
-        #: a repeated field raises a ``ValidationError`` too).
-        self.decode = _struct_decoder(struct)
+        #: a repeated field or a pattern mismatch raises a ``ValidationError`` too).
+        self.decode = _struct_decoder(self._decode_struct)
+        checks = self._checks
+        if checks is not None:
+            decode = self.decode
+
+            def checked(text: str | bytes) -> msgspec.Struct:
+                return checks(decode(text))
+
+            self.decode = checked
+
+    def _convert(self, value: object) -> msgspec.Struct:
+        decoded = msgspec.convert(value, self._decode_struct)
+        return decoded if self._checks is None else self._checks(decoded)
 
     def validate(self, tool_name: str, arguments: Arguments) -> dict[str, object]:
         """The keyword arguments for the function, converted to the parameters' types.
@@ -241,7 +266,7 @@ class StructValidator:
                 value = self.decode(arguments)
             else:
                 _refuse_values(tool_name, arguments)
-                value = msgspec.convert(arguments, self._struct)
+                value = self._convert(arguments)
         except _Refused as refused:
             raise ToolArgumentsError(tool_name, refused.detail, path=refused.path) from None
         except msgspec.ValidationError as error:  # before DecodeError, its base class
@@ -269,7 +294,7 @@ class StructValidator:
         if not str(error).split(" - at ", 1)[0].endswith("got `float`"):
             raise _from_msgspec(tool_name, error) from None
         try:
-            return msgspec.convert(_integral_floats_to_int(decoded), self._struct)
+            return self._convert(_integral_floats_to_int(decoded))
         except msgspec.ValidationError:
             raise _from_msgspec(tool_name, error) from None
 

@@ -22,6 +22,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
+from tinytools._patterns import linear
+from tinytools._signature_patterns import ecma_spelling
+
 from ._json import json_values
 
 __all__ = ["arguments_from_struct"]
@@ -170,9 +173,16 @@ def _strings(node: mi.StrType) -> SearchStrategy[object]:
     low, high = node.min_length or 0, node.max_length
     if node.pattern is None:
         return st.text(min_size=low, max_size=high)
-    # msgspec matches a pattern anywhere in the text (`re.search`), as JSON Schema does.
+    # Drawn by Python's `re` rules, kept by JSON Schema's (ECMA-262, on RE2), which the
+    # tool enforces: `$` ends the text, `\d` and `\w` are ASCII. A pattern is matched
+    # anywhere in the text, as `re.search` does.
+    matches = linear(ecma_spelling(node.pattern))
     return st.from_regex(node.pattern).filter(
-        lambda text: low <= len(text) and (high is None or len(text) <= high)
+        lambda text: (
+            low <= len(text)
+            and (high is None or len(text) <= high)
+            and (matches is None or matches.search(text))
+        )
     )
 
 
