@@ -24,6 +24,7 @@ import linecache
 import random
 import threading
 import time
+from collections.abc import Callable
 from types import CodeType
 
 import msgspec
@@ -237,17 +238,18 @@ def timed_out(item: Admitted, timeout: float) -> Failed:
 
 
 def _in_thread(
-    fn: functools.partial[object],
+    fn: Callable[..., object],
+    kwargs: dict[str, object],
     handle: Cancellation,
     timeout: float | None,
     cancellation: Cancellation | None,
 ) -> tuple[bool, object]:
     """Run ``fn`` on a pool thread and wait for it: ``(True, value)``, or ``(False, None)``
     when the timeout passed or the batch was cancelled first (the thread is abandoned)."""
-    job: Job[object] = THREADS.submit(fn)
-    if cancellation is None:
-        finished = job.done.wait(timeout)
-    else:
+    if cancellation is None:  # the common case: the pool's direct hand-off
+        finished, value = THREADS.run(fn, kwargs, timeout)
+    else:  # woken by the job's end or the batch's cancellation, whichever comes first
+        job: Job[object] = THREADS.submit(functools.partial(fn, **kwargs))
         wake = threading.Event()
         job.on_done(wake.set)
         forget = cancellation.on_cancel(wake.set)
@@ -256,10 +258,10 @@ def _in_thread(
         finally:
             forget()
         finished = job.done.is_set()
-    if not finished:
+        value = job.outcome() if finished else None
+    if not finished and handle is not UNSEEN:
         handle.cancel()  # the abandoned tool can still see it should stop
-        return False, None
-    return True, job.outcome()
+    return finished, value
 
 
 def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
@@ -274,7 +276,7 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
     # Plan.timeout_under and Plan.threaded, written out (two frames fewer per call).
     timeout = plan.timeout or run.env.policy.tool_timeout
     threaded = plan.blocking or timeout is not None  # an async tool never comes here
-    if threaded or plan.injections:
+    if plan.injections:
         handle = Cancellation()
         kwargs = kwargs_for(run, item, handle, deadline)
     else:  # nothing can see the handle or the injected values: none are made
@@ -289,9 +291,7 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
             if deadline is not None:
                 left = max(0.0, deadline - time.monotonic())
                 wait = left if wait is None else min(wait, left)
-            finished, value = _in_thread(
-                functools.partial(fn, **kwargs), handle, wait, run.cancellation
-            )
+            finished, value = _in_thread(fn, kwargs, handle, wait, run.cancellation)
             if finished:
                 return value
             if run.cancellation is not None and run.cancellation.cancelled:
