@@ -240,28 +240,23 @@ def timed_out(item: Admitted, timeout: float) -> Failed:
 def _in_thread(
     fn: Callable[..., object],
     kwargs: dict[str, object],
-    handle: Cancellation,
     timeout: float | None,
-    cancellation: Cancellation | None,
+    cancellation: Cancellation,
 ) -> tuple[bool, object]:
-    """Run ``fn`` on a pool thread and wait for it: ``(True, value)``, or ``(False, None)``
-    when the timeout passed or the batch was cancelled first (the thread is abandoned)."""
-    if cancellation is None:  # the common case: the pool's direct hand-off
-        finished, value = THREADS.run(fn, kwargs, timeout)
-    else:  # woken by the job's end or the batch's cancellation, whichever comes first
-        job: Job[object] = THREADS.submit(functools.partial(fn, **kwargs))
-        wake = threading.Event()
-        job.on_done(wake.set)
-        forget = cancellation.on_cancel(wake.set)
-        try:
-            wake.wait(timeout)
-        finally:
-            forget()
-        finished = job.done.is_set()
-        value = job.outcome() if finished else None
-    if not finished and handle is not UNSEEN:
-        handle.cancel()  # the abandoned tool can still see it should stop
-    return finished, value
+    """Run ``fn`` on a pool thread and wait for it, or for the batch's cancellation:
+    ``(True, value)``, or ``(False, None)`` when the timeout passed or the batch was
+    cancelled first (the thread is abandoned)."""
+    job: Job[object] = THREADS.submit(functools.partial(fn, **kwargs))
+    wake = threading.Event()
+    job.on_done(wake.set)
+    forget = cancellation.on_cancel(wake.set)
+    try:
+        wake.wait(timeout)
+    finally:
+        forget()
+    if not job.done.is_set():
+        return False, None
+    return True, job.outcome()
 
 
 def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
@@ -291,9 +286,14 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
             if deadline is not None:
                 left = max(0.0, deadline - time.monotonic())
                 wait = left if wait is None else min(wait, left)
-            finished, value = _in_thread(fn, kwargs, handle, wait, run.cancellation)
+            if run.cancellation is None:  # the pool's direct hand-off
+                finished, value = THREADS.run(fn, kwargs, wait)
+            else:
+                finished, value = _in_thread(fn, kwargs, wait, run.cancellation)
             if finished:
                 return value
+            if handle is not UNSEEN:
+                handle.cancel()  # the abandoned tool can still see it should stop
             if run.cancellation is not None and run.cancellation.cancelled:
                 return interrupted(Stop.CANCELLED)
             if timeout is not None and wait == timeout:
