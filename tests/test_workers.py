@@ -8,7 +8,10 @@ test (a tool that never returns in time).
 
 from __future__ import annotations
 
+import os
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 
@@ -235,3 +238,38 @@ def test_dispatch_sync_answers_a_hung_tool_at_its_timeout_and_runs_the_next(
     gate.set()
     result = dispatch_sync(calls[1:], [hang], policy=RunPolicy(tool_timeout=5))
     assert result.messages[0].content == "late"
+
+
+FORKED = """
+import os, sys
+from tinytools import RunPolicy, ToolCall, dispatch_sync, tool
+
+@tool(blocking=True)
+def pid() -> int:
+    \"\"\"This process's id, from a tool thread.\"\"\"
+    return os.getpid()
+
+def ask() -> str:
+    result = dispatch_sync([ToolCall("p", "pid", {})], [pid], policy=RunPolicy(tool_timeout=5))
+    return result.messages[0].content
+
+assert ask() == str(os.getpid())  # the parent now has an idle tool thread
+child = os.fork()
+if child == 0:
+    os._exit(0 if ask() == str(os.getpid()) else 1)
+_, status = os.waitpid(child, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_gets_its_own_tool_threads() -> None:
+    """Defect: a child forked after a threaded call found the parent's idle threads in the
+    pool (threads a fork does not copy) and handed them calls that never ran."""
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore::DeprecationWarning", "-c", FORKED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr

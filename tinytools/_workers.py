@@ -43,7 +43,9 @@ from __future__ import annotations
 import _thread
 import asyncio
 import atexit
+import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Final, Generic, Literal, Protocol, TypeVar, get_args
 
@@ -291,11 +293,20 @@ class ThreadPool:
         baton: Callable[[], Handoff] = BATON,
     ) -> None:
         self._baton = baton
+        self._max_threads = max_threads
+        self._max_idle = max_idle
+        self._after_fork()
+        if hasattr(os, "register_at_fork"):  # POSIX
+            forked = weakref.WeakMethod(self._after_fork)
+            os.register_at_fork(after_in_child=lambda: _call(forked()))
+
+    def _after_fork(self) -> None:
+        """Start empty: in a forked child only the forking thread exists, so the parent's
+        idle workers are gone (a job handed to one would never run) and its lock may be
+        held by a thread that is not there."""
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
         self._threads = 0
-        self._max_threads = max_threads
-        self._max_idle = max_idle
 
     @property
     def threads(self) -> int:
@@ -387,6 +398,11 @@ class ThreadPool:
         with self._lock:
             self._threads -= 1
         return False
+
+
+def _call(fn: Callable[[], object] | None) -> None:
+    if fn is not None:
+        fn()
 
 
 #: The process-wide pool every dispatch uses.
