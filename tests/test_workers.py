@@ -223,6 +223,33 @@ def test_ctrl_c_propagates_out_of_dispatch_sync_while_a_timed_tool_runs(
         dispatch_sync([ToolCall("i", "interrupt", {})], [interrupt])
 
 
+@pytest.mark.parametrize("raised", [KeyboardInterrupt(), SystemExit(3)])
+def test_an_interrupt_raised_by_a_timed_tool_propagates_from_dispatch_sync(
+    raised: BaseException,
+) -> None:
+    @tool(timeout=5)
+    def leave() -> str:
+        """Raise an interrupt on a tool thread."""
+        raise raised
+
+    with pytest.raises(type(raised)) as info:
+        dispatch_sync([ToolCall("x", "leave", {})], [leave])
+    assert info.value is raised
+
+
+def test_a_timed_tools_failure_is_that_calls_error_and_the_next_call_runs() -> None:
+    @tool(timeout=5)
+    def fail(n: int) -> int:
+        """Fail for 0."""
+        return 10 // n
+
+    calls = [ToolCall("a", "fail", {"n": 0}), ToolCall("b", "fail", {"n": 5})]
+    result = dispatch_sync(calls, [fail])
+    assert result.messages[0].is_error
+    assert "ZeroDivisionError" in result.messages[0].content
+    assert result.messages[1].content == "2"
+
+
 def test_dispatch_sync_answers_a_hung_tool_at_its_timeout_and_runs_the_next(
     gate: threading.Event,
 ) -> None:
