@@ -8,6 +8,7 @@ test (a tool that never returns in time).
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
@@ -300,3 +301,25 @@ def test_a_forked_child_gets_its_own_tool_threads() -> None:
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+
+
+def test_a_timed_call_leaves_no_cycle() -> None:
+    """A tool's exception carried from its thread to the caller is freed with the result
+    (once it waited for the collector through the frame that re-raised it)."""
+
+    @tool(timeout=5)
+    def broken(a: int) -> int:
+        """Always fail."""
+        raise ValueError("no")
+
+    calls = [ToolCall("b", "broken", {"a": 1}), ToolCall("f", "broken", "{}")]
+    dispatch_sync(calls, [broken])  # the first call fills the memos
+    gc.collect()
+    gc.disable()
+    try:
+        result = dispatch_sync(calls, [broken])
+        assert [m.status for m in result.messages] == ["error", "error"]
+        del result
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -43,6 +43,7 @@ from __future__ import annotations
 import _thread
 import asyncio
 import atexit
+import contextlib
 import os
 import threading
 import weakref
@@ -276,7 +277,8 @@ class _Worker:
             self.job = self.value = self.error = None
             keep = self._pool._park(self)  # parked before the job says it is done
             if job is not None:
-                job.finish(value, error)
+                with contextlib.suppress(BaseException):  # a failing on_done: nobody waits
+                    job.finish(value, error)
             del job, value, error
             if not keep:
                 return
@@ -344,7 +346,10 @@ class ThreadPool:
         if error is not None:
             worker.error = None
             self._give_back(worker)
-            raise error
+            try:
+                raise error
+            finally:
+                del error  # no cycle through this frame's traceback
         idle = self._idle
         if len(idle) < self._max_idle:  # _give_back, written out
             idle.append(worker)
