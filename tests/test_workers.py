@@ -36,6 +36,16 @@ BATONS = [
 ]
 
 
+@pytest.mark.skipif(
+    not os.environ.get("TINYTOOLS_REQUIRE_SPEEDUPS"), reason="TINYTOOLS_REQUIRE_SPEEDUPS unset"
+)
+def test_the_compiled_baton_is_built_and_used() -> None:
+    """Where a C compiler is known to exist (CI sets the variable), the install built the
+    hand-off and the pool uses it."""
+    assert CompiledBaton is not None, "tinytools._workers_speedups was not built"
+    assert _workers.BATON is CompiledBaton
+
+
 @pytest.fixture(params=BATONS)
 def baton(request: pytest.FixtureRequest) -> Callable[[], Handoff]:
     return request.param  # type: ignore[no-any-return]
