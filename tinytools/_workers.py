@@ -52,10 +52,12 @@ from typing import Final, Generic, Literal, Protocol, TypeVar, get_args
 
 __all__ = [
     "BACKENDS",
+    "BATON",
     "MAX_IDLE",
     "Backend",
     "MAX_THREADS",
     "THREADS",
+    "Handoff",
     "Job",
     "PoolExhausted",
     "Signal",
