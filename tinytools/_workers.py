@@ -186,8 +186,10 @@ class _Baton:
             if self._done.acquire(True, wait):
                 self.state = IDLE
                 return True
-        except BaseException:  # a signal handler's (KeyboardInterrupt): settle, re-raise
-            self._settle()
+        except BaseException:  # a signal handler's (KeyboardInterrupt): leave, re-raise
+            if self._settle():  # the job had ended: wake the worker with no job
+                self.state = DETACHED
+                self._go.release()
             raise
         return self._settle()
 
@@ -264,8 +266,9 @@ class _Worker:
         baton.wait()
         while True:
             fn, kwargs = self.fn, self.kwargs
-            if fn is None:
-                return  # stopped by the pool (which counted it out)
+            if fn is None:  # stopped: by the pool, or by a caller that left
+                self._pool._exited()
+                return
             self.fn, self.kwargs = None, _NO_KWARGS
             try:
                 self.value = fn(**kwargs)
@@ -277,7 +280,9 @@ class _Worker:
             # Nobody waits: a submitted job, or one abandoned at its timeout.
             job, value, error = self.job, self.value, self.error
             self.job = self.value = self.error = None
-            keep = self._pool._park(self)  # parked before the job says it is done
+            keep = self._pool._park(self)  # parked (or counted out) before the job is done
+            if not keep:
+                self._pool._exited()
             if job is not None:
                 with contextlib.suppress(BaseException):  # a failing on_done: nobody waits
                     job.finish(value, error)
@@ -335,14 +340,10 @@ class ThreadPool:
         worker.fn = fn
         worker.kwargs = kwargs
         baton = worker.baton
-        try:
-            if not baton.hand(timeout):
-                return False, None
-        except BaseException:  # interrupted while waiting (KeyboardInterrupt)
-            if baton.state == IDLE:  # the tool had ended: the worker is fine
-                worker.value = worker.error = None
-                self._give_back(worker)
-            raise
+        # Interrupted while waiting (KeyboardInterrupt), hand() raises and the worker is
+        # left alone: it parks itself when its tool ends, or ends if it had.
+        if not baton.hand(timeout):
+            return False, None
         value, error = worker.value, worker.error
         worker.value = None
         if error is not None:
@@ -398,13 +399,16 @@ class ThreadPool:
             worker.baton.give()
 
     def _park(self, worker: _Worker) -> bool:
-        """Keep an idle worker (True), or count it out (False: its thread is to end)."""
+        """Keep an idle worker (True), or not (False: its thread is to end)."""
         if len(self._idle) < self._max_idle:  # at most a few over, under a race
             self._idle.append(worker)
             return True
+        return False
+
+    def _exited(self) -> None:
+        """A worker's thread ends."""
         with self._lock:
             self._threads -= 1
-        return False
 
 
 def _call(fn: Callable[[], object] | None) -> None:

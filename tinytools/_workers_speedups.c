@@ -101,6 +101,18 @@ settle(Baton *self)
     return 1;
 }
 
+/* The caller leaves on a signal handler's exception and never touches the worker again: a
+ * running job is abandoned (the worker parks itself when it ends); a job that ended
+ * meanwhile has its signal taken, and the worker is woken without a job, so that it ends. */
+static void
+leave(Baton *self)
+{
+    if (settle(self)) {
+        self->state = DETACHED;
+        PyThread_release_lock(self->go);
+    }
+}
+
 static PY_TIMEOUT_T
 microseconds(double seconds)
 {
@@ -120,7 +132,8 @@ PyDoc_STRVAR(hand_doc,
 "Caller: start the job put beside the baton and wait for its end, at most ``timeout``\n"
 "seconds (None: no limit). True: it ended. False: the timeout passed first and the\n"
 "job is abandoned (state DETACHED). A signal handler's exception (KeyboardInterrupt)\n"
-"propagates after the job is settled the same way.");
+"propagates, and the caller must not touch the worker again: its job is abandoned, or,\n"
+"if it had ended, the worker is woken with no job.");
 
 static PyObject *
 baton_hand(Baton *self, PyObject *timeout)
@@ -147,7 +160,7 @@ baton_hand(Baton *self, PyObject *timeout)
     Py_END_ALLOW_THREADS
     while (got == PY_LOCK_INTR) {
         if (PyErr_CheckSignals() < 0) {
-            settle(self);
+            leave(self);
             return NULL;
         }
         if (us > 0) {
