@@ -1,8 +1,9 @@
-"""The one build step pyproject.toml cannot declare stably: the optional C scanner.
+"""The one build step pyproject.toml cannot declare stably: the optional C speedups.
 
 ``tinytools/_relaxed_speedups.c`` is the relaxed-JSON scanner of ``tinytools/_relaxed.py``,
-compiled. It is optional: without a C compiler the install still succeeds and
-``tinytools.repair`` uses the pure-Python scanner, which gives the same answers.
+compiled; ``tinytools/_workers_speedups.c`` is the caller/tool-thread hand-off of
+``tinytools/_workers.py``, compiled. Both are optional: without a C compiler the install
+still succeeds and the pure-Python twins give the same answers (more slowly).
 """
 
 from setuptools import Extension, setup
@@ -13,6 +14,11 @@ setup(
             "tinytools._relaxed_speedups",
             sources=["tinytools/_relaxed_speedups.c"],
             optional=True,
-        )
+        ),
+        Extension(
+            "tinytools._workers_speedups",
+            sources=["tinytools/_workers_speedups.c"],
+            optional=True,
+        ),
     ]
 )

@@ -24,6 +24,7 @@ import linecache
 import random
 import threading
 import time
+from collections.abc import Callable
 from types import CodeType
 
 import msgspec
@@ -237,27 +238,23 @@ def timed_out(item: Admitted, timeout: float) -> Failed:
 
 
 def _in_thread(
-    fn: functools.partial[object],
-    handle: Cancellation,
+    fn: Callable[..., object],
+    kwargs: dict[str, object],
     timeout: float | None,
-    cancellation: Cancellation | None,
+    cancellation: Cancellation,
 ) -> tuple[bool, object]:
-    """Run ``fn`` on a pool thread and wait for it: ``(True, value)``, or ``(False, None)``
-    when the timeout passed or the batch was cancelled first (the thread is abandoned)."""
-    job: Job[object] = THREADS.submit(fn)
-    if cancellation is None:
-        finished = job.done.wait(timeout)
-    else:
-        wake = threading.Event()
-        job.on_done(wake.set)
-        forget = cancellation.on_cancel(wake.set)
-        try:
-            wake.wait(timeout)
-        finally:
-            forget()
-        finished = job.done.is_set()
-    if not finished:
-        handle.cancel()  # the abandoned tool can still see it should stop
+    """Run ``fn`` on a pool thread and wait for it, or for the batch's cancellation:
+    ``(True, value)``, or ``(False, None)`` when the timeout passed or the batch was
+    cancelled first (the thread is abandoned)."""
+    job: Job[object] = THREADS.submit(functools.partial(fn, **kwargs))
+    wake = threading.Event()
+    job.on_done(wake.set)
+    forget = cancellation.on_cancel(wake.set)
+    try:
+        wake.wait(timeout)
+    finally:
+        forget()
+    if not job.done.is_set():
         return False, None
     return True, job.outcome()
 
@@ -274,7 +271,7 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
     # Plan.timeout_under and Plan.threaded, written out (two frames fewer per call).
     timeout = plan.timeout or run.env.policy.tool_timeout
     threaded = plan.blocking or timeout is not None  # an async tool never comes here
-    if threaded or plan.injections:
+    if plan.injections:
         handle = Cancellation()
         kwargs = kwargs_for(run, item, handle, deadline)
     else:  # nothing can see the handle or the injected values: none are made
@@ -289,11 +286,14 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
             if deadline is not None:
                 left = max(0.0, deadline - time.monotonic())
                 wait = left if wait is None else min(wait, left)
-            finished, value = _in_thread(
-                functools.partial(fn, **kwargs), handle, wait, run.cancellation
-            )
+            if run.cancellation is None:  # the pool's direct hand-off
+                finished, value = THREADS.run(fn, kwargs, wait)
+            else:
+                finished, value = _in_thread(fn, kwargs, wait, run.cancellation)
             if finished:
                 return value
+            if handle is not UNSEEN:
+                handle.cancel()  # the abandoned tool can still see it should stop
             if run.cancellation is not None and run.cancellation.cancelled:
                 return interrupted(Stop.CANCELLED)
             if timeout is not None and wait == timeout:

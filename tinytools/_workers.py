@@ -12,7 +12,23 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   that finds no idle thread gets a new one — and never grow without bound: at most
   :data:`MAX_THREADS` threads exist; past that, a call is refused at once with an error
   that says how many tool threads are still busy (:class:`PoolExhausted`). At most
-  :data:`MAX_IDLE` idle threads are kept; extra ones exit.
+  :data:`MAX_IDLE` idle threads are kept (a few more, briefly, when many calls end at
+  once); extra ones exit. What a hung thread still holds — the tool's arguments, its
+  frames, whatever it locked — stays held until the tool returns; a thread that never
+  returns stays counted among the busy ones for the life of the process (daemon threads
+  do not delay interpreter exit).
+
+  A waiting caller (:meth:`ThreadPool.run`, used by ``dispatch_sync``) and its thread meet
+  on a *baton*: two locks, one per direction, and a state both sides change under the GIL,
+  so that "the tool ended" and "the caller gave up at the timeout" are decided once. No
+  future, condition or event is made per call. The compiled baton
+  (``_workers_speedups.c``) releases the GIL before it wakes the other thread, so the woken
+  thread never finds the GIL taken: a round trip costs about a third of the CPU of the
+  pure-Python twin (:class:`_Baton`, used when the extension is not built). A caller that
+  does not wait — the event loops' threaded calls, and ``dispatch_sync`` with a
+  ``cancellation`` — gets a :class:`Job` that reports its end (:meth:`ThreadPool.submit`).
+  A ``KeyboardInterrupt`` (or another signal handler's exception) while a caller waits
+  propagates at once; the tool's thread is then abandoned like a timed-out one.
 * :func:`event_loop` gives ``dispatch_sync`` one asyncio event loop per calling thread,
   created on first use and reused by every later ``dispatch_sync`` on that thread (about
   7 us to enter, against 200 us for a fresh trio run). It is closed when its thread ends
@@ -24,18 +40,24 @@ run is about 200 us; a new thread about 50 us), so both are kept:
 
 from __future__ import annotations
 
+import _thread
 import asyncio
 import atexit
+import contextlib
+import os
 import threading
+import weakref
 from collections.abc import Awaitable, Callable
-from typing import Final, Generic, Literal, TypeVar, get_args
+from typing import Final, Generic, Literal, Protocol, TypeVar, get_args
 
 __all__ = [
     "BACKENDS",
+    "BATON",
     "MAX_IDLE",
     "Backend",
     "MAX_THREADS",
     "THREADS",
+    "Handoff",
     "Job",
     "PoolExhausted",
     "Signal",
@@ -86,29 +108,36 @@ class Signal:
         """Wait until set, or ``timeout`` seconds; whether it is set."""
         if self._set:
             return True
-        if self._lock.acquire(True, -1 if timeout is None else max(0.0, timeout)):
+        if self._lock.acquire(True, _lock_timeout(timeout)):
             self._lock.release()  # let the next waiter through
             return True
         return self._set
 
 
+def _lock_timeout(timeout: float | None) -> float:
+    """``timeout`` as ``Lock.acquire`` takes it: -1 for none, else clamped to what it can."""
+    if timeout is None:
+        return -1
+    return min(max(0.0, timeout), threading.TIMEOUT_MAX)
+
+
 class Job(Generic[T]):
-    """One function run on a pool thread; its outcome once :attr:`done` is set."""
+    """A function given to a pool thread without waiting (:meth:`ThreadPool.submit`); its
+    outcome once :attr:`done` is set."""
 
-    __slots__ = ("_fn", "_notify", "done", "error", "value")
+    __slots__ = ("_notify", "done", "error", "value")
 
-    def __init__(self, fn: Callable[[], T]) -> None:
-        self._fn = fn
+    def __init__(self) -> None:
         self._notify: Callable[[], None] | None = None
         self.done = Signal()
         self.value: T | None = None
         self.error: BaseException | None = None
 
-    def run(self) -> None:
-        try:
-            self.value = self._fn()
-        except BaseException as error:  # handed to the caller, whatever it is
-            self.error = error
+    def finish(self, value: T | None, error: BaseException | None) -> None:
+        """Record the outcome, set :attr:`done`, call the ``on_done`` callback (from the
+        worker thread)."""
+        self.value = value
+        self.error = error
         self.done.set()
         notify = self._notify
         if notify is not None:
@@ -127,84 +156,264 @@ class Job(Generic[T]):
         return self.value  # type: ignore[return-value]
 
 
+# The states of a baton (see _workers_speedups.c, which documents the protocol).
+IDLE, RUNNING, FINISHED, DETACHED = 0, 1, 2, 3
+
+
+class _Baton:
+    """The single slot between a caller and a worker thread, in Python: the twin of
+    ``_workers_speedups.Baton`` used when the extension is not built (same protocol and
+    answers; each hand-off costs about three times the CPU, as a woken thread finds the
+    GIL still held by the thread that woke it)."""
+
+    __slots__ = ("_done", "_go", "_mutex", "state")
+
+    def __init__(self) -> None:
+        self._go = _thread.allocate_lock()
+        self._go.acquire()
+        self._done = _thread.allocate_lock()
+        self._done.acquire()
+        self._mutex = _thread.allocate_lock()
+        self.state = IDLE
+
+    def hand(self, timeout: float | None, /) -> bool:
+        if self.state != IDLE:
+            raise RuntimeError("the baton already carries a job")
+        wait = _lock_timeout(timeout)
+        self.state = RUNNING
+        try:
+            self._go.release()
+            if self._done.acquire(True, wait):
+                self.state = IDLE
+                return True
+        except BaseException:  # a signal handler's (KeyboardInterrupt): leave, re-raise
+            if self._settle():  # the job had ended: wake the worker with no job
+                self.state = DETACHED
+                self._go.release()
+            raise
+        return self._settle()
+
+    def _settle(self) -> bool:
+        with self._mutex:
+            if self.state == RUNNING:
+                self.state = DETACHED
+                return False
+        self._done.acquire()  # FINISHED: the worker is releasing it now
+        self.state = IDLE
+        return True
+
+    def give(self) -> None:
+        self.state = DETACHED
+        self._go.release()
+
+    def wait(self) -> None:
+        self._go.acquire()
+
+    def back(self) -> bool:
+        with self._mutex:
+            if self.state == DETACHED:
+                self.state = IDLE
+                return False
+            self.state = FINISHED
+        self._done.release()
+        self._go.acquire()
+        return True
+
+
+class Handoff(Protocol):
+    """What a worker and its callers use a baton for (either implementation)."""
+
+    @property
+    def state(self) -> int: ...
+    def hand(self, timeout: float | None, /) -> bool: ...
+    def give(self) -> None: ...
+    def wait(self) -> None: ...
+    def back(self) -> bool: ...
+
+
+try:
+    from ._workers_speedups import Baton
+except ImportError:  # pragma: no cover - installed without a C compiler
+    Baton = _Baton  # type: ignore[assignment,misc]
+
+#: The batons a pool's workers use unless told otherwise: compiled when built.
+BATON: Callable[[], Handoff] = Baton
+
+#: The empty keyword arguments of a submitted function (never written to).
+_NO_KWARGS: dict[str, object] = {}
+
+
 class _Worker:
-    __slots__ = ("_job", "_pool", "_ready")
+    """One pool thread and its baton. The caller fills ``fn``/``kwargs`` (``fn`` None:
+    stop) and ``job`` (for :meth:`ThreadPool.submit`), the thread the outcome."""
+
+    __slots__ = ("_pool", "baton", "error", "fn", "job", "kwargs", "value")
 
     def __init__(self, pool: ThreadPool) -> None:
         self._pool = pool
-        self._ready = threading.Lock()
-        self._ready.acquire()
-        self._job: Job[object] | None = None
+        self.baton = pool._baton()
+        self.fn: Callable[..., object] | None = None
+        self.kwargs: dict[str, object] = _NO_KWARGS
+        self.job: Job[object] | None = None
+        self.value: object = None
+        self.error: BaseException | None = None
 
     def start(self) -> None:
         threading.Thread(target=self._loop, name="tinytools-tool", daemon=True).start()
 
-    def give(self, job: Job[object]) -> None:
-        self._job = job
-        self._ready.release()
-
     def _loop(self) -> None:
+        baton = self.baton
+        baton.wait()
         while True:
-            self._ready.acquire()
-            job, self._job = self._job, None
-            assert job is not None
-            job.run()
-            del job
-            if not self._pool._park(self):
+            fn, kwargs = self.fn, self.kwargs
+            if fn is None:  # stopped: by the pool, or by a caller that left
+                self._pool._exited()
                 return
+            self.fn, self.kwargs = None, _NO_KWARGS
+            try:
+                self.value = fn(**kwargs)
+            except BaseException as raised:  # handed to the caller, whatever it is
+                self.error = raised
+            del fn, kwargs
+            if baton.back():  # the waiting caller took the outcome; a next job is here
+                continue
+            # Nobody waits: a submitted job, or one abandoned at its timeout.
+            job, value, error = self.job, self.value, self.error
+            self.job = self.value = self.error = None
+            keep = self._pool._park(self)  # parked (or counted out) before the job is done
+            if not keep:
+                self._pool._exited()
+            if job is not None:
+                with contextlib.suppress(BaseException):  # a failing on_done: nobody waits
+                    job.finish(value, error)
+            del job, value, error
+            if not keep:
+                return
+            baton.wait()
 
 
 class ThreadPool:
     """Daemon threads for blocking sync tools (see the module docstring)."""
 
-    def __init__(self, max_threads: int = MAX_THREADS, max_idle: int = MAX_IDLE) -> None:
+    def __init__(
+        self,
+        max_threads: int = MAX_THREADS,
+        max_idle: int = MAX_IDLE,
+        baton: Callable[[], Handoff] = BATON,
+    ) -> None:
+        self._baton = baton
+        self._max_threads = max_threads
+        self._max_idle = max_idle
+        self._after_fork()
+        if hasattr(os, "register_at_fork"):  # POSIX
+            forked = weakref.WeakMethod(self._after_fork)
+            os.register_at_fork(after_in_child=lambda: _call(forked()))
+
+    def _after_fork(self) -> None:
+        """Start empty: in a forked child only the forking thread exists, so the parent's
+        idle workers are gone (a job handed to one would never run) and its lock may be
+        held by a thread that is not there."""
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
         self._threads = 0
-        self._max_threads = max_threads
-        self._max_idle = max_idle
 
     @property
     def threads(self) -> int:
         """The threads alive now, busy or idle."""
         return self._threads
 
-    def submit(self, fn: Callable[[], T]) -> Job[T]:
-        """Run ``fn`` on an idle thread, or on a new one.
+    def run(
+        self, fn: Callable[..., T], kwargs: dict[str, object], timeout: float | None
+    ) -> tuple[bool, T | None]:
+        """Run ``fn(**kwargs)`` on a pool thread and wait for it, at most ``timeout``
+        seconds: ``(True, value)``, or ``(False, None)`` when the timeout passed first
+        (the thread is then abandoned to the tool; it returns to the pool when the tool
+        returns). What ``fn`` raises is raised here.
 
         Raises:
             PoolExhausted: :data:`MAX_THREADS` threads are alive and none is idle.
         """
-        job: Job[T] = Job(fn)
-        with self._lock:
-            if self._idle:
-                worker = self._idle.pop()
-            elif self._threads < self._max_threads:
-                self._threads += 1
-                worker = None
-            else:
-                raise PoolExhausted(self._threads)
-        if worker is None:
-            worker = _Worker(self)
-            worker.give(job)  # type: ignore[arg-type]
+        try:
+            worker = self._idle.pop()  # atomic: no lock needed (_take, written out)
+        except IndexError:
+            worker = self._take()
+        worker.fn = fn
+        worker.kwargs = kwargs
+        baton = worker.baton
+        # Interrupted while waiting (KeyboardInterrupt), hand() raises and the worker is
+        # left alone: it parks itself when its tool ends, or ends if it had.
+        if not baton.hand(timeout):
+            return False, None
+        value, error = worker.value, worker.error
+        worker.value = None
+        if error is not None:
+            worker.error = None
+            self._give_back(worker)
             try:
-                worker.start()
-            except BaseException:
-                with self._lock:
-                    self._threads -= 1
-                raise
+                raise error
+            finally:
+                del error  # no cycle through this frame's traceback
+        idle = self._idle
+        if len(idle) < self._max_idle:  # _give_back, written out
+            idle.append(worker)
         else:
-            worker.give(job)  # type: ignore[arg-type]
+            self._give_back(worker)
+        return True, value  # type: ignore[return-value]
+
+    def submit(self, fn: Callable[[], T]) -> Job[T]:
+        """Run ``fn`` on an idle thread, or on a new one, without waiting for it.
+
+        Raises:
+            PoolExhausted: :data:`MAX_THREADS` threads are alive and none is idle.
+        """
+        job: Job[T] = Job()
+        worker = self._take()
+        worker.fn = fn
+        worker.job = job  # type: ignore[assignment]
+        worker.baton.give()
         return job
 
-    def _park(self, worker: _Worker) -> bool:
-        """A worker finished its job: keep it idle (True) or let its thread end (False)."""
+    def _take(self) -> _Worker:
+        """An idle worker, or a new one."""
+        try:
+            return self._idle.pop()  # atomic: no lock needed
+        except IndexError:
+            pass
         with self._lock:
-            if len(self._idle) < self._max_idle:
-                self._idle.append(worker)
-                return True
+            if self._threads >= self._max_threads:
+                raise PoolExhausted(self._threads)
+            self._threads += 1
+        worker = _Worker(self)
+        try:
+            worker.start()
+        except BaseException:
+            with self._lock:
+                self._threads -= 1
+            raise
+        return worker
+
+    def _give_back(self, worker: _Worker) -> None:
+        """A caller took the outcome of its worker's job: park the worker, or stop it."""
+        if not self._park(worker):
+            worker.fn = None
+            worker.baton.give()
+
+    def _park(self, worker: _Worker) -> bool:
+        """Keep an idle worker (True), or not (False: its thread is to end)."""
+        if len(self._idle) < self._max_idle:  # at most a few over, under a race
+            self._idle.append(worker)
+            return True
+        return False
+
+    def _exited(self) -> None:
+        """A worker's thread ends."""
+        with self._lock:
             self._threads -= 1
-            return False
+
+
+def _call(fn: Callable[[], object] | None) -> None:
+    if fn is not None:
+        fn()
 
 
 #: The process-wide pool every dispatch uses.

@@ -1,0 +1,335 @@
+"""The tool threads' hand-off (tinytools._workers): a caller waits for its tool with a
+timeout, abandons a hung one, and the pool stays usable and bounded.
+
+Every test runs on both batons: the compiled one (when built) and its pure-Python twin.
+Hung tools wait on events set at the end; the few real timeouts are the behaviour under
+test (a tool that never returns in time).
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from tinytools import RunPolicy, ToolCall, _workers, dispatch_sync, tool
+from tinytools._workers import Handoff, PoolExhausted, ThreadPool
+
+try:
+    from tinytools._workers_speedups import Baton as CompiledBaton
+except ImportError:  # pragma: no cover - installed without a C compiler
+    CompiledBaton = None  # type: ignore[assignment,misc]
+
+BATONS = [
+    pytest.param(_workers._Baton, id="python"),
+    pytest.param(
+        CompiledBaton,
+        id="compiled",
+        marks=pytest.mark.skipif(CompiledBaton is None, reason="the C extension is not built"),
+    ),
+]
+
+
+@pytest.mark.skipif(
+    not os.environ.get("TINYTOOLS_REQUIRE_SPEEDUPS"), reason="TINYTOOLS_REQUIRE_SPEEDUPS unset"
+)
+def test_the_compiled_baton_is_built_and_used() -> None:
+    """Where a C compiler is known to exist (CI sets the variable), the install built the
+    hand-off and the pool uses it."""
+    assert CompiledBaton is not None, "tinytools._workers_speedups was not built"
+    assert _workers.BATON is CompiledBaton
+
+
+@pytest.fixture(params=BATONS)
+def baton(request: pytest.FixtureRequest) -> Callable[[], Handoff]:
+    return request.param  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def gate() -> Iterator[threading.Event]:
+    """An event hung tools wait on; set at the end so their threads return to the pool."""
+    event = threading.Event()
+    yield event
+    event.set()
+
+
+def settled(pool: ThreadPool, idle: int) -> bool:
+    """Wait (polling, at most 10 s) until ``idle`` workers are parked: an abandoned worker
+    parks itself when its tool ends, which nothing else signals."""
+    for _ in range(10_000):
+        if len(pool._idle) >= idle:
+            return True
+        threading.Event().wait(0.001)
+    return False
+
+
+def test_a_call_returns_its_value_and_the_thread_is_reused(baton: Callable[[], Handoff]) -> None:
+    pool = ThreadPool(max_threads=2, max_idle=2, baton=baton)
+    names = {pool.run(lambda: threading.current_thread().name, {}, 5)[1] for _ in range(50)}
+    assert names == {"tinytools-tool"}
+    assert pool.threads == 1
+    assert pool.run(lambda a, b: a + b, {"a": 2, "b": 3}, None) == (True, 5)
+
+
+@pytest.mark.parametrize("raised", [ValueError("bad"), KeyboardInterrupt(), SystemExit(3)])
+def test_what_the_tool_raises_is_raised_to_the_caller(
+    baton: Callable[[], Handoff], raised: BaseException
+) -> None:
+    pool = ThreadPool(max_threads=1, max_idle=1, baton=baton)
+
+    def fail() -> None:
+        raise raised
+
+    with pytest.raises(type(raised)) as info:
+        pool.run(fail, {}, 5)
+    assert info.value is raised
+    assert pool.run(lambda: "next", {}, 5) == (True, "next")
+    assert pool.threads == 1
+
+
+def test_a_hung_tool_is_abandoned_at_its_timeout_and_its_thread_comes_back(
+    baton: Callable[[], Handoff], gate: threading.Event
+) -> None:
+    pool = ThreadPool(max_threads=2, max_idle=2, baton=baton)
+    assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)
+    assert pool.threads == 1
+    assert pool.run(lambda: "meanwhile", {}, 5) == (True, "meanwhile")  # a second thread
+    assert pool.threads == 2
+    gate.set()
+    assert settled(pool, 2)
+    assert [pool.run(lambda: "again", {}, 5) for _ in range(5)] == [(True, "again")] * 5
+    assert pool.threads == 2
+
+
+def test_abandoned_threads_never_starve_later_calls_nor_exceed_the_bound(
+    baton: Callable[[], Handoff], gate: threading.Event
+) -> None:
+    pool = ThreadPool(max_threads=3, max_idle=1, baton=baton)
+    for _ in range(3):
+        assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)
+    with pytest.raises(PoolExhausted, match="3 tool threads are still busy"):
+        pool.run(lambda: None, {}, 5)
+    gate.set()
+    assert settled(pool, 1)
+    assert pool.run(lambda: "free", {}, 5) == (True, "free")
+    assert pool.threads <= 3
+
+
+def test_a_tool_ending_at_its_timeout_is_answered_once_either_way(
+    baton: Callable[[], Handoff],
+) -> None:
+    """The caller giving up and the tool ending race; whichever wins, the call has one
+    answer and the worker is not lost (a zero timeout makes the race as tight as it gets)."""
+    pool = ThreadPool(max_threads=1, max_idle=1, baton=baton)
+    for _ in range(200):
+        outcome = pool.run(lambda: "v", {}, 0)
+        assert outcome in {(True, "v"), (False, None)}
+        assert settled(pool, 1)  # abandoned or not, the one worker comes back
+    assert pool.threads == 1
+    assert pool.run(lambda: "after", {}, 5) == (True, "after")
+
+
+def test_submitted_jobs_report_when_done_and_park_first(baton: Callable[[], Handoff]) -> None:
+    pool = ThreadPool(max_threads=1, max_idle=1, baton=baton)
+    for n in range(20):
+        job = pool.submit(lambda n=n: n * 2)  # type: ignore[misc]
+        assert job.done.wait(10)
+        assert job.outcome() == n * 2
+    failed = pool.submit(lambda: 1 // 0)
+    assert failed.done.wait(10)
+    with pytest.raises(ZeroDivisionError):
+        failed.outcome()
+    assert pool.run(lambda: "mixed", {}, 5) == (True, "mixed")
+    assert pool.threads == 1
+
+
+main_thread_only = pytest.mark.skipif(
+    threading.current_thread() is not threading.main_thread()
+    or not hasattr(signal, "pthread_kill"),
+    reason="signals reach Python handlers in the main thread only (POSIX)",
+)
+
+
+@pytest.fixture
+def interrupter() -> Iterator[Callable[[], None]]:
+    """A function a tool thread calls to interrupt the waiting main thread: it signals the
+    main thread until the handler has run there. The handler raises KeyboardInterrupt, once
+    (a signal landing just before the main thread starts waiting is only handled when the
+    wait ends, as with any lock; the next one interrupts the wait)."""
+    main = threading.main_thread().ident
+    assert main is not None
+    handled = threading.Event()
+
+    def handler(signum: int, frame: object) -> None:
+        if not handled.is_set():
+            handled.set()
+            raise KeyboardInterrupt
+
+    def interrupt() -> None:
+        while not handled.wait(0.01):
+            signal.pthread_kill(main, signal.SIGUSR1)
+
+    previous = signal.signal(signal.SIGUSR1, handler)
+    yield interrupt
+    signal.signal(signal.SIGUSR1, previous)
+
+
+@main_thread_only
+def test_ctrl_c_while_waiting_for_a_tool_propagates_at_once(
+    baton: Callable[[], Handoff], gate: threading.Event, interrupter: Callable[[], None]
+) -> None:
+    pool = ThreadPool(max_threads=2, max_idle=2, baton=baton)
+
+    def interrupt_then_hang() -> str:
+        interrupter()
+        gate.wait(30)
+        return "late"
+
+    with pytest.raises(KeyboardInterrupt):
+        pool.run(interrupt_then_hang, {}, 30)
+    gate.set()
+    assert settled(pool, 1)
+    assert pool.run(lambda: "after", {}, 5) == (True, "after")
+
+
+@main_thread_only
+def test_a_signal_handled_while_waiting_does_not_end_the_wait(
+    baton: Callable[[], Handoff],
+) -> None:
+    pool = ThreadPool(max_threads=1, max_idle=1, baton=baton)
+    main = threading.main_thread().ident
+    assert main is not None
+    handled = threading.Event()
+    previous = signal.signal(signal.SIGUSR1, lambda *_: handled.set())
+    try:
+
+        def signal_then_answer() -> str:
+            while not handled.wait(0.01):  # the handler ran in the waiting main thread
+                signal.pthread_kill(main, signal.SIGUSR1)
+            return "answered"
+
+        assert pool.run(signal_then_answer, {}, 30) == (True, "answered")
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+
+
+@main_thread_only
+def test_ctrl_c_propagates_out_of_dispatch_sync_while_a_timed_tool_runs(
+    gate: threading.Event, interrupter: Callable[[], None]
+) -> None:
+    @tool(timeout=30)
+    def interrupt() -> str:
+        """Interrupt the host, then hang."""
+        interrupter()
+        gate.wait(30)
+        return "late"
+
+    with pytest.raises(KeyboardInterrupt):
+        dispatch_sync([ToolCall("i", "interrupt", {})], [interrupt])
+
+
+@pytest.mark.parametrize("raised", [KeyboardInterrupt(), SystemExit(3)])
+def test_an_interrupt_raised_by_a_timed_tool_propagates_from_dispatch_sync(
+    raised: BaseException,
+) -> None:
+    @tool(timeout=5)
+    def leave() -> str:
+        """Raise an interrupt on a tool thread."""
+        raise raised
+
+    with pytest.raises(type(raised)) as info:
+        dispatch_sync([ToolCall("x", "leave", {})], [leave])
+    assert info.value is raised
+
+
+def test_a_timed_tools_failure_is_that_calls_error_and_the_next_call_runs() -> None:
+    @tool(timeout=5)
+    def fail(n: int) -> int:
+        """Fail for 0."""
+        return 10 // n
+
+    calls = [ToolCall("a", "fail", {"n": 0}), ToolCall("b", "fail", {"n": 5})]
+    result = dispatch_sync(calls, [fail])
+    assert result.messages[0].is_error
+    assert "ZeroDivisionError" in result.messages[0].content
+    assert result.messages[1].content == "2"
+
+
+def test_dispatch_sync_answers_a_hung_tool_at_its_timeout_and_runs_the_next(
+    gate: threading.Event,
+) -> None:
+    @tool
+    def hang() -> str:
+        """Block until the test ends."""
+        gate.wait(30)
+        return "late"
+
+    calls = [ToolCall("h", "hang", {}), ToolCall("q", "hang", {})]
+    result = dispatch_sync(calls[:1], [hang], policy=RunPolicy(tool_timeout=0.01))
+    assert result.messages[0].content == "Tool `hang` timed out after 0.01 seconds."
+    gate.set()
+    result = dispatch_sync(calls[1:], [hang], policy=RunPolicy(tool_timeout=5))
+    assert result.messages[0].content == "late"
+
+
+FORKED = """
+import os, sys
+from tinytools import RunPolicy, ToolCall, dispatch_sync, tool
+
+@tool(blocking=True)
+def pid() -> int:
+    \"\"\"This process's id, from a tool thread.\"\"\"
+    return os.getpid()
+
+def ask() -> str:
+    result = dispatch_sync([ToolCall("p", "pid", {})], [pid], policy=RunPolicy(tool_timeout=5))
+    return result.messages[0].content
+
+assert ask() == str(os.getpid())  # the parent now has an idle tool thread
+child = os.fork()
+if child == 0:
+    os._exit(0 if ask() == str(os.getpid()) else 1)
+_, status = os.waitpid(child, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_a_forked_child_gets_its_own_tool_threads() -> None:
+    """Defect: a child forked after a threaded call found the parent's idle threads in the
+    pool (threads a fork does not copy) and handed them calls that never ran."""
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore::DeprecationWarning", "-c", FORKED],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+
+
+def test_a_timed_call_leaves_no_cycle() -> None:
+    """A tool's exception carried from its thread to the caller is freed with the result
+    (once it waited for the collector through the frame that re-raised it)."""
+
+    @tool(timeout=5)
+    def broken(a: int) -> int:
+        """Always fail."""
+        raise ValueError("no")
+
+    calls = [ToolCall("b", "broken", {"a": 1}), ToolCall("f", "broken", "{}")]
+    dispatch_sync(calls, [broken])  # the first call fills the memos
+    gc.collect()
+    gc.disable()
+    try:
+        result = dispatch_sync(calls, [broken])
+        assert [m.status for m in result.messages] == ["error", "error"]
+        del result
+        assert gc.collect() == 0
+    finally:
+        gc.enable()

@@ -1,0 +1,297 @@
+/* The hand-off between a caller and a tool thread of tinytools._workers, compiled.
+ *
+ * A Baton is the single slot between one caller and one worker thread: the caller hands
+ * it a job and waits for the end (with a timeout), the worker reports the end and waits
+ * for the next job. It is tinytools._workers._Baton (the pure-Python twin, used without
+ * a C compiler) with one difference that is the reason this file exists: each side
+ * releases the GIL *before* it wakes the other thread. With Python's own locks the woken
+ * thread finds the GIL still held by the thread that woke it and has to sleep and be woken
+ * again; a round trip then costs about three times the CPU (measured: 13 us against 4.5 us
+ * per call on a loaded two-core machine).
+ *
+ * The state (IDLE, RUNNING, FINISHED, DETACHED) is only read and written with the GIL held,
+ * so the caller's "give up" and the worker's "done" are decided once, race-free: the one
+ * that moves the state first wins. Both locks are taken (locked) whenever no job is in
+ * flight, whatever happened to the previous one.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <pythread.h>
+
+#ifdef _WIN32
+#include <windows.h>
+#else
+#include <time.h>
+#endif
+
+enum { IDLE = 0, RUNNING = 1, FINISHED = 2, DETACHED = 3 };
+
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock go;   /* released by the caller: a job is there */
+    PyThread_type_lock done; /* released by the worker: the job the caller waits for ended */
+    int state;
+} Baton;
+
+static double
+monotonic(void)
+{
+#ifdef _WIN32
+    return (double)GetTickCount64() / 1e3;
+#else
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9;
+#endif
+}
+
+static PyObject *
+baton_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    if (PyTuple_GET_SIZE(args) || (kwargs && PyDict_GET_SIZE(kwargs))) {
+        PyErr_SetString(PyExc_TypeError, "Baton() takes no arguments");
+        return NULL;
+    }
+    Baton *self = (Baton *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    self->go = PyThread_allocate_lock();
+    self->done = PyThread_allocate_lock();
+    if (self->go == NULL || self->done == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    PyThread_acquire_lock(self->go, WAIT_LOCK);
+    PyThread_acquire_lock(self->done, WAIT_LOCK);
+    self->state = IDLE;
+    return (PyObject *)self;
+}
+
+static void
+baton_dealloc(Baton *self)
+{
+    /* Only reached when no thread waits on the baton any more (a lock may be taken). */
+    if (self->go != NULL) {
+        PyThread_free_lock(self->go);
+    }
+    if (self->done != NULL) {
+        PyThread_free_lock(self->done);
+    }
+    PyTypeObject *type = Py_TYPE(self);
+    type->tp_free((PyObject *)self);
+    Py_DECREF(type);
+}
+
+/* The caller's wait ended without the worker's signal: abandon the job (False) or, when the
+ * worker finished meanwhile, take its signal (True). */
+static int
+settle(Baton *self)
+{
+    if (self->state == RUNNING) {
+        self->state = DETACHED;
+        return 0;
+    }
+    /* FINISHED: the worker is releasing `done` right now, without the GIL. */
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->done, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+    self->state = IDLE;
+    return 1;
+}
+
+/* The caller leaves on a signal handler's exception and never touches the worker again: a
+ * running job is abandoned (the worker parks itself when it ends); a job that ended
+ * meanwhile has its signal taken, and the worker is woken without a job, so that it ends. */
+static void
+leave(Baton *self)
+{
+    if (settle(self)) {
+        self->state = DETACHED;
+        PyThread_release_lock(self->go);
+    }
+}
+
+static PY_TIMEOUT_T
+microseconds(double seconds)
+{
+    double limit = (double)PY_TIMEOUT_MAX;
+    double us = seconds * 1e6;
+    if (!(us > 0)) { /* negative, zero or NaN: do not wait */
+        return 0;
+    }
+    if (us >= limit) {
+        return PY_TIMEOUT_MAX;
+    }
+    return (PY_TIMEOUT_T)us;
+}
+
+PyDoc_STRVAR(hand_doc,
+"hand(timeout, /)\n--\n\n"
+"Caller: start the job put beside the baton and wait for its end, at most ``timeout``\n"
+"seconds (None: no limit). True: it ended. False: the timeout passed first and the\n"
+"job is abandoned (state DETACHED). A signal handler's exception (KeyboardInterrupt)\n"
+"propagates, and the caller must not touch the worker again: its job is abandoned, or,\n"
+"if it had ended, the worker is woken with no job.");
+
+static PyObject *
+baton_hand(Baton *self, PyObject *timeout)
+{
+    PY_TIMEOUT_T us = -1;
+    double deadline = 0;
+    if (timeout != Py_None) {
+        double seconds = PyFloat_AsDouble(timeout);
+        if (seconds == -1.0 && PyErr_Occurred()) {
+            return NULL;
+        }
+        us = microseconds(seconds);
+        deadline = monotonic() + (double)us / 1e6;
+    }
+    if (self->state != IDLE) {
+        PyErr_SetString(PyExc_RuntimeError, "the baton already carries a job");
+        return NULL;
+    }
+    PyLockStatus got;
+    self->state = RUNNING;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_release_lock(self->go);
+    got = PyThread_acquire_lock_timed(self->done, us, 1);
+    Py_END_ALLOW_THREADS
+    while (got == PY_LOCK_INTR) {
+        if (PyErr_CheckSignals() < 0) {
+            leave(self);
+            return NULL;
+        }
+        if (us > 0) {
+            double left = deadline - monotonic();
+            us = left > 0 ? microseconds(left) : 0;
+        }
+        Py_BEGIN_ALLOW_THREADS
+        got = PyThread_acquire_lock_timed(self->done, us, 1);
+        Py_END_ALLOW_THREADS
+    }
+    if (got == PY_LOCK_ACQUIRED) {
+        self->state = IDLE;
+        Py_RETURN_TRUE;
+    }
+    return PyBool_FromLong(settle(self));
+}
+
+PyDoc_STRVAR(give_doc,
+"give()\n--\n\n"
+"Caller: start the job put beside the baton without waiting for it (state DETACHED),\n"
+"or wake an idle worker to stop.");
+
+static PyObject *
+baton_give(Baton *self, PyObject *Py_UNUSED(ignored))
+{
+    self->state = DETACHED;
+    PyThread_release_lock(self->go);
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(wait_doc,
+"wait()\n--\n\n"
+"Worker: wait for a job (with the GIL released).");
+
+static PyObject *
+baton_wait(Baton *self, PyObject *Py_UNUSED(ignored))
+{
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_acquire_lock(self->go, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_NONE;
+}
+
+PyDoc_STRVAR(back_doc,
+"back()\n--\n\n"
+"Worker: the job ended. True: its caller was waiting and has been woken, and a next job\n"
+"has been handed over. False: nobody waits for it (abandoned or given); the baton is IDLE\n"
+"again and the worker decides what to do next.");
+
+static PyObject *
+baton_back(Baton *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->state == DETACHED) {
+        self->state = IDLE;
+        Py_RETURN_FALSE;
+    }
+    self->state = FINISHED;
+    Py_BEGIN_ALLOW_THREADS
+    PyThread_release_lock(self->done);
+    PyThread_acquire_lock(self->go, WAIT_LOCK);
+    Py_END_ALLOW_THREADS
+    Py_RETURN_TRUE;
+}
+
+static PyObject *
+baton_state(Baton *self, void *Py_UNUSED(closure))
+{
+    return PyLong_FromLong(self->state);
+}
+
+static PyMethodDef baton_methods[] = {
+    {"hand", (PyCFunction)baton_hand, METH_O, hand_doc},
+    {"give", (PyCFunction)baton_give, METH_NOARGS, give_doc},
+    {"wait", (PyCFunction)baton_wait, METH_NOARGS, wait_doc},
+    {"back", (PyCFunction)baton_back, METH_NOARGS, back_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef baton_getset[] = {
+    {"state", (getter)baton_state, NULL, "IDLE 0, RUNNING 1, FINISHED 2, DETACHED 3", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyType_Slot baton_slots[] = {
+    {Py_tp_doc, "The single slot between a caller and a tool thread."},
+    {Py_tp_new, baton_new},
+    {Py_tp_dealloc, baton_dealloc},
+    {Py_tp_methods, baton_methods},
+    {Py_tp_getset, baton_getset},
+    {0, NULL},
+};
+
+static PyType_Spec baton_spec = {
+    .name = "tinytools._workers_speedups.Baton",
+    .basicsize = sizeof(Baton),
+    .flags = Py_TPFLAGS_DEFAULT,
+    .slots = baton_slots,
+};
+
+static int
+exec_module(PyObject *module)
+{
+    PyObject *type = PyType_FromModuleAndSpec(module, &baton_spec, NULL);
+    if (type == NULL) {
+        return -1;
+    }
+    int failed = PyModule_AddObject(module, "Baton", type);
+    if (failed) {
+        Py_DECREF(type);
+    }
+    return failed;
+}
+
+static PyModuleDef_Slot slots[] = {
+    {Py_mod_exec, exec_module},
+#ifdef Py_mod_multiple_interpreters
+    {Py_mod_multiple_interpreters, Py_MOD_PER_INTERPRETER_GIL_SUPPORTED},
+#endif
+    {0, NULL},
+};
+
+static struct PyModuleDef module_definition = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "tinytools._workers_speedups",
+    .m_doc = "The caller/worker hand-off of tinytools._workers, compiled (it releases the GIL before waking the other thread).",
+    .m_size = 0,
+    .m_slots = slots,
+};
+
+PyMODINIT_FUNC
+PyInit__workers_speedups(void)
+{
+    return PyModuleDef_Init(&module_definition);
+}
