@@ -4,12 +4,24 @@ shortcuts that keep them cheap)."""
 
 from __future__ import annotations
 
+import enum
 import functools
 from collections.abc import Callable
 
+import msgspec
 import pytest
 
-from tinytools import Registry, ToolCall, dispatch, dispatch_sync, tool
+from tinytools import (
+    Registry,
+    RunPolicy,
+    TextBlock,
+    ToolCall,
+    ToolResult,
+    after_tool,
+    dispatch,
+    dispatch_sync,
+    tool,
+)
 from tinytools.events import Event, ToolCompleted, ToolStarted
 
 
@@ -102,3 +114,94 @@ class TestEventHandlerShapes:
         record.label = "mine"  # type: ignore[attr-defined]
         result = dispatch_sync(CALLS, TOOLS, on_event=record)
         assert list(result.events) == seen
+
+
+class Colour(str, enum.Enum):
+    RED = "red"
+
+
+RETURNS: list[object] = [
+    "plain text",
+    "caf\u00e9 \u2603",
+    "lone \udc80 surrogate",
+    Colour.RED,
+    ["a", 1, None],
+    {"k": [1.5, True]},
+    None,
+    0,
+    "x" * 500,
+    float("nan"),
+    {1, 2},
+]
+
+
+def _returning(value: object) -> Registry:
+    def give() -> object:
+        return value
+
+    return Registry([tool(give)])
+
+
+def _copy(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    return msgspec.structs.replace(result)
+
+
+def _same(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    return result
+
+
+class TestAfterHookPassThrough:
+    """An ``after_tool`` hook that hands the result back changes nothing in the answer."""
+
+    @pytest.mark.parametrize("value", RETURNS, ids=repr)
+    @pytest.mark.parametrize("hook", [_same, _copy], ids=["same", "copy"])
+    @pytest.mark.parametrize("limit", [None, 60])
+    def test_answer_as_without_hooks(
+        self,
+        value: object,
+        hook: Callable[[ToolCall, ToolResult, object], ToolResult],
+        limit: int | None,
+    ) -> None:
+        """Message and events are those of the same call without middleware."""
+        registry = _returning(value)
+        calls = [ToolCall("c1", "give", "{}")]
+        policy = RunPolicy(max_result_bytes=limit)
+        bare = dispatch_sync(calls, registry, policy=policy)
+        hooked = dispatch_sync(calls, registry, policy=policy, middleware=[after_tool(hook)])
+        assert hooked.messages == bare.messages
+        assert hooked.events == bare.events
+        assert msgspec.json.encode(hooked.events)
+
+    def test_hook_sees_the_wrapped_value(self) -> None:
+        """The hook receives the text and the structured value, as ``wrap_return`` makes them."""
+        seen: list[ToolResult] = []
+
+        def look(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            seen.append(result)
+            return result
+
+        dispatch_sync(CALLS, TOOLS, middleware=[after_tool(look)])
+        assert seen == [ToolResult(content=(TextBlock("2"),), structured=2)]
+
+    def test_metadata_added_in_place(self) -> None:
+        """Metadata a hook writes into the result it hands back reaches the result and event."""
+
+        def tag(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            result.metadata["seen"] = True
+            return result
+
+        result = dispatch_sync(CALLS, TOOLS, middleware=[after_tool(tag)])
+        assert result.metadata == {"c1": {"seen": True}}
+        assert isinstance(result.events[-1], ToolCompleted)
+        assert result.events[-1].metadata == {"seen": True}
+
+    def test_rewritten_result(self) -> None:
+        """A hook's new result is what the model reads."""
+
+        def shout(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            return ToolResult.success("LOUD", follow_up="later")
+
+        result = dispatch_sync(CALLS, TOOLS, middleware=[after_tool(shout)])
+        assert result.messages[0].content == "LOUD"
+        assert result.messages[0].artifact is None
+        assert result.follow_ups[0].content == (TextBlock("later"),)

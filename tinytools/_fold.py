@@ -187,24 +187,33 @@ def fold(
         HookFailed: An ``after_tool`` hook raised (dispatch aborts).
     """
     kind = type(outcome)
-    if not afters and kind is not Failed and kind is not Fatal and kind is not ToolResult:
-        # A plain return value no hook sees: its message directly, no ToolResult made.
+    if kind is not Failed and kind is not Fatal and kind is not ToolResult:
+        # A plain return value: its text made directly (no ToolResult unless a hook sees it).
+        # ``text`` is what the hooks see, ``content`` what the model reads (JSON text
+        # that encoded holds no lone surrogate: it is its own content).
         output = None
         if kind is str:
-            content: str | None = outcome  # type: ignore[assignment]
+            text: str = outcome  # type: ignore[assignment]
+            content: str | None = text
             if not outcome.isascii():  # type: ignore[attr-defined]
                 content = printable(outcome)  # type: ignore[arg-type]
         elif isinstance(outcome, str):  # a str subclass (a str Enum): its string value
-            content = printable(str.__str__(outcome))
+            text = str.__str__(outcome)
+            content = printable(text)
         else:
             try:  # return_text, its common case written out (one frame fewer)
                 encoded = _encode(outcome)
-                content = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
+                text = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
+                content = text
             except (TypeError, ValueError, OverflowError, RecursionError):
-                content = None  # the full fold answers it as the error it is
+                content = None  # wrap_return answers it as the error it is, below
             if outcome is not None:
                 output = ToolOutput(outcome, ())
         if content is not None:
+            if afters:
+                return _hooked(
+                    call, name, limit, outcome, text, content, afters, env, store, run_id
+                )
             if limit is not None:
                 content = truncate(content, limit)
             message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
@@ -219,18 +228,65 @@ def fold(
             failed = Failed(type(error).__name__, f"Tool `{name}` returned a bad value: {error}")
             return fold(call, name, limit, failed, afters, env, store, run_id)
         status = "ok"
+    if afters:
+        result = _after(call, result, afters, env)
+    return _from_result(call, name, limit, result, status, outcome, store, run_id)
+
+
+def _after(
+    call: ToolCall, result: ToolResult, afters: tuple[After, ...], env: object
+) -> ToolResult:
+    """``result`` through the ``after_tool`` hooks, in order.
+
+    Raises:
+        HookFailed: A hook raised, or the last one returned something else than a
+            ``ToolResult``.
+    """
     for hook in afters:
         try:
             result = hook(call, result, env)  # type: ignore[arg-type]
         except Exception as error:
             raise HookFailed("after_tool", hook, error) from error
-    if not isinstance(result, ToolResult):
+    if type(result) is not ToolResult and not isinstance(result, ToolResult):
         raise HookFailed(
             "after_tool",
             afters[-1],
             TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}"),
         )
-    return _from_result(call, name, limit, result, status, outcome, store, run_id)
+    return result
+
+
+def _hooked(
+    call: ToolCall,
+    name: str,
+    limit: int | None,
+    outcome: object,
+    text: str,
+    content: str,
+    afters: tuple[After, ...],
+    env: object,
+    store: ArtifactStore | None,
+    run_id: Callable[[], str],
+) -> Folded:
+    """A plain return value through the ``after_tool`` hooks.
+
+    The hooks see it as ``wrap_return`` makes it (``text`` is its text and
+    ``content`` what the model reads of it, both already made); when every hook
+    hands that same result back with nothing added (the common pass-through hook),
+    the message is the one no hook would have changed, made without reading the
+    result back.
+    """
+    structured = None if isinstance(outcome, str) else outcome
+    wrapped = ToolResult(content=(TextBlock(text),), structured=structured)
+    result = _after(call, wrapped, afters, env)
+    if result is not wrapped or wrapped.metadata:
+        return _from_result(call, name, limit, result, "ok", outcome, store, run_id)
+    if limit is not None:
+        content = truncate(content, limit)
+    output = None if structured is None else ToolOutput(structured, ())
+    message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
+    event = ToolCompleted(call_id=call.id, tool_name=name, metadata=wrapped.metadata)
+    return message, event, (), None
 
 
 def _from_result(
