@@ -13,7 +13,7 @@ A middleware is any object with an optional ``before_tool`` and an optional
 * ``after_tool(call, result, env) -> ToolResult`` runs after the tool, before
   the result becomes a message; it may rewrite the result.
 
-The stack is composed once per dispatch (:func:`compose`): ``before_tool``
+The stack is composed once per middleware sequence (:func:`composed`): ``before_tool``
 hooks run in the order given, ``after_tool`` hooks in reverse (an onion, as
 in ASGI). :func:`before_tool` and :func:`after_tool` turn a plain function
 into a middleware.
@@ -32,8 +32,9 @@ changed call meets the approval gates again.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar
 
 import attrs
 
@@ -41,6 +42,9 @@ from ._wire import ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 __all__ = [
     "After",
@@ -52,9 +56,11 @@ __all__ = [
     "HookFailed",
     "Middleware",
     "Stack",
+    "NO_MIDDLEWARE",
     "after_tool",
     "before_tool",
     "compose",
+    "composed",
 ]
 
 
@@ -172,3 +178,52 @@ def compose(middleware: Iterable[object]) -> Stack:
     befores = tuple(h for m in items if callable(h := getattr(m, "before_tool", None)))
     afters = tuple(h for m in reversed(items) if callable(h := getattr(m, "after_tool", None)))
     return Stack(befores, afters)
+
+
+#: The stack of a dispatch without middleware.
+NO_MIDDLEWARE = Stack()
+#: Stacks remembered by the sequence given (tuple or list) and by its items.
+_BY_SEQUENCE: dict[int, tuple[object, object, Stack]] = {}
+_BY_ITEMS: dict[tuple[int, ...], tuple[tuple[object, ...], Stack]] = {}
+_REMEMBERED = 64
+
+
+def composed(middleware: Iterable[object] | Stack) -> Stack:
+    """The composed stack for ``dispatch``'s ``middleware``: composed once, then remembered.
+
+    The same tuple or list object passed again (the common case: a host keeps its
+    middleware in one place) is found by its identity — a list compared with the
+    copy it was composed from, since a list can change (item by item with ``==``,
+    as the registry's memo of a tool list does); any other sequence of the same
+    objects by the identities of its items. Both memos are bounded and change
+    nothing but speed.
+
+    Raises:
+        TypeError: An item has neither ``before_tool`` nor ``after_tool``.
+    """
+    kind = type(middleware)
+    known = _BY_SEQUENCE.get(id(middleware))
+    if known is not None and known[0] is middleware and (kind is tuple or known[1] == middleware):
+        return known[2]
+    if kind is Stack:
+        return middleware  # type: ignore[return-value]  # already composed (a resumed pass)
+    items: tuple[object, ...] = middleware if kind is tuple else tuple(middleware)  # type: ignore[assignment,arg-type]
+    if not items:
+        return NO_MIDDLEWARE
+    key = tuple(map(id, items))
+    found = _BY_ITEMS.get(key)
+    if found is not None and all(map(operator.is_, found[0], items)):
+        stack = found[1]
+    else:
+        stack = compose(items)
+        _remember(_BY_ITEMS, key, (items, stack))
+    if kind is tuple or kind is list:
+        snapshot = items if kind is tuple else list(items)
+        _remember(_BY_SEQUENCE, id(middleware), (middleware, snapshot, stack))
+    return stack
+
+
+def _remember(memo: dict[_K, _V], key: _K, value: _V) -> None:
+    if len(memo) >= _REMEMBERED:
+        memo.pop(next(iter(memo)))
+    memo[key] = value
