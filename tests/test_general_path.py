@@ -12,6 +12,9 @@ import msgspec
 import pytest
 
 from tinytools import (
+    Allow,
+    Defer,
+    Deny,
     Registry,
     RunPolicy,
     TextBlock,
@@ -242,3 +245,43 @@ class TestMiddlewareSequence:
 
         dispatch_sync(CALLS, TOOLS, middleware=(m for m in [before_tool(record)]))
         assert ran == ["c1"]
+
+
+def _answer(kind: str) -> Callable[[ToolCall, object], object]:
+    def hook(call: ToolCall, env: object) -> object:
+        if kind == "same":
+            return call
+        if kind == "adjusted":
+            return msgspec.structs.replace(call, arguments={"a": 5})
+        if kind == "allow":
+            return Allow()
+        if kind == "deny":
+            return Deny("no")
+        return Defer({"why": "later"})
+
+    return hook
+
+
+KINDS_OF_ANSWER = ["same", "adjusted", "allow", "deny", "defer"]
+CHAINS = [(a,) for a in KINDS_OF_ANSWER] + [
+    (a, b) for a in KINDS_OF_ANSWER for b in KINDS_OF_ANSWER if a not in ("deny", "defer")
+]
+
+
+class TestBeforeHookChains:
+    """``dispatch_sync`` and ``dispatch`` agree on every chain of ``before_tool`` answers."""
+
+    @pytest.mark.parametrize("chain", CHAINS, ids="-".join)
+    @pytest.mark.anyio
+    async def test_sync_matches_async(self, chain: tuple[str, ...]) -> None:
+        """Same messages, events and deferred calls, whichever entry point ran the hooks."""
+        middleware = [before_tool(_answer(kind)) for kind in chain]
+        synced = dispatch_sync(CALLS, TOOLS, middleware=middleware)
+        awaited = await dispatch(CALLS, TOOLS, middleware=middleware)
+        assert synced == awaited
+        if "deny" in chain:
+            assert synced.messages[0].status == "denied"
+        elif "defer" in chain:
+            assert synced.deferred is not None
+        else:
+            assert synced.messages[0].content == ("6" if "adjusted" in chain else "2")
