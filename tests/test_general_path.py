@@ -13,6 +13,7 @@ import pytest
 
 from tinytools import (
     Allow,
+    Cancellation,
     Defer,
     Deny,
     Registry,
@@ -285,3 +286,42 @@ class TestBeforeHookChains:
             assert synced.deferred is not None
         else:
             assert synced.messages[0].content == ("6" if "adjusted" in chain else "2")
+
+
+THREE = [ToolCall(f"c{i}", "add", '{"a": 1}') for i in range(3)]
+
+
+class TestTrivialLimits:
+    """``max_tool_calls`` and the allow-list refuse exactly what they should, alone or with
+    the stop checks beside them."""
+
+    @pytest.mark.parametrize("cancellation", [None, Cancellation()])
+    @pytest.mark.parametrize("deadline", [None, 60.0])
+    @pytest.mark.parametrize("limit", [None, 0, 2])
+    def test_max_tool_calls(
+        self, limit: int | None, deadline: float | None, cancellation: Cancellation | None
+    ) -> None:
+        """The first ``limit`` calls run; the rest are answered with the limit reached."""
+        policy = RunPolicy(max_tool_calls=limit, deadline=deadline)
+        result = dispatch_sync(THREE, TOOLS, policy=policy, cancellation=cancellation)
+        ran = 3 if limit is None else limit
+        assert [m.status for m in result.messages] == ["ok"] * ran + ["error"] * (3 - ran)
+        assert all("limit of" in m.content for m in result.messages[ran:])
+
+    @pytest.mark.parametrize(
+        ("allowlist", "fail_closed", "runs"),
+        [
+            (None, True, True),
+            ({"add"}, True, True),
+            ({"other"}, True, False),
+            (set(), True, False),
+            (set(), False, True),
+            ({"other"}, False, False),
+        ],
+    )
+    def test_allowlist(self, allowlist: set[str] | None, fail_closed: bool, runs: bool) -> None:
+        """A listed tool runs; an unlisted one is unknown; empty denies all unless opted out."""
+        policy = RunPolicy(allowlist=allowlist, fail_closed_allowlist=fail_closed)
+        result = dispatch_sync(CALLS, TOOLS, policy=policy)
+        assert (result.messages[0].status == "ok") is runs
+        assert result.executed == (("c1",) if runs else ())

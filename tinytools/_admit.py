@@ -269,7 +269,10 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         if not isinstance(decided, ToolCall):
             return decided
         call = decided
-    if batch.limited:
+    if batch.limited and (  # a max_tool_calls alone costs the comparison
+        # (limited with neither stop check means a limit is set: never compared with None)
+        batch.cancelled is not None or batch.expired is not None or batch.used >= batch.limit  # type: ignore[operator]
+    ):
         limit = _limits(call, batch)
         if limit is not None:
             return Answered(index, limit)

@@ -106,8 +106,12 @@ class DispatchEnv:
             return tool if tool.exposure is Exposure.Direct or name == self.reached else None
         if tool.exposure is Exposure.Hidden:
             return None
-        allowlist = self.policy.allowlist
-        if allowlist is not None and not self.policy.allows(name):
+        allowlist = self.policy.allowlist  # RunPolicy.allows, written out (one frame fewer)
+        if (
+            allowlist is not None
+            and name not in allowlist
+            and (allowlist or self.policy.fail_closed_allowlist)
+        ):
             return None
         if self.advertised is None:
             return None if tool.exposure is Exposure.Deferred and name != self.reached else tool

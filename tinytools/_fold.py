@@ -248,12 +248,16 @@ def _after(
         except Exception as error:
             raise HookFailed("after_tool", hook, error) from error
     if type(result) is not ToolResult and not isinstance(result, ToolResult):
-        raise HookFailed(
-            "after_tool",
-            afters[-1],
-            TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}"),
-        )
+        raise _not_a_result(afters, result)
     return result
+
+
+def _not_a_result(afters: tuple[After, ...], result: object) -> HookFailed:
+    return HookFailed(
+        "after_tool",
+        afters[-1],
+        TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}"),
+    )
 
 
 def _hooked(
@@ -277,9 +281,15 @@ def _hooked(
     result back.
     """
     structured = None if isinstance(outcome, str) else outcome
-    wrapped = ToolResult(content=(TextBlock(text),), structured=structured)
-    result = _after(call, wrapped, afters, env)
+    result = wrapped = ToolResult(content=(TextBlock(text),), structured=structured)
+    for hook in afters:  # _after, written out (one frame fewer)
+        try:
+            result = hook(call, result, env)  # type: ignore[arg-type]
+        except Exception as error:
+            raise HookFailed("after_tool", hook, error) from error
     if result is not wrapped or wrapped.metadata:
+        if type(result) is not ToolResult and not isinstance(result, ToolResult):
+            raise _not_a_result(afters, result)
         return _from_result(call, name, limit, result, "ok", outcome, store, run_id)
     if limit is not None:
         content = truncate(content, limit)
