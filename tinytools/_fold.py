@@ -2,11 +2,13 @@
 
 Pure and synchronous, shared by ``dispatch`` and ``dispatch_sync``. An outcome is
 the tool's plain return value itself (no wrapper object is made for it) or one of
-:class:`Failed`, :class:`Fatal` and :class:`Postponed`. For a plain value with no
-``after_tool`` hook and no artifact store, the message is made directly: a ``str``
-is the content, anything else its compact JSON (with the value as structured
-output). Otherwise the value is wrapped as a ``ToolResult``, after-middleware
-rewrites it, artifacts are persisted, and content blocks become the text the model
+:class:`Failed`, :class:`Fatal` and :class:`Postponed`. For a plain value the
+message is made directly: a ``str`` is the content, anything else its compact JSON
+(with the value as structured output). ``after_tool`` hooks see that value wrapped
+as ``wrap_return`` would wrap it (built once, from the text already made); when they
+hand that same result back with nothing added, the message is the direct one.
+Otherwise — a hook's new result, a returned ``ToolResult``, a failure — the result
+is read back: artifacts are persisted, and content blocks become the text the model
 reads. Either way the content is cut to the byte limit with a visible marker.
 
 A return value that cannot be answered (not JSON-encodable, holding NaN, a
@@ -211,9 +213,18 @@ def fold(
                 output = ToolOutput(outcome, ())
         if content is not None:
             if afters:
-                return _hooked(
-                    call, name, limit, outcome, text, content, afters, env, store, run_id
-                )
+                # The hooks see the value as wrap_return makes it (from the text above).
+                structured = None if output is None else outcome
+                result = wrapped = ToolResult(content=(TextBlock(text),), structured=structured)
+                for hook in afters:  # _after, written out (one frame fewer)
+                    try:
+                        result = hook(call, result, env)  # type: ignore[arg-type]
+                    except Exception as error:
+                        raise HookFailed("after_tool", hook, error) from error
+                if result is not wrapped or wrapped.metadata:  # else: the message unchanged
+                    if type(result) is not ToolResult and not isinstance(result, ToolResult):
+                        raise _not_a_result(afters, result)
+                    return _from_result(call, name, limit, result, "ok", outcome, store, run_id)
             if limit is not None:
                 content = truncate(content, limit)
             message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
@@ -258,45 +269,6 @@ def _not_a_result(afters: tuple[After, ...], result: object) -> HookFailed:
         afters[-1],
         TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}"),
     )
-
-
-def _hooked(
-    call: ToolCall,
-    name: str,
-    limit: int | None,
-    outcome: object,
-    text: str,
-    content: str,
-    afters: tuple[After, ...],
-    env: object,
-    store: ArtifactStore | None,
-    run_id: Callable[[], str],
-) -> Folded:
-    """A plain return value through the ``after_tool`` hooks.
-
-    The hooks see it as ``wrap_return`` makes it (``text`` is its text and
-    ``content`` what the model reads of it, both already made); when every hook
-    hands that same result back with nothing added (the common pass-through hook),
-    the message is the one no hook would have changed, made without reading the
-    result back.
-    """
-    structured = None if isinstance(outcome, str) else outcome
-    result = wrapped = ToolResult(content=(TextBlock(text),), structured=structured)
-    for hook in afters:  # _after, written out (one frame fewer)
-        try:
-            result = hook(call, result, env)  # type: ignore[arg-type]
-        except Exception as error:
-            raise HookFailed("after_tool", hook, error) from error
-    if result is not wrapped or wrapped.metadata:
-        if type(result) is not ToolResult and not isinstance(result, ToolResult):
-            raise _not_a_result(afters, result)
-        return _from_result(call, name, limit, result, "ok", outcome, store, run_id)
-    if limit is not None:
-        content = truncate(content, limit)
-    output = None if structured is None else ToolOutput(structured, ())
-    message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
-    event = ToolCompleted(call_id=call.id, tool_name=name, metadata=wrapped.metadata)
-    return message, event, (), None
 
 
 def _from_result(
