@@ -65,7 +65,11 @@ class DispatchEnv:
         self.tools = tools
         self.policy = policy
         self._context = context
-        self.advertised = None if advertised is None else advertised_names(advertised)
+        self.advertised = (  # advertised_names, written out (one frame fewer)
+            advertised
+            if advertised is None or type(advertised) is set or type(advertised) is frozenset
+            else frozenset(advertised)
+        )
         self._approved: set[str] | None = None  # made on first use: most batches approve nothing
         # No allow-list and no advertised set: a lookup is the registry's and the exposure.
         self._open = policy.allowlist is None and advertised is None

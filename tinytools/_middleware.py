@@ -201,10 +201,14 @@ def composed(middleware: Iterable[object] | Stack) -> Stack:
     Raises:
         TypeError: An item has neither ``before_tool`` nor ``after_tool``.
     """
-    kind = type(middleware)
     known = _BY_SEQUENCE.get(id(middleware))
-    if known is not None and known[0] is middleware and (kind is tuple or known[1] == middleware):
+    if (
+        known is not None
+        and known[0] is middleware
+        and (known[1] is middleware or known[1] == middleware)  # a tuple is its own snapshot
+    ):
         return known[2]
+    kind = type(middleware)
     if kind is Stack:
         return middleware  # type: ignore[return-value]  # already composed (a resumed pass)
     items: tuple[object, ...] = middleware if kind is tuple else tuple(middleware)  # type: ignore[assignment,arg-type]
