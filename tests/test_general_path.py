@@ -8,19 +8,24 @@ import enum
 import functools
 from collections.abc import Callable
 
+import attrs
 import msgspec
 import pytest
 
 from tinytools import (
     Allow,
     Cancellation,
+    Context,
     Defer,
     Deny,
     Registry,
     RunPolicy,
     TextBlock,
     ToolCall,
+    ToolPolicy,
+    ToolPolicyMiddleware,
     ToolResult,
+    Workspace,
     after_tool,
     before_tool,
     dispatch,
@@ -325,3 +330,44 @@ class TestTrivialLimits:
         result = dispatch_sync(CALLS, TOOLS, policy=policy)
         assert (result.messages[0].status == "ok") is runs
         assert result.executed == (("c1",) if runs else ())
+
+
+@tool(policy=ToolPolicy.classified().with_runtime(sandbox="required"))
+def boxed(text: str) -> str:
+    """Echo inside a sandbox."""
+    return text
+
+
+class TestToolPolicyMiddlewareRules:
+    """Each rule still acts when only its own hooks are composed."""
+
+    def test_no_rules_changes_nothing(self) -> None:
+        """A middleware without rules answers as no middleware."""
+        bare = dispatch_sync(CALLS, TOOLS)
+        guarded = dispatch_sync(CALLS, TOOLS, middleware=[ToolPolicyMiddleware()])
+        assert guarded == bare
+
+    def test_result_bytes_only(self) -> None:
+        """``enforce_result_bytes`` alone cuts the text the model reads."""
+        calls = [ToolCall("c1", "boxed", {"text": "y" * 200})]
+        guard = ToolPolicyMiddleware.enforce_result_bytes(40)
+        result = dispatch_sync(calls, Registry([boxed]), middleware=[guard])
+        assert len(result.messages[0].content.encode()) <= 40
+
+    @pytest.mark.parametrize("sandboxed", [False, True])
+    def test_sandbox_reads_the_workspace(self, sandboxed: bool) -> None:
+        """``require_sandbox`` refuses outside a sandboxed workspace, runs inside one."""
+        calls = [ToolCall("c1", "boxed", {"text": "hi"})]
+        context = Context(values={Workspace: Workspace(sandboxed=sandboxed)})
+        guard = ToolPolicyMiddleware.require_sandbox()
+        result = dispatch_sync(calls, Registry([boxed]), middleware=[guard], context=context)
+        assert result.messages[0].status == ("ok" if sandboxed else "denied")
+
+    def test_deny_side_effects(self) -> None:
+        """A denied side effect refuses the tool declaring it, whatever the workspace."""
+        calls = [ToolCall("c1", "boxed", {"text": "hi"})]
+        networked = attrs.evolve(boxed, policy=boxed.policy.with_side_effects(network=True))
+        guard = ToolPolicyMiddleware.deny_side_effects("network")
+        result = dispatch_sync(calls, Registry([networked]), middleware=[guard])
+        assert result.messages[0].status == "denied"
+        assert "network" in result.messages[0].content

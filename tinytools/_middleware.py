@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 import attrs
 
@@ -175,9 +175,20 @@ def compose(middleware: Iterable[object]) -> Stack:
                 f"middleware {item!r} has neither a before_tool nor an after_tool method; "
                 "wrap a plain function with tinytools.before_tool(...) or after_tool(...)"
             )
-    befores = tuple(h for m in items if callable(h := getattr(m, "before_tool", None)))
-    afters = tuple(h for m in reversed(items) if callable(h := getattr(m, "after_tool", None)))
+    befores = tuple(h for m in items if callable(h := _hook(m, "before_tool")))
+    afters = tuple(h for m in reversed(items) if callable(h := _hook(m, "after_tool")))
     return Stack(befores, afters)
+
+
+def _hook(middleware: object, kind: str) -> Any:
+    """``middleware``'s hook of ``kind``, unless it says the hook would hand every call
+    (or result) back unchanged: a middleware of this package may list the hooks its
+    settings need in ``_tinytools_hooks`` (``ToolPolicyMiddleware`` without result
+    rules needs no ``after_tool``), and dispatch then does not call the others."""
+    needed = getattr(middleware, "_tinytools_hooks", None)
+    if needed is not None and kind not in needed:
+        return None
+    return getattr(middleware, kind, None)
 
 
 #: The stack of a dispatch without middleware.
