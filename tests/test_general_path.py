@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 import attrs
 import msgspec
@@ -371,3 +371,18 @@ class TestToolPolicyMiddlewareRules:
         result = dispatch_sync(calls, Registry([networked]), middleware=[guard])
         assert result.messages[0].status == "denied"
         assert "network" in result.messages[0].content
+
+
+class TestAdvertised:
+    """``advertised`` restricts the call to the names given, in any collection."""
+
+    @pytest.mark.parametrize("kind", [set, frozenset, tuple, list])
+    def test_collections(self, kind: Callable[[list[str]], Collection[str]]) -> None:
+        """A listed tool runs and an unlisted one is unknown, whatever the collection."""
+        listed = kind(["add"])
+        other = kind(["other"])
+        for _ in range(2):  # the second time from the remembered set
+            assert dispatch_sync(CALLS, TOOLS, advertised=listed).messages[0].status == "ok"
+            refused = dispatch_sync(CALLS, TOOLS, advertised=other).messages[0]
+            assert refused.status == "error"
+            assert "Unknown tool" in refused.content
