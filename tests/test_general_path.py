@@ -18,6 +18,7 @@ from tinytools import (
     Context,
     Defer,
     Deny,
+    DispatchAborted,
     Registry,
     RunPolicy,
     TextBlock,
@@ -386,3 +387,42 @@ class TestAdvertised:
             refused = dispatch_sync(CALLS, TOOLS, advertised=other).messages[0]
             assert refused.status == "error"
             assert "Unknown tool" in refused.content
+
+
+def _bad_content(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    return ToolResult(content="abc")  # type: ignore[arg-type]
+
+
+def _bad_structured(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    return ToolResult(content=(TextBlock("ok"),), structured=object())
+
+
+def _bad_metadata_in_place(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    result.metadata["when"] = object()
+    return result
+
+
+class TestMalformedHookResults:
+    """A malformed ``ToolResult`` from an ``after_tool`` hook aborts the batch naming the
+    hook (a host bug), every call still answered and the result still encodable."""
+
+    @pytest.mark.parametrize(
+        ("hook", "field"),
+        [
+            (_bad_content, "content"),
+            (_bad_structured, "structured"),
+            (_bad_metadata_in_place, "metadata"),
+        ],
+    )
+    def test_aborts_naming_the_hook(
+        self, hook: Callable[[ToolCall, ToolResult, object], ToolResult], field: str
+    ) -> None:
+        """DispatchAborted says an after_tool hook returned the bad field."""
+        with pytest.raises(DispatchAborted) as raised:
+            dispatch_sync(CALLS, TOOLS, middleware=[after_tool(hook)])
+        assert "after_tool" in raised.value.reason
+        assert f"an after_tool hook returned a ToolResult whose `{field}`" in raised.value.reason
+        result = raised.value.result
+        assert [m.tool_call_id for m in result.messages] == ["c1"]
+        assert result.messages[0].is_error
+        assert msgspec.json.encode(result.messages)

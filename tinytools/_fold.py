@@ -38,6 +38,7 @@ from ._wire import (
     ToolCall,
     ToolMessage,
     ToolResult,
+    check_result,
     return_text,
     wrap_return,
 )
@@ -222,10 +223,9 @@ def fold(
                     except Exception as error:
                         raise HookFailed("after_tool", hook, error) from error
                 if result is not wrapped or wrapped.metadata:  # else: the message unchanged
-                    if type(result) is not ToolResult and not isinstance(result, ToolResult):
-                        raise _not_a_result(afters, result)
+                    result = _hooks_result(afters, result, wrapped)
                     return _from_result(call, name, limit, result, "ok", outcome, store, run_id)
-            if limit is not None:
+            if limit is not None and len(content) * 4 > limit:  # else it fits (see truncate)
                 content = truncate(content, limit)
             message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
             return message, ToolCompleted(call_id=call.id, tool_name=name, metadata={}), (), None
@@ -253,22 +253,31 @@ def _after(
         HookFailed: A hook raised, or the last one returned something else than a
             ``ToolResult``.
     """
+    given = result
     for hook in afters:
         try:
             result = hook(call, result, env)  # type: ignore[arg-type]
         except Exception as error:
             raise HookFailed("after_tool", hook, error) from error
+    return _hooks_result(afters, result, given)
+
+
+def _hooks_result(afters: tuple[After, ...], result: object, given: ToolResult) -> ToolResult:
+    """What the hooks returned, checked as a tool's ``ToolResult`` is (every result must
+    encode) unless it is the result they were given, untouched.
+
+    Raises:
+        HookFailed: The last hook's result is not a well-formed ``ToolResult``.
+    """
     if type(result) is not ToolResult and not isinstance(result, ToolResult):
-        raise _not_a_result(afters, result)
+        error = TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}")
+        raise HookFailed("after_tool", afters[-1], error)
+    if result is not given or result.metadata:
+        try:
+            check_result(result, "an after_tool hook")
+        except TypeError as error:
+            raise HookFailed("after_tool", afters[-1], error) from error
     return result
-
-
-def _not_a_result(afters: tuple[After, ...], result: object) -> HookFailed:
-    return HookFailed(
-        "after_tool",
-        afters[-1],
-        TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}"),
-    )
 
 
 def _from_result(
@@ -288,10 +297,16 @@ def _from_result(
     if result.structured is not None or artifacts:
         output = ToolOutput(result.structured, artifacts)
     final: MessageStatus = "error" if result.is_error and status == "ok" else status
+    blocks = result.content  # render, its common case written out
+    text = blocks[0].text if len(blocks) == 1 and type(blocks[0]) is TextBlock else render(blocks)
+    if not text.isascii():
+        text = printable(text)
+    if limit is not None and len(text) * 4 > limit:  # else it fits (see truncate)
+        text = truncate(text, limit)
     message = ToolMessage(
         tool_call_id=call.id,
         name=name,
-        content=truncate(printable(render(result.content)), limit),
+        content=text,
         is_error=result.is_error or final != "ok",
         artifact=output,
         status=final,
