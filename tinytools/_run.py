@@ -85,13 +85,16 @@ _CO_COROUTINE = inspect.CO_COROUTINE
 def _is_async_handler(handler: object) -> bool:
     """Whether ``on_event`` returns awaitables.
 
-    The common handlers are answered from their type: a builtin (``events.append``)
-    never is; a plain function or bound method (made afresh per dispatch, as
-    ``self.on_event`` is) is when its code is a coroutine's — unless it carries
-    attributes (``__wrapped__``, a coroutine mark), which :func:`is_async_function`
-    reads. Other callables are remembered per object (a bounded memo, which changes
-    nothing but speed).
+    A handler passed again (the same function) is remembered; one made afresh per
+    dispatch (``events.append``, ``self.on_event``, a lambda) is answered from its
+    type: a builtin never is; a plain function or bound method is when its code is
+    a coroutine's — unless it carries attributes (``__wrapped__``, a coroutine mark),
+    which :func:`is_async_function` reads. Only what that reads is remembered (a
+    bounded memo by object, which changes nothing but speed).
     """
+    known = _HANDLERS.get(id(handler))
+    if known is not None and known[0] is handler:
+        return known[1]
     kind = type(handler)
     if kind is _FUNCTION:
         if not handler.__dict__:
@@ -102,9 +105,6 @@ def _is_async_handler(handler: object) -> bool:
         fn = handler.__func__  # type: ignore[attr-defined]
         if type(fn) is _FUNCTION and not fn.__dict__:
             return fn.__code__.co_flags & _CO_COROUTINE != 0
-    known = _HANDLERS.get(id(handler))
-    if known is not None and known[0] is handler:
-        return known[1]
     answer = is_async_function(handler)
     if len(_HANDLERS) >= 64:
         _HANDLERS.pop(next(iter(_HANDLERS)))
@@ -136,7 +136,8 @@ class Sink:
         self.events = run.events
         self._handler = on_event
         self.is_async = _is_async_handler(on_event)
-        self.pending: deque[Event] = deque()
+        #: The events waiting for the async handler (a sync handler has none, ever).
+        self.pending: deque[Event] | tuple[()] = deque() if self.is_async else ()
         self.flushing = False
 
     def emit(self, event: Event) -> None:
@@ -150,7 +151,7 @@ class Sink:
     def queue(self, event: Event) -> None:
         """Record ``event`` for the async handler, which :meth:`flush` awaits."""
         self.events.append(event)
-        self.pending.append(event)
+        self.pending.append(event)  # type: ignore[union-attr]  # an async handler's deque
 
     def _failed(self, error: Exception) -> None:
         run = self._run()
@@ -160,7 +161,7 @@ class Sink:
     async def flush(self) -> None:
         """Await the async handler for every event waiting for it, in order: one task
         flushes at a time (a concurrent call leaves its events to the flushing one)."""
-        if self.flushing:
+        if self.flushing or not self.pending:
             return
         self.flushing = True
         try:
@@ -170,6 +171,7 @@ class Sink:
 
     async def _drain(self) -> None:
         pending = self.pending
+        assert isinstance(pending, deque)  # non-empty: an async handler's
         while pending:
             event = pending.popleft()
             try:
