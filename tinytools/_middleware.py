@@ -196,6 +196,8 @@ NO_MIDDLEWARE = Stack()
 #: Stacks remembered by the sequence given (tuple or list) and by its items.
 _BY_SEQUENCE: dict[int, tuple[object, object, Stack]] = {}
 _BY_ITEMS: dict[tuple[int, ...], tuple[tuple[object, ...], Stack]] = {}
+#: The last entry of ``_BY_SEQUENCE`` found or made (most hosts pass one sequence).
+_last: tuple[object, object, Stack] = (None, None, NO_MIDDLEWARE)
 _REMEMBERED = 64
 
 
@@ -203,21 +205,26 @@ def composed(middleware: Iterable[object] | Stack) -> Stack:
     """The composed stack for ``dispatch``'s ``middleware``: composed once, then remembered.
 
     The same tuple or list object passed again (the common case: a host keeps its
-    middleware in one place) is found by its identity — a list compared with the
-    copy it was composed from, since a list can change (item by item with ``==``,
-    as the registry's memo of a tool list does); any other sequence of the same
-    objects by the identities of its items. Both memos are bounded and change
-    nothing but speed.
+    middleware in one place; the last one is checked first) is found by its
+    identity — a list compared with the copy it was composed from, since a list can
+    change (item by item with ``==``, as the registry's memo of a tool list does);
+    any other sequence of the same objects by the identities of its items. Both
+    memos are bounded and change nothing but speed.
 
     Raises:
         TypeError: An item has neither ``before_tool`` nor ``after_tool``.
     """
+    global _last
+    last = _last  # the sequence of the previous dispatch (read once: threads may replace it)
+    if last[0] is middleware and (last[1] is middleware or last[1] == middleware):
+        return last[2]
     known = _BY_SEQUENCE.get(id(middleware))
     if (
         known is not None
         and known[0] is middleware
         and (known[1] is middleware or known[1] == middleware)  # a tuple is its own snapshot
     ):
+        _last = known
         return known[2]
     kind = type(middleware)
     if kind is Stack:
@@ -234,7 +241,8 @@ def composed(middleware: Iterable[object] | Stack) -> Stack:
         _remember(_BY_ITEMS, key, (items, stack))
     if kind is tuple or kind is list:
         snapshot = items if kind is tuple else list(items)
-        _remember(_BY_SEQUENCE, id(middleware), (middleware, snapshot, stack))
+        _last = (middleware, snapshot, stack)
+        _remember(_BY_SEQUENCE, id(middleware), _last)
     return stack
 
 

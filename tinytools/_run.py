@@ -85,16 +85,13 @@ _CO_COROUTINE = inspect.CO_COROUTINE
 def _is_async_handler(handler: object) -> bool:
     """Whether ``on_event`` returns awaitables.
 
-    A handler passed again (the same function) is remembered; one made afresh per
-    dispatch (``events.append``, ``self.on_event``, a lambda) is answered from its
-    type: a builtin never is; a plain function or bound method is when its code is
-    a coroutine's — unless it carries attributes (``__wrapped__``, a coroutine mark),
-    which :func:`is_async_function` reads. Only what that reads is remembered (a
-    bounded memo by object, which changes nothing but speed).
+    The common handlers, also made afresh per dispatch (``events.append``,
+    ``self.on_event``, a lambda), are answered from their type: a builtin never is;
+    a plain function or bound method is when its code is a coroutine's — unless it
+    carries attributes (``__wrapped__``, a coroutine mark), which
+    :func:`is_async_function` reads. What that reads is remembered per object (a
+    bounded memo, which changes nothing but speed).
     """
-    known = _HANDLERS.get(id(handler))
-    if known is not None and known[0] is handler:
-        return known[1]
     kind = type(handler)
     if kind is _FUNCTION:
         if not handler.__dict__:
@@ -105,6 +102,9 @@ def _is_async_handler(handler: object) -> bool:
         fn = handler.__func__  # type: ignore[attr-defined]
         if type(fn) is _FUNCTION and not fn.__dict__:
             return fn.__code__.co_flags & _CO_COROUTINE != 0
+    known = _HANDLERS.get(id(handler))
+    if known is not None and known[0] is handler:
+        return known[1]
     answer = is_async_function(handler)
     if len(_HANDLERS) >= 64:
         _HANDLERS.pop(next(iter(_HANDLERS)))
