@@ -199,26 +199,17 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
     verdicts = batch.verdicts
-    if not batch.stack.befores:  # no hook can return an awaitable: no generator needed
-        append = verdicts.append
+    append = verdicts.append
+    if not batch.stack.befores:
         for index, call in enumerate(calls):
             opened = _opening(index, call, batch)
             append(_checked(index, opened, batch) if type(opened) is ToolCall else opened)  # type: ignore[arg-type]
         return verdicts
     for index, call in enumerate(calls):
-        admission = _admit(index, call, batch)
-        try:
-            pending = next(admission)
-        except StopIteration as done:
-            verdicts.append(done.value)
-            continue
-        if inspect.iscoroutine(pending):
-            pending.close()
-        admission.close()
-        raise TypeError(
-            "a before_tool hook returned an awaitable, which dispatch_sync cannot wait for; "
-            "use `await dispatch(...)` or make the hook synchronous"
-        )
+        opened = _opening(index, call, batch)
+        if type(opened) is ToolCall:
+            opened = _before_sync(index, opened, batch)
+        append(_checked(index, opened, batch) if type(opened) is ToolCall else opened)  # type: ignore[arg-type]
     return verdicts
 
 
@@ -278,7 +269,10 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         if not isinstance(decided, ToolCall):
             return decided
         call = decided
-    if batch.limited:
+    if batch.limited and (  # a max_tool_calls alone costs the comparison
+        # (limited with neither stop check means a limit is set: never compared with None)
+        batch.cancelled is not None or batch.expired is not None or batch.used >= batch.limit  # type: ignore[operator]
+    ):
         limit = _limits(call, batch)
         if limit is not None:
             return Answered(index, limit)
@@ -287,52 +281,134 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
 
 
 def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
-    """Admit one call through the ``before_tool`` hooks (yielding what they await)."""
+    """Admit one call through the ``before_tool`` hooks, yielding what they return to be
+    awaited (``dispatch``; :func:`_before_sync` is this loop for ``dispatch_sync``)."""
     opened = _opening(index, call, batch)
     if not isinstance(opened, ToolCall):
         return opened
     call = opened
-    approved = call if batch.env.is_call_approved(call.id) else None
+    env = batch.env
+    approved = call if env.is_call_approved(call.id) else None
     for hook in batch.stack.befores:
         try:
-            outcome: object = hook(call, batch.env)
+            outcome: object = hook(call, env)
         except Exception as error:
             raise HookFailed("before_tool", hook, error) from error
         if type(outcome) is ToolCall:  # the common answer: the call, as it was or adjusted
             if outcome is not call:
-                call = _kept_id(hook, call, outcome)
-                if approved is not None and call is not approved and not same_call(approved, call):
-                    # The approval covered the call as it was: a changed call meets the gates again.
-                    batch.env.approved.discard(call.id)
-                    approved = None
+                call, approved = _adjusted(hook, call, outcome, approved, env)
             continue
         if inspect.isawaitable(outcome):
             try:
                 outcome = yield outcome
             except Exception as error:
                 raise HookFailed("before_tool", hook, error) from error
-        if isinstance(outcome, Deny):
-            batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
-            return Answered(index, error_message(call, outcome.message, "denied"))
-        if isinstance(outcome, Defer):
-            return _defer(index, call, outcome.kind, outcome.metadata, batch)
-        if isinstance(outcome, Allow):
-            call = approved = _kept_id(hook, call, outcome.call or call)
-            if call.id not in batch.env.approved:
-                batch.env.approved.add(call.id)
-                batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
-        elif isinstance(outcome, ToolCall):
-            call = _kept_id(hook, call, outcome)
-            if approved is not None and call is not approved and not same_call(approved, call):
-                # The approval covered the call as it was: a changed call meets the gates again.
-                batch.env.approved.discard(call.id)
-                approved = None
-        else:
-            raise TypeError(
-                f"before_tool hook {hook!r} returned {outcome!r}; return the call, "
-                "Allow(), Allow(call), Deny(message) or Defer() (instances, not the classes)"
-            )
+        went = _went(index, hook, call, approved, outcome, batch)
+        if not isinstance(went, tuple):
+            return went
+        call, approved = went
     return _checked(index, call, batch)
+
+
+def _before_sync(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
+    """The call through the ``before_tool`` hooks without awaiting (``dispatch_sync``):
+    the call to check, or the verdict a hook gave.
+
+    While every hook hands the call back as it is (the common case), nothing else is
+    looked at; from the first hook that answers otherwise, :func:`_after_hook` goes on.
+
+    Raises:
+        HookFailed: A hook raised.
+        TypeError: A hook returned an awaitable, or something that is not an outcome.
+    """
+    env = batch.env
+    befores = batch.stack.befores
+    for at, hook in enumerate(befores, 1):
+        try:
+            outcome: object = hook(call, env)
+        except Exception as error:
+            raise HookFailed("before_tool", hook, error) from error
+        if outcome is not call:
+            return _after_hook(index, call, batch, hook, outcome, befores[at:])
+    return call
+
+
+def _after_hook(
+    index: int,
+    call: ToolCall,
+    batch: Admission,
+    hook: object,
+    outcome: object,
+    rest: tuple[Callable[..., object], ...],
+) -> ToolCall | Verdict:
+    """:func:`_before_sync` from a hook that answered other than with the call as it is:
+    that answer, then the ``rest`` of the hooks."""
+    env = batch.env
+    approved = call if env.is_call_approved(call.id) else None
+    while True:
+        if type(outcome) is ToolCall:  # the call adjusted
+            call, approved = _adjusted(hook, call, outcome, approved, env)
+        else:
+            if inspect.isawaitable(outcome):
+                if inspect.iscoroutine(outcome):
+                    outcome.close()
+                raise TypeError(
+                    "a before_tool hook returned an awaitable, which dispatch_sync cannot wait "
+                    "for; use `await dispatch(...)` or make the hook synchronous"
+                )
+            went = _went(index, hook, call, approved, outcome, batch)
+            if not isinstance(went, tuple):
+                return went
+            call, approved = went
+        if not rest:
+            return call
+        hook, rest = rest[0], rest[1:]
+        try:
+            outcome = hook(call, env)
+        except Exception as error:
+            raise HookFailed("before_tool", hook, error) from error
+
+
+def _adjusted(
+    hook: object, call: ToolCall, returned: ToolCall, approved: ToolCall | None, env: DispatchEnv
+) -> tuple[ToolCall, ToolCall | None]:
+    """The call a hook returned (same id) and the approval still standing for it: the
+    approval covered the call as it was, so a changed call meets the gates again."""
+    call = _kept_id(hook, call, returned)
+    if approved is not None and call is not approved and not same_call(approved, call):
+        env.approved.discard(call.id)
+        approved = None
+    return call, approved
+
+
+def _went(
+    index: int,
+    hook: object,
+    call: ToolCall,
+    approved: ToolCall | None,
+    outcome: object,
+    batch: Admission,
+) -> tuple[ToolCall, ToolCall | None] | Verdict:
+    """What a hook's (awaited) answer other than the bare call means: the call going on
+    and its approval, or the verdict (``Deny``, ``Defer``)."""
+    env = batch.env
+    if isinstance(outcome, Deny):
+        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
+        return Answered(index, error_message(call, outcome.message, "denied"))
+    if isinstance(outcome, Defer):
+        return _defer(index, call, outcome.kind, outcome.metadata, batch)
+    if isinstance(outcome, Allow):
+        call = approved = _kept_id(hook, call, outcome.call or call)
+        if call.id not in env.approved:
+            env.approved.add(call.id)
+            batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
+        return call, approved
+    if isinstance(outcome, ToolCall):
+        return _adjusted(hook, call, outcome, approved, env)
+    raise TypeError(
+        f"before_tool hook {hook!r} returned {outcome!r}; return the call, "
+        "Allow(), Allow(call), Deny(message) or Defer() (instances, not the classes)"
+    )
 
 
 def _kept_id(hook: object, call: ToolCall, returned: ToolCall) -> ToolCall:

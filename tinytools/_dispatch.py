@@ -22,7 +22,6 @@ admission refused runs; no tool runs on arguments that failed its schema.
 from __future__ import annotations
 
 import inspect
-import operator
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 
@@ -33,7 +32,7 @@ from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger, record_started, refusal
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context
-from ._middleware import HookFailed, Stack, compose
+from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import EventHandler, HostFailed, Run, Stop
@@ -54,8 +53,7 @@ DeferredToolHandler = (
 
 #: dispatch's default policy.
 DEFAULT_POLICY = RunPolicy()
-_NO_MIDDLEWARE = Stack()
-_STACKS: dict[tuple[int, ...], tuple[tuple[object, ...], Stack]] = {}
+_NO_MIDDLEWARE = NO_MIDDLEWARE
 _REMEMBERED = 64
 _UNMATCHED = {"reason": "no call of the batch has this decision's id; it was ignored"}
 
@@ -63,23 +61,8 @@ _UNMATCHED = {"reason": "no call of the batch has this decision's id; it was ign
 # --- prepare -------------------------------------------------------------------------
 
 
-def _stack(middleware: Iterable[object] | Stack) -> Stack:
-    """The composed middleware: composed once per middleware sequence, then remembered
-    (by the identity of its items; a bounded memo, which changes nothing but speed)."""
-    if isinstance(middleware, Stack):
-        return middleware  # the resumed pass of on_deferred: already composed
-    if middleware == () or middleware == []:
-        return _NO_MIDDLEWARE
-    items = middleware if type(middleware) is tuple else tuple(middleware)
-    key = tuple(map(id, items))
-    known = _STACKS.get(key)
-    if known is not None and all(map(operator.is_, known[0], items)):
-        return known[1]
-    stack = compose(items)
-    if len(_STACKS) >= _REMEMBERED:
-        _STACKS.pop(next(iter(_STACKS)))
-    _STACKS[key] = (items, stack)
-    return stack
+#: The composed middleware (composed once per middleware sequence: ``_middleware``).
+_stack = composed
 
 
 def _registry(

@@ -18,12 +18,27 @@ from .policies import Rewrite, RunPolicy
 __all__ = ["DispatchEnv"]
 
 
+#: Tuples of advertised names already made into sets, by identity (a tuple cannot
+#: change; bounded, and it changes nothing but speed).
+_ADVERTISED: dict[int, tuple[Collection[str], frozenset[str]]] = {}
+
+
 def advertised_names(advertised: Collection[str] | None) -> Collection[str] | None:
     """``dispatch``'s ``advertised`` as it is checked: a set is used as it is (not copied
-    per dispatch); any other collection becomes a frozenset once."""
+    per dispatch); a tuple (``PolicyExposure.allowed``) becomes a frozenset once and is
+    remembered; any other collection becomes a frozenset."""
     if advertised is None or type(advertised) in (frozenset, set):
         return advertised
-    return frozenset(advertised)
+    if type(advertised) is not tuple:
+        return frozenset(advertised)
+    known = _ADVERTISED.get(id(advertised))
+    if known is not None and known[0] is advertised:
+        return known[1]
+    names = frozenset(advertised)
+    if len(_ADVERTISED) >= 64:
+        _ADVERTISED.pop(next(iter(_ADVERTISED)))
+    _ADVERTISED[id(advertised)] = (advertised, names)
+    return names
 
 
 class DispatchEnv:
@@ -65,7 +80,11 @@ class DispatchEnv:
         self.tools = tools
         self.policy = policy
         self._context = context
-        self.advertised = None if advertised is None else advertised_names(advertised)
+        self.advertised = (  # a set as it is (no call), else advertised_names
+            advertised
+            if advertised is None or type(advertised) is set or type(advertised) is frozenset
+            else advertised_names(advertised)
+        )
         self._approved: set[str] | None = None  # made on first use: most batches approve nothing
         # No allow-list and no advertised set: a lookup is the registry's and the exposure.
         self._open = policy.allowlist is None and advertised is None
@@ -106,8 +125,12 @@ class DispatchEnv:
             return tool if tool.exposure is Exposure.Direct or name == self.reached else None
         if tool.exposure is Exposure.Hidden:
             return None
-        allowlist = self.policy.allowlist
-        if allowlist is not None and not self.policy.allows(name):
+        allowlist = self.policy.allowlist  # RunPolicy.allows, written out (one frame fewer)
+        if (
+            allowlist is not None
+            and name not in allowlist
+            and (allowlist or self.policy.fail_closed_allowlist)
+        ):
             return None
         if self.advertised is None:
             return None if tool.exposure is Exposure.Deferred and name != self.reached else tool

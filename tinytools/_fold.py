@@ -2,11 +2,13 @@
 
 Pure and synchronous, shared by ``dispatch`` and ``dispatch_sync``. An outcome is
 the tool's plain return value itself (no wrapper object is made for it) or one of
-:class:`Failed`, :class:`Fatal` and :class:`Postponed`. For a plain value with no
-``after_tool`` hook and no artifact store, the message is made directly: a ``str``
-is the content, anything else its compact JSON (with the value as structured
-output). Otherwise the value is wrapped as a ``ToolResult``, after-middleware
-rewrites it, artifacts are persisted, and content blocks become the text the model
+:class:`Failed`, :class:`Fatal` and :class:`Postponed`. For a plain value the
+message is made directly: a ``str`` is the content, anything else its compact JSON
+(with the value as structured output). ``after_tool`` hooks see that value wrapped
+as ``wrap_return`` would wrap it (built once, from the text already made); when they
+hand that same result back with nothing added, the message is the direct one.
+Otherwise — a hook's new result, a returned ``ToolResult``, a failure — the result
+is read back: artifacts are persisted, and content blocks become the text the model
 reads. Either way the content is cut to the byte limit with a visible marker.
 
 A return value that cannot be answered (not JSON-encodable, holding NaN, a
@@ -36,6 +38,7 @@ from ._wire import (
     ToolCall,
     ToolMessage,
     ToolResult,
+    check_result,
     return_text,
     wrap_return,
 )
@@ -187,25 +190,42 @@ def fold(
         HookFailed: An ``after_tool`` hook raised (dispatch aborts).
     """
     kind = type(outcome)
-    if not afters and kind is not Failed and kind is not Fatal and kind is not ToolResult:
-        # A plain return value no hook sees: its message directly, no ToolResult made.
+    if kind is not Failed and kind is not Fatal and kind is not ToolResult:
+        # A plain return value: its text made directly (no ToolResult unless a hook sees it).
+        # ``text`` is what the hooks see, ``content`` what the model reads (JSON text
+        # that encoded holds no lone surrogate: it is its own content).
         output = None
         if kind is str:
-            content: str | None = outcome  # type: ignore[assignment]
+            text: str = outcome  # type: ignore[assignment]
+            content: str | None = text
             if not outcome.isascii():  # type: ignore[attr-defined]
                 content = printable(outcome)  # type: ignore[arg-type]
         elif isinstance(outcome, str):  # a str subclass (a str Enum): its string value
-            content = printable(str.__str__(outcome))
+            text = str.__str__(outcome)
+            content = printable(text)
         else:
             try:  # return_text, its common case written out (one frame fewer)
                 encoded = _encode(outcome)
-                content = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
+                text = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
+                content = text
             except (TypeError, ValueError, OverflowError, RecursionError):
-                content = None  # the full fold answers it as the error it is
+                content = None  # wrap_return answers it as the error it is, below
             if outcome is not None:
                 output = ToolOutput(outcome, ())
         if content is not None:
-            if limit is not None:
+            if afters:
+                # The hooks see the value as wrap_return makes it (from the text above).
+                structured = None if output is None else outcome
+                result = wrapped = ToolResult(content=(TextBlock(text),), structured=structured)
+                for hook in afters:  # _after, written out (one frame fewer)
+                    try:
+                        result = hook(call, result, env)  # type: ignore[arg-type]
+                    except Exception as error:
+                        raise HookFailed("after_tool", hook, error) from error
+                if result is not wrapped or wrapped.metadata:  # else: the message unchanged
+                    result = _hooks_result(afters, result, wrapped)
+                    return _from_result(call, name, limit, result, "ok", outcome, store, run_id)
+            if limit is not None and len(content) * 4 > limit:  # else it fits (see truncate)
                 content = truncate(content, limit)
             message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
             return message, ToolCompleted(call_id=call.id, tool_name=name, metadata={}), (), None
@@ -219,18 +239,45 @@ def fold(
             failed = Failed(type(error).__name__, f"Tool `{name}` returned a bad value: {error}")
             return fold(call, name, limit, failed, afters, env, store, run_id)
         status = "ok"
+    if afters:
+        result = _after(call, result, afters, env)
+    return _from_result(call, name, limit, result, status, outcome, store, run_id)
+
+
+def _after(
+    call: ToolCall, result: ToolResult, afters: tuple[After, ...], env: object
+) -> ToolResult:
+    """``result`` through the ``after_tool`` hooks, in order.
+
+    Raises:
+        HookFailed: A hook raised, or the last one returned something else than a
+            ``ToolResult``.
+    """
+    given = result
     for hook in afters:
         try:
             result = hook(call, result, env)  # type: ignore[arg-type]
         except Exception as error:
             raise HookFailed("after_tool", hook, error) from error
-    if not isinstance(result, ToolResult):
-        raise HookFailed(
-            "after_tool",
-            afters[-1],
-            TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}"),
-        )
-    return _from_result(call, name, limit, result, status, outcome, store, run_id)
+    return _hooks_result(afters, result, given)
+
+
+def _hooks_result(afters: tuple[After, ...], result: object, given: ToolResult) -> ToolResult:
+    """What the hooks returned, checked as a tool's ``ToolResult`` is (every result must
+    encode) unless it is the result they were given, untouched.
+
+    Raises:
+        HookFailed: The last hook's result is not a well-formed ``ToolResult``.
+    """
+    if type(result) is not ToolResult and not isinstance(result, ToolResult):
+        error = TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}")
+        raise HookFailed("after_tool", afters[-1], error)
+    if result is not given or result.metadata:
+        try:
+            check_result(result, "an after_tool hook")
+        except TypeError as error:
+            raise HookFailed("after_tool", afters[-1], error) from error
+    return result
 
 
 def _from_result(
@@ -250,10 +297,16 @@ def _from_result(
     if result.structured is not None or artifacts:
         output = ToolOutput(result.structured, artifacts)
     final: MessageStatus = "error" if result.is_error and status == "ok" else status
+    blocks = result.content  # render, its common case written out
+    text = blocks[0].text if len(blocks) == 1 and type(blocks[0]) is TextBlock else render(blocks)
+    if not text.isascii():
+        text = printable(text)
+    if limit is not None and len(text) * 4 > limit:  # else it fits (see truncate)
+        text = truncate(text, limit)
     message = ToolMessage(
         tool_call_id=call.id,
         name=name,
-        content=truncate(printable(render(result.content)), limit),
+        content=text,
         is_error=result.is_error or final != "ok",
         artifact=output,
         status=final,

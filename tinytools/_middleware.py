@@ -13,7 +13,7 @@ A middleware is any object with an optional ``before_tool`` and an optional
 * ``after_tool(call, result, env) -> ToolResult`` runs after the tool, before
   the result becomes a message; it may rewrite the result.
 
-The stack is composed once per dispatch (:func:`compose`): ``before_tool``
+The stack is composed once per middleware sequence (:func:`composed`): ``before_tool``
 hooks run in the order given, ``after_tool`` hooks in reverse (an onion, as
 in ASGI). :func:`before_tool` and :func:`after_tool` turn a plain function
 into a middleware.
@@ -32,8 +32,9 @@ changed call meets the approval gates again.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 import attrs
 
@@ -41,6 +42,9 @@ from ._wire import ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 __all__ = [
     "After",
@@ -52,9 +56,11 @@ __all__ = [
     "HookFailed",
     "Middleware",
     "Stack",
+    "NO_MIDDLEWARE",
     "after_tool",
     "before_tool",
     "compose",
+    "composed",
 ]
 
 
@@ -169,6 +175,78 @@ def compose(middleware: Iterable[object]) -> Stack:
                 f"middleware {item!r} has neither a before_tool nor an after_tool method; "
                 "wrap a plain function with tinytools.before_tool(...) or after_tool(...)"
             )
-    befores = tuple(h for m in items if callable(h := getattr(m, "before_tool", None)))
-    afters = tuple(h for m in reversed(items) if callable(h := getattr(m, "after_tool", None)))
+    befores = tuple(h for m in items if callable(h := _hook(m, "before_tool")))
+    afters = tuple(h for m in reversed(items) if callable(h := _hook(m, "after_tool")))
     return Stack(befores, afters)
+
+
+def _hook(middleware: object, kind: str) -> Any:
+    """``middleware``'s hook of ``kind``, unless it says the hook would hand every call
+    (or result) back unchanged: a middleware of this package may list the hooks its
+    settings need in ``_tinytools_hooks`` (``ToolPolicyMiddleware`` without result
+    rules needs no ``after_tool``), and dispatch then does not call the others."""
+    needed = getattr(middleware, "_tinytools_hooks", None)
+    if needed is not None and kind not in needed:
+        return None
+    return getattr(middleware, kind, None)
+
+
+#: The stack of a dispatch without middleware.
+NO_MIDDLEWARE = Stack()
+#: Stacks remembered by the sequence given (tuple or list) and by its items.
+_BY_SEQUENCE: dict[int, tuple[object, object, Stack]] = {}
+_BY_ITEMS: dict[tuple[int, ...], tuple[tuple[object, ...], Stack]] = {}
+#: The last entry of ``_BY_SEQUENCE`` found or made (most hosts pass one sequence).
+_last: tuple[object, object, Stack] = (None, None, NO_MIDDLEWARE)
+_REMEMBERED = 64
+
+
+def composed(middleware: Iterable[object] | Stack) -> Stack:
+    """The composed stack for ``dispatch``'s ``middleware``: composed once, then remembered.
+
+    The same tuple or list object passed again (the common case: a host keeps its
+    middleware in one place; the last one is checked first) is found by its
+    identity — a list compared with the copy it was composed from, since a list can
+    change (item by item with ``==``, as the registry's memo of a tool list does);
+    any other sequence of the same objects by the identities of its items. Both
+    memos are bounded and change nothing but speed.
+
+    Raises:
+        TypeError: An item has neither ``before_tool`` nor ``after_tool``.
+    """
+    global _last
+    last = _last  # the sequence of the previous dispatch (read once: threads may replace it)
+    if last[0] is middleware and (last[1] is middleware or last[1] == middleware):
+        return last[2]
+    known = _BY_SEQUENCE.get(id(middleware))
+    if (
+        known is not None
+        and known[0] is middleware
+        and (known[1] is middleware or known[1] == middleware)  # a tuple is its own snapshot
+    ):
+        _last = known
+        return known[2]
+    kind = type(middleware)
+    if kind is Stack:
+        return middleware  # type: ignore[return-value]  # already composed (a resumed pass)
+    items: tuple[object, ...] = middleware if kind is tuple else tuple(middleware)  # type: ignore[assignment,arg-type]
+    if not items:
+        return NO_MIDDLEWARE
+    key = tuple(map(id, items))
+    found = _BY_ITEMS.get(key)
+    if found is not None and all(map(operator.is_, found[0], items)):
+        stack = found[1]
+    else:
+        stack = compose(items)
+        _remember(_BY_ITEMS, key, (items, stack))
+    if kind is tuple or kind is list:
+        snapshot = items if kind is tuple else list(items)
+        _last = (middleware, snapshot, stack)
+        _remember(_BY_SEQUENCE, id(middleware), _last)
+    return stack
+
+
+def _remember(memo: dict[_K, _V], key: _K, value: _V) -> None:
+    if len(memo) >= _REMEMBERED:
+        memo.pop(next(iter(memo)))
+    memo[key] = value

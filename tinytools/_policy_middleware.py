@@ -247,13 +247,26 @@ class ToolPolicyMiddleware:
                 allowed.append(tool.name)
         return PolicyExposure(tuple(allowed), tuple(hidden))
 
+    @property
+    def _tinytools_hooks(self) -> tuple[str, ...]:
+        """The hooks these rules need (dispatch calls no other: see ``_middleware._hook``)."""
+        needed = ("before_tool",) if self._refuses or self.approval else ()
+        return (*needed, "after_tool") if self.result_bytes else needed
+
+    @property
+    def _refuses(self) -> bool:
+        """Whether any rule can refuse a tool (see :meth:`refusal`)."""
+        return self.classification or self.sandbox or self.background_safe or bool(self.denied)
+
     def refusal(self, policy: ToolPolicy, workspace: Workspace) -> tuple[str, str] | None:
         """The first rule ``policy`` breaks in ``workspace``, as (rule, reason), or None."""
         if self.classification and not policy.classified:
             return "require_classification", "its safety policy is unclassified"
-        declared = [kind for kind in self.denied if getattr(policy.side_effects, kind)]
-        if declared:
-            return "deny_side_effects", f"it declares denied side effects: {', '.join(declared)}"
+        if self.denied:
+            declared = [kind for kind in self.denied if getattr(policy.side_effects, kind)]
+            if declared:
+                joined = ", ".join(declared)
+                return "deny_side_effects", f"it declares denied side effects: {joined}"
         if self.sandbox and policy.runtime.sandbox == "required" and not workspace.sandboxed:
             return "require_sandbox", "it must run in a sandbox and this workspace is not sandboxed"
         if self.background_safe and workspace.background and not policy.access.background_safe:
@@ -268,7 +281,9 @@ class ToolPolicyMiddleware:
         tool = resolve(call, env)
         if tool is None:
             return call  # unknown this turn: dispatch's unknown-tool handling answers it
-        refusal = self.refusal(tool.policy, workspace_of(env.context))
+        # Only the sandbox and background rules read the workspace (and so the context).
+        workspace = workspace_of(env.context) if self.sandbox or self.background_safe else _ANY
+        refusal = self.refusal(tool.policy, workspace)
         if refusal is not None:
             rule, reason = refusal
             return Deny(f"Tool `{tool.name}` was not run: {reason} (policy rule: {rule}).")
@@ -303,6 +318,9 @@ class ToolPolicyMiddleware:
             rules.append(f".enforce_result_bytes({limit})")
         return "ToolPolicyMiddleware" + ("".join(rules) or "()")
 
+
+#: The workspace rules that do not read it are judged in.
+_ANY = Workspace()
 
 _FLAG_BUILDERS = (
     "require_classification",

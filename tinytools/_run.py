@@ -11,7 +11,9 @@ aborted batch raises.
 from __future__ import annotations
 
 import enum
+import inspect
 import operator
+import types
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -74,12 +76,32 @@ class HostFailed(Exception):
 
 _HANDLERS: dict[int, tuple[object, bool]] = {}
 _call_id = operator.attrgetter("id")
+_BUILTIN = types.BuiltinFunctionType
+_FUNCTION = types.FunctionType
+_METHOD = types.MethodType
+_CO_COROUTINE = inspect.CO_COROUTINE
 
 
 def _is_async_handler(handler: object) -> bool:
-    """Whether ``on_event`` returns awaitables (remembered per handler object: most hosts
-    pass the same handler to every dispatch; a bounded memo, which changes nothing but
-    speed)."""
+    """Whether ``on_event`` returns awaitables.
+
+    The common handlers, also made afresh per dispatch (``events.append``,
+    ``self.on_event``, a lambda), are answered from their type: a builtin never is;
+    a plain function or bound method is when its code is a coroutine's — unless it
+    carries attributes (``__wrapped__``, a coroutine mark), which
+    :func:`is_async_function` reads. What that reads is remembered per object (a
+    bounded memo, which changes nothing but speed).
+    """
+    kind = type(handler)
+    if kind is _FUNCTION:
+        if not handler.__dict__:
+            return handler.__code__.co_flags & _CO_COROUTINE != 0  # type: ignore[attr-defined,no-any-return]
+    elif kind is _BUILTIN:
+        return False
+    elif kind is _METHOD:
+        fn = handler.__func__  # type: ignore[attr-defined]
+        if type(fn) is _FUNCTION and not fn.__dict__:
+            return fn.__code__.co_flags & _CO_COROUTINE != 0
     known = _HANDLERS.get(id(handler))
     if known is not None and known[0] is handler:
         return known[1]
@@ -102,7 +124,9 @@ class Sink:
     unwind the stage that emitted the event: the first one is kept as the run's
     failure, and dispatch aborts the batch at the next stage boundary, with every call
     answered. The sink holds its run weakly: the run holds the sink, and a cycle
-    would leave every dispatch's state to the cyclic garbage collector.
+    would leave every dispatch's state to the cyclic garbage collector. The run's
+    ``emit`` is :meth:`emit` for a synchronous handler and :meth:`queue` for an async
+    one (chosen once, so an event pays no check of which it is).
     """
 
     __slots__ = ("_handler", "_run", "events", "flushing", "is_async", "pending")
@@ -112,18 +136,22 @@ class Sink:
         self.events = run.events
         self._handler = on_event
         self.is_async = _is_async_handler(on_event)
-        self.pending: deque[Event] = deque()
+        #: The events waiting for the async handler (a sync handler has none, ever).
+        self.pending: deque[Event] | tuple[()] = deque() if self.is_async else ()
         self.flushing = False
 
     def emit(self, event: Event) -> None:
+        """Record ``event`` and hand it to the (synchronous) handler."""
         self.events.append(event)
-        if self.is_async:
-            self.pending.append(event)
-            return
         try:
             self._handler(event)
         except Exception as error:
             self._failed(error)
+
+    def queue(self, event: Event) -> None:
+        """Record ``event`` for the async handler, which :meth:`flush` awaits."""
+        self.events.append(event)
+        self.pending.append(event)  # type: ignore[union-attr]  # an async handler's deque
 
     def _failed(self, error: Exception) -> None:
         run = self._run()
@@ -133,7 +161,7 @@ class Sink:
     async def flush(self) -> None:
         """Await the async handler for every event waiting for it, in order: one task
         flushes at a time (a concurrent call leaves its events to the flushing one)."""
-        if self.flushing:
+        if self.flushing or not self.pending:
             return
         self.flushing = True
         try:
@@ -143,6 +171,7 @@ class Sink:
 
     async def _drain(self) -> None:
         pending = self.pending
+        assert isinstance(pending, deque)  # non-empty: an async handler's
         while pending:
             event = pending.popleft()
             try:
@@ -192,9 +221,9 @@ class Run(Admission):
         self.failure: Exception | None = None  # a hook or host callback that raised
         self.fatal: str | None = None
         self.halted = False  # fatal or failed: no further call may start
-        self.sink = None if on_event is None else Sink(self, on_event)
+        sink = self.sink = None if on_event is None else Sink(self, on_event)
         self.emit: Callable[[Event], None] = (
-            self.events.append if self.sink is None else self.sink.emit
+            self.events.append if sink is None else sink.queue if sink.is_async else sink.emit
         )
         self.store = store
         self.ledger = ledger

@@ -225,27 +225,32 @@ def _nonfinite(value: object) -> str | None:
 _BLOCKS = (TextBlock, JsonBlock, ImageBlock, FileBlock)
 
 
-def _check_result(result: ToolResult) -> None:
-    """Refuse a ToolResult built with the wrong shapes (msgspec does not check at init)."""
+def check_result(result: ToolResult, source: str = "tool") -> None:
+    """Refuse a ToolResult built with the wrong shapes (msgspec does not check at init).
+
+    Raises:
+        TypeError: Saying which field is wrong and how to build it; ``source`` names
+            what returned the result (a tool, an after_tool hook).
+    """
     for field in ("content", "follow_up"):
         blocks = getattr(result, field)
         if not isinstance(blocks, (tuple, list)) or not all(isinstance(b, _BLOCKS) for b in blocks):
             raise TypeError(
-                f"tool returned a ToolResult whose `{field}` is {blocks!r:.80}, not a tuple of "
-                "content blocks; build it with ToolResult.success(text) or ToolResult.error(text), "
-                "or pass content=(TextBlock(...), ...)"
+                f"{source} returned a ToolResult whose `{field}` is {blocks!r:.80}, not a tuple "
+                "of content blocks; build it with ToolResult.success(text) or "
+                "ToolResult.error(text), or pass content=(TextBlock(...), ...)"
             )
     artifacts = result.artifacts
     if not isinstance(artifacts, (tuple, list)) or not all(
         isinstance(a, Artifact) for a in artifacts
     ):
         raise TypeError(
-            f"tool returned a ToolResult whose `artifacts` is {artifacts!r:.80}, not a tuple of "
-            "Artifact; pass artifacts=(Artifact(name, data), ...)"
+            f"{source} returned a ToolResult whose `artifacts` is {artifacts!r:.80}, not a tuple "
+            "of Artifact; pass artifacts=(Artifact(name, data), ...)"
         )
     if not isinstance(result.metadata, dict) or not isinstance(result.is_error, bool):
         raise TypeError(
-            "tool returned a ToolResult whose `metadata` is not a dict or whose `is_error` is "
+            f"{source} returned a ToolResult whose `metadata` is not a dict or whose `is_error` is "
             "not a bool; pass metadata={...} and is_error=True/False"
         )
     for field in ("structured", "metadata"):  # both reach the result, which must encode
@@ -253,7 +258,7 @@ def _check_result(result: ToolResult) -> None:
             _encode(getattr(result, field))
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             raise TypeError(
-                f"tool returned a ToolResult whose `{field}` cannot be encoded as JSON "
+                f"{source} returned a ToolResult whose `{field}` cannot be encoded as JSON "
                 f"({type(exc).__name__}: {exc}); pass JSON-encodable values only"
             ) from None
 
@@ -277,7 +282,7 @@ def wrap_return(value: object) -> ToolResult:
             (or ``None``, or a string such as ``"NaN"``).
     """
     if isinstance(value, ToolResult):
-        _check_result(value)
+        check_result(value)
         return value
     if isinstance(value, str):  # a str subclass (a str Enum) reads as its string value
         return ToolResult(content=(TextBlock(str.__str__(value)),))

@@ -1,0 +1,428 @@
+"""Tests for the features a dispatch adds on top of a plain call: ``on_event`` handlers of
+every shape, middleware, and the run policy's trivial limits (answers unchanged by the
+shortcuts that keep them cheap)."""
+
+from __future__ import annotations
+
+import enum
+import functools
+from collections.abc import Callable, Collection
+
+import attrs
+import msgspec
+import pytest
+
+from tinytools import (
+    Allow,
+    Cancellation,
+    Context,
+    Defer,
+    Deny,
+    DispatchAborted,
+    Registry,
+    RunPolicy,
+    TextBlock,
+    ToolCall,
+    ToolPolicy,
+    ToolPolicyMiddleware,
+    ToolResult,
+    Workspace,
+    after_tool,
+    before_tool,
+    dispatch,
+    dispatch_sync,
+    tool,
+)
+from tinytools.events import Event, ToolCompleted, ToolStarted
+
+
+@tool
+def add(a: int, b: int = 1) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+TOOLS = Registry([add])
+CALLS = [ToolCall("c1", "add", '{"a": 1}')]
+KINDS = [ToolStarted, ToolCompleted]
+
+
+class Recorder:
+    """Handlers of every shape, recording what they are handed."""
+
+    def __init__(self) -> None:
+        self.seen: list[Event] = []
+
+    def sync(self, event: Event) -> None:
+        self.seen.append(event)
+
+    async def asynchronous(self, event: Event) -> None:
+        self.seen.append(event)
+
+
+def _async_decorated(recorder: Recorder) -> Callable[[Event], object]:
+    """An async handler behind a ``functools.wraps`` decorator (sync on the outside)."""
+
+    async def record(event: Event) -> None:
+        recorder.seen.append(event)
+
+    @functools.wraps(record)
+    def wrapper(event: Event) -> object:
+        return record(event)
+
+    return wrapper
+
+
+class TestEventHandlerShapes:
+    """Each handler shape gets every event, in order: sync ones called, async ones awaited."""
+
+    def test_bound_method(self) -> None:
+        """A bound method, made afresh for each dispatch, is called."""
+        recorder = Recorder()
+        for _ in range(2):
+            result = dispatch_sync(CALLS, TOOLS, on_event=recorder.sync)
+            assert [type(e) for e in result.events] == KINDS
+        assert [type(e) for e in recorder.seen] == KINDS * 2
+
+    def test_builtin(self) -> None:
+        """A builtin (``list.append``) is called."""
+        seen: list[Event] = []
+        result = dispatch_sync(CALLS, TOOLS, on_event=seen.append)
+        assert list(result.events) == seen
+
+    def test_lambda(self) -> None:
+        """A lambda made per dispatch is called."""
+        seen: list[Event] = []
+        result = dispatch_sync(CALLS, TOOLS, on_event=lambda event: seen.append(event))
+        assert list(result.events) == seen
+
+    def test_async_bound_method_under_dispatch_sync(self) -> None:
+        """An async bound method is awaited (dispatch_sync runs it on its loop)."""
+        recorder = Recorder()
+        result = dispatch_sync(CALLS, TOOLS, on_event=recorder.asynchronous)
+        assert list(result.events) == recorder.seen
+
+    @pytest.mark.anyio
+    async def test_async_bound_method(self) -> None:
+        """An async bound method is awaited under ``dispatch``."""
+        recorder = Recorder()
+        result = await dispatch(CALLS, TOOLS, on_event=recorder.asynchronous)
+        assert list(result.events) == recorder.seen
+
+    def test_decorated_async_function(self) -> None:
+        """A ``functools.wraps`` wrapper of an async function is read as async."""
+        recorder = Recorder()
+        result = dispatch_sync(CALLS, TOOLS, on_event=_async_decorated(recorder))
+        assert list(result.events) == recorder.seen
+
+    def test_function_with_attributes(self) -> None:
+        """A plain function carrying attributes of its own is still called."""
+        seen: list[Event] = []
+
+        def record(event: Event) -> None:
+            seen.append(event)
+
+        record.label = "mine"  # type: ignore[attr-defined]
+        result = dispatch_sync(CALLS, TOOLS, on_event=record)
+        assert list(result.events) == seen
+
+
+class Colour(str, enum.Enum):
+    RED = "red"
+
+
+RETURNS: list[object] = [
+    "plain text",
+    "caf\u00e9 \u2603",
+    "lone \udc80 surrogate",
+    Colour.RED,
+    ["a", 1, None],
+    {"k": [1.5, True]},
+    None,
+    0,
+    "x" * 500,
+    float("nan"),
+    {1, 2},
+]
+
+
+def _returning(value: object) -> Registry:
+    def give() -> object:
+        return value
+
+    return Registry([tool(give)])
+
+
+def _copy(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    return msgspec.structs.replace(result)
+
+
+def _same(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    return result
+
+
+class TestAfterHookPassThrough:
+    """An ``after_tool`` hook that hands the result back changes nothing in the answer."""
+
+    @pytest.mark.parametrize("value", RETURNS, ids=repr)
+    @pytest.mark.parametrize("hook", [_same, _copy], ids=["same", "copy"])
+    @pytest.mark.parametrize("limit", [None, 60])
+    def test_answer_as_without_hooks(
+        self,
+        value: object,
+        hook: Callable[[ToolCall, ToolResult, object], ToolResult],
+        limit: int | None,
+    ) -> None:
+        """Message and events are those of the same call without middleware."""
+        registry = _returning(value)
+        calls = [ToolCall("c1", "give", "{}")]
+        policy = RunPolicy(max_result_bytes=limit)
+        bare = dispatch_sync(calls, registry, policy=policy)
+        hooked = dispatch_sync(calls, registry, policy=policy, middleware=[after_tool(hook)])
+        assert hooked.messages == bare.messages
+        assert hooked.events == bare.events
+        assert msgspec.json.encode(hooked.events)
+
+    def test_hook_sees_the_wrapped_value(self) -> None:
+        """The hook receives the text and the structured value, as ``wrap_return`` makes them."""
+        seen: list[ToolResult] = []
+
+        def look(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            seen.append(result)
+            return result
+
+        dispatch_sync(CALLS, TOOLS, middleware=[after_tool(look)])
+        assert seen == [ToolResult(content=(TextBlock("2"),), structured=2)]
+
+    def test_metadata_added_in_place(self) -> None:
+        """Metadata a hook writes into the result it hands back reaches the result and event."""
+
+        def tag(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            result.metadata["seen"] = True
+            return result
+
+        result = dispatch_sync(CALLS, TOOLS, middleware=[after_tool(tag)])
+        assert result.metadata == {"c1": {"seen": True}}
+        assert isinstance(result.events[-1], ToolCompleted)
+        assert result.events[-1].metadata == {"seen": True}
+
+    def test_rewritten_result(self) -> None:
+        """A hook's new result is what the model reads."""
+
+        def shout(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            return ToolResult.success("LOUD", follow_up="later")
+
+        result = dispatch_sync(CALLS, TOOLS, middleware=[after_tool(shout)])
+        assert result.messages[0].content == "LOUD"
+        assert result.messages[0].artifact is None
+        assert result.follow_ups[0].content == (TextBlock("later"),)
+
+
+class TestMiddlewareSequence:
+    """The hooks that run are those of the sequence passed, however it was passed before."""
+
+    def test_list_changed_between_dispatches(self) -> None:
+        """A hook added to (or replaced in) the same list object runs from the next dispatch."""
+        ran: list[str] = []
+
+        def hook(label: str) -> object:
+            def record(call: ToolCall, env: object) -> ToolCall:
+                ran.append(label)
+                return call
+
+            return before_tool(record)
+
+        middleware = [hook("a")]
+        dispatch_sync(CALLS, TOOLS, middleware=middleware)
+        middleware.append(hook("b"))
+        dispatch_sync(CALLS, TOOLS, middleware=middleware)
+        middleware[0] = hook("c")
+        dispatch_sync(CALLS, TOOLS, middleware=middleware)
+        middleware.clear()
+        dispatch_sync(CALLS, TOOLS, middleware=middleware)
+        assert ran == ["a", "a", "b", "c", "b"]
+
+    def test_generator(self) -> None:
+        """Middleware given as a one-shot iterable runs."""
+        ran: list[str] = []
+
+        def record(call: ToolCall, env: object) -> ToolCall:
+            ran.append(call.id)
+            return call
+
+        dispatch_sync(CALLS, TOOLS, middleware=(m for m in [before_tool(record)]))
+        assert ran == ["c1"]
+
+
+def _answer(kind: str) -> Callable[[ToolCall, object], object]:
+    def hook(call: ToolCall, env: object) -> object:
+        if kind == "same":
+            return call
+        if kind == "adjusted":
+            return msgspec.structs.replace(call, arguments={"a": 5})
+        if kind == "allow":
+            return Allow()
+        if kind == "deny":
+            return Deny("no")
+        return Defer({"why": "later"})
+
+    return hook
+
+
+KINDS_OF_ANSWER = ["same", "adjusted", "allow", "deny", "defer"]
+CHAINS = [(a,) for a in KINDS_OF_ANSWER] + [
+    (a, b) for a in KINDS_OF_ANSWER for b in KINDS_OF_ANSWER if a not in ("deny", "defer")
+]
+
+
+class TestBeforeHookChains:
+    """``dispatch_sync`` and ``dispatch`` agree on every chain of ``before_tool`` answers."""
+
+    @pytest.mark.parametrize("chain", CHAINS, ids="-".join)
+    @pytest.mark.anyio
+    async def test_sync_matches_async(self, chain: tuple[str, ...]) -> None:
+        """Same messages, events and deferred calls, whichever entry point ran the hooks."""
+        middleware = [before_tool(_answer(kind)) for kind in chain]
+        synced = dispatch_sync(CALLS, TOOLS, middleware=middleware)
+        awaited = await dispatch(CALLS, TOOLS, middleware=middleware)
+        assert synced == awaited
+        if "deny" in chain:
+            assert synced.messages[0].status == "denied"
+        elif "defer" in chain:
+            assert synced.deferred is not None
+        else:
+            assert synced.messages[0].content == ("6" if "adjusted" in chain else "2")
+
+
+THREE = [ToolCall(f"c{i}", "add", '{"a": 1}') for i in range(3)]
+
+
+class TestTrivialLimits:
+    """``max_tool_calls`` and the allow-list refuse exactly what they should, alone or with
+    the stop checks beside them."""
+
+    @pytest.mark.parametrize("cancellation", [None, Cancellation()])
+    @pytest.mark.parametrize("deadline", [None, 60.0])
+    @pytest.mark.parametrize("limit", [None, 0, 2])
+    def test_max_tool_calls(
+        self, limit: int | None, deadline: float | None, cancellation: Cancellation | None
+    ) -> None:
+        """The first ``limit`` calls run; the rest are answered with the limit reached."""
+        policy = RunPolicy(max_tool_calls=limit, deadline=deadline)
+        result = dispatch_sync(THREE, TOOLS, policy=policy, cancellation=cancellation)
+        ran = 3 if limit is None else limit
+        assert [m.status for m in result.messages] == ["ok"] * ran + ["error"] * (3 - ran)
+        assert all("limit of" in m.content for m in result.messages[ran:])
+
+    @pytest.mark.parametrize(
+        ("allowlist", "fail_closed", "runs"),
+        [
+            (None, True, True),
+            ({"add"}, True, True),
+            ({"other"}, True, False),
+            (set(), True, False),
+            (set(), False, True),
+            ({"other"}, False, False),
+        ],
+    )
+    def test_allowlist(self, allowlist: set[str] | None, fail_closed: bool, runs: bool) -> None:
+        """A listed tool runs; an unlisted one is unknown; empty denies all unless opted out."""
+        policy = RunPolicy(allowlist=allowlist, fail_closed_allowlist=fail_closed)
+        result = dispatch_sync(CALLS, TOOLS, policy=policy)
+        assert (result.messages[0].status == "ok") is runs
+        assert result.executed == (("c1",) if runs else ())
+
+
+@tool(policy=ToolPolicy.classified().with_runtime(sandbox="required"))
+def boxed(text: str) -> str:
+    """Echo inside a sandbox."""
+    return text
+
+
+class TestToolPolicyMiddlewareRules:
+    """Each rule still acts when only its own hooks are composed."""
+
+    def test_no_rules_changes_nothing(self) -> None:
+        """A middleware without rules answers as no middleware."""
+        bare = dispatch_sync(CALLS, TOOLS)
+        guarded = dispatch_sync(CALLS, TOOLS, middleware=[ToolPolicyMiddleware()])
+        assert guarded == bare
+
+    def test_result_bytes_only(self) -> None:
+        """``enforce_result_bytes`` alone cuts the text the model reads."""
+        calls = [ToolCall("c1", "boxed", {"text": "y" * 200})]
+        guard = ToolPolicyMiddleware.enforce_result_bytes(40)
+        result = dispatch_sync(calls, Registry([boxed]), middleware=[guard])
+        assert len(result.messages[0].content.encode()) <= 40
+
+    @pytest.mark.parametrize("sandboxed", [False, True])
+    def test_sandbox_reads_the_workspace(self, sandboxed: bool) -> None:
+        """``require_sandbox`` refuses outside a sandboxed workspace, runs inside one."""
+        calls = [ToolCall("c1", "boxed", {"text": "hi"})]
+        context = Context(values={Workspace: Workspace(sandboxed=sandboxed)})
+        guard = ToolPolicyMiddleware.require_sandbox()
+        result = dispatch_sync(calls, Registry([boxed]), middleware=[guard], context=context)
+        assert result.messages[0].status == ("ok" if sandboxed else "denied")
+
+    def test_deny_side_effects(self) -> None:
+        """A denied side effect refuses the tool declaring it, whatever the workspace."""
+        calls = [ToolCall("c1", "boxed", {"text": "hi"})]
+        networked = attrs.evolve(boxed, policy=boxed.policy.with_side_effects(network=True))
+        guard = ToolPolicyMiddleware.deny_side_effects("network")
+        result = dispatch_sync(calls, Registry([networked]), middleware=[guard])
+        assert result.messages[0].status == "denied"
+        assert "network" in result.messages[0].content
+
+
+class TestAdvertised:
+    """``advertised`` restricts the call to the names given, in any collection."""
+
+    @pytest.mark.parametrize("kind", [set, frozenset, tuple, list])
+    def test_collections(self, kind: Callable[[list[str]], Collection[str]]) -> None:
+        """A listed tool runs and an unlisted one is unknown, whatever the collection."""
+        listed = kind(["add"])
+        other = kind(["other"])
+        for _ in range(2):  # the second time from the remembered set
+            assert dispatch_sync(CALLS, TOOLS, advertised=listed).messages[0].status == "ok"
+            refused = dispatch_sync(CALLS, TOOLS, advertised=other).messages[0]
+            assert refused.status == "error"
+            assert "Unknown tool" in refused.content
+
+
+def _bad_content(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    return ToolResult(content="abc")  # type: ignore[arg-type]
+
+
+def _bad_structured(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    return ToolResult(content=(TextBlock("ok"),), structured=object())
+
+
+def _bad_metadata_in_place(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+    result.metadata["when"] = object()
+    return result
+
+
+class TestMalformedHookResults:
+    """A malformed ``ToolResult`` from an ``after_tool`` hook aborts the batch naming the
+    hook (a host bug), every call still answered and the result still encodable."""
+
+    @pytest.mark.parametrize(
+        ("hook", "field"),
+        [
+            (_bad_content, "content"),
+            (_bad_structured, "structured"),
+            (_bad_metadata_in_place, "metadata"),
+        ],
+    )
+    def test_aborts_naming_the_hook(
+        self, hook: Callable[[ToolCall, ToolResult, object], ToolResult], field: str
+    ) -> None:
+        """DispatchAborted says an after_tool hook returned the bad field."""
+        with pytest.raises(DispatchAborted) as raised:
+            dispatch_sync(CALLS, TOOLS, middleware=[after_tool(hook)])
+        assert "after_tool" in raised.value.reason
+        assert f"an after_tool hook returned a ToolResult whose `{field}`" in raised.value.reason
+        result = raised.value.result
+        assert [m.tool_call_id for m in result.messages] == ["c1"]
+        assert result.messages[0].is_error
+        assert msgspec.json.encode(result.messages)
