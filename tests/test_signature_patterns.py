@@ -425,3 +425,99 @@ def test_type_alias_values_are_matched() -> None:
     assert refusal(f, {"words": ["a", "a" * 5000 + "!"]}).endswith(
         "at `$.words[1]`: Expected `string` matching regex '^(a+)+$'."
     )
+
+
+class TestDefaultsAsMsgspecMakesThem:
+    """A default is never matched, however it is made (msgspec never checks one), and a
+    default msgspec takes from a user's class is taken as msgspec takes it."""
+
+    def test_copied_and_factory_defaults_are_not_matched(self) -> None:
+        @dataclasses.dataclass
+        class Leg:
+            origin: Code
+            via: list[Code] = dataclasses.field(default_factory=lambda: ["any"])
+
+        class Fare(msgspec.Struct):
+            currency: Code
+            extra: list[Code] = msgspec.field(default_factory=lambda: ["none"])
+
+        @attrs.define
+        class Seat:
+            cabin: Code
+            notes: list[Code] = attrs.Factory(lambda: ["window"])
+
+        @tool
+        def book(leg: Leg, fare: Fare, seat: Seat, tags: list[Code] = ["n/a"]) -> str:  # noqa: B006
+            """Doc."""
+            return "ok"
+
+        args = book.validate(
+            '{"leg": {"origin": "CDG"}, "fare": {"currency": "EUR"}, "seat": {"cabin": "ECO"}}'
+        )
+        assert args == {
+            "leg": Leg("CDG", ["any"]),
+            "fare": Fare("EUR", ["none"]),
+            "seat": Seat("ECO", ["window"]),
+            "tags": ["n/a"],
+        }
+        args["tags"].append("x")  # type: ignore[attr-defined]
+        given = {"leg": {"origin": "CDG"}, "fare": {"currency": "EUR"}, "seat": {"cabin": "ECO"}}
+        assert book.validate(given)["tags"] == ["n/a"]  # a fresh copy each call
+        assert refusal(book, {**given, "tags": ["n/a"]}).endswith(
+            "at `$.tags[0]`: Expected `string` matching regex '^[A-Z]{3}$'."
+        )
+
+    def test_an_attrs_class_with_a_list_default(self) -> None:
+        """msgspec takes an attrs class's list default as it is (the very object)."""
+        shared = ["EUR"]
+
+        @attrs.define
+        class Wallet:
+            owner: Code
+            currencies: list[str] = shared
+
+        @tool
+        def pay(wallet: Wallet) -> str:
+            """Doc."""
+            return "ok"
+
+        wallet = pay.validate('{"wallet": {"owner": "ANN"}}')["wallet"]
+        assert wallet == Wallet("ANN")
+        assert wallet.currencies is shared  # type: ignore[attr-defined]
+        assert refusal(pay, {"wallet": {"owner": "ann"}}).endswith(
+            "at `$.wallet.owner`: Expected `string` matching regex '^[A-Z]{3}$'."
+        )
+
+    def test_attrs_fields_typed_through_attr_ib(self) -> None:
+        """`attr.ib(type=...)` carries no annotation; msgspec reads its `type`, and so
+        does the rewrite (the tool was refused as if the class were generic)."""
+        import attr
+
+        @attr.s
+        class Code2:
+            value = attr.ib(type=Code)
+
+        @tool
+        def f(c: Code2) -> str:
+            """Doc."""
+            return "ok"
+
+        assert f.validate('{"c": {"value": "ABC"}}') == {"c": Code2("ABC")}
+        assert refusal(f, {"c": {"value": "a" * 5000 + "!"}}).endswith(
+            "at `$.c.value`: Expected `string` matching regex '^[A-Z]{3}$'."
+        )
+
+
+def test_a_schema_that_only_names_a_pattern_decodes_as_before() -> None:
+    """A parameter called `pattern` (or a default or enum value "pattern") holds no
+    pattern: msgspec decodes straight into the arguments struct, nothing runs after."""
+
+    @tool
+    def grep(pattern: str, flags: list[str] = ["pattern"]) -> str:  # noqa: B006
+        """Doc."""
+        return pattern
+
+    validator = grep._validator
+    assert isinstance(validator, StructValidator)
+    assert validator._decode_struct is validator._struct
+    assert grep.validate('{"pattern": "(a+)+$"}') == {"pattern": "(a+)+$", "flags": ["pattern"]}

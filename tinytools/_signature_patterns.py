@@ -28,8 +28,9 @@ backreferences, Python-only syntax such as ``\\Z``), and a pattern this module
 cannot take out of msgspec's hands (inside a generic or recursive class), is a
 problem reported when the tool is built, never a pattern left to ``re``.
 
-A value that is its field's default (the very object) is not matched, as msgspec
-never checks defaults.
+A default (where the model gave no value) is never matched, as msgspec never
+checks defaults: the derived class holds :data:`UNSET` there, and the checks put the
+user's default in its place (the very object, or its factory's result).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - typing_extensions is msgspec's own dependency there
     from typing_extensions import NotRequired, Required
 
-__all__ = ["Fix", "Unfit", "ecma_spelling", "leftover_patterns", "unpatterned"]
+__all__ = ["UNSET", "Fix", "Unfit", "ecma_spelling", "leftover_patterns", "unpatterned"]
 
 #: A decoded value and where it is (as msgspec writes paths) -> the value the function gets.
 Fix = Callable[[object, str], object]
@@ -60,6 +61,23 @@ Fix = Callable[[object, str], object]
 Kinds = tuple[type, ...]
 
 _NODEFAULT = msgspec.NODEFAULT
+
+
+class _Unset:
+    """The default of every derived field that has one: "the model gave nothing here"."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+#: What a derived class holds where the model gave no value. The checks then put the
+#: user's default there as msgspec would (the very object, or its factory's result)
+#: without matching it: msgspec never checks a default. Handing msgspec the default
+#: itself instead would both match it (a factory's result is a new object) and refuse
+#: defaults msgspec takes from attrs classes but not from a Struct (a non-empty list).
+UNSET: object = _Unset()
 
 
 class Unfit(Exception):
@@ -312,21 +330,19 @@ class _Rewriter:
             return cls, None, ()  # msgspec refuses it; the schema said so already
         fields = info.fields  # type: ignore[attr-defined]
         hints = _hints(cls)
+        if kind == "attrs":  # `attr.ib(type=...)` has no annotation; msgspec reads `type`
+            for attribute in attrs.fields(cls):  # type: ignore[arg-type]
+                if attribute.name not in hints and attribute.type is not None:
+                    hints[attribute.name] = attribute.type
         rewritten = [self.rewrite(hints.get(f.name, typing.Any))[:2] for f in fields]
         if all(fix is None for _, fix in rewritten):
             return cls, None, ()
         if kind == "namedtuple":
             return self._namedtuple(cls, fields, rewritten)
-        shadow_fields: list[tuple[str, object] | tuple[str, object, object]] = []
-        for field, (tp, _) in zip(fields, rewritten, strict=True):
-            if field.default is not _NODEFAULT:
-                shadow_fields.append((field.name, tp, msgspec.field(default=field.default)))
-            elif field.default_factory is not _NODEFAULT:
-                shadow_fields.append(
-                    (field.name, tp, msgspec.field(default_factory=field.default_factory))
-                )
-            else:
-                shadow_fields.append((field.name, tp))
+        shadow_fields = [
+            (f.name, tp) if f.required else (f.name, tp, UNSET)
+            for f, (tp, _) in zip(fields, rewritten, strict=True)
+        ]
         struct = isinstance(info, mi.StructType)
         shadow = msgspec.defstruct(
             cls.__name__,
@@ -344,7 +360,7 @@ class _Rewriter:
             (
                 f.name,
                 fix,
-                f.default,
+                _default_maker(f),
                 f"[{index + bool(struct and info.tag_field and info.tag is not None)}]"  # type: ignore[attr-defined]
                 if array_like
                 else f".{f.encode_name}",
@@ -357,9 +373,11 @@ class _Rewriter:
             if type(value) is not shadow:
                 return value  # a default, already the user's class
             values: dict[str, object] = {}
-            for name, fix, default, step in plan:
+            for name, fix, make, step in plan:
                 item = getattr(value, name)
-                if fix is not None and item is not default:
+                if item is UNSET:
+                    item = make()  # type: ignore[misc]  # a field without default is never UNSET
+                elif fix is not None:
                     item = fix(item, where + step)
                 values[name] = item
             try:
@@ -422,6 +440,16 @@ class _Rewriter:
             return value
 
         return shadow, check, (dict,)
+
+
+def _default_maker(field: mi.Field) -> Callable[[], object] | None:
+    """What gives ``field`` its default as msgspec would: its factory, or the very object."""
+    if field.default_factory is not _NODEFAULT:
+        return field.default_factory  # type: ignore[no-any-return]
+    if field.default is not _NODEFAULT:
+        default = field.default
+        return lambda: default
+    return None
 
 
 def _each(fix: Fix) -> Fix:
