@@ -215,6 +215,25 @@ class TestEcmaMeaning:
         assert word.validate('{"w": "abc"}') == {"w": "abc"}
         assert refusal(word, {"w": "abc\n"}).endswith("matching regex '^[a-z]+$'.")
 
+    @pytest.mark.parametrize("pattern", ["^a{,3}$", "^[ab]{,}$"])
+    def test_a_count_from_nothing_is_refused_at_build(self, pattern: str) -> None:
+        """Python's `re` reads `a{,3}` as `a{0,3}`, ECMA-262 (the schema the model reads)
+        and RE2 as the text `a{,3}`: the author meant the count, so the tool is refused
+        with the spelling that works, never built to mean something else."""
+        with pytest.raises(ToolDefinitionError, match=r"write `\{0,"):
+
+            @tool
+            def f(v: Annotated[str, msgspec.Meta(pattern=pattern)]) -> str:
+                """Doc."""
+                return v
+
+        @tool
+        def g(v: Annotated[str, msgspec.Meta(pattern=r"^[{,3}]\{,3}a{0,3}$")]) -> str:
+            """Doc."""
+            return v
+
+        assert g.validate('{"v": "{{,3}aa"}') == {"v": "{{,3}aa"}
+
     @pytest.mark.parametrize("pattern", ["^(?=.*[0-9])", r"(a)\1", "(?<!x)y"])
     def test_a_pattern_re2_cannot_run_is_refused_at_build(self, pattern: str) -> None:
         with pytest.raises(ToolDefinitionError, match="cannot be matched in time linear"):

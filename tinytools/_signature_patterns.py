@@ -153,9 +153,42 @@ def ecma_spelling(pattern: str) -> str:
     return "".join(out)
 
 
+def _python_only_count(pattern: str) -> str | None:
+    """A ``{,n}`` (or ``{,}``) outside a character class: Python's ``re`` reads it as
+    ``{0,n}``, ECMA-262 and RE2 as those characters. None when there is none."""
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            index += 1 + pattern.startswith("^", index + 1)
+            index += pattern.startswith("]", index)  # Python: a first `]` is a member
+            continue
+        elif pattern.startswith("{,", index):
+            end = index + 2
+            while end < len(pattern) and pattern[end].isdigit():
+                end += 1
+            if pattern.startswith("}", end):
+                return pattern[index : end + 1]
+        index += 1
+    return None
+
+
 def _matcher(patterns: list[str]) -> Fix:
     compiled = []
     for written in patterns:
+        count = _python_only_count(written)
+        if count is not None:
+            raise Unfit(
+                f"pattern {written!r} holds `{count}`, which Python's `re` reads as a count "
+                "from 0 but JSON Schema (ECMA-262, as the model reads the schema) and RE2 "
+                f"read as the text {count!r}; write `{{0,{count[2:-1]}}}` instead"
+            )
         pattern = ecma_spelling(written)
         engine = linear(pattern)
         if engine is None:
