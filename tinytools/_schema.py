@@ -227,8 +227,9 @@ def _decoding(
             problems.append(
                 f"parameter `{param.name}`: its type holds pattern {left[0]!r} inside a "
                 "generic or recursive class, which msgspec would match with Python's "
-                "backtracking `re` (model text can make that run for hours); move the "
-                "pattern to a non-generic class or check the value in the function"
+                "backtracking `re` (model text can make that run for hours) and tinytools "
+                "cannot rebuild without its patterns; drop the pattern from that class and "
+                "check the value in the function instead"
             )
             continue
         plain.append(attrs.evolve(param, annotation=annotation))
