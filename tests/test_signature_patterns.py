@@ -4,9 +4,11 @@ in a parameter's type, with msgspec's own error words and paths."""
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Annotated, Generic, NamedTuple, TypeVar
 
 import attrs
@@ -544,3 +546,32 @@ def test_a_schema_that_only_names_a_pattern_decodes_as_before() -> None:
     assert isinstance(validator, StructValidator)
     assert validator._decode_struct is validator._struct
     assert grep.validate('{"pattern": "(a+)+$"}') == {"pattern": "(a+)+$", "flags": ["pattern"]}
+
+
+def test_without_re2_the_tool_says_what_to_install(tmp_path: Path) -> None:
+    """A tool with a pattern cannot be built without RE2 (installed with `--no-deps`): a
+    ToolDefinitionError naming the package, not a bare ImportError from inside tinytools."""
+    (tmp_path / "re2.py").write_text("raise ImportError('no re2 here')\n")
+    code = textwrap.dedent(
+        """
+        from typing import Annotated
+        import msgspec
+        from tinytools import ToolDefinitionError, tool
+        try:
+            @tool
+            def f(v: Annotated[str, msgspec.Meta(pattern="^a$")]) -> str:
+                '''Doc.'''
+                return v
+        except ToolDefinitionError as error:
+            print(error)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "install google-re2" in done.stdout

@@ -190,7 +190,13 @@ def _matcher(patterns: list[str]) -> Fix:
                 f"read as the text {count!r}; write `{{0,{count[2:-1]}}}` instead"
             )
         pattern = ecma_spelling(written)
-        engine = linear(pattern)
+        try:
+            engine = linear(pattern)
+        except ImportError as exc:  # RE2, a dependency, is missing (`pip install --no-deps`)
+            raise Unfit(
+                f"pattern {written!r} is matched with RE2, which cannot be loaded ({exc}); "
+                "install google-re2 (a dependency of tinytools)"
+            ) from None
         if engine is None:
             raise Unfit(
                 f"pattern {written!r} cannot be matched in time linear in the model's text "
