@@ -41,6 +41,22 @@ class Box(msgspec.Struct, Generic[T]):
     item: T
 
 
+class IntBox(Box[int]):
+    """Not generic itself: msgspec reads `item` as `int` (a rebuilt class would read `T`,
+    any value, and pass `"nope"` to a function that declared an `int`)."""
+
+
+@dataclasses.dataclass
+class Pair(Generic[T]):
+    label: Code
+    item: T
+
+
+@dataclasses.dataclass
+class IntPair(Pair[int]):
+    pass
+
+
 def refusal(t: Tool[..., object], arguments: object) -> str:
     with pytest.raises(ToolArgumentsError) as caught:
         t.validate(arguments if isinstance(arguments, str) else json.dumps(arguments))
@@ -367,7 +383,7 @@ class TestUserClasses:
         """A pattern inside a recursive or generic class cannot be taken out of msgspec's
         hands: the tool is refused, with what to do, rather than left to `re`."""
 
-        for annotation in (Tree, Box[int]):
+        for annotation in (Tree, Box[int], IntBox, IntPair):
             with pytest.raises(
                 ToolDefinitionError,
                 match=r"generic or recursive class.*drop the pattern from that class and check "

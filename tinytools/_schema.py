@@ -226,10 +226,10 @@ def _decoding(
         if left:
             problems.append(
                 f"parameter `{param.name}`: its type holds pattern {left[0]!r} inside a "
-                "generic or recursive class, which msgspec would match with Python's "
-                "backtracking `re` (model text can make that run for hours) and tinytools "
-                "cannot rebuild without its patterns; drop the pattern from that class and "
-                "check the value in the function instead"
+                "generic or recursive class (or one derived from a generic class), which "
+                "msgspec would match with Python's backtracking `re` (model text can make "
+                "that run for hours) and tinytools cannot rebuild without its patterns; drop "
+                "the pattern from that class and check the value in the function instead"
             )
             continue
         plain.append(attrs.evolve(param, annotation=annotation))

@@ -373,6 +373,10 @@ class _Rewriter:
             for attribute in attrs.fields(cls):  # type: ignore[arg-type]
                 if attribute.name not in hints and attribute.type is not None:
                     hints[attribute.name] = attribute.type
+        if _type_variables(hints.values()):
+            # A subclass of `Box[int]`: msgspec reads `item: T` as `int`, the field's own
+            # annotation says `T` (any value). Generic: `leftover_patterns` decides.
+            return cls, None, ()
         rewritten = [self.rewrite(hints.get(f.name, typing.Any))[:2] for f in fields]
         if all(fix is None for _, fix in rewritten):
             return cls, None, ()
@@ -455,6 +459,8 @@ class _Rewriter:
         except (TypeError, ValueError):
             return cls, None, ()
         hints = {name: _unqualified(tp) for name, tp in _hints(cls).items()}
+        if _type_variables(hints.values()):
+            return cls, None, ()  # as for a subclass of a generic class (see `_class`)
         fields = info.fields  # type: ignore[attr-defined]
         rewritten = {f.name: self.rewrite(hints.get(f.name, typing.Any))[:2] for f in fields}
         if all(fix is None for _, fix in rewritten.values()):
@@ -552,6 +558,17 @@ def _hints(cls: type) -> dict[str, object]:
         return typing.get_type_hints(cls, include_extras=True)
     except Exception:
         return {}
+
+
+def _type_variables(types: typing.Iterable[object]) -> bool:
+    """Whether any of ``types`` holds a type variable (its class's generic base binds it)."""
+    stack = list(types)
+    while stack:
+        tp = stack.pop()
+        if isinstance(tp, typing.TypeVar):
+            return True
+        stack.extend(typing.get_args(tp))
+    return False
 
 
 def _unqualified(tp: object) -> object:
