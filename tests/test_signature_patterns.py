@@ -4,9 +4,11 @@ in a parameter's type, with msgspec's own error words and paths."""
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 from typing import Annotated, Generic, NamedTuple, TypeVar
 
 import attrs
@@ -37,6 +39,22 @@ T = TypeVar("T")
 class Box(msgspec.Struct, Generic[T]):
     label: Code
     item: T
+
+
+class IntBox(Box[int]):
+    """Not generic itself: msgspec reads `item` as `int` (a rebuilt class would read `T`,
+    any value, and pass `"nope"` to a function that declared an `int`)."""
+
+
+@dataclasses.dataclass
+class Pair(Generic[T]):
+    label: Code
+    item: T
+
+
+@dataclasses.dataclass
+class IntPair(Pair[int]):
+    pass
 
 
 def refusal(t: Tool[..., object], arguments: object) -> str:
@@ -215,6 +233,25 @@ class TestEcmaMeaning:
         assert word.validate('{"w": "abc"}') == {"w": "abc"}
         assert refusal(word, {"w": "abc\n"}).endswith("matching regex '^[a-z]+$'.")
 
+    @pytest.mark.parametrize("pattern", ["^a{,3}$", "^[ab]{,}$"])
+    def test_a_count_from_nothing_is_refused_at_build(self, pattern: str) -> None:
+        """Python's `re` reads `a{,3}` as `a{0,3}`, ECMA-262 (the schema the model reads)
+        and RE2 as the text `a{,3}`: the author meant the count, so the tool is refused
+        with the spelling that works, never built to mean something else."""
+        with pytest.raises(ToolDefinitionError, match=r"write `\{0,"):
+
+            @tool
+            def f(v: Annotated[str, msgspec.Meta(pattern=pattern)]) -> str:
+                """Doc."""
+                return v
+
+        @tool
+        def g(v: Annotated[str, msgspec.Meta(pattern=r"^[{,3}]\{,3}a{0,3}$")]) -> str:
+            """Doc."""
+            return v
+
+        assert g.validate('{"v": "{{,3}aa"}') == {"v": "{{,3}aa"}
+
     @pytest.mark.parametrize("pattern", ["^(?=.*[0-9])", r"(a)\1", "(?<!x)y"])
     def test_a_pattern_re2_cannot_run_is_refused_at_build(self, pattern: str) -> None:
         with pytest.raises(ToolDefinitionError, match="cannot be matched in time linear"):
@@ -346,8 +383,12 @@ class TestUserClasses:
         """A pattern inside a recursive or generic class cannot be taken out of msgspec's
         hands: the tool is refused, with what to do, rather than left to `re`."""
 
-        for annotation in (Tree, Box[int]):
-            with pytest.raises(ToolDefinitionError, match="generic or recursive class"):
+        for annotation in (Tree, Box[int], IntBox, IntPair):
+            with pytest.raises(
+                ToolDefinitionError,
+                match=r"generic or recursive class.*drop the pattern from that class and check "
+                r"the value in the function",
+            ):
 
                 @tool
                 def f(v: annotation) -> str:  # type: ignore[valid-type]
@@ -425,3 +466,128 @@ def test_type_alias_values_are_matched() -> None:
     assert refusal(f, {"words": ["a", "a" * 5000 + "!"]}).endswith(
         "at `$.words[1]`: Expected `string` matching regex '^(a+)+$'."
     )
+
+
+class TestDefaultsAsMsgspecMakesThem:
+    """A default is never matched, however it is made (msgspec never checks one), and a
+    default msgspec takes from a user's class is taken as msgspec takes it."""
+
+    def test_copied_and_factory_defaults_are_not_matched(self) -> None:
+        @dataclasses.dataclass
+        class Leg:
+            origin: Code
+            via: list[Code] = dataclasses.field(default_factory=lambda: ["any"])
+
+        class Fare(msgspec.Struct):
+            currency: Code
+            extra: list[Code] = msgspec.field(default_factory=lambda: ["none"])
+
+        @attrs.define
+        class Seat:
+            cabin: Code
+            notes: list[Code] = attrs.Factory(lambda: ["window"])
+
+        @tool
+        def book(leg: Leg, fare: Fare, seat: Seat, tags: list[Code] = ["n/a"]) -> str:  # noqa: B006
+            """Doc."""
+            return "ok"
+
+        args = book.validate(
+            '{"leg": {"origin": "CDG"}, "fare": {"currency": "EUR"}, "seat": {"cabin": "ECO"}}'
+        )
+        assert args == {
+            "leg": Leg("CDG", ["any"]),
+            "fare": Fare("EUR", ["none"]),
+            "seat": Seat("ECO", ["window"]),
+            "tags": ["n/a"],
+        }
+        args["tags"].append("x")  # type: ignore[attr-defined]
+        given = {"leg": {"origin": "CDG"}, "fare": {"currency": "EUR"}, "seat": {"cabin": "ECO"}}
+        assert book.validate(given)["tags"] == ["n/a"]  # a fresh copy each call
+        assert refusal(book, {**given, "tags": ["n/a"]}).endswith(
+            "at `$.tags[0]`: Expected `string` matching regex '^[A-Z]{3}$'."
+        )
+
+    def test_an_attrs_class_with_a_list_default(self) -> None:
+        """msgspec takes an attrs class's list default as it is (the very object)."""
+        shared = ["EUR"]
+
+        @attrs.define
+        class Wallet:
+            owner: Code
+            currencies: list[str] = shared
+
+        @tool
+        def pay(wallet: Wallet) -> str:
+            """Doc."""
+            return "ok"
+
+        wallet = pay.validate('{"wallet": {"owner": "ANN"}}')["wallet"]
+        assert wallet == Wallet("ANN")
+        assert wallet.currencies is shared  # type: ignore[attr-defined]
+        assert refusal(pay, {"wallet": {"owner": "ann"}}).endswith(
+            "at `$.wallet.owner`: Expected `string` matching regex '^[A-Z]{3}$'."
+        )
+
+    def test_attrs_fields_typed_through_attr_ib(self) -> None:
+        """`attr.ib(type=...)` carries no annotation; msgspec reads its `type`, and so
+        does the rewrite (the tool was refused as if the class were generic)."""
+        import attr
+
+        @attr.s
+        class Code2:
+            value = attr.ib(type=Code)
+
+        @tool
+        def f(c: Code2) -> str:
+            """Doc."""
+            return "ok"
+
+        assert f.validate('{"c": {"value": "ABC"}}') == {"c": Code2("ABC")}
+        assert refusal(f, {"c": {"value": "a" * 5000 + "!"}}).endswith(
+            "at `$.c.value`: Expected `string` matching regex '^[A-Z]{3}$'."
+        )
+
+
+def test_a_schema_that_only_names_a_pattern_decodes_as_before() -> None:
+    """A parameter called `pattern` (or a default or enum value "pattern") holds no
+    pattern: msgspec decodes straight into the arguments struct, nothing runs after."""
+
+    @tool
+    def grep(pattern: str, flags: list[str] = ["pattern"]) -> str:  # noqa: B006
+        """Doc."""
+        return pattern
+
+    validator = grep._validator
+    assert isinstance(validator, StructValidator)
+    assert validator._decode_struct is validator._struct
+    assert grep.validate('{"pattern": "(a+)+$"}') == {"pattern": "(a+)+$", "flags": ["pattern"]}
+
+
+def test_without_re2_the_tool_says_what_to_install(tmp_path: Path) -> None:
+    """A tool with a pattern cannot be built without RE2 (installed with `--no-deps`): a
+    ToolDefinitionError naming the package, not a bare ImportError from inside tinytools."""
+    (tmp_path / "re2.py").write_text("raise ImportError('no re2 here')\n")
+    code = textwrap.dedent(
+        """
+        from typing import Annotated
+        import msgspec
+        from tinytools import ToolDefinitionError, tool
+        try:
+            @tool
+            def f(v: Annotated[str, msgspec.Meta(pattern="^a$")]) -> str:
+                '''Doc.'''
+                return v
+        except ToolDefinitionError as error:
+            print(error)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tmp_path)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "install google-re2" in done.stdout

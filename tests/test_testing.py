@@ -15,6 +15,7 @@ import importlib
 import json
 import subprocess
 import sys
+import textwrap
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -605,6 +606,53 @@ class TestModule:
             check=False,
         )
         assert 'pip install "tinytools[testing]"' in done.stderr
+
+
+class TestPatternsInTheChecker:
+    def test_accepted_text_never_backtracks_in_the_checker(self) -> None:
+        """The checker matches a schema's patterns as the tools do (RE2): an argument a
+        tool rightly accepts (`(a+)+b|c` is found in forty `a` and a `c`) takes Python's
+        `re` about 2**40 steps; a pattern RE2 cannot run is not enforced by the tool, so
+        the checker does not hold it against the run. In a child process, so a hang fails
+        this test at its deadline instead of freezing the suite."""
+        code = textwrap.dedent(
+            """
+            import json
+            from typing import Annotated
+            import msgspec
+            from tinytools import Tool, ToolCall, dispatch_sync, tool
+            from tinytools.testing import check_dispatch_invariants
+
+            @tool
+            def typed(s: Annotated[str, msgspec.Meta(pattern="(a+)+b|c")]) -> str:
+                '''Doc.'''
+                return "ran"
+
+            schema = {
+                "type": "object",
+                "properties": {
+                    "s": {"type": "string", "pattern": "(a+)+b|c"},
+                    "t": {"type": "string", "pattern": "^(?=b)(a+)+$"},
+                },
+            }
+            hand = Tool.from_schema("hand", "Doc.", schema, lambda **kw: "ran")
+            text = "a" * 40 + "c"
+            for t, arguments in ((typed, {"s": text}), (hand, {"s": text, "t": text})):
+                calls = [ToolCall("1", t.name, json.dumps(arguments))]
+                result = dispatch_sync(calls, [t])
+                assert result.messages[0].content == "ran", result.messages[0].content
+                check_dispatch_invariants(calls, result, [t])
+            print("checked")
+            """
+        )
+        try:
+            done = subprocess.run(
+                [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+            )
+        except subprocess.TimeoutExpired:
+            pytest.fail("check_dispatch_invariants matched a pattern with Python's `re`: hung")
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == "checked"
 
 
 class TestToolsets:

@@ -22,9 +22,10 @@ from collections.abc import Callable, Sequence
 
 import attrs
 import msgspec
+import msgspec.inspect as mi
 
 from ._introspect import Param
-from ._signature_patterns import Unfit, ecma_spelling, leftover_patterns, unpatterned
+from ._signature_patterns import UNSET, Unfit, ecma_spelling, leftover_patterns, unpatterned
 
 __all__ = ["Checks", "build_arguments"]
 
@@ -193,11 +194,21 @@ def _respell(schema: dict[str, object]) -> None:
             stack.extend(node)
 
 
-def _decoding(params: Sequence[Param]) -> tuple[type[msgspec.Struct], Checks] | list[str]:
+def _maker(field: mi.Field) -> Callable[[], object]:
+    """What gives an arguments struct's ``field`` its default: its factory or the object."""
+    if field.default_factory is not msgspec.NODEFAULT:
+        return field.default_factory  # type: ignore[no-any-return]
+    default = field.default
+    return lambda: default
+
+
+def _decoding(
+    params: Sequence[Param],
+) -> tuple[type[msgspec.Struct], Checks] | list[str] | None:
     """The decode struct without patterns and the checks that match them, or the problems."""
     problems: list[str] = []
     plain: list[Param] = []
-    plan: list[tuple[str, Callable[[object, str], object], object, str]] = []
+    fixes: dict[str, Callable[[object, str], object]] = {}
     for param in params:
         try:
             annotation, fix = unpatterned(param.annotation)
@@ -215,25 +226,48 @@ def _decoding(params: Sequence[Param]) -> tuple[type[msgspec.Struct], Checks] | 
         if left:
             problems.append(
                 f"parameter `{param.name}`: its type holds pattern {left[0]!r} inside a "
-                "generic or recursive class, which msgspec would match with Python's "
-                "backtracking `re` (model text can make that run for hours); move the "
-                "pattern to a non-generic class or check the value in the function"
+                "generic or recursive class (or one derived from a generic class), which "
+                "msgspec would match with Python's backtracking `re` (model text can make "
+                "that run for hours) and tinytools cannot rebuild without its patterns; drop "
+                "the pattern from that class and check the value in the function instead"
             )
             continue
         plain.append(attrs.evolve(param, annotation=annotation))
         if fix is not None:
-            plan.append((param.name, fix, param.default, f"$.{param.name}"))
+            fixes[param.name] = fix
     if problems:
         return problems
-    decode_struct = _struct(plain)
+    if not fixes:  # `"pattern"` was a name or a value in the schema, not a pattern
+        return None
+    # Where the model gives no value the decode struct holds UNSET, and the checks put
+    # the default there as the arguments struct makes it, unmatched (msgspec never
+    # matches a default; a copy of a mutable default is a new object each call).
+    made = {f.name: f for f in mi.type_info(_struct(plain)).fields}  # type: ignore[attr-defined]
+    plan = [
+        (
+            param.name,
+            fixes[param.name],
+            None if param.required else _maker(made[param.name]),
+            f"$.{param.name}",
+        )
+        for param in plain
+        if param.name in fixes
+    ]
+    decode_struct = _struct(
+        [
+            attrs.evolve(param, default=UNSET)
+            if param.name in fixes and not param.required
+            else param
+            for param in plain
+        ]
+    )
 
     def checks(value: msgspec.Struct) -> msgspec.Struct:
-        for name, fix, default, where in plan:
+        for name, fix, make, where in plan:
             item = getattr(value, name)
-            if item is not default:
-                new = fix(item, where)
-                if new is not item:
-                    setattr(value, name, new)
+            new = make() if item is UNSET else fix(item, where)  # type: ignore[misc]
+            if new is not item:
+                setattr(value, name, new)
         return value
 
     return decode_struct, checks

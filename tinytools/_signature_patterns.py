@@ -28,8 +28,9 @@ backreferences, Python-only syntax such as ``\\Z``), and a pattern this module
 cannot take out of msgspec's hands (inside a generic or recursive class), is a
 problem reported when the tool is built, never a pattern left to ``re``.
 
-A value that is its field's default (the very object) is not matched, as msgspec
-never checks defaults.
+A default (where the model gave no value) is never matched, as msgspec never
+checks defaults: the derived class holds :data:`UNSET` there, and the checks put the
+user's default in its place (the very object, or its factory's result).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - typing_extensions is msgspec's own dependency there
     from typing_extensions import NotRequired, Required
 
-__all__ = ["Fix", "Unfit", "ecma_spelling", "leftover_patterns", "unpatterned"]
+__all__ = ["UNSET", "Fix", "Unfit", "ecma_spelling", "leftover_patterns", "unpatterned"]
 
 #: A decoded value and where it is (as msgspec writes paths) -> the value the function gets.
 Fix = Callable[[object, str], object]
@@ -60,6 +61,23 @@ Fix = Callable[[object, str], object]
 Kinds = tuple[type, ...]
 
 _NODEFAULT = msgspec.NODEFAULT
+
+
+class _Unset:
+    """The default of every derived field that has one: "the model gave nothing here"."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<default>"
+
+
+#: What a derived class holds where the model gave no value. The checks then put the
+#: user's default there as msgspec would (the very object, or its factory's result)
+#: without matching it: msgspec never checks a default. Handing msgspec the default
+#: itself instead would both match it (a factory's result is a new object) and refuse
+#: defaults msgspec takes from attrs classes but not from a Struct (a non-empty list).
+UNSET: object = _Unset()
 
 
 class Unfit(Exception):
@@ -135,11 +153,50 @@ def ecma_spelling(pattern: str) -> str:
     return "".join(out)
 
 
+def _python_only_count(pattern: str) -> str | None:
+    """A ``{,n}`` (or ``{,}``) outside a character class: Python's ``re`` reads it as
+    ``{0,n}``, ECMA-262 and RE2 as those characters. None when there is none."""
+    index, in_class = 0, False
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\":
+            index += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            index += 1 + pattern.startswith("^", index + 1)
+            index += pattern.startswith("]", index)  # Python: a first `]` is a member
+            continue
+        elif pattern.startswith("{,", index):
+            end = index + 2
+            while end < len(pattern) and pattern[end].isdigit():
+                end += 1
+            if pattern.startswith("}", end):
+                return pattern[index : end + 1]
+        index += 1
+    return None
+
+
 def _matcher(patterns: list[str]) -> Fix:
     compiled = []
     for written in patterns:
+        count = _python_only_count(written)
+        if count is not None:
+            raise Unfit(
+                f"pattern {written!r} holds `{count}`, which Python's `re` reads as a count "
+                "from 0 but JSON Schema (ECMA-262, as the model reads the schema) and RE2 "
+                f"read as the text {count!r}; write `{{0,{count[2:-1]}}}` instead"
+            )
         pattern = ecma_spelling(written)
-        engine = linear(pattern)
+        try:
+            engine = linear(pattern)
+        except ImportError as exc:  # RE2, a dependency, is missing (`pip install --no-deps`)
+            raise Unfit(
+                f"pattern {written!r} is matched with RE2, which cannot be loaded ({exc}); "
+                "install google-re2 (a dependency of tinytools)"
+            ) from None
         if engine is None:
             raise Unfit(
                 f"pattern {written!r} cannot be matched in time linear in the model's text "
@@ -312,21 +369,23 @@ class _Rewriter:
             return cls, None, ()  # msgspec refuses it; the schema said so already
         fields = info.fields  # type: ignore[attr-defined]
         hints = _hints(cls)
+        if kind == "attrs":  # `attr.ib(type=...)` has no annotation; msgspec reads `type`
+            for attribute in attrs.fields(cls):  # type: ignore[arg-type]
+                if attribute.name not in hints and attribute.type is not None:
+                    hints[attribute.name] = attribute.type
+        if _type_variables(hints.values()):
+            # A subclass of `Box[int]`: msgspec reads `item: T` as `int`, the field's own
+            # annotation says `T` (any value). Generic: `leftover_patterns` decides.
+            return cls, None, ()
         rewritten = [self.rewrite(hints.get(f.name, typing.Any))[:2] for f in fields]
         if all(fix is None for _, fix in rewritten):
             return cls, None, ()
         if kind == "namedtuple":
             return self._namedtuple(cls, fields, rewritten)
-        shadow_fields: list[tuple[str, object] | tuple[str, object, object]] = []
-        for field, (tp, _) in zip(fields, rewritten, strict=True):
-            if field.default is not _NODEFAULT:
-                shadow_fields.append((field.name, tp, msgspec.field(default=field.default)))
-            elif field.default_factory is not _NODEFAULT:
-                shadow_fields.append(
-                    (field.name, tp, msgspec.field(default_factory=field.default_factory))
-                )
-            else:
-                shadow_fields.append((field.name, tp))
+        shadow_fields = [
+            (f.name, tp) if f.required else (f.name, tp, UNSET)
+            for f, (tp, _) in zip(fields, rewritten, strict=True)
+        ]
         struct = isinstance(info, mi.StructType)
         shadow = msgspec.defstruct(
             cls.__name__,
@@ -344,7 +403,7 @@ class _Rewriter:
             (
                 f.name,
                 fix,
-                f.default,
+                _default_maker(f),
                 f"[{index + bool(struct and info.tag_field and info.tag is not None)}]"  # type: ignore[attr-defined]
                 if array_like
                 else f".{f.encode_name}",
@@ -357,9 +416,11 @@ class _Rewriter:
             if type(value) is not shadow:
                 return value  # a default, already the user's class
             values: dict[str, object] = {}
-            for name, fix, default, step in plan:
+            for name, fix, make, step in plan:
                 item = getattr(value, name)
-                if fix is not None and item is not default:
+                if item is UNSET:
+                    item = make()  # type: ignore[misc]  # a field without default is never UNSET
+                elif fix is not None:
                     item = fix(item, where + step)
                 values[name] = item
             try:
@@ -398,6 +459,8 @@ class _Rewriter:
         except (TypeError, ValueError):
             return cls, None, ()
         hints = {name: _unqualified(tp) for name, tp in _hints(cls).items()}
+        if _type_variables(hints.values()):
+            return cls, None, ()  # as for a subclass of a generic class (see `_class`)
         fields = info.fields  # type: ignore[attr-defined]
         rewritten = {f.name: self.rewrite(hints.get(f.name, typing.Any))[:2] for f in fields}
         if all(fix is None for _, fix in rewritten.values()):
@@ -422,6 +485,16 @@ class _Rewriter:
             return value
 
         return shadow, check, (dict,)
+
+
+def _default_maker(field: mi.Field) -> Callable[[], object] | None:
+    """What gives ``field`` its default as msgspec would: its factory, or the very object."""
+    if field.default_factory is not _NODEFAULT:
+        return field.default_factory  # type: ignore[no-any-return]
+    if field.default is not _NODEFAULT:
+        default = field.default
+        return lambda: default
+    return None
 
 
 def _each(fix: Fix) -> Fix:
@@ -485,6 +558,17 @@ def _hints(cls: type) -> dict[str, object]:
         return typing.get_type_hints(cls, include_extras=True)
     except Exception:
         return {}
+
+
+def _type_variables(types: typing.Iterable[object]) -> bool:
+    """Whether any of ``types`` holds a type variable (its class's generic base binds it)."""
+    stack = list(types)
+    while stack:
+        tp = stack.pop()
+        if isinstance(tp, typing.TypeVar):
+            return True
+        stack.extend(typing.get_args(tp))
+    return False
 
 
 def _unqualified(tp: object) -> object:

@@ -266,7 +266,9 @@ class StructValidator:
                 value = self.decode(arguments)
             else:
                 _refuse_values(tool_name, arguments)
-                value = self._convert(arguments)
+                value = msgspec.convert(arguments, self._decode_struct)
+                if self._checks is not None:
+                    value = self._checks(value)
         except _Refused as refused:
             raise ToolArgumentsError(tool_name, refused.detail, path=refused.path) from None
         except msgspec.ValidationError as error:  # before DecodeError, its base class

@@ -23,6 +23,7 @@ import msgspec
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
+from tinytools._patterns import Pattern, linear
 from tinytools._validate import json_type
 
 from ._json import INTEGERS, json_values, keys
@@ -211,7 +212,8 @@ class _Drawer:
         if isinstance(fmt, str) and fmt in _FORMATS:
             base = _FORMATS[fmt]
         elif isinstance(pattern, str):
-            base = st.from_regex(pattern).map(functools.partial(_ecma_end, re.compile(pattern)))
+            matches = linear(pattern) or re.compile(pattern)  # RE2: linear in the text
+            base = st.from_regex(pattern).map(functools.partial(_ecma_end, matches))
         else:
             return st.text(min_size=low, max_size=high)
         return base.filter(
@@ -247,7 +249,7 @@ class _Drawer:
         return floats | self._number(schema, integral=True)
 
 
-def _ecma_end(pattern: re.Pattern[str], text: str) -> str:
+def _ecma_end(pattern: Pattern | re.Pattern[str], text: str) -> str:
     """Python's ``$`` also matches before a final newline; JSON Schema's (ECMA 262) does not."""
     trimmed = text.removesuffix("\n")
     return trimmed if trimmed != text and pattern.search(trimmed) else text

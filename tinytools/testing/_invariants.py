@@ -23,6 +23,7 @@ import attrs
 import fastjsonschema
 import msgspec
 
+from tinytools._patterns import linear
 from tinytools._registry import Registry
 from tinytools._result import DispatchResult
 from tinytools._spec import Exposure, Tool
@@ -145,7 +146,33 @@ def validate(item: Tool[..., object], value: object) -> dict[str, object]:
 
 @functools.lru_cache(maxsize=256)
 def _schema_check(schema: bytes) -> Any:
-    return fastjsonschema.compile(msgspec.json.decode(schema))
+    check = fastjsonschema.compile(msgspec.json.decode(schema))
+    _match_linearly(check)
+    return check
+
+
+class _Unchecked:
+    """Stands for a pattern RE2 cannot run: tinytools does not enforce it (the provider
+    does), so an argument it would refuse is no broken promise."""
+
+    @staticmethod
+    def search(text: str) -> bool:
+        return True
+
+    match = search
+
+
+def _match_linearly(check: object) -> None:
+    """The advertised schema's patterns matched as the tools match them, by RE2 (see
+    ``tinytools._patterns``): Python's ``re`` backtracks, and an argument a tool rightly
+    accepted (``(a+)+b|c`` against forty ``a`` and a ``c``) would take it hours. The
+    format checks' fixed expressions (``<format>_re_pattern``) stay."""
+    table = getattr(getattr(check, "func", check), "__globals__", {}).get("REGEX_PATTERNS")
+    if not isinstance(table, dict):
+        return
+    for name in list(table):
+        if isinstance(name, str) and not name.endswith("_re_pattern"):
+            table[name] = linear(name) or _Unchecked
 
 
 def _satisfies_schema(arguments: Mapping[str, object], item: Tool[..., object]) -> str | None:
