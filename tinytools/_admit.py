@@ -135,55 +135,51 @@ def _with_schema(text: str, tool: AnyTool) -> str:
     return f"{text} Expected arguments (JSON schema): {tool._plan.schema_text(tool.parameters)}"
 
 
-class Admission:
-    """The mutable bookkeeping of admission (kept out of the verdicts).
+class Admission(DispatchEnv):
+    """The mutable bookkeeping of admission (kept out of the verdicts), on top of the
+    batch-wide inputs (:class:`DispatchEnv`).
 
-    ``dispatch``'s run state extends it (one object per dispatch, not two): the
-    fields below are what admission reads and fills; :meth:`admission` sets the
-    per-pass ones.
+    ``dispatch``'s run state extends it (one object per dispatch: the env the hooks
+    see, admission's bookkeeping and the run's state): the fields below are what
+    admission reads and fills. What a batch without limits leaves alone is a
+    class-level default; :meth:`admission` sets the stop checks and the slots used.
     """
 
-    __slots__ = (
-        "admitted",
-        "cancelled",
-        "emit",
-        "env",
-        "expired",
-        "limit",
-        "limited",
-        "resume",
-        "seen",
-        "special",
-        "stack",
-        "used",
-        "verdicts",
-    )
-
-    env: DispatchEnv
     stack: Stack
     emit: Emit
     resume: DeferredToolResults | None
+    #: The verdicts so far, in call order (kept when a hook aborts admission midway).
+    verdicts: list[Verdict]
+    #: The Admitted verdicts, in call order, as admission makes them.
+    admitted: list[Admitted]
+    #: The ids of the calls admitted so far (made only for a batch of several calls).
+    seen: set[str] | None = None
+    cancelled: Callable[[], bool] | None = None
+    expired: Callable[[], bool] | None = None
+    #: The ``max_tool_calls`` slots used (counted only when some limit applies).
+    used = 0
+    #: Whether any limit can refuse a call (else the checks are skipped outright).
+    limited = False
+    #: Whether an admitted tool needs more than an inline call (see ``Plan.plain``).
+    special = False
+
+    @property
+    def env(self) -> DispatchEnv:
+        """The batch-wide inputs: this object itself."""
+        return self
 
     def admission(
         self, cancelled: Callable[[], bool] | None, expired: Callable[[], bool] | None, used: int
     ) -> None:
-        """Start an admission pass: the stop checks and the slots already used."""
+        """The stop checks and the slots already used, when a pass has any."""
         self.cancelled = cancelled
         self.expired = expired
         self.used = used
-        self.seen: set[str] = set()
-        #: The verdicts so far, in call order (kept when a hook aborts admission midway).
-        self.verdicts: list[Verdict] = []
-        #: The Admitted verdicts, in call order, as admission makes them.
-        self.admitted: list[Admitted] = []
-        #: Whether an admitted tool needs more than an inline call (see ``Plan.plain``).
-        self.special = False
-        self.limit: int | None = self.env.policy.max_tool_calls
-        # Whether any limit can refuse a call (else the checks are skipped outright).
-        self.limited = cancelled is not None or expired is not None or self.limit is not None
+        self.limited = True
 
     def over_budget(self) -> bool:
-        return self.limit is not None and self.used >= self.limit
+        limit = self.policy.max_tool_calls
+        return limit is not None and self.used >= limit
 
 
 def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
@@ -265,10 +261,11 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
     A call going on has taken its ``max_tool_calls`` slot.
     """
     seen = batch.seen
-    if call.id in seen:
-        return _repeated(index, call, batch)
-    seen.add(call.id)
-    if batch.env.discovery is not None:  # tool_call unwrapped, tool_search answered
+    if seen is not None:
+        if call.id in seen:
+            return _repeated(index, call, batch)
+        seen.add(call.id)
+    if batch.discovery is not None:  # tool_call unwrapped, tool_search answered
         opened = discovery_opening(call, batch)
         if type(opened) is ToolMessage:
             return Answered(index, opened)
@@ -282,7 +279,7 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         limit = _limits(call, batch)
         if limit is not None:
             return Answered(index, limit)
-    batch.used += 1
+        batch.used += 1
     return call
 
 
@@ -292,10 +289,10 @@ def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
     if not isinstance(opened, ToolCall):
         return opened
     call = opened
-    approved = call if batch.env.is_call_approved(call.id) else None
+    approved = call if batch.is_call_approved(call.id) else None
     for hook in batch.stack.befores:
         try:
-            outcome: object = hook(call, batch.env)
+            outcome: object = hook(call, batch)
         except Exception as error:
             raise HookFailed("before_tool", hook, error) from error
         if type(outcome) is ToolCall:  # the common answer: the call, as it was or adjusted
@@ -303,7 +300,7 @@ def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
                 call = _kept_id(hook, call, outcome)
                 if approved is not None and call is not approved and not same_call(approved, call):
                     # The approval covered the call as it was: a changed call meets the gates again.
-                    batch.env.approved.discard(call.id)
+                    batch.approved.discard(call.id)
                     approved = None
             continue
         if inspect.isawaitable(outcome):
@@ -318,14 +315,14 @@ def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
             return _defer(index, call, outcome.kind, outcome.metadata, batch)
         if isinstance(outcome, Allow):
             call = approved = _kept_id(hook, call, outcome.call or call)
-            if call.id not in batch.env.approved:
-                batch.env.approved.add(call.id)
+            if call.id not in batch.approved:
+                batch.approved.add(call.id)
                 batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
         elif isinstance(outcome, ToolCall):
             call = _kept_id(hook, call, outcome)
             if approved is not None and call is not approved and not same_call(approved, call):
                 # The approval covered the call as it was: a changed call meets the gates again.
-                batch.env.approved.discard(call.id)
+                batch.approved.discard(call.id)
                 approved = None
         else:
             raise TypeError(
@@ -367,7 +364,7 @@ def _decided(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         return Resolved(index, call, answer.result, "ok")
     if isinstance(answer, ApproveWithArgs):
         call = msgspec.structs.replace(call, arguments=dict(answer.arguments), invalid=None)
-    batch.env.approved.add(call.id)
+    batch.approved.add(call.id)
     return call
 
 
@@ -397,7 +394,7 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     costs a lookup, the validation and one verdict; every other case leaves through
     the function that answers it.
     """
-    env = batch.env
+    env = batch
     found = env.lookup(call.name)
     if found is None:
         resolved = _resolve(index, call, batch)
@@ -439,7 +436,7 @@ def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
     if batch.expired is not None and batch.expired():
         return error_message(call, "Tool call not run: the batch's deadline passed.", "interrupted")
     if batch.over_budget():
-        limit = batch.env.policy.max_tool_calls
+        limit = batch.policy.max_tool_calls
         return error_message(
             call, f"Tool call not run: the limit of {limit} tool calls was reached."
         )
@@ -453,7 +450,8 @@ def _defer(
     metadata: dict[str, object],
     batch: Admission,
 ) -> Deferred:
-    batch.used -= 1  # a deferred call takes a slot only when it runs
+    if batch.limited:
+        batch.used -= 1  # a deferred call takes a slot only when it runs
     batch.emit(ToolDeferred(call_id=call.id, tool_name=call.name, reason=kind, metadata=metadata))
     return Deferred(index, call, kind, metadata)
 

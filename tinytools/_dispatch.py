@@ -29,7 +29,6 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
-from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger, record_started, refusal
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context
@@ -130,8 +129,19 @@ def _prepare(
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
     registry = tools if type(tools) is Registry else _registry(tools, context)
     stack = _NO_MIDDLEWARE if middleware == () else _stack(middleware)
-    env = DispatchEnv(registry, policy, context, advertised)
-    return Run(batch, env, stack, on_event, artifacts, ledger, approvals, cancellation)
+    return Run(
+        batch,
+        registry,
+        policy,
+        stack,
+        context,
+        advertised,
+        approvals,
+        ledger,
+        on_event,
+        artifacts,
+        cancellation,
+    )
 
 
 # --- admit and begin -------------------------------------------------------------------
@@ -179,7 +189,7 @@ def _begin(run: Run) -> bool:
         for verdict in verdicts:
             if type(verdict) is Abort:
                 raise run.abort(verdict.reason)
-    run_timeout = run.env.policy.tool_timeout
+    run_timeout = run.policy.tool_timeout
     needs_loop = run.sink is not None and run.sink.is_async
     injecting = None
     threaded = 0
@@ -193,13 +203,13 @@ def _begin(run: Run) -> bool:
             if plan.injections:
                 injecting = [*(injecting or ()), item.tool]
     if injecting:
-        check_context(injecting, run.env.context)
+        check_context(injecting, run.context)
     if run.ledger is not None and admitted:
         _started(run, admitted)
     failure = run.failure
     if failure is not None:
         raise _abort_for(run, failure)
-    return needs_loop or (threaded > 1 and run.env.policy.max_concurrency > 1)
+    return needs_loop or (threaded > 1 and run.policy.max_concurrency > 1)
 
 
 def _started(run: Run, admitted: list[Admitted]) -> None:
@@ -207,7 +217,7 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
     of the batch runs; a call already started elsewhere is answered and does not run."""
     assert run.ledger is not None
     try:
-        refused = record_started(run.ledger, run.env.context.run_id, admitted)
+        refused = record_started(run.ledger, run.context.run_id, admitted)
     except Exception as error:
         run.fail(HostFailed("the effect ledger's started()", error))
         return
@@ -263,12 +273,9 @@ async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
 
 def _pass_sync(
     run: Run, deadline: float | None, used: int, backend: Backend = "asyncio"
-) -> tuple[DispatchResult, int]:
-    run.admission(
-        None if run.cancellation is None else _cancelled(run),
-        None if deadline is None else _expiry(deadline, time.monotonic),
-        used,
-    )
+) -> DispatchResult:
+    if run.cancellation is not None or deadline is not None or used:
+        run.admission(_cancelled(run), _expiry(deadline, time.monotonic), used)
     try:
         run.verdicts = admit_batch(run.calls, run)
     except HookFailed as failed:
@@ -278,7 +285,7 @@ def _pass_sync(
         stop = run_on(backend, _on_loop, run, remaining)
     else:
         stop = _execute_inline(run, deadline)
-    return _finished(run, stop), run.used
+    return _finished(run, stop)
 
 
 def dispatch_sync(
@@ -329,7 +336,7 @@ def dispatch_sync(
         cancellation,
     )
     deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
-    result, used = _pass_sync(run, deadline, 0, backend)
+    result = _pass_sync(run, deadline, 0, backend)
     if result.deferred is None or on_deferred is None:
         return result
     decided = _decided(on_deferred, result)
@@ -339,7 +346,7 @@ def dispatch_sync(
         raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
     again = _resumed(run, result, _checked_decisions(decided), on_event)
     try:
-        resumed, _ = _pass_sync(again, deadline, used, backend)
+        resumed = _pass_sync(again, deadline, run.used, backend)
     except DispatchAborted as aborted:
         raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
     return _merge(run.calls, result, resumed)
@@ -348,11 +355,12 @@ def dispatch_sync(
 # --- dispatch --------------------------------------------------------------------------
 
 
-async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[DispatchResult, int]:
+async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchResult:
     from . import _concurrency
     from ._concurrency import current_time
 
-    run.admission(_cancelled(run), _expiry(deadline, current_time), used)
+    if run.cancellation is not None or deadline is not None or used:
+        run.admission(_cancelled(run), _expiry(deadline, current_time), used)
     try:
         run.verdicts = await admit_batch_async(run.calls, run)
     except HookFailed as failed:
@@ -363,7 +371,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[Disp
     stop = await _concurrency.execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
-    return _finished(run, stop), run.used
+    return _finished(run, stop)
 
 
 async def dispatch(
@@ -440,7 +448,7 @@ async def dispatch(
         cancellation,
     )
     deadline = None if policy.deadline is None else current_time() + policy.deadline
-    result, used = await _pass_async(run, deadline, 0)
+    result = await _pass_async(run, deadline, 0)
     if result.deferred is None or on_deferred is None:
         return result
     decided = _decided(on_deferred, result)
@@ -451,7 +459,7 @@ async def dispatch(
             raise _handler_failed(on_deferred, result, error) from error
     again = _resumed(run, result, _checked_decisions(decided), on_event)
     try:
-        resumed, _ = await _pass_async(again, deadline, used)
+        resumed = await _pass_async(again, deadline, run.used)
     except DispatchAborted as aborted:
         raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
     return _merge(run.calls, result, resumed)
@@ -496,11 +504,11 @@ def _resumed(
     assert first.deferred is not None
     return _prepare(
         first.deferred.all,
-        run.env.tools,
-        run.env.policy,
+        run.tools,
+        run.policy,
         run.stack,
-        run.env.context,
-        run.env.advertised,
+        run.context,
+        run.advertised,
         decided,
         run.ledger,
         on_event,

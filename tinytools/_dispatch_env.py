@@ -41,19 +41,19 @@ class DispatchEnv:
         discovery: The registry's discovery tools (``tool_search``/``tool_call``), if any.
         reached: The ``Deferred`` tool the call being admitted reached through
             ``tool_call`` (callable for that call only), if any.
+
+    A dispatch's own state extends this class (``_run.Run``): the hooks of a dispatch
+    receive that one object, whose other attributes are private. What most batches
+    leave unset — advertised names, approvals, discovery tools — is a class-level
+    default, so building one stores only what a batch has.
     """
 
-    __slots__ = (
-        "_approved",
-        "_context",
-        "_open",
-        "_tools",
-        "advertised",
-        "discovery",
-        "policy",
-        "reached",
-        "tools",
-    )
+    # Class-level defaults (an instance stores only what differs from them).
+    advertised: Collection[str] | None = None
+    discovery: Intrinsics | None = None
+    reached: str | None = None
+    _approved: set[str] | None = None  # made on first use: most batches approve nothing
+    _open = True  # no allow-list and no advertised set: a lookup is the exposure's
 
     def __init__(
         self,
@@ -65,16 +65,16 @@ class DispatchEnv:
         self.tools = tools
         self.policy = policy
         self._context = context
-        self.advertised = None if advertised is None else advertised_names(advertised)
-        self._approved: set[str] | None = None  # made on first use: most batches approve nothing
-        # No allow-list and no advertised set: a lookup is the registry's and the exposure.
-        self._open = policy.allowlist is None and advertised is None
-        self._tools = tools._tools
+        if advertised is not None or policy.allowlist is not None:
+            self._restrict(advertised)
         known = tools._discovery  # type: ignore[attr-defined]
-        self.discovery: Intrinsics | None = (
-            intrinsics_of(tools) if known is UNSCANNED else known  # once per registry
-        )
-        self.reached: str | None = None
+        if known is not None:  # None once a registry is known to hold no discovery tool
+            self.discovery = intrinsics_of(tools) if known is UNSCANNED else known
+
+    def _restrict(self, advertised: Collection[str] | None) -> None:
+        self._open = False
+        if advertised is not None:
+            self.advertised = advertised_names(advertised)
 
     @property
     def context(self) -> Context:
@@ -99,7 +99,7 @@ class DispatchEnv:
 
     def lookup(self, name: str) -> AnyTool | None:
         """The tool ``name`` names, when the model may call it this turn (fail closed)."""
-        tool = self._tools.get(name)
+        tool = self.tools._tools.get(name)
         if tool is None:
             return None
         if self._open:

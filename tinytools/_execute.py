@@ -272,7 +272,7 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
     fn = plan.fn
     assert fn is not None
     # Plan.timeout_under and Plan.threaded, written out (two frames fewer per call).
-    timeout = plan.timeout or run.env.policy.tool_timeout
+    timeout = plan.timeout or run.policy.tool_timeout
     threaded = plan.blocking or timeout is not None  # an async tool never comes here
     if threaded or plan.injections:
         handle = Cancellation()

@@ -14,7 +14,7 @@ import enum
 import operator
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 import msgspec
 
@@ -33,13 +33,15 @@ from ._artifacts import ArtifactStore
 from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold
-from ._inject import Cancellation
+from ._inject import Cancellation, Context
 from ._middleware import HookFailed, Stack
 from ._redact import shown_arguments
+from ._registry import Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
 from ._wire import ContentBlock, ToolCall, ToolMessage
 from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
+from .policies import RunPolicy
 
 __all__ = [
     "EventHandler",
@@ -153,60 +155,57 @@ class Sink:
 
 class Run(Admission):
     """One dispatch's state, filled as the batch goes through the stages (admission's
-    own bookkeeping included: see :class:`Admission`)."""
+    own bookkeeping and the batch-wide inputs included: see :class:`Admission`).
 
-    __slots__ = (
-        "__weakref__",
-        "answers",
-        "calls",
-        "cancellation",
-        "events",
-        "failure",
-        "fatal",
-        "follow_ups",
-        "halted",
-        "ledger",
-        "metadata",
-        "postponed",
-        "recorded",
-        "sink",
-        "started",
-        "store",
-    )
+    Building one stores the batch's inputs and the few containers every batch fills;
+    everything else — the event sink, postponed calls, follow-ups, metadata, the
+    failure of a host callback — is a class-level default until a batch needs it.
+    """
+
+    sink: Sink | None = None
+    failure: Exception | None = None  # a hook or host callback that raised
+    fatal: str | None = None
+    halted = False  # fatal or failed: no further call may start
+    recorded = False  # the ledger holds the admitted calls' started rows
+    postponed: dict[int, Postponed] | None = None
+    follow_ups: list[FollowUp] | None = None
+    metadata: dict[str, dict[str, object]] | None = None
 
     def __init__(
         self,
         calls: tuple[ToolCall, ...],
-        env: DispatchEnv,
+        tools: Registry,
+        policy: RunPolicy,
         stack: Stack,
+        context: Context | None,
+        advertised: Collection[str] | None,
+        resume: DeferredToolResults | None,
+        ledger: EffectLedger | None,
         on_event: EventHandler | None,
         store: ArtifactStore | None,
-        ledger: EffectLedger | None,
-        resume: DeferredToolResults | None,
         cancellation: Cancellation | None,
     ) -> None:
+        DispatchEnv.__init__(self, tools, policy, context, advertised)
         self.calls = calls
-        self.env = env
         self.stack = stack
         self.events: list[Event] = []
-        self.failure: Exception | None = None  # a hook or host callback that raised
-        self.fatal: str | None = None
-        self.halted = False  # fatal or failed: no further call may start
-        self.sink = None if on_event is None else Sink(self, on_event)
-        self.emit: Callable[[Event], None] = (
-            self.events.append if self.sink is None else self.sink.emit
-        )
+        if on_event is None:
+            self.emit: Callable[[Event], None] = self.events.append
+        else:
+            self.sink = Sink(self, on_event)
+            self.emit = self.sink.emit
         self.store = store
         self.ledger = ledger
-        self.recorded = False  # the ledger holds the admitted calls' started rows
         self.resume = resume
         self.cancellation = cancellation
         self.answers: dict[int, ToolMessage] = {}
         self.started: set[int] = set()
-        # Made on first need: most batches postpone nothing and carry no extras.
-        self.postponed: dict[int, Postponed] | None = None
-        self.follow_ups: list[FollowUp] | None = None
-        self.metadata: dict[str, dict[str, object]] | None = None
+        self.verdicts = []
+        self.admitted = []
+        if len(calls) > 1:  # one call cannot repeat an id
+            self.seen = set()
+        if policy.max_tool_calls is not None:
+            self.limited = True
 
     # --- what the stages ask ------------------------------------------------------
 
@@ -245,10 +244,10 @@ class Run(Admission):
                 )
             )
             return
-        limit = item.tool._plan.limit or self.env.policy.max_result_bytes
+        limit = item.tool._plan.limit or self.policy.max_result_bytes
         try:
             message, event, follow_up, metadata = fold(
-                call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
+                call, name, limit, outcome, self.stack.afters, self, self.store, self._run_id
             )
         except Exception as error:  # an after_tool hook, or the artifact store
             # A tool that raised, timed out or was interrupted is answered with that, as
@@ -268,12 +267,12 @@ class Run(Admission):
     def resolved(self, verdict: Resolved) -> None:
         """A denied or host-answered call (on resume): answered like any other, never run."""
         call = verdict.call
-        tool = self.env.tools.get(call.name)
+        tool = self.tools.get(call.name)
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         if tool is not None:
             arguments = shown_arguments(tool, arguments)
         self.emit(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
-        limit = (tool._plan.limit if tool else None) or self.env.policy.max_result_bytes
+        limit = (tool._plan.limit if tool else None) or self.policy.max_result_bytes
         name = tool.name if tool else call.name
         result = verdict.result
         message, event, follow_up, metadata = self._fold(call, name, limit, result, result)
@@ -289,7 +288,7 @@ class Run(Admission):
         """:func:`fold` through the ``after_tool`` hooks (see :meth:`_lost` when one raises)."""
         try:
             return fold(
-                call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
+                call, name, limit, outcome, self.stack.afters, self, self.store, self._run_id
             )
         except Exception as error:
             return self._lost(error, call, name, limit, fallback)
@@ -309,7 +308,7 @@ class Run(Admission):
                 type(failed).__name__,
                 f"Tool `{name}` ran, but its result was lost: {where} failed.",
             )
-        return fold(call, name, limit, fallback, (), self.env, None, self._run_id)
+        return fold(call, name, limit, fallback, (), self, None, self._run_id)
 
     def _answer(
         self,
@@ -345,19 +344,19 @@ class Run(Admission):
     def _settle(self, call: ToolCall, message: ToolMessage) -> None:
         assert self.ledger is not None
         try:
-            self.ledger.settled(self.env.context.run_id, call.id, message.status)
+            self.ledger.settled(self.context.run_id, call.id, message.status)
         except Exception as error:
             self.fail(HostFailed("the effect ledger's settled()", error))
 
     def _release(self, call: ToolCall) -> None:
         assert self.ledger is not None
         try:
-            release(self.ledger, self.env.context.run_id, call.id)
+            release(self.ledger, self.context.run_id, call.id)
         except Exception as error:
             self.fail(HostFailed("the effect ledger's release()", error))
 
     def _run_id(self) -> str:
-        return self.env.context.run_id
+        return self.context.run_id
 
     def interrupt(self, stop: Stop) -> None:
         """Answer started-but-unfinished calls as interrupted (their events included)."""
@@ -376,8 +375,9 @@ class Run(Admission):
         follow_ups = () if self.follow_ups is None else tuple(self.follow_ups)
         metadata = {} if self.metadata is None else self.metadata
         count = len(calls)
-        if len(answers) == count and len(self.admitted) == count and len(started) == count:
-            # Every call admitted, run and answered: the messages are the answers (read
+        if len(answers) == count and len(self.admitted) == count:
+            # Every call admitted, run and answered (an admitted call is answered only
+            # once it started): the messages are the answers (read
             # with map, which makes no frame per dispatch as a comprehension does; one
             # call, the most common batch, needs no iterator at all).
             if count == 1:
