@@ -145,13 +145,21 @@ class Admission(DispatchEnv):
     class-level default; :meth:`admission` sets the stop checks and the slots used.
     """
 
+    __slots__ = ("admitted", "emit", "opens", "preflight", "stack", "verdicts")
+
     stack: Stack
     emit: Emit
-    resume: DeferredToolResults | None
     #: The verdicts so far, in call order (kept when a hook aborts admission midway).
     verdicts: list[Verdict]
     #: The Admitted verdicts, in call order, as admission makes them.
     admitted: list[Admitted]
+    #: Whether the batch needs dispatch's checks between admission and execution: an
+    #: admitted tool needs more than an inline call (see ``Plan.plain``), or the run
+    #: resumes, records to a ledger, hands events to a handler or has a tool timeout.
+    preflight: bool
+    # Class-level defaults: what admission reads only when ``opens`` says so.
+    #: The host's decisions, on resume.
+    resume: DeferredToolResults | None = None
     #: The ids of the calls admitted so far (made only for a batch of several calls).
     seen: set[str] | None = None
     cancelled: Callable[[], bool] | None = None
@@ -160,8 +168,6 @@ class Admission(DispatchEnv):
     used = 0
     #: Whether any limit can refuse a call (else the checks are skipped outright).
     limited = False
-    #: Whether an admitted tool needs more than an inline call (see ``Plan.plain``).
-    special = False
 
     @property
     def env(self) -> DispatchEnv:
@@ -175,7 +181,7 @@ class Admission(DispatchEnv):
         self.cancelled = cancelled
         self.expired = expired
         self.used = used
-        self.limited = True
+        self.limited = self.opens = True
 
     def over_budget(self) -> bool:
         limit = self.policy.max_tool_calls
@@ -197,9 +203,15 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
     verdicts = batch.verdicts
     if not batch.stack.befores:  # no hook can return an awaitable: no generator needed
         append = verdicts.append
+        opens = batch.opens
         for index, call in enumerate(calls):
-            opened = _opening(index, call, batch)
-            append(_checked(index, opened, batch) if type(opened) is ToolCall else opened)  # type: ignore[arg-type]
+            if opens:
+                opened = _opening(index, call, batch)
+                if type(opened) is not ToolCall:
+                    append(opened)  # type: ignore[arg-type]
+                    continue
+                call = opened
+            append(_checked(index, call, batch))
         return verdicts
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -258,7 +270,8 @@ def _repeated(index: int, call: ToolCall, batch: Admission) -> Answered:
 def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
     """Repeated ids, the host's decision on resume, the limits: the call going on, or its verdict.
 
-    A call going on has taken its ``max_tool_calls`` slot.
+    A call going on has taken its ``max_tool_calls`` slot. Admission skips it when the
+    batch has none of these (``batch.opens`` is false).
     """
     seen = batch.seen
     if seen is not None:
@@ -424,7 +437,7 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
             and env.tools.approval_needed(call, env.context)  # ApprovalRequired(when=...)
         ):
             return _defer(index, call, "approval", {}, batch)
-        batch.special = True
+        batch.preflight = True
     admitted = Admitted(index, call, found, arguments)
     batch.admitted.append(admitted)
     return admitted

@@ -189,19 +189,22 @@ def _begin(run: Run) -> bool:
         for verdict in verdicts:
             if type(verdict) is Abort:
                 raise run.abort(verdict.reason)
+    if not run.preflight:  # nothing admitted needs more than an inline call
+        return False
     run_timeout = run.policy.tool_timeout
     needs_loop = run.sink is not None and run.sink.is_async
     injecting = None
     threaded = 0
-    if run.special or run_timeout is not None:
-        for item in admitted:
-            plan = item.tool._plan
-            if plan.is_async:
-                needs_loop = True
-            elif plan.threaded(plan.timeout_under(run_timeout)):
-                threaded += 1
-            if plan.injections:
-                injecting = [*(injecting or ()), item.tool]
+    for item in admitted:
+        plan = item.tool._plan
+        if plan.plain and run_timeout is None:
+            continue
+        if plan.is_async:
+            needs_loop = True
+        elif plan.threaded(plan.timeout_under(run_timeout)):
+            threaded += 1
+        if plan.injections:
+            injecting = [*(injecting or ()), item.tool]
     if injecting:
         check_context(injecting, run.context)
     if run.ledger is not None and admitted:
@@ -230,15 +233,14 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
 
 
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:
-    """The result, or the abort a fatal call or a failed hook/callback calls for."""
-    if not run.halted:  # the common case: neither
-        return run.result(stop or Stop.CANCELLED)
+    """The result of a halted run: the abort a fatal call or a failed hook/callback calls
+    for (a run that did not halt is answered by ``run.result``)."""
     failure = run.failure
     if failure is not None:
         raise _abort_for(run, failure)
     if run.fatal is not None:
         raise run.abort(run.fatal)
-    return run.result(stop or Stop.CANCELLED)
+    return run.result(stop)
 
 
 # --- dispatch_sync ---------------------------------------------------------------------
@@ -277,15 +279,15 @@ def _pass_sync(
     if run.cancellation is not None or deadline is not None or used:
         run.admission(_cancelled(run), _expiry(deadline, time.monotonic), used)
     try:
-        run.verdicts = admit_batch(run.calls, run)
+        admit_batch(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
-    if _begin(run):
+    if (run.preflight or len(run.admitted) != len(run.verdicts)) and _begin(run):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         stop = run_on(backend, _on_loop, run, remaining)
     else:
         stop = _execute_inline(run, deadline)
-    return _finished(run, stop)
+    return run.result(stop) if not run.halted else _finished(run, stop)
 
 
 def dispatch_sync(
@@ -321,7 +323,8 @@ def dispatch_sync(
     from inside a running event loop when the batch needs one: await
     :func:`dispatch` there.
     """
-    check_backend(backend)
+    if backend != "asyncio":
+        check_backend(backend)
     run = _prepare(
         calls,
         tools,
@@ -362,7 +365,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchRe
     if run.cancellation is not None or deadline is not None or used:
         run.admission(_cancelled(run), _expiry(deadline, current_time), used)
     try:
-        run.verdicts = await admit_batch_async(run.calls, run)
+        await admit_batch_async(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
     if run.sink is not None:
@@ -371,7 +374,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchRe
     stop = await _concurrency.execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
-    return _finished(run, stop)
+    return run.result(stop) if not run.halted else _finished(run, stop)
 
 
 async def dispatch(

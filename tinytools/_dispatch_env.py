@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from ._discovery_calls import Intrinsics, intrinsics_of
 from ._inject import Context
-from ._registry import UNSCANNED, AnyTool, Registry
+from ._registry import AnyTool, Registry
 from ._spec import Exposure
 from .policies import Rewrite, RunPolicy
 
@@ -43,17 +43,23 @@ class DispatchEnv:
             ``tool_call`` (callable for that call only), if any.
 
     A dispatch's own state extends this class (``_run.Run``): the hooks of a dispatch
-    receive that one object, whose other attributes are private. What most batches
-    leave unset — advertised names, approvals, discovery tools — is a class-level
-    default, so building one stores only what a batch has.
+    receive that one object, whose other attributes are private. What the common
+    batch reads is a slot, stored on every build; what most batches leave unset —
+    advertised names, approvals, discovery tools — is a class-level default (reading
+    one costs more than reading a slot, so only attributes the common batch never
+    reads are defaults).
     """
+
+    __slots__ = ("__dict__", "_context", "_open", "policy", "tools")
 
     # Class-level defaults (an instance stores only what differs from them).
     advertised: Collection[str] | None = None
     discovery: Intrinsics | None = None
     reached: str | None = None
     _approved: set[str] | None = None  # made on first use: most batches approve nothing
-    _open = True  # no allow-list and no advertised set: a lookup is the exposure's
+    #: Whether admission opens each call (repeated ids, discovery, a resume's decisions,
+    #: limits: see ``_admit``) before it checks the call.
+    opens = False
 
     def __init__(
         self,
@@ -65,16 +71,23 @@ class DispatchEnv:
         self.tools = tools
         self.policy = policy
         self._context = context
+        # No allow-list and no advertised set: a lookup is the exposure's alone.
+        self._open = True
         if advertised is not None or policy.allowlist is not None:
             self._restrict(advertised)
-        known = tools._discovery  # type: ignore[attr-defined]
-        if known is not None:  # None once a registry is known to hold no discovery tool
-            self.discovery = intrinsics_of(tools) if known is UNSCANNED else known
+        if tools._discovery is not None:  # type: ignore[attr-defined]
+            self._discover()
 
     def _restrict(self, advertised: Collection[str] | None) -> None:
         self._open = False
         if advertised is not None:
             self.advertised = advertised_names(advertised)
+
+    def _discover(self) -> None:
+        """The registry's discovery tools (found once per registry: its ``_discovery`` is
+        None once the registry is known to hold none)."""
+        self.discovery = intrinsics_of(self.tools)
+        self.opens = True
 
     @property
     def context(self) -> Context:

@@ -30,7 +30,6 @@ from ._admit import (
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
-from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold
 from ._inject import Cancellation, Context
@@ -157,19 +156,30 @@ class Run(Admission):
     """One dispatch's state, filled as the batch goes through the stages (admission's
     own bookkeeping and the batch-wide inputs included: see :class:`Admission`).
 
-    Building one stores the batch's inputs and the few containers every batch fills;
-    everything else — the event sink, postponed calls, follow-ups, metadata, the
-    failure of a host callback — is a class-level default until a batch needs it.
+    Building one stores the batch's inputs and the few containers every batch fills,
+    as slots; what only an unusual batch reads — its failure, postponed calls — is a
+    class-level default until it is set.
     """
 
-    sink: Sink | None = None
+    __slots__ = (
+        "__weakref__",
+        "answers",
+        "calls",
+        "cancellation",
+        "events",
+        "follow_ups",
+        "halted",
+        "ledger",
+        "metadata",
+        "sink",
+        "started",
+        "store",
+    )
+
     failure: Exception | None = None  # a hook or host callback that raised
     fatal: str | None = None
-    halted = False  # fatal or failed: no further call may start
     recorded = False  # the ledger holds the admitted calls' started rows
     postponed: dict[int, Postponed] | None = None
-    follow_ups: list[FollowUp] | None = None
-    metadata: dict[str, dict[str, object]] | None = None
 
     def __init__(
         self,
@@ -185,27 +195,48 @@ class Run(Admission):
         store: ArtifactStore | None,
         cancellation: Cancellation | None,
     ) -> None:
-        DispatchEnv.__init__(self, tools, policy, context, advertised)
+        # DispatchEnv.__init__, written out (one frame fewer per dispatch).
+        self.tools = tools
+        self.policy = policy
+        self._context = context
+        self._open = True
+        if advertised is not None or policy.allowlist is not None:
+            self._restrict(advertised)
+        self.opens = False
+        if tools._discovery is not None:  # type: ignore[attr-defined]
+            self._discover()
         self.calls = calls
         self.stack = stack
-        self.events: list[Event] = []
-        if on_event is None:
-            self.emit: Callable[[Event], None] = self.events.append
-        else:
-            self.sink = Sink(self, on_event)
-            self.emit = self.sink.emit
         self.store = store
         self.ledger = ledger
-        self.resume = resume
         self.cancellation = cancellation
+        self.halted = False  # fatal or failed: no further call may start
+        self.events: list[Event] = []
         self.answers: dict[int, ToolMessage] = {}
         self.started: set[int] = set()
         self.verdicts = []
         self.admitted = []
+        # Made on first need: most batches carry no extras.
+        self.follow_ups: list[FollowUp] | None = None
+        self.metadata: dict[str, dict[str, object]] | None = None
+        if on_event is None:
+            self.sink: Sink | None = None
+            self.emit: Callable[[Event], None] = self.events.append
+            self.preflight = False
+        else:
+            self.sink = Sink(self, on_event)
+            self.emit = self.sink.emit
+            self.preflight = True
         if len(calls) > 1:  # one call cannot repeat an id
             self.seen = set()
+            self.opens = True
+        if resume is not None:
+            self.resume = resume
+            self.opens = self.preflight = True
+        if ledger is not None or policy.tool_timeout is not None:
+            self.preflight = True
         if policy.max_tool_calls is not None:
-            self.limited = True
+            self.limited = self.opens = True
 
     # --- what the stages ask ------------------------------------------------------
 
@@ -231,20 +262,13 @@ class Run(Admission):
         A hook or host callback that raises is recorded (:meth:`failed`): the call
         keeps no answer, and the batch aborts.
         """
-        call, name = item.call, item.tool.name
-        if type(outcome) is Postponed:
-            if self.postponed is None:
-                self.postponed = {}
-            self.postponed[item.index] = outcome
-            if self.ledger is not None:  # deferred before acting: it may start again
-                self._release(call)
-            self.emit(
-                ToolDeferred(
-                    call_id=call.id, tool_name=name, reason=outcome.kind, metadata=outcome.metadata
-                )
-            )
+        kind = type(outcome)
+        if kind is Postponed:
+            self._postpone(item, outcome)  # type: ignore[arg-type]
             return
-        limit = item.tool._plan.limit or self.policy.max_result_bytes
+        call, tool = item.call, item.tool
+        name = tool.name
+        limit = tool._plan.limit or self.policy.max_result_bytes
         try:
             message, event, follow_up, metadata = fold(
                 call, name, limit, outcome, self.stack.afters, self, self.store, self._run_id
@@ -252,7 +276,7 @@ class Run(Admission):
         except Exception as error:  # an after_tool hook, or the artifact store
             # A tool that raised, timed out or was interrupted is answered with that, as
             # no hook saw it; only a result the tool did return can have been lost.
-            kept = outcome if type(outcome) is Failed or type(outcome) is Fatal else None
+            kept = outcome if kind is Failed or kind is Fatal else None
             message, event, follow_up, metadata = self._lost(error, call, name, limit, kept)
         self.answers[item.index] = message
         if follow_up or metadata:
@@ -260,9 +284,26 @@ class Run(Admission):
         self.emit(event)
         if self.ledger is not None:
             self._settle(call, message)
-        if type(outcome) is Fatal and self.fatal is None:
-            self.fatal = outcome.message
+        if kind is Fatal and self.fatal is None:
+            self.fatal = outcome.message  # type: ignore[attr-defined]
             self.halted = True
+
+    def _postpone(self, item: Admitted, outcome: Postponed) -> None:
+        """The tool raised ``ApprovalRequired`` or ``CallDeferred``: the call is deferred."""
+        call = item.call
+        if self.postponed is None:
+            self.postponed = {}
+        self.postponed[item.index] = outcome
+        if self.ledger is not None:  # deferred before acting: it may start again
+            self._release(call)
+        self.emit(
+            ToolDeferred(
+                call_id=call.id,
+                tool_name=item.tool.name,
+                reason=outcome.kind,
+                metadata=outcome.metadata,
+            )
+        )
 
     def resolved(self, verdict: Resolved) -> None:
         """A denied or host-answered call (on resume): answered like any other, never run."""
@@ -369,25 +410,29 @@ class Run(Admission):
 
     # --- the result ---------------------------------------------------------------
 
-    def result(self, stop: Stop = Stop.CANCELLED) -> DispatchResult:
-        """The result in call order; calls left unanswered are answered as interrupted."""
-        calls, answers, started = self.calls, self.answers, self.started
+    def result(self, stop: Stop | None = None) -> DispatchResult:
+        """The result in call order; calls left unanswered are answered as interrupted
+        (by ``stop``: the batch was cancelled, when no stop is given)."""
+        calls, answers = self.calls, self.answers
+        count = len(calls)
         follow_ups = () if self.follow_ups is None else tuple(self.follow_ups)
         metadata = {} if self.metadata is None else self.metadata
-        count = len(calls)
         if len(answers) == count and len(self.admitted) == count:
             # Every call admitted, run and answered (an admitted call is answered only
-            # once it started): the messages are the answers (read
-            # with map, which makes no frame per dispatch as a comprehension does; one
-            # call, the most common batch, needs no iterator at all).
+            # once it started): the messages are the answers (read with map, which makes
+            # no frame per dispatch as a comprehension does; one call, the most common
+            # batch, needs no iterator at all).
             if count == 1:
-                answered: tuple[ToolMessage, ...] = (answers[0],)
-                ran: tuple[str, ...] = (calls[0].id,)
-            else:
-                answered = tuple(map(answers.__getitem__, range(count)))
-                ran = tuple(map(_call_id, calls))
+                return DispatchResult(
+                    (answers[0],), tuple(self.events), None, follow_ups, metadata, (calls[0].id,)
+                )
+            answered = tuple(map(answers.__getitem__, range(count)))
+            ran = tuple(map(_call_id, calls))
             return DispatchResult(answered, tuple(self.events), None, follow_ups, metadata, ran)
+        if stop is None:
+            stop = Stop.CANCELLED
         aborted = stop is Stop.ABORTED
+        started = self.started
         messages = []
         deferred_calls: list[ToolCall] = []
         approvals: list[ToolCall] = []
