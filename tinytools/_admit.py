@@ -41,6 +41,7 @@ from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
+from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
 from ._validate import json_text, preview, printable
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult
@@ -124,6 +125,9 @@ Emit: TypeAlias = Callable[[Event], None]
 _Admission: TypeAlias = Generator[Awaitable[object], object, Verdict]
 
 
+_DIRECT = Exposure.Direct
+
+
 def error_message(call: ToolCall, content: str, status: MessageStatus = "error") -> ToolMessage:
     """The error message answering ``call`` without running its tool."""
     return ToolMessage(
@@ -151,11 +155,13 @@ class Admission(DispatchEnv):
     emit: Emit
     #: The verdicts so far, in call order (kept when a hook aborts admission midway).
     verdicts: list[Verdict]
-    #: The Admitted verdicts, in call order, as admission makes them.
+    #: The Admitted verdicts, in call order: the verdicts themselves until ``preflight``
+    #: (set when a verdict is not Admitted) makes a list of its own.
     admitted: list[Admitted]
-    #: Whether the batch needs dispatch's checks between admission and execution: an
-    #: admitted tool needs more than an inline call (see ``Plan.plain``), or the run
-    #: resumes, records to a ledger, hands events to a handler or has a tool timeout.
+    #: Whether the batch needs dispatch's checks between admission and execution: a
+    #: call was not admitted, an admitted tool needs more than an inline call (see
+    #: ``Plan.plain``), or the run resumes, records to a ledger, hands events to a
+    #: handler or has a tool timeout.
     preflight: bool
     # Class-level defaults: what admission reads only when ``opens`` says so.
     #: The host's decisions, on resume.
@@ -208,10 +214,14 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
             if opens:
                 opened = _opening(index, call, batch)
                 if type(opened) is not ToolCall:
+                    batch.preflight = True  # dispatch answers it before anything runs
                     append(opened)  # type: ignore[arg-type]
                     continue
                 call = opened
-            append(_checked(index, call, batch))
+            verdict = _checked(index, call, batch)
+            if type(verdict) is not Admitted:
+                batch.preflight = True
+            append(verdict)
         return verdicts
     for index, call in enumerate(calls):
         admission = _admit(index, call, batch)
@@ -219,6 +229,8 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
             pending = next(admission)
         except StopIteration as done:
             verdicts.append(done.value)
+            if type(done.value) is not Admitted:
+                batch.preflight = True
             continue
         if inspect.iscoroutine(pending):
             pending.close()
@@ -247,6 +259,8 @@ async def admit_batch_async(calls: Sequence[ToolCall], batch: Admission) -> list
                     pending, failure = admission.throw(failure), None
             except StopIteration as done:
                 verdicts.append(done.value)
+                if type(done.value) is not Admitted:
+                    batch.preflight = True
                 break
             try:
                 sent = await pending
@@ -408,7 +422,11 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     the function that answers it.
     """
     env = batch
-    found = env.lookup(call.name)
+    # DispatchEnv.lookup's common case written out (one frame fewer): a directly exposed
+    # tool, no allow-list, no advertised set; anything else asks lookup itself.
+    found = env.tools._tools.get(call.name)
+    if found is None or found.exposure is not _DIRECT or not env._open:
+        found = env.lookup(call.name)
     if found is None:
         resolved = _resolve(index, call, batch)
         if not isinstance(resolved, tuple):
@@ -438,9 +456,7 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
         ):
             return _defer(index, call, "approval", {}, batch)
         batch.preflight = True
-    admitted = Admitted(index, call, found, arguments)
-    batch.admitted.append(admitted)
-    return admitted
+    return Admitted(index, call, found, arguments)
 
 
 def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:

@@ -181,7 +181,7 @@ def _begin(run: Run) -> bool:
         for call_id in run.resume.unmatched(run.calls):
             if call_id not in present:
                 run.emit(Custom(call_id=call_id, name="unmatched_decision", data=_UNMATCHED))
-    admitted = run.admitted
+    run.admitted = admitted = [v for v in verdicts if type(v) is Admitted]
     if len(admitted) != len(verdicts):
         for verdict in verdicts:  # the host's answers stand, even in a batch that aborts
             if type(verdict) is Resolved:
@@ -282,7 +282,7 @@ def _pass_sync(
         admit_batch(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
-    if (run.preflight or len(run.admitted) != len(run.verdicts)) and _begin(run):
+    if run.preflight and _begin(run):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         stop = run_on(backend, _on_loop, run, remaining)
     else:

@@ -79,6 +79,9 @@ class Postponed(msgspec.Struct, frozen=True):
 Folded = tuple[ToolMessage, Event, tuple[ContentBlock, ...], "dict[str, object] | None"]
 
 _NO_METADATA: dict[str, object] = {}
+#: The outcomes that are not a plain return value (exact types: a Struct's subclass is
+#: folded as the value it is).
+_WRAPPED = frozenset((Failed, Fatal, ToolResult))
 _encode = msgspec.json.encode
 
 
@@ -187,15 +190,16 @@ def fold(
         HookFailed: An ``after_tool`` hook raised (dispatch aborts).
     """
     kind = type(outcome)
-    if not afters and kind is not Failed and kind is not Fatal and kind is not ToolResult:
+    if not afters and kind not in _WRAPPED:
         # A plain return value no hook sees: its message directly, no ToolResult made.
         output = None
-        if kind is str:
-            content: str | None = outcome  # type: ignore[assignment]
-            if not outcome.isascii():  # type: ignore[attr-defined]
-                content = printable(outcome)  # type: ignore[arg-type]
-        elif isinstance(outcome, str):  # a str subclass (a str Enum): its string value
-            content = printable(str.__str__(outcome))
+        if isinstance(outcome, str):
+            if kind is str:
+                content: str | None = outcome
+                if not outcome.isascii():
+                    content = printable(outcome)
+            else:  # a str subclass (a str Enum): its string value
+                content = printable(str.__str__(outcome))
         else:
             try:  # return_text, its common case written out (one frame fewer)
                 encoded = _encode(outcome)

@@ -172,7 +172,6 @@ class Run(Admission):
         "ledger",
         "metadata",
         "sink",
-        "started",
         "store",
     )
 
@@ -212,10 +211,12 @@ class Run(Admission):
         self.cancellation = cancellation
         self.halted = False  # fatal or failed: no further call may start
         self.events: list[Event] = []
-        self.answers: dict[int, ToolMessage] = {}
-        self.started: set[int] = set()
-        self.verdicts = []
-        self.admitted = []
+        # A call's answer by index; None from its start until it is answered (a call
+        # that is postponed leaves it).
+        self.answers: dict[int, ToolMessage | None] = {}
+        # The admitted calls are the verdicts themselves while every verdict is Admitted
+        # (dispatch's preflight keeps a list of its own once one is not).
+        self.verdicts = self.admitted = []  # type: ignore[assignment]
         # Made on first need: most batches carry no extras.
         self.follow_ups: list[FollowUp] | None = None
         self.metadata: dict[str, dict[str, object]] | None = None
@@ -250,7 +251,7 @@ class Run(Admission):
 
     def start(self, item: Admitted) -> None:
         """The call's tool is about to run: record it and emit ``ToolStarted``."""
-        self.started.add(item.index)
+        self.answers[item.index] = None
         tool = item.tool
         redactor = tool._plan.redactor  # shown_arguments, written out (one frame fewer)
         arguments = item.arguments if redactor is None else redactor.arguments(item.arguments)[0]
@@ -294,6 +295,7 @@ class Run(Admission):
         if self.postponed is None:
             self.postponed = {}
         self.postponed[item.index] = outcome
+        del self.answers[item.index]  # started, and answered by no message
         if self.ledger is not None:  # deferred before acting: it may start again
             self._release(call)
         self.emit(
@@ -360,11 +362,12 @@ class Run(Admission):
         follow_up: tuple[ContentBlock, ...],
         metadata: dict[str, object] | None,
     ) -> None:
+        started = index in self.answers
         self.answers[index] = message
         if follow_up or metadata:
             self._extras(call, follow_up, metadata)
         self.emit(event)
-        if self.ledger is not None and index in self.started:
+        if self.ledger is not None and started:
             self._settle(call, message)
 
     def _extras(
@@ -402,10 +405,10 @@ class Run(Admission):
     def interrupt(self, stop: Stop) -> None:
         """Answer started-but-unfinished calls as interrupted (their events included)."""
         text = f"Tool call interrupted: the batch was {stop.value}."
+        answers = self.answers
         for item in self.admitted:
             index = item.index
-            postponed = self.postponed or ()
-            if index in self.started and index not in self.answers and index not in postponed:
+            if index in answers and answers[index] is None:  # started, not answered
                 self.finish(item, Failed("Cancelled", text, status="interrupted"))
 
     # --- the result ---------------------------------------------------------------
@@ -418,21 +421,31 @@ class Run(Admission):
         follow_ups = () if self.follow_ups is None else tuple(self.follow_ups)
         metadata = {} if self.metadata is None else self.metadata
         if len(answers) == count and len(self.admitted) == count:
-            # Every call admitted, run and answered (an admitted call is answered only
-            # once it started): the messages are the answers (read with map, which makes
-            # no frame per dispatch as a comprehension does; one call, the most common
-            # batch, needs no iterator at all).
+            # Every call admitted, run and (unless one is still marked started) answered:
+            # the messages are the answers (read with map, which makes no frame per
+            # dispatch as a comprehension does; one call, the most common batch, needs no
+            # iterator at all).
             if count == 1:
+                answer = answers[0]
+                if answer is not None:
+                    ran: tuple[str, ...] = (calls[0].id,)
+                    return DispatchResult(
+                        (answer,), tuple(self.events), None, follow_ups, metadata, ran
+                    )
+            elif None not in answers.values():
+                answered = tuple(map(answers.__getitem__, range(count)))
+                ran = tuple(map(_call_id, calls))
                 return DispatchResult(
-                    (answers[0],), tuple(self.events), None, follow_ups, metadata, (calls[0].id,)
+                    answered,  # type: ignore[arg-type]
+                    tuple(self.events),
+                    None,
+                    follow_ups,
+                    metadata,
+                    ran,
                 )
-            answered = tuple(map(answers.__getitem__, range(count)))
-            ran = tuple(map(_call_id, calls))
-            return DispatchResult(answered, tuple(self.events), None, follow_ups, metadata, ran)
         if stop is None:
             stop = Stop.CANCELLED
         aborted = stop is Stop.ABORTED
-        started = self.started
         messages = []
         deferred_calls: list[ToolCall] = []
         approvals: list[ToolCall] = []
@@ -444,9 +457,9 @@ class Run(Admission):
             verdict = verdicts[index] if index < len(verdicts) else None
             kind = type(verdict)
             if kind is Admitted:
-                if index in started:
-                    executed.append(call.id)
                 postponed = postponements.get(index)
+                if index in answers or postponed is not None:  # it started
+                    executed.append(call.id)
                 if postponed is not None:
                     (approvals if postponed.kind == "approval" else deferred_calls).append(call)
                     deferred_meta[call.id] = postponed.metadata
