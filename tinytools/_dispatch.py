@@ -125,7 +125,7 @@ def _prepare(
             raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
     if approvals is not None and not isinstance(approvals, DeferredToolResults):
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
-    if type(policy) is not RunPolicy and not isinstance(policy, RunPolicy):
+    if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
     registry = tools if type(tools) is Registry else _registry(tools, context)
     stack = _NO_MIDDLEWARE if middleware == () else _stack(middleware)
@@ -246,20 +246,6 @@ def _finished(run: Run, stop: Stop | None) -> DispatchResult:
 # --- dispatch_sync ---------------------------------------------------------------------
 
 
-def _execute_inline(run: Run, deadline: float | None) -> Stop | None:
-    """Run every admitted (synchronous) call on this thread, in order; why any stopped."""
-    cancellation = run.cancellation
-    for item in run.admitted:
-        if cancellation is not None and cancellation.cancelled:
-            return Stop.CANCELLED
-        if deadline is not None and time.monotonic() >= deadline:
-            return Stop.DEADLINE
-        run.finish(item, run_inline(run, item, deadline))
-        if run.halted:
-            return Stop.ABORTED
-    return None
-
-
 async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
     from . import _concurrency
     from ._concurrency import current_time
@@ -282,11 +268,23 @@ def _pass_sync(
         admit_batch(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
+    stop = None
     if run.preflight and _begin(run):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         stop = run_on(backend, _on_loop, run, remaining)
-    else:
-        stop = _execute_inline(run, deadline)
+    else:  # every admitted call is synchronous: run on this thread, in order
+        cancellation = run.cancellation
+        for item in run.admitted:
+            if cancellation is not None and cancellation.cancelled:
+                stop = Stop.CANCELLED
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                stop = Stop.DEADLINE
+                break
+            run.finish(item, run_inline(run, item, deadline))
+            if run.halted:
+                stop = Stop.ABORTED
+                break
     return run.result(stop) if not run.halted else _finished(run, stop)
 
 

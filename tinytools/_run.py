@@ -167,10 +167,9 @@ class Run(Admission):
         "calls",
         "cancellation",
         "events",
-        "follow_ups",
+        "extras",
         "halted",
         "ledger",
-        "metadata",
         "sink",
         "store",
     )
@@ -218,8 +217,7 @@ class Run(Admission):
         # (dispatch's preflight keeps a list of its own once one is not).
         self.verdicts = self.admitted = []  # type: ignore[assignment]
         # Made on first need: most batches carry no extras.
-        self.follow_ups: list[FollowUp] | None = None
-        self.metadata: dict[str, dict[str, object]] | None = None
+        self.extras: tuple[list[FollowUp], dict[str, dict[str, object]]] | None = None
         if on_event is None:
             self.sink: Sink | None = None
             self.emit: Callable[[Event], None] = self.events.append
@@ -377,13 +375,17 @@ class Run(Admission):
         metadata: dict[str, object] | None,
     ) -> None:
         if follow_up:
-            if self.follow_ups is None:
-                self.follow_ups = []
-            self.follow_ups.append(FollowUp(call.id, follow_up))
+            self._extra()[0].append(FollowUp(call.id, follow_up))
         if metadata:
-            if self.metadata is None:
-                self.metadata = {}
-            self.metadata[call.id] = metadata
+            self._extra()[1][call.id] = metadata
+
+    def _extra(self) -> tuple[list[FollowUp], dict[str, dict[str, object]]]:
+        """The batch's follow-ups and metadata (made on first need: most batches have
+        neither)."""
+        extras = self.extras
+        if extras is None:
+            extras = self.extras = ([], {})
+        return extras
 
     def _settle(self, call: ToolCall, message: ToolMessage) -> None:
         assert self.ledger is not None
@@ -418,8 +420,11 @@ class Run(Admission):
         (by ``stop``: the batch was cancelled, when no stop is given)."""
         calls, answers = self.calls, self.answers
         count = len(calls)
-        follow_ups = () if self.follow_ups is None else tuple(self.follow_ups)
-        metadata = {} if self.metadata is None else self.metadata
+        extras = self.extras
+        follow_ups: tuple[FollowUp, ...] = ()
+        metadata: dict[str, dict[str, object]] = {}
+        if extras is not None:
+            follow_ups, metadata = tuple(extras[0]), extras[1]
         if len(answers) == count and len(self.admitted) == count:
             # Every call admitted, run and (unless one is still marked started) answered:
             # the messages are the answers (read with map, which makes no frame per
