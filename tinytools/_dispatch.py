@@ -6,6 +6,14 @@ admit every call (pure; :mod:`_admit`) → begin (answer resolved calls, check
 injections, write the ledger's started rows) → execute the admitted calls → fold
 each into its message as it finishes → the ``DispatchResult`` in call order.
 
+Every stage is cheap when the batch does not ask for its features, by a test on
+what the run already knows — no second copy of any stage: admission opens a call
+(repeated ids, discovery, resume, limits) only when the run has one of those;
+begin runs only when the run's ``preflight`` says something needs it (a call was not
+admitted, a tool needs more than an inline call, a resume, a ledger, an event
+handler, a run-wide timeout); the result is read straight from the answers when
+every call was admitted and answered.
+
 Only execution differs between the two entry points. ``dispatch_sync`` runs
 synchronous tools inline, with no event loop at all; a batch that holds an async
 tool or an async ``on_event`` handler (or several threaded calls allowed to run at

@@ -248,7 +248,12 @@ class Run(Admission):
     # --- one call -----------------------------------------------------------------
 
     def start(self, item: Admitted) -> None:
-        """The call's tool is about to run: record it and emit ``ToolStarted``."""
+        """The call's tool is about to run: record it and emit ``ToolStarted``.
+
+        The call's answer slot holds None from here until :meth:`finish` fills it: a
+        call with a slot started (its id is among ``executed``); every stage calls
+        this before the tool, and :meth:`finish` only after it.
+        """
         self.answers[item.index] = None
         tool = item.tool
         redactor = tool._plan.redactor  # shown_arguments, written out (one frame fewer)
@@ -258,8 +263,8 @@ class Run(Admission):
     def finish(self, item: Admitted, outcome: object) -> None:
         """Fold a call's outcome, record its answer and events, settle the ledger.
 
-        A hook or host callback that raises is recorded (:meth:`failed`): the call
-        keeps no answer, and the batch aborts.
+        Called once per call, after :meth:`start`. A hook or host callback that raises
+        is recorded (:meth:`failed`): the call keeps no answer, and the batch aborts.
         """
         kind = type(outcome)
         if kind is Postponed:
@@ -293,7 +298,7 @@ class Run(Admission):
         if self.postponed is None:
             self.postponed = {}
         self.postponed[item.index] = outcome
-        del self.answers[item.index]  # started, and answered by no message
+        self.answers.pop(item.index, None)  # started, and answered by no message
         if self.ledger is not None:  # deferred before acting: it may start again
             self._release(call)
         self.emit(
