@@ -160,8 +160,8 @@ class Admission(DispatchEnv):
     admitted: list[Admitted]
     #: Whether the batch needs dispatch's checks between admission and execution: a
     #: call was not admitted, an admitted tool needs more than an inline call (see
-    #: ``Plan.plain``), or the run resumes, records to a ledger, hands events to a
-    #: handler or has a tool timeout.
+    #: ``Plan.plain``), or the run resumes, records to a ledger, hands events to an
+    #: async handler or has a tool timeout.
     preflight: bool
     # Class-level defaults: what admission reads only when ``opens`` says so.
     #: The host's decisions, on resume.

@@ -10,8 +10,8 @@ Every stage is cheap when the batch does not ask for its features, by a test on
 what the run already knows — no second copy of any stage: admission opens a call
 (repeated ids, discovery, resume, limits) only when the run has one of those;
 begin runs only when the run's ``preflight`` says something needs it (a call was not
-admitted, a tool needs more than an inline call, a resume, a ledger, an event
-handler, a run-wide timeout); the result is read straight from the answers when
+admitted, a tool needs more than an inline call, a resume, a ledger, an async
+event handler, a run-wide timeout); the result is read straight from the answers when
 every call was admitted and answered.
 
 Only execution differs between the two entry points. ``dispatch_sync`` runs
@@ -283,6 +283,9 @@ def _pass_sync(
     else:  # every admitted call is synchronous: run on this thread, in order
         cancellation = run.cancellation
         for item in run.admitted:
+            if run.halted:  # a fatal call, or a hook or host callback that raised
+                stop = Stop.ABORTED
+                break
             if cancellation is not None and cancellation.cancelled:
                 stop = Stop.CANCELLED
                 break
@@ -290,9 +293,6 @@ def _pass_sync(
                 stop = Stop.DEADLINE
                 break
             run.finish(item, run_inline(run, item, deadline))
-            if run.halted:
-                stop = Stop.ABORTED
-                break
     return run.result(stop) if not run.halted else _finished(run, stop)
 
 

@@ -225,7 +225,9 @@ class Run(Admission):
         else:
             self.sink = Sink(self, on_event)
             self.emit = self.sink.emit
-            self.preflight = True
+            # An async handler needs the event loop; a sync one that raises halts the
+            # run, and no call starts after that (see dispatch).
+            self.preflight = self.sink.is_async
         if len(calls) > 1:  # one call cannot repeat an id
             self.seen = set()
             self.opens = True
