@@ -43,7 +43,7 @@ from ._inject import Cancellation, Context, check_context
 from ._middleware import HookFailed, Stack, compose
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
-from ._run import EventHandler, HostFailed, Run, Stop
+from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop
 from ._wire import ToolCall, ToolMessage
 from ._workers import Backend, check_backend, run_on
 from .events import Custom
@@ -58,8 +58,6 @@ DeferredToolHandler = (
     | Callable[[DeferredToolRequests], Awaitable[DeferredToolResults]]
 )
 
-#: dispatch's default policy.
-DEFAULT_POLICY = RunPolicy()
 _NO_MIDDLEWARE = Stack()
 _STACKS: dict[tuple[int, ...], tuple[tuple[object, ...], Stack]] = {}
 _TOOL_SEQUENCES: dict[int, tuple[object, object, Registry]] = {}

@@ -79,6 +79,7 @@ class DispatchEnv:
             self._discover()
 
     def _restrict(self, advertised: Collection[str] | None) -> None:
+        """An allow-list or advertised names: every lookup checks them."""
         self._open = False
         if advertised is not None:
             self.advertised = advertised_names(advertised)

@@ -43,12 +43,16 @@ from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
 from .policies import RunPolicy
 
 __all__ = [
+    "DEFAULT_POLICY",
     "EventHandler",
     "HostFailed",
     "Run",
     "Sink",
     "Stop",
 ]
+
+#: dispatch's default policy (recognised by identity: it has no limits).
+DEFAULT_POLICY = RunPolicy()
 
 #: What ``on_event`` may be: a plain callable, or an async one.
 EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
@@ -198,9 +202,11 @@ class Run(Admission):
         self.policy = policy
         self._context = context
         self._open = True
-        if advertised is not None or policy.allowlist is not None:
+        self.opens = self.preflight = False
+        if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
+            self._limits(policy)
+        if advertised is not None:
             self._restrict(advertised)
-        self.opens = False
         if tools._discovery is not None:  # type: ignore[attr-defined]
             self._discover()
         self.calls = calls
@@ -221,20 +227,27 @@ class Run(Admission):
         if on_event is None:
             self.sink: Sink | None = None
             self.emit: Callable[[Event], None] = self.events.append
-            self.preflight = False
         else:
             self.sink = Sink(self, on_event)
             self.emit = self.sink.emit
             # An async handler needs the event loop; a sync one that raises halts the
             # run, and no call starts after that (see dispatch).
-            self.preflight = self.sink.is_async
+            if self.sink.is_async:
+                self.preflight = True
         if len(calls) > 1:  # one call cannot repeat an id
             self.seen = set()
             self.opens = True
         if resume is not None:
             self.resume = resume
             self.opens = self.preflight = True
-        if ledger is not None or policy.tool_timeout is not None:
+        if ledger is not None:
+            self.preflight = True
+
+    def _limits(self, policy: RunPolicy) -> None:
+        """What the run policy's limits ask of admission and of the preflight."""
+        if policy.allowlist is not None:
+            self._open = False
+        if policy.tool_timeout is not None:
             self.preflight = True
         if policy.max_tool_calls is not None:
             self.limited = self.opens = True
