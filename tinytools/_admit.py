@@ -189,10 +189,6 @@ class Admission(DispatchEnv):
         self.used = used
         self.limited = self.opens = True
 
-    def over_budget(self) -> bool:
-        limit = self.policy.max_tool_calls
-        return limit is not None and self.used >= limit
-
 
 def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
     """A verdict for every call, in call order (no awaiting: ``dispatch_sync``).
@@ -464,8 +460,8 @@ def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
         return error_message(call, "Tool call not run: the batch was cancelled.", "interrupted")
     if batch.expired is not None and batch.expired():
         return error_message(call, "Tool call not run: the batch's deadline passed.", "interrupted")
-    if batch.over_budget():
-        limit = batch.policy.max_tool_calls
+    limit = batch.policy.max_tool_calls
+    if limit is not None and batch.used >= limit:
         return error_message(
             call, f"Tool call not run: the limit of {limit} tool calls was reached."
         )

@@ -121,8 +121,8 @@ class DispatchEnv:
         if tool.exposure is Exposure.Hidden:
             return None
         allowlist = self.policy.allowlist
-        if allowlist is not None and not self.policy.allows(name):
-            return None
+        if allowlist is not None and name not in allowlist and not self.policy.allows(name):
+            return None  # (allows: an empty allow-list may be the legacy "unrestricted")
         if self.advertised is None:
             return None if tool.exposure is Exposure.Deferred and name != self.reached else tool
         return tool if name in self.advertised or name == self.reached else None
