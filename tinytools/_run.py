@@ -440,34 +440,26 @@ class Run(Admission):
         (by ``stop``: the batch was cancelled, when no stop is given)."""
         calls, answers = self.calls, self.answers
         count = len(calls)
+        if len(answers) == count and len(self.admitted) == count and self.extras is None:
+            # Every call admitted, run and (unless one is still marked started) answered,
+            # no follow-up or metadata: the messages are the answers (read with map,
+            # which makes no frame per dispatch as a comprehension does; one call, the
+            # most common batch, needs no iterator at all).
+            if count == 1:
+                answer = answers[0]
+                if answer is not None:
+                    return DispatchResult((answer,), tuple(self.events), executed=(calls[0].id,))
+            elif None not in answers.values():
+                return DispatchResult(
+                    tuple(map(answers.__getitem__, range(count))),  # type: ignore[arg-type]
+                    tuple(self.events),
+                    executed=tuple(map(_call_id, calls)),
+                )
         extras = self.extras
         follow_ups: tuple[FollowUp, ...] = ()
         metadata: dict[str, dict[str, object]] = {}
         if extras is not None:
             follow_ups, metadata = tuple(extras[0]), extras[1]
-        if len(answers) == count and len(self.admitted) == count:
-            # Every call admitted, run and (unless one is still marked started) answered:
-            # the messages are the answers (read with map, which makes no frame per
-            # dispatch as a comprehension does; one call, the most common batch, needs no
-            # iterator at all).
-            if count == 1:
-                answer = answers[0]
-                if answer is not None:
-                    ran: tuple[str, ...] = (calls[0].id,)
-                    return DispatchResult(
-                        (answer,), tuple(self.events), None, follow_ups, metadata, ran
-                    )
-            elif None not in answers.values():
-                answered = tuple(map(answers.__getitem__, range(count)))
-                ran = tuple(map(_call_id, calls))
-                return DispatchResult(
-                    answered,  # type: ignore[arg-type]
-                    tuple(self.events),
-                    None,
-                    follow_ups,
-                    metadata,
-                    ran,
-                )
         if stop is None:
             stop = Stop.CANCELLED
         aborted = stop is Stop.ABORTED
