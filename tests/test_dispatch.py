@@ -569,6 +569,27 @@ class TestFold:
         assert content.startswith("é")
         assert "[truncated: 1000 bytes, showing the first" in content
 
+    def test_return_of_an_unhashable_type_is_that_calls_error(self) -> None:
+        """A value whose type cannot even be hashed is an error message for its call,
+        never an abort of the batch."""
+
+        class Unhashable(type):
+            __hash__ = None  # type: ignore[assignment]
+
+        class Odd(metaclass=Unhashable):
+            pass
+
+        @tool
+        def odd() -> object:
+            """Return what no JSON can carry."""
+            return Odd()
+
+        result = dispatch_sync([call("c", "odd", "{}"), call("d", "add", '{"a": 1}')], [odd, add])
+        first, second = result.messages
+        assert (True, "error") == (first.is_error, first.status)
+        assert "Tool `odd` returned a bad value" in first.content
+        assert "2" == second.content
+
 
 class TestEventsAndContext:
     def test_on_event_live_sync(self) -> None:

@@ -79,9 +79,6 @@ class Postponed(msgspec.Struct, frozen=True):
 Folded = tuple[ToolMessage, Event, tuple[ContentBlock, ...], "dict[str, object] | None"]
 
 _NO_METADATA: dict[str, object] = {}
-#: The outcomes that are not a plain return value (exact types: a Struct's subclass is
-#: folded as the value it is).
-_WRAPPED = frozenset((Failed, Fatal, ToolResult))
 _encode = msgspec.json.encode
 
 
@@ -190,7 +187,8 @@ def fold(
         HookFailed: An ``after_tool`` hook raised (dispatch aborts).
     """
     kind = type(outcome)
-    if not afters and kind not in _WRAPPED:
+    # (identity tests, not a set: hashing a returned value's type can raise)
+    if not afters and kind is not Failed and kind is not Fatal and kind is not ToolResult:
         # A plain return value no hook sees: its message directly, no ToolResult made.
         output = None
         if isinstance(outcome, str):
