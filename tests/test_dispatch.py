@@ -37,6 +37,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
+from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import (
     Event,
     InvalidToolArgs,
@@ -348,6 +349,39 @@ class TestMiddleware:
         assert ([("pay", 1), ("pay", 3)], ("p1", "p2")) == (ran, result.executed)
         assert 2 == sum(isinstance(e, ToolApproved) for e in result.events)
 
+    def test_hooks_see_the_batch_wide_inputs(self) -> None:
+        """Both hooks get an env with the dispatch's registry, policy, context and
+        advertised names; a later dispatch's hooks see its own inputs, not the first's."""
+        seen: list[tuple[object, ...]] = []
+
+        def look(env: DispatchEnv) -> None:
+            seen.append((env.tools, env.policy, env.context.run_id, env.advertised))
+
+        def before(c: ToolCall, env: DispatchEnv) -> ToolCall:
+            look(env)
+            return c
+
+        def after(c: ToolCall, result: ToolResult, env: DispatchEnv) -> ToolResult:
+            look(env)
+            return result
+
+        hooks = [before_tool(before), after_tool(after)]
+        policy = RunPolicy(max_tool_calls=3)
+        first = dispatch_sync(
+            [call("1", "add", '{"a": 1}')],
+            TOOLS,
+            middleware=hooks,
+            policy=policy,
+            context=Context(run_id="r1"),
+            advertised=["add"],
+        )
+        second = dispatch_sync([call("2", "add", '{"a": 2}')], TOOLS, middleware=hooks)
+        assert ["2", "3"] == [m.content for m in first.messages + second.messages]
+        expected = (TOOLS, policy, "r1", frozenset({"add"}))
+        assert [expected, expected] == seen[:2]
+        assert [(TOOLS, RunPolicy(), None)] * 2 == [(t, p, a) for t, p, _, a in seen[2:]]
+        assert seen[2][2] == seen[3][2] != "r1"  # one fresh run id for the second batch
+
     def test_hook_may_not_change_the_call_id(self) -> None:
         """A hook returning a call under another id is a TypeError; nothing runs."""
 
@@ -534,6 +568,27 @@ class TestFold:
         assert len(content.encode()) <= 120
         assert content.startswith("é")
         assert "[truncated: 1000 bytes, showing the first" in content
+
+    def test_return_of_an_unhashable_type_is_that_calls_error(self) -> None:
+        """A value whose type cannot even be hashed is an error message for its call,
+        never an abort of the batch."""
+
+        class Unhashable(type):
+            __hash__ = None  # type: ignore[assignment]
+
+        class Odd(metaclass=Unhashable):
+            pass
+
+        @tool
+        def odd() -> object:
+            """Return what no JSON can carry."""
+            return Odd()
+
+        result = dispatch_sync([call("c", "odd", "{}"), call("d", "add", '{"a": 1}')], [odd, add])
+        first, second = result.messages
+        assert (True, "error") == (first.is_error, first.status)
+        assert "Tool `odd` returned a bad value" in first.content
+        assert "2" == second.content
 
 
 class TestEventsAndContext:

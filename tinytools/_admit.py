@@ -41,6 +41,7 @@ from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
+from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
 from ._validate import json_text, preview, printable
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult
@@ -124,6 +125,9 @@ Emit: TypeAlias = Callable[[Event], None]
 _Admission: TypeAlias = Generator[Awaitable[object], object, Verdict]
 
 
+_DIRECT = Exposure.Direct
+
+
 def error_message(call: ToolCall, content: str, status: MessageStatus = "error") -> ToolMessage:
     """The error message answering ``call`` without running its tool."""
     return ToolMessage(
@@ -135,55 +139,55 @@ def _with_schema(text: str, tool: AnyTool) -> str:
     return f"{text} Expected arguments (JSON schema): {tool._plan.schema_text(tool.parameters)}"
 
 
-class Admission:
-    """The mutable bookkeeping of admission (kept out of the verdicts).
+class Admission(DispatchEnv):
+    """The mutable bookkeeping of admission (kept out of the verdicts), on top of the
+    batch-wide inputs (:class:`DispatchEnv`).
 
-    ``dispatch``'s run state extends it (one object per dispatch, not two): the
-    fields below are what admission reads and fills; :meth:`admission` sets the
-    per-pass ones.
+    ``dispatch``'s run state extends it (one object per dispatch: the env the hooks
+    see, admission's bookkeeping and the run's state): the fields below are what
+    admission reads and fills. What a batch without limits leaves alone is a
+    class-level default; :meth:`admission` sets the stop checks and the slots used.
     """
 
-    __slots__ = (
-        "admitted",
-        "cancelled",
-        "emit",
-        "env",
-        "expired",
-        "limit",
-        "limited",
-        "resume",
-        "seen",
-        "special",
-        "stack",
-        "used",
-        "verdicts",
-    )
+    __slots__ = ("admitted", "emit", "opens", "preflight", "stack", "verdicts")
 
-    env: DispatchEnv
     stack: Stack
     emit: Emit
-    resume: DeferredToolResults | None
+    #: The verdicts so far, in call order (kept when a hook aborts admission midway).
+    verdicts: list[Verdict]
+    #: The Admitted verdicts, in call order: the verdicts themselves until ``preflight``
+    #: (set when a verdict is not Admitted) makes a list of its own.
+    admitted: list[Admitted]
+    #: Whether the batch needs dispatch's checks between admission and execution: a
+    #: call was not admitted, an admitted tool needs more than an inline call (see
+    #: ``Plan.plain``), or the run resumes, records to a ledger, hands events to an
+    #: async handler or has a tool timeout.
+    preflight: bool
+    # Class-level defaults: what admission reads only when ``opens`` says so.
+    #: The host's decisions, on resume.
+    resume: DeferredToolResults | None = None
+    #: The ids of the calls admitted so far (made only for a batch of several calls).
+    seen: set[str] | None = None
+    cancelled: Callable[[], bool] | None = None
+    expired: Callable[[], bool] | None = None
+    #: The ``max_tool_calls`` slots used (counted only when some limit applies).
+    used = 0
+    #: Whether any limit can refuse a call (else the checks are skipped outright).
+    limited = False
+
+    @property
+    def env(self) -> DispatchEnv:
+        """The batch-wide inputs: this object itself."""
+        return self
 
     def admission(
         self, cancelled: Callable[[], bool] | None, expired: Callable[[], bool] | None, used: int
     ) -> None:
-        """Start an admission pass: the stop checks and the slots already used."""
+        """The stop checks and the slots already used, when a pass has any."""
         self.cancelled = cancelled
         self.expired = expired
         self.used = used
-        self.seen: set[str] = set()
-        #: The verdicts so far, in call order (kept when a hook aborts admission midway).
-        self.verdicts: list[Verdict] = []
-        #: The Admitted verdicts, in call order, as admission makes them.
-        self.admitted: list[Admitted] = []
-        #: Whether an admitted tool needs more than an inline call (see ``Plan.plain``).
-        self.special = False
-        self.limit: int | None = self.env.policy.max_tool_calls
-        # Whether any limit can refuse a call (else the checks are skipped outright).
-        self.limited = cancelled is not None or expired is not None or self.limit is not None
-
-    def over_budget(self) -> bool:
-        return self.limit is not None and self.used >= self.limit
+        self.limited = self.opens = True
 
 
 def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
@@ -200,16 +204,27 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
     """
     verdicts = batch.verdicts
     append = verdicts.append
-    if not batch.stack.befores:
-        for index, call in enumerate(calls):
-            opened = _opening(index, call, batch)
-            append(_checked(index, opened, batch) if type(opened) is ToolCall else opened)  # type: ignore[arg-type]
-        return verdicts
+    opens = batch.opens
+    befores = batch.stack.befores
     for index, call in enumerate(calls):
-        opened = _opening(index, call, batch)
-        if type(opened) is ToolCall:
-            opened = _before_sync(index, opened, batch)
-        append(_checked(index, opened, batch) if type(opened) is ToolCall else opened)  # type: ignore[arg-type]
+        if opens:  # repeated ids, discovery, a resume's decisions, limits
+            opened = _opening(index, call, batch)
+            if type(opened) is not ToolCall:
+                batch.preflight = True  # dispatch answers it before anything runs
+                append(opened)  # type: ignore[arg-type]
+                continue
+            call = opened
+        if befores:
+            opened = _before_sync(index, call, batch)
+            if type(opened) is not ToolCall:
+                batch.preflight = True
+                append(opened)  # type: ignore[arg-type]
+                continue
+            call = opened
+        verdict = _checked(index, call, batch)
+        if type(verdict) is not Admitted:
+            batch.preflight = True
+        append(verdict)
     return verdicts
 
 
@@ -230,6 +245,8 @@ async def admit_batch_async(calls: Sequence[ToolCall], batch: Admission) -> list
                     pending, failure = admission.throw(failure), None
             except StopIteration as done:
                 verdicts.append(done.value)
+                if type(done.value) is not Admitted:
+                    batch.preflight = True
                 break
             try:
                 sent = await pending
@@ -253,13 +270,15 @@ def _repeated(index: int, call: ToolCall, batch: Admission) -> Answered:
 def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
     """Repeated ids, the host's decision on resume, the limits: the call going on, or its verdict.
 
-    A call going on has taken its ``max_tool_calls`` slot.
+    A call going on has taken its ``max_tool_calls`` slot. Admission skips it when the
+    batch has none of these (``batch.opens`` is false).
     """
     seen = batch.seen
-    if call.id in seen:
-        return _repeated(index, call, batch)
-    seen.add(call.id)
-    if batch.env.discovery is not None:  # tool_call unwrapped, tool_search answered
+    if seen is not None:
+        if call.id in seen:
+            return _repeated(index, call, batch)
+        seen.add(call.id)
+    if batch.discovery is not None:  # tool_call unwrapped, tool_search answered
         opened = discovery_opening(call, batch)
         if type(opened) is ToolMessage:
             return Answered(index, opened)
@@ -269,14 +288,11 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         if not isinstance(decided, ToolCall):
             return decided
         call = decided
-    if batch.limited and (  # a max_tool_calls alone costs the comparison
-        # (limited with neither stop check means a limit is set: never compared with None)
-        batch.cancelled is not None or batch.expired is not None or batch.used >= batch.limit  # type: ignore[operator]
-    ):
+    if batch.limited:
         limit = _limits(call, batch)
         if limit is not None:
             return Answered(index, limit)
-    batch.used += 1
+        batch.used += 1
     return call
 
 
@@ -443,7 +459,7 @@ def _decided(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         return Resolved(index, call, answer.result, "ok")
     if isinstance(answer, ApproveWithArgs):
         call = msgspec.structs.replace(call, arguments=dict(answer.arguments), invalid=None)
-    batch.env.approved.add(call.id)
+    batch.approved.add(call.id)
     return call
 
 
@@ -473,8 +489,12 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     costs a lookup, the validation and one verdict; every other case leaves through
     the function that answers it.
     """
-    env = batch.env
-    found = env.lookup(call.name)
+    env = batch
+    # DispatchEnv.lookup's common case written out (one frame fewer): a directly exposed
+    # tool, no allow-list, no advertised set; anything else asks lookup itself.
+    found = env.tools._tools.get(call.name)
+    if found is None or found.exposure is not _DIRECT or not env._open:
+        found = env.lookup(call.name)
     if found is None:
         resolved = _resolve(index, call, batch)
         if not isinstance(resolved, tuple):
@@ -503,10 +523,8 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
             and env.tools.approval_needed(call, env.context)  # ApprovalRequired(when=...)
         ):
             return _defer(index, call, "approval", {}, batch)
-        batch.special = True
-    admitted = Admitted(index, call, found, arguments)
-    batch.admitted.append(admitted)
-    return admitted
+        batch.preflight = True
+    return Admitted(index, call, found, arguments)
 
 
 def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
@@ -514,8 +532,8 @@ def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
         return error_message(call, "Tool call not run: the batch was cancelled.", "interrupted")
     if batch.expired is not None and batch.expired():
         return error_message(call, "Tool call not run: the batch's deadline passed.", "interrupted")
-    if batch.over_budget():
-        limit = batch.env.policy.max_tool_calls
+    limit = batch.policy.max_tool_calls
+    if limit is not None and batch.used >= limit:
         return error_message(
             call, f"Tool call not run: the limit of {limit} tool calls was reached."
         )
@@ -529,7 +547,8 @@ def _defer(
     metadata: dict[str, object],
     batch: Admission,
 ) -> Deferred:
-    batch.used -= 1  # a deferred call takes a slot only when it runs
+    if batch.limited:
+        batch.used -= 1  # a deferred call takes a slot only when it runs
     batch.emit(ToolDeferred(call_id=call.id, tool_name=call.name, reason=kind, metadata=metadata))
     return Deferred(index, call, kind, metadata)
 

@@ -6,6 +6,14 @@ admit every call (pure; :mod:`_admit`) → begin (answer resolved calls, check
 injections, write the ledger's started rows) → execute the admitted calls → fold
 each into its message as it finishes → the ``DispatchResult`` in call order.
 
+Every stage is cheap when the batch does not ask for its features, by a test on
+what the run already knows — no second copy of any stage: admission opens a call
+(repeated ids, discovery, resume, limits) only when the run has one of those;
+begin runs only when the run's ``preflight`` says something needs it (a call was not
+admitted, a tool needs more than an inline call, a resume, a ledger, an async
+event handler, a run-wide timeout); the result is read straight from the answers when
+every call was admitted and answered.
+
 Only execution differs between the two entry points. ``dispatch_sync`` runs
 synchronous tools inline, with no event loop at all; a batch that holds an async
 tool or an async ``on_event`` handler (or several threaded calls allowed to run at
@@ -28,14 +36,13 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
-from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger, record_started, refusal
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context
 from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
-from ._run import EventHandler, HostFailed, Run, Stop
+from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop
 from ._tool_lists import registry_of
 from ._wire import ToolCall, ToolMessage
 from ._workers import Backend, check_backend, run_on
@@ -51,8 +58,6 @@ DeferredToolHandler = (
     | Callable[[DeferredToolRequests], Awaitable[DeferredToolResults]]
 )
 
-#: dispatch's default policy.
-DEFAULT_POLICY = RunPolicy()
 _NO_MIDDLEWARE = NO_MIDDLEWARE
 _REMEMBERED = 64
 _UNMATCHED = {"reason": "no call of the batch has this decision's id; it was ignored"}
@@ -102,12 +107,23 @@ def _prepare(
             raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
     if approvals is not None and not isinstance(approvals, DeferredToolResults):
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
-    if type(policy) is not RunPolicy and not isinstance(policy, RunPolicy):
+    if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
     registry = tools if type(tools) is Registry else _registry(tools, context, batch)
     stack = _NO_MIDDLEWARE if middleware == () else _stack(middleware)
-    env = DispatchEnv(registry, policy, context, advertised)
-    return Run(batch, env, stack, on_event, artifacts, ledger, approvals, cancellation)
+    return Run(
+        batch,
+        registry,
+        policy,
+        stack,
+        context,
+        advertised,
+        approvals,
+        ledger,
+        on_event,
+        artifacts,
+        cancellation,
+    )
 
 
 # --- admit and begin -------------------------------------------------------------------
@@ -147,7 +163,7 @@ def _begin(run: Run) -> bool:
         for call_id in run.resume.unmatched(run.calls):
             if call_id not in present:
                 run.emit(Custom(call_id=call_id, name="unmatched_decision", data=_UNMATCHED))
-    admitted = run.admitted
+    run.admitted = admitted = [v for v in verdicts if type(v) is Admitted]
     if len(admitted) != len(verdicts):
         for verdict in verdicts:  # the host's answers stand, even in a batch that aborts
             if type(verdict) is Resolved:
@@ -155,27 +171,30 @@ def _begin(run: Run) -> bool:
         for verdict in verdicts:
             if type(verdict) is Abort:
                 raise run.abort(verdict.reason)
-    run_timeout = run.env.policy.tool_timeout
+    if not run.preflight:  # nothing admitted needs more than an inline call
+        return False
+    run_timeout = run.policy.tool_timeout
     needs_loop = run.sink is not None and run.sink.is_async
     injecting = None
     threaded = 0
-    if run.special or run_timeout is not None:
-        for item in admitted:
-            plan = item.tool._plan
-            if plan.is_async:
-                needs_loop = True
-            elif plan.threaded(plan.timeout_under(run_timeout)):
-                threaded += 1
-            if plan.injections:
-                injecting = [*(injecting or ()), item.tool]
+    for item in admitted:
+        plan = item.tool._plan
+        if plan.plain and run_timeout is None:
+            continue
+        if plan.is_async:
+            needs_loop = True
+        elif plan.threaded(plan.timeout_under(run_timeout)):
+            threaded += 1
+        if plan.injections:
+            injecting = [*(injecting or ()), item.tool]
     if injecting:
-        check_context(injecting, run.env.context)
+        check_context(injecting, run.context)
     if run.ledger is not None and admitted:
         _started(run, admitted)
     failure = run.failure
     if failure is not None:
         raise _abort_for(run, failure)
-    return needs_loop or (threaded > 1 and run.env.policy.max_concurrency > 1)
+    return needs_loop or (threaded > 1 and run.policy.max_concurrency > 1)
 
 
 def _started(run: Run, admitted: list[Admitted]) -> None:
@@ -183,7 +202,7 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
     of the batch runs; a call already started elsewhere is answered and does not run."""
     assert run.ledger is not None
     try:
-        refused = record_started(run.ledger, run.env.context.run_id, admitted)
+        refused = record_started(run.ledger, run.context.run_id, admitted)
     except Exception as error:
         run.fail(HostFailed("the effect ledger's started()", error))
         return
@@ -196,32 +215,17 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
 
 
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:
-    """The result, or the abort a fatal call or a failed hook/callback calls for."""
-    if not run.halted:  # the common case: neither
-        return run.result(stop or Stop.CANCELLED)
+    """The result of a halted run: the abort a fatal call or a failed hook/callback calls
+    for (a run that did not halt is answered by ``run.result``)."""
     failure = run.failure
     if failure is not None:
         raise _abort_for(run, failure)
     if run.fatal is not None:
         raise run.abort(run.fatal)
-    return run.result(stop or Stop.CANCELLED)
+    return run.result(stop)
 
 
 # --- dispatch_sync ---------------------------------------------------------------------
-
-
-def _execute_inline(run: Run, deadline: float | None) -> Stop | None:
-    """Run every admitted (synchronous) call on this thread, in order; why any stopped."""
-    cancellation = run.cancellation
-    for item in run.admitted:
-        if cancellation is not None and cancellation.cancelled:
-            return Stop.CANCELLED
-        if deadline is not None and time.monotonic() >= deadline:
-            return Stop.DEADLINE
-        run.finish(item, run_inline(run, item, deadline))
-        if run.halted:
-            return Stop.ABORTED
-    return None
 
 
 async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
@@ -239,22 +243,31 @@ async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
 
 def _pass_sync(
     run: Run, deadline: float | None, used: int, backend: Backend = "asyncio"
-) -> tuple[DispatchResult, int]:
-    run.admission(
-        None if run.cancellation is None else _cancelled(run),
-        None if deadline is None else _expiry(deadline, time.monotonic),
-        used,
-    )
+) -> DispatchResult:
+    if run.cancellation is not None or deadline is not None or used:
+        run.admission(_cancelled(run), _expiry(deadline, time.monotonic), used)
     try:
-        run.verdicts = admit_batch(run.calls, run)
+        admit_batch(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
-    if _begin(run):
+    stop = None
+    if run.preflight and _begin(run):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
         stop = run_on(backend, _on_loop, run, remaining)
-    else:
-        stop = _execute_inline(run, deadline)
-    return _finished(run, stop), run.used
+    else:  # every admitted call is synchronous: run on this thread, in order
+        cancellation = run.cancellation
+        for item in run.admitted:
+            if run.halted:  # a fatal call, or a hook or host callback that raised
+                stop = Stop.ABORTED
+                break
+            if cancellation is not None and cancellation.cancelled:
+                stop = Stop.CANCELLED
+                break
+            if deadline is not None and time.monotonic() >= deadline:
+                stop = Stop.DEADLINE
+                break
+            run.finish(item, run_inline(run, item, deadline))
+    return run.result(stop) if not run.halted else _finished(run, stop)
 
 
 def dispatch_sync(
@@ -290,7 +303,8 @@ def dispatch_sync(
     from inside a running event loop when the batch needs one: await
     :func:`dispatch` there.
     """
-    check_backend(backend)
+    if backend != "asyncio":
+        check_backend(backend)
     run = _prepare(
         calls,
         tools,
@@ -305,7 +319,7 @@ def dispatch_sync(
         cancellation,
     )
     deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
-    result, used = _pass_sync(run, deadline, 0, backend)
+    result = _pass_sync(run, deadline, 0, backend)
     if result.deferred is None or on_deferred is None:
         return result
     decided = _decided(on_deferred, result)
@@ -315,7 +329,7 @@ def dispatch_sync(
         raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
     again = _resumed(run, result, _checked_decisions(decided), on_event)
     try:
-        resumed, _ = _pass_sync(again, deadline, used, backend)
+        resumed = _pass_sync(again, deadline, run.used, backend)
     except DispatchAborted as aborted:
         raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
     return _merge(run.calls, result, resumed)
@@ -324,13 +338,14 @@ def dispatch_sync(
 # --- dispatch --------------------------------------------------------------------------
 
 
-async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[DispatchResult, int]:
+async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchResult:
     from . import _concurrency
     from ._concurrency import current_time
 
-    run.admission(_cancelled(run), _expiry(deadline, current_time), used)
+    if run.cancellation is not None or deadline is not None or used:
+        run.admission(_cancelled(run), _expiry(deadline, current_time), used)
     try:
-        run.verdicts = await admit_batch_async(run.calls, run)
+        await admit_batch_async(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
     if run.sink is not None:
@@ -339,7 +354,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> tuple[Disp
     stop = await _concurrency.execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
-    return _finished(run, stop), run.used
+    return run.result(stop) if not run.halted else _finished(run, stop)
 
 
 async def dispatch(
@@ -418,7 +433,7 @@ async def dispatch(
         cancellation,
     )
     deadline = None if policy.deadline is None else current_time() + policy.deadline
-    result, used = await _pass_async(run, deadline, 0)
+    result = await _pass_async(run, deadline, 0)
     if result.deferred is None or on_deferred is None:
         return result
     decided = _decided(on_deferred, result)
@@ -429,7 +444,7 @@ async def dispatch(
             raise _handler_failed(on_deferred, result, error) from error
     again = _resumed(run, result, _checked_decisions(decided), on_event)
     try:
-        resumed, _ = await _pass_async(again, deadline, used)
+        resumed = await _pass_async(again, deadline, run.used)
     except DispatchAborted as aborted:
         raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
     return _merge(run.calls, result, resumed)
@@ -474,11 +489,11 @@ def _resumed(
     assert first.deferred is not None
     return _prepare(
         first.deferred.all,
-        run.env.tools,
-        run.env.policy,
+        run.tools,
+        run.policy,
         run.stack,
-        run.env.context,
-        run.env.advertised,
+        run.context,
+        run.advertised,
         decided,
         run.ledger,
         on_event,

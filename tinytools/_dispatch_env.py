@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from ._discovery_calls import Intrinsics, intrinsics_of
 from ._inject import Context
-from ._registry import UNSCANNED, AnyTool, Registry
+from ._registry import AnyTool, Registry
 from ._spec import Exposure
 from .policies import Rewrite, RunPolicy
 
@@ -56,19 +56,25 @@ class DispatchEnv:
         discovery: The registry's discovery tools (``tool_search``/``tool_call``), if any.
         reached: The ``Deferred`` tool the call being admitted reached through
             ``tool_call`` (callable for that call only), if any.
+
+    A dispatch's own state extends this class (``_run.Run``): the hooks of a dispatch
+    receive that one object, whose other attributes are private. What the common
+    batch reads is a slot, stored on every build; what most batches leave unset —
+    advertised names, approvals, discovery tools — is a class-level default (reading
+    one costs more than reading a slot, so only attributes the common batch never
+    reads are defaults).
     """
 
-    __slots__ = (
-        "_approved",
-        "_context",
-        "_open",
-        "_tools",
-        "advertised",
-        "discovery",
-        "policy",
-        "reached",
-        "tools",
-    )
+    __slots__ = ("__dict__", "_context", "_open", "policy", "tools")
+
+    # Class-level defaults (an instance stores only what differs from them).
+    advertised: Collection[str] | None = None
+    discovery: Intrinsics | None = None
+    reached: str | None = None
+    _approved: set[str] | None = None  # made on first use: most batches approve nothing
+    #: Whether admission opens each call (repeated ids, discovery, a resume's decisions,
+    #: limits: see ``_admit``) before it checks the call.
+    opens = False
 
     def __init__(
         self,
@@ -80,20 +86,28 @@ class DispatchEnv:
         self.tools = tools
         self.policy = policy
         self._context = context
-        self.advertised = (  # a set as it is (no call), else advertised_names
-            advertised
-            if advertised is None or type(advertised) is set or type(advertised) is frozenset
-            else advertised_names(advertised)
-        )
-        self._approved: set[str] | None = None  # made on first use: most batches approve nothing
-        # No allow-list and no advertised set: a lookup is the registry's and the exposure.
-        self._open = policy.allowlist is None and advertised is None
-        self._tools = tools._tools
-        known = tools._discovery  # type: ignore[attr-defined]
-        self.discovery: Intrinsics | None = (
-            intrinsics_of(tools) if known is UNSCANNED else known  # once per registry
-        )
-        self.reached: str | None = None
+        # No allow-list and no advertised set: a lookup is the exposure's alone.
+        self._open = True
+        if advertised is not None or policy.allowlist is not None:
+            self._restrict(advertised)
+        if tools._discovery is not None:  # type: ignore[attr-defined]
+            self._discover()
+
+    def _restrict(self, advertised: Collection[str] | None) -> None:
+        """An allow-list or advertised names: every lookup checks them."""
+        self._open = False
+        if advertised is not None:  # a set as it is (no call), else advertised_names
+            self.advertised = (
+                advertised
+                if type(advertised) is set or type(advertised) is frozenset
+                else advertised_names(advertised)
+            )
+
+    def _discover(self) -> None:
+        """The registry's discovery tools (found once per registry: its ``_discovery`` is
+        None once the registry is known to hold none)."""
+        self.discovery = intrinsics_of(self.tools)
+        self.opens = True
 
     @property
     def context(self) -> Context:
@@ -118,7 +132,7 @@ class DispatchEnv:
 
     def lookup(self, name: str) -> AnyTool | None:
         """The tool ``name`` names, when the model may call it this turn (fail closed)."""
-        tool = self._tools.get(name)
+        tool = self.tools._tools.get(name)
         if tool is None:
             return None
         if self._open:

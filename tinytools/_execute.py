@@ -269,13 +269,16 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
     fn = plan.fn
     assert fn is not None
     # Plan.timeout_under and Plan.threaded, written out (two frames fewer per call).
-    timeout = plan.timeout or run.env.policy.tool_timeout
-    threaded = plan.blocking or timeout is not None  # an async tool never comes here
-    if plan.injections:
-        handle = Cancellation()
-        kwargs = kwargs_for(run, item, handle, deadline)
-    else:  # nothing can see the handle or the injected values: none are made
-        handle, kwargs = UNSEEN, item.arguments
+    timeout = plan.timeout or run.policy.tool_timeout
+    if plan.plain and timeout is None:  # inline, nothing injected: nothing to make
+        threaded, handle, kwargs = False, UNSEEN, item.arguments
+    else:
+        threaded = plan.blocking or timeout is not None  # an async tool never comes here
+        if plan.injections:
+            handle = Cancellation()
+            kwargs = kwargs_for(run, item, handle, deadline)
+        else:  # nothing can see the handle or the injected values: none are made
+            handle, kwargs = UNSEEN, item.arguments
     run.start(item)
     attempt = 0
     while True:

@@ -190,6 +190,7 @@ def fold(
         HookFailed: An ``after_tool`` hook raised (dispatch aborts).
     """
     kind = type(outcome)
+    # (identity tests, not a set: hashing a returned value's type can raise)
     if kind is not Failed and kind is not Fatal and kind is not ToolResult:
         # A plain return value: its text made directly (no ToolResult unless a hook sees it).
         # ``text`` is what the hooks see, ``content`` what the model reads (JSON text

@@ -16,7 +16,7 @@ import operator
 import types
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 
 import msgspec
 
@@ -32,24 +32,29 @@ from ._admit import (
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
-from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold
-from ._inject import Cancellation
+from ._inject import Cancellation, Context
 from ._middleware import HookFailed, Stack
 from ._redact import shown_arguments
+from ._registry import Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
 from ._wire import ContentBlock, ToolCall, ToolMessage
 from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
+from .policies import RunPolicy
 
 __all__ = [
+    "DEFAULT_POLICY",
     "EventHandler",
     "HostFailed",
     "Run",
     "Sink",
     "Stop",
 ]
+
+#: dispatch's default policy (recognised by identity: it has no limits).
+DEFAULT_POLICY = RunPolicy()
 
 #: What ``on_event`` may be: a plain callable, or an async one.
 EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
@@ -182,7 +187,12 @@ class Sink:
 
 class Run(Admission):
     """One dispatch's state, filled as the batch goes through the stages (admission's
-    own bookkeeping included: see :class:`Admission`)."""
+    own bookkeeping and the batch-wide inputs included: see :class:`Admission`).
+
+    Building one stores the batch's inputs and the few containers every batch fills,
+    as slots; what only an unusual batch reads — its failure, postponed calls — is a
+    class-level default until it is set.
+    """
 
     __slots__ = (
         "__weakref__",
@@ -190,52 +200,88 @@ class Run(Admission):
         "calls",
         "cancellation",
         "events",
-        "failure",
-        "fatal",
-        "follow_ups",
+        "extras",
         "halted",
         "ledger",
-        "metadata",
-        "postponed",
-        "recorded",
         "sink",
-        "started",
         "store",
     )
+
+    failure: Exception | None = None  # a hook or host callback that raised
+    fatal: str | None = None
+    recorded = False  # the ledger holds the admitted calls' started rows
+    postponed: dict[int, Postponed] | None = None
 
     def __init__(
         self,
         calls: tuple[ToolCall, ...],
-        env: DispatchEnv,
+        tools: Registry,
+        policy: RunPolicy,
         stack: Stack,
+        context: Context | None,
+        advertised: Collection[str] | None,
+        resume: DeferredToolResults | None,
+        ledger: EffectLedger | None,
         on_event: EventHandler | None,
         store: ArtifactStore | None,
-        ledger: EffectLedger | None,
-        resume: DeferredToolResults | None,
         cancellation: Cancellation | None,
     ) -> None:
+        # DispatchEnv.__init__, written out (one frame fewer per dispatch).
+        self.tools = tools
+        self.policy = policy
+        self._context = context
+        self._open = True
+        self.opens = self.preflight = False
+        if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
+            self._limits(policy)
+        if advertised is not None:
+            self._restrict(advertised)
+        if tools._discovery is not None:  # type: ignore[attr-defined]
+            self._discover()
         self.calls = calls
-        self.env = env
         self.stack = stack
-        self.events: list[Event] = []
-        self.failure: Exception | None = None  # a hook or host callback that raised
-        self.fatal: str | None = None
-        self.halted = False  # fatal or failed: no further call may start
-        sink = self.sink = None if on_event is None else Sink(self, on_event)
-        self.emit: Callable[[Event], None] = (
-            self.events.append if sink is None else sink.queue if sink.is_async else sink.emit
-        )
         self.store = store
         self.ledger = ledger
-        self.recorded = False  # the ledger holds the admitted calls' started rows
-        self.resume = resume
         self.cancellation = cancellation
-        self.answers: dict[int, ToolMessage] = {}
-        self.started: set[int] = set()
-        # Made on first need: most batches postpone nothing and carry no extras.
-        self.postponed: dict[int, Postponed] | None = None
-        self.follow_ups: list[FollowUp] | None = None
-        self.metadata: dict[str, dict[str, object]] | None = None
+        self.halted = False  # fatal or failed: no further call may start
+        self.events: list[Event] = []
+        # A call's answer by index; None from its start until it is answered (a call
+        # that is postponed leaves it).
+        self.answers: dict[int, ToolMessage | None] = {}
+        # The admitted calls are the verdicts themselves while every verdict is Admitted
+        # (dispatch's preflight keeps a list of its own once one is not).
+        self.verdicts = self.admitted = []  # type: ignore[assignment]
+        # Made on first need: most batches carry no extras.
+        self.extras: tuple[list[FollowUp], dict[str, dict[str, object]]] | None = None
+        if on_event is None:
+            self.sink: Sink | None = None
+            self.emit: Callable[[Event], None] = self.events.append
+        else:
+            sink = self.sink = Sink(self, on_event)
+            # An async handler needs the event loop; a sync one that raises halts the
+            # run, and no call starts after that (see dispatch).
+            if sink.is_async:
+                self.emit = sink.queue
+                self.preflight = True
+            else:
+                self.emit = sink.emit
+        if len(calls) > 1:  # one call cannot repeat an id
+            self.seen = set()
+            self.opens = True
+        if resume is not None:
+            self.resume = resume
+            self.opens = self.preflight = True
+        if ledger is not None:
+            self.preflight = True
+
+    def _limits(self, policy: RunPolicy) -> None:
+        """What the run policy's limits ask of admission and of the preflight."""
+        if policy.allowlist is not None:
+            self._open = False
+        if policy.tool_timeout is not None:
+            self.preflight = True
+        if policy.max_tool_calls is not None:
+            self.limited = self.opens = True
 
     # --- what the stages ask ------------------------------------------------------
 
@@ -248,8 +294,13 @@ class Run(Admission):
     # --- one call -----------------------------------------------------------------
 
     def start(self, item: Admitted) -> None:
-        """The call's tool is about to run: record it and emit ``ToolStarted``."""
-        self.started.add(item.index)
+        """The call's tool is about to run: record it and emit ``ToolStarted``.
+
+        The call's answer slot holds None from here until :meth:`finish` fills it: a
+        call with a slot started (its id is among ``executed``); every stage calls
+        this before the tool, and :meth:`finish` only after it.
+        """
+        self.answers[item.index] = None
         tool = item.tool
         redactor = tool._plan.redactor  # shown_arguments, written out (one frame fewer)
         arguments = item.arguments if redactor is None else redactor.arguments(item.arguments)[0]
@@ -258,31 +309,24 @@ class Run(Admission):
     def finish(self, item: Admitted, outcome: object) -> None:
         """Fold a call's outcome, record its answer and events, settle the ledger.
 
-        A hook or host callback that raises is recorded (:meth:`failed`): the call
-        keeps no answer, and the batch aborts.
+        Called once per call, after :meth:`start`. A hook or host callback that raises
+        is recorded (:meth:`failed`): the call keeps no answer, and the batch aborts.
         """
-        call, name = item.call, item.tool.name
-        if type(outcome) is Postponed:
-            if self.postponed is None:
-                self.postponed = {}
-            self.postponed[item.index] = outcome
-            if self.ledger is not None:  # deferred before acting: it may start again
-                self._release(call)
-            self.emit(
-                ToolDeferred(
-                    call_id=call.id, tool_name=name, reason=outcome.kind, metadata=outcome.metadata
-                )
-            )
+        kind = type(outcome)
+        if kind is Postponed:
+            self._postpone(item, outcome)  # type: ignore[arg-type]
             return
-        limit = item.tool._plan.limit or self.env.policy.max_result_bytes
+        call, tool = item.call, item.tool
+        name = tool.name
+        limit = tool._plan.limit or self.policy.max_result_bytes
         try:
             message, event, follow_up, metadata = fold(
-                call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
+                call, name, limit, outcome, self.stack.afters, self, self.store, self._run_id
             )
         except Exception as error:  # an after_tool hook, or the artifact store
             # A tool that raised, timed out or was interrupted is answered with that, as
             # no hook saw it; only a result the tool did return can have been lost.
-            kept = outcome if type(outcome) is Failed or type(outcome) is Fatal else None
+            kept = outcome if kind is Failed or kind is Fatal else None
             message, event, follow_up, metadata = self._lost(error, call, name, limit, kept)
         self.answers[item.index] = message
         if follow_up or metadata:
@@ -290,19 +334,37 @@ class Run(Admission):
         self.emit(event)
         if self.ledger is not None:
             self._settle(call, message)
-        if type(outcome) is Fatal and self.fatal is None:
-            self.fatal = outcome.message
+        if kind is Fatal and self.fatal is None:
+            self.fatal = outcome.message  # type: ignore[attr-defined]
             self.halted = True
+
+    def _postpone(self, item: Admitted, outcome: Postponed) -> None:
+        """The tool raised ``ApprovalRequired`` or ``CallDeferred``: the call is deferred."""
+        call = item.call
+        if self.postponed is None:
+            self.postponed = {}
+        self.postponed[item.index] = outcome
+        self.answers.pop(item.index, None)  # started, and answered by no message
+        if self.ledger is not None:  # deferred before acting: it may start again
+            self._release(call)
+        self.emit(
+            ToolDeferred(
+                call_id=call.id,
+                tool_name=item.tool.name,
+                reason=outcome.kind,
+                metadata=outcome.metadata,
+            )
+        )
 
     def resolved(self, verdict: Resolved) -> None:
         """A denied or host-answered call (on resume): answered like any other, never run."""
         call = verdict.call
-        tool = self.env.tools.get(call.name)
+        tool = self.tools.get(call.name)
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         if tool is not None:
             arguments = shown_arguments(tool, arguments)
         self.emit(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
-        limit = (tool._plan.limit if tool else None) or self.env.policy.max_result_bytes
+        limit = (tool._plan.limit if tool else None) or self.policy.max_result_bytes
         name = tool.name if tool else call.name
         result = verdict.result
         message, event, follow_up, metadata = self._fold(call, name, limit, result, result)
@@ -318,7 +380,7 @@ class Run(Admission):
         """:func:`fold` through the ``after_tool`` hooks (see :meth:`_lost` when one raises)."""
         try:
             return fold(
-                call, name, limit, outcome, self.stack.afters, self.env, self.store, self._run_id
+                call, name, limit, outcome, self.stack.afters, self, self.store, self._run_id
             )
         except Exception as error:
             return self._lost(error, call, name, limit, fallback)
@@ -338,7 +400,7 @@ class Run(Admission):
                 type(failed).__name__,
                 f"Tool `{name}` ran, but its result was lost: {where} failed.",
             )
-        return fold(call, name, limit, fallback, (), self.env, None, self._run_id)
+        return fold(call, name, limit, fallback, (), self, None, self._run_id)
 
     def _answer(
         self,
@@ -349,11 +411,12 @@ class Run(Admission):
         follow_up: tuple[ContentBlock, ...],
         metadata: dict[str, object] | None,
     ) -> None:
+        started = index in self.answers
         self.answers[index] = message
         if follow_up or metadata:
             self._extras(call, follow_up, metadata)
         self.emit(event)
-        if self.ledger is not None and index in self.started:
+        if self.ledger is not None and started:
             self._settle(call, message)
 
     def _extras(
@@ -363,59 +426,73 @@ class Run(Admission):
         metadata: dict[str, object] | None,
     ) -> None:
         if follow_up:
-            if self.follow_ups is None:
-                self.follow_ups = []
-            self.follow_ups.append(FollowUp(call.id, follow_up))
+            self._extra()[0].append(FollowUp(call.id, follow_up))
         if metadata:
-            if self.metadata is None:
-                self.metadata = {}
-            self.metadata[call.id] = metadata
+            self._extra()[1][call.id] = metadata
+
+    def _extra(self) -> tuple[list[FollowUp], dict[str, dict[str, object]]]:
+        """The batch's follow-ups and metadata (made on first need: most batches have
+        neither)."""
+        extras = self.extras
+        if extras is None:
+            extras = self.extras = ([], {})
+        return extras
 
     def _settle(self, call: ToolCall, message: ToolMessage) -> None:
         assert self.ledger is not None
         try:
-            self.ledger.settled(self.env.context.run_id, call.id, message.status)
+            self.ledger.settled(self.context.run_id, call.id, message.status)
         except Exception as error:
             self.fail(HostFailed("the effect ledger's settled()", error))
 
     def _release(self, call: ToolCall) -> None:
         assert self.ledger is not None
         try:
-            release(self.ledger, self.env.context.run_id, call.id)
+            release(self.ledger, self.context.run_id, call.id)
         except Exception as error:
             self.fail(HostFailed("the effect ledger's release()", error))
 
     def _run_id(self) -> str:
-        return self.env.context.run_id
+        return self.context.run_id
 
     def interrupt(self, stop: Stop) -> None:
         """Answer started-but-unfinished calls as interrupted (their events included)."""
         text = f"Tool call interrupted: the batch was {stop.value}."
+        answers = self.answers
         for item in self.admitted:
             index = item.index
-            postponed = self.postponed or ()
-            if index in self.started and index not in self.answers and index not in postponed:
+            if index in answers and answers[index] is None:  # started, not answered
                 self.finish(item, Failed("Cancelled", text, status="interrupted"))
 
     # --- the result ---------------------------------------------------------------
 
-    def result(self, stop: Stop = Stop.CANCELLED) -> DispatchResult:
-        """The result in call order; calls left unanswered are answered as interrupted."""
-        calls, answers, started = self.calls, self.answers, self.started
-        follow_ups = () if self.follow_ups is None else tuple(self.follow_ups)
-        metadata = {} if self.metadata is None else self.metadata
+    def result(self, stop: Stop | None = None) -> DispatchResult:
+        """The result in call order; calls left unanswered are answered as interrupted
+        (by ``stop``: the batch was cancelled, when no stop is given)."""
+        calls, answers = self.calls, self.answers
         count = len(calls)
-        if len(answers) == count and len(self.admitted) == count and len(started) == count:
-            # Every call admitted, run and answered: the messages are the answers (read
-            # with map, which makes no frame per dispatch as a comprehension does; one
-            # call, the most common batch, needs no iterator at all).
+        if len(answers) == count and len(self.admitted) == count and self.extras is None:
+            # Every call admitted, run and (unless one is still marked started) answered,
+            # no follow-up or metadata: the messages are the answers (read with map,
+            # which makes no frame per dispatch as a comprehension does; one call, the
+            # most common batch, needs no iterator at all).
             if count == 1:
-                answered: tuple[ToolMessage, ...] = (answers[0],)
-                ran: tuple[str, ...] = (calls[0].id,)
-            else:
-                answered = tuple(map(answers.__getitem__, range(count)))
-                ran = tuple(map(_call_id, calls))
-            return DispatchResult(answered, tuple(self.events), None, follow_ups, metadata, ran)
+                answer = answers[0]
+                if answer is not None:
+                    return DispatchResult((answer,), tuple(self.events), executed=(calls[0].id,))
+            elif None not in answers.values():
+                return DispatchResult(
+                    tuple(map(answers.__getitem__, range(count))),  # type: ignore[arg-type]
+                    tuple(self.events),
+                    executed=tuple(map(_call_id, calls)),
+                )
+        extras = self.extras
+        follow_ups: tuple[FollowUp, ...] = ()
+        metadata: dict[str, dict[str, object]] = {}
+        if extras is not None:
+            follow_ups, metadata = tuple(extras[0]), extras[1]
+        if stop is None:
+            stop = Stop.CANCELLED
         aborted = stop is Stop.ABORTED
         messages = []
         deferred_calls: list[ToolCall] = []
@@ -428,9 +505,9 @@ class Run(Admission):
             verdict = verdicts[index] if index < len(verdicts) else None
             kind = type(verdict)
             if kind is Admitted:
-                if index in started:
-                    executed.append(call.id)
                 postponed = postponements.get(index)
+                if index in answers or postponed is not None:  # it started
+                    executed.append(call.id)
                 if postponed is not None:
                     (approvals if postponed.kind == "approval" else deferred_calls).append(call)
                     deferred_meta[call.id] = postponed.metadata
