@@ -151,7 +151,7 @@ def _leaf_violations(
     types = resolve.types(node)
     if types is not None:
         admitted = _admitted(types)
-        pool = _NOT_NUMBERS if "format" in node else tuple(_SAMPLES)
+        pool = _NOT_NUMBERS if _formatted(resolve, node) else tuple(_SAMPLES)
         for kind in pool:
             if kind not in admitted:
                 found.append(Violation(path, f"type: not {kind}", _setter(path, _SAMPLES[kind])))
@@ -171,6 +171,14 @@ def _leaf_violations(
         _number_violations(node, value, path, found)
     elif isinstance(value, str):
         _length_violations(node, value, path, found, "minLength", "maxLength")
+
+
+def _formatted(resolve: Resolver, node: Mapping[str, object]) -> bool:
+    """Whether the site, or one branch of its union, is a string with a ``format``."""
+    if "format" in node:
+        return True
+    branches = node.get("anyOf", node.get("oneOf"))
+    return isinstance(branches, list) and any("format" in resolve(b) for b in branches)
 
 
 def _outside(members: list[object]) -> object | None:
