@@ -640,11 +640,12 @@ def _repaired(
     if fixed is None:
         batch.emit(_invalid_event(call, tool, error, "tool_error"))
         return _error_answer(index, call, tool, error)
-    batch.emit(_invalid_event(call, tool, error, "repaired", fixed.value))
+    text, value = fixed
+    batch.emit(_invalid_event(call, tool, error, "repaired", value))
     try:
-        return tool.validate(fixed.text)
+        return tool.validate(text)
     except ToolArgumentsError as schema_error:
-        return _invalid(index, call, tool, schema_error, fixed.value, batch)
+        return _invalid(index, call, tool, schema_error, value, batch)
 
 
 def _invalid(

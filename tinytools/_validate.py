@@ -69,10 +69,31 @@ def _json_names(match: re.Match[str]) -> str:
 
 
 def _from_msgspec(tool_name: str, error: msgspec.ValidationError) -> ToolArgumentsError:
-    detail, _, path = str(error).rpartition(" - at `")
+    detail, path, _ = _msgspec_detail(str(error))
+    return ToolArgumentsError(tool_name, detail, path=path)
+
+
+#: msgspec's messages as the model reads them, by msgspec's text: a bounded memo (a
+#: schema's few ways to fail repeat), which changes nothing but speed.
+_DETAILS: dict[str, tuple[str, str, bool]] = {}
+
+
+def _msgspec_detail(message: str) -> tuple[str, str, bool]:
+    """A ``ValidationError``'s text as ``(detail, path, got_float)``: the sentence with
+    JSON's type names, the JSON path, and whether the value found was a float."""
+    known = _DETAILS.get(message)
+    if known is not None:
+        return known
+    detail, _, path = message.rpartition(" - at `")
     if not detail:
         detail, path = path, "$`"
-    return ToolArgumentsError(tool_name, _TYPE_NAMES.sub(_json_names, detail), path=path[:-1])
+    got_float = message.split(" - at ", 1)[0].endswith("got `float`")
+    known = (_TYPE_NAMES.sub(_json_names, detail), path[:-1], got_float)
+    if len(message) <= 400:  # a path through long keys is not worth remembering
+        if len(_DETAILS) >= 512:
+            _DETAILS.clear()
+        _DETAILS[message] = known
+    return known
 
 
 def _integral_floats_to_int(value: object) -> object:
@@ -239,36 +260,56 @@ class StructValidator:
             else:
                 _refuse_values(tool_name, arguments)
                 value = msgspec.convert(arguments, self._struct)
-        except _Refused as refused:
-            raise ToolArgumentsError(tool_name, refused.detail, path=refused.path) from None
-        except msgspec.ValidationError as error:  # before DecodeError, its base class
-            # The typed decoder reports the first ill-typed value before a syntax error
-            # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all
-            # is malformed, whatever its first value looked like.
-            if isinstance(arguments, (str, bytes)):
-                decoded = _decode_json(tool_name, arguments)
-                # A repeat (or a value JSON cannot carry) before whichever value failed:
-                # the exact scan decodes the text again, so it runs only when the bound
-                # or the decoded value says there may be one.
-                if _compiled_bound is None or _compiled_bound(arguments) or _suspect(decoded):
-                    _refuse_text(tool_name, arguments)
-            else:
-                decoded = arguments
-            value = self._retry(tool_name, decoded, error)
-        except (msgspec.DecodeError, UnicodeError, RecursionError) as error:
-            raise _not_json(tool_name, error) from None
+        except (msgspec.MsgspecError, UnicodeError, RecursionError) as error:
+            return self.refused(tool_name, arguments, error)
         return msgspec.structs.asdict(value)
+
+    def refused(
+        self,
+        tool_name: str,
+        arguments: Arguments,
+        error: msgspec.MsgspecError | UnicodeError | RecursionError,
+    ) -> dict[str, object]:
+        """What :meth:`validate` answers once decoding ``arguments`` raised ``error``
+        (``Tool.validate`` calls it straight from its own failed decode, so failing
+        arguments are never decoded twice into the Struct).
+
+        Returns:
+            The keyword arguments, when only JSON Schema's integral-float rule was in
+            the way (``5.0`` for an ``int``).
+
+        Raises:
+            ToolArgumentsError: Otherwise, always.
+        """
+        if isinstance(error, _Refused):
+            raise ToolArgumentsError(tool_name, error.detail, path=error.path) from None
+        if not isinstance(error, msgspec.ValidationError):  # before DecodeError, its base
+            raise _not_json(tool_name, error) from None
+        # The typed decoder reports the first ill-typed value before a syntax error
+        # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all
+        # is malformed, whatever its first value looked like.
+        if isinstance(arguments, (str, bytes)):
+            decoded = _decode_json(tool_name, arguments)
+            # A repeat (or a value JSON cannot carry) before whichever value failed:
+            # the exact scan decodes the text again, so it runs only when the bound
+            # or the decoded value says there may be one.
+            if _compiled_bound is None or _compiled_bound(arguments) or _suspect(decoded):
+                _refuse_text(tool_name, arguments)
+        else:
+            decoded = arguments
+        return msgspec.structs.asdict(self._retry(tool_name, decoded, error))
 
     def _retry(
         self, tool_name: str, decoded: object, error: msgspec.ValidationError
     ) -> msgspec.Struct:
         """Accept integral floats for integers (JSON Schema's rule), else report ``error``."""
-        if not str(error).split(" - at ", 1)[0].endswith("got `float`"):
-            raise _from_msgspec(tool_name, error) from None
-        try:
-            return msgspec.convert(_integral_floats_to_int(decoded), self._struct)
-        except msgspec.ValidationError:
-            raise _from_msgspec(tool_name, error) from None
+        detail, path, got_float = _msgspec_detail(str(error))
+        if got_float:
+            try:
+                return msgspec.convert(_integral_floats_to_int(decoded), self._struct)
+            except msgspec.ValidationError:
+                pass
+        raise ToolArgumentsError(tool_name, detail, path=path) from None
 
 
 def _decode_json(tool_name: str, text: str | bytes) -> object:

@@ -197,41 +197,45 @@ def repair_relaxed_object(raw: str) -> Repaired | None:
         The object with its repair kinds, or ``None`` when the text cannot be repaired
         without guessing.
     """
-    document = _repair_document(raw, _scan)
-    return None if document is None else document.repaired
+    return _repair(raw, _scan)
 
 
-@attrs.frozen
-class RepairedText:
-    """For dispatch: the repair and the strict JSON text it decoded (not public API).
+def repair_relaxed_text(raw: str) -> tuple[str, dict[str, object]] | None:
+    """For dispatch (not public API): the repaired object and the strict JSON text it
+    decodes from, or ``None`` when :func:`repair_relaxed_object` refuses.
 
-    Dispatch validates the text rather than the object, so what the text alone
-    shows (a repeated field) is refused as on every other route.
+    Dispatch validates the text rather than the object, so what the text alone shows
+    (a repeated field) is refused as on every other route. What was repaired is not
+    reported (nothing in dispatch reads it), so no `Repaired` is made.
     """
-
-    repaired: Repaired
-    text: str
-
-    @property
-    def value(self) -> dict[str, object]:
-        """The decoded object."""
-        return self.repaired.value
-
-
-def repair_relaxed_text(raw: str) -> RepairedText | None:
-    """:func:`repair_relaxed_object`, keeping the strict JSON text (for dispatch)."""
-    return _repair_document(raw, _scan)
+    document = _repair_document(raw, _scan)
+    if document is None:
+        return None
+    strict, value, _, _ = document
+    return (strict if isinstance(strict, str) else strict.decode()), value
 
 
 def _repair(raw: str, scan: _Scanner) -> Repaired | None:
     """`repair_relaxed_object` with a given scanner (the benchmarks time both)."""
     document = _repair_document(raw, scan)
-    return None if document is None else document.repaired
+    if document is None:
+        return None
+    _, value, bits, found = document
+    kinds = _SCANNED[bits & _ALL_SCANNED]
+    if found:
+        kinds += tuple(kind for kind in _LAYER_KINDS if kind in found)
+    return Repaired(value, kinds)
 
 
-def _repair_document(raw: str, scan: _Scanner) -> RepairedText | None:
+def _repair_document(
+    raw: str, scan: _Scanner
+) -> tuple[str | bytes, dict[str, object], int, set[RepairKind]] | None:
+    """The repair of ``raw``: its strict JSON text, the object it decodes to, the
+    scanner's bits and the kinds found around the document; None when refused."""
     found: set[RepairKind] = set()
-    text = _unwrap_document(raw, found)
+    # A document that is its object alone (no space, fence, mark or token around it:
+    # the common case) has nothing to unwrap.
+    text = raw if raw[:1] == "{" and raw[-1:] == "}" else _unwrap_document(raw, found)
     # An object starts with "{" and ends with "}"; checking first refuses prose,
     # arrays, scalars and most truncations before any scan.
     if not (text.startswith("{") and text.endswith("}")):
@@ -255,10 +259,7 @@ def _repair_document(raw: str, scan: _Scanner) -> RepairedText | None:
         return None
     if not isinstance(value, dict):
         return None
-    kinds = [kind for bit, kind in _SCANNED_KINDS if bits & bit]
-    kinds.extend(kind for kind in _LAYER_KINDS if kind in found)
-    text = strict if isinstance(strict, str) else strict.decode()
-    return RepairedText(Repaired(value, tuple(kinds)), text)
+    return strict, value, bits, found
 
 
 # The scanner's bits, in REPAIR_KINDS order, then the kinds found around the document.
@@ -279,6 +280,11 @@ _LAYER_KINDS: Final[tuple[RepairKind, ...]] = (
     "fence_language",
     "leaked_tokens",
     "repeated_object",
+)
+_ALL_SCANNED: Final = sum(bit for bit, _ in _SCANNED_KINDS)
+#: The scanned kinds for each combination of the scanner's bits, in REPAIR_KINDS order.
+_SCANNED: Final[tuple[tuple[RepairKind, ...], ...]] = tuple(
+    tuple(kind for bit, kind in _SCANNED_KINDS if bits & bit) for bits in range(_ALL_SCANNED + 1)
 )
 
 
