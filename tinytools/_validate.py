@@ -366,7 +366,7 @@ def _suspect(value: object) -> bool:
 
 
 def _not_json(
-    tool_name: str, error: msgspec.DecodeError | UnicodeError | RecursionError
+    tool_name: str, error: msgspec.MsgspecError | UnicodeError | RecursionError
 ) -> ToolArgumentsError:
     """The argument error for text that cannot be read as JSON (or nests too deep)."""
     if isinstance(error, UnicodeError):
@@ -390,7 +390,7 @@ def _too_deep(tool_name: str) -> ToolArgumentsError:
     )
 
 
-def _decode_detail(error: msgspec.DecodeError) -> str:
+def _decode_detail(error: msgspec.MsgspecError) -> str:
     return str(error).removeprefix("JSON is malformed: ")
 
 
