@@ -546,6 +546,8 @@ def _reached(name: str, env: DispatchEnv, target: AnyTool | None) -> list[AnyToo
 
 def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:
     """``arguments`` as they are when JSON can carry them, else as printable text."""
+    if type(arguments) is str:  # text fails to encode only for a lone surrogate
+        return printable(arguments)
     try:
         msgspec.json.encode(arguments)
     except (TypeError, ValueError, OverflowError, RecursionError):

@@ -281,15 +281,22 @@ class StructValidator:
         Raises:
             ToolArgumentsError: Otherwise, always.
         """
+        if type(error) is msgspec.DecodeError:  # not JSON: the common way to fail
+            detail = str(error).removeprefix("JSON is malformed: ")
+            raise ToolArgumentsError(tool_name, detail, malformed=True) from None
         if isinstance(error, _Refused):
             raise ToolArgumentsError(tool_name, error.detail, path=error.path) from None
         if not isinstance(error, msgspec.ValidationError):  # before DecodeError, its base
             raise _not_json(tool_name, error) from None
+        detail, path, got_float = _msgspec_detail(str(error))
         # The typed decoder reports the first ill-typed value before a syntax error
         # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all
         # is malformed, whatever its first value looked like.
         if isinstance(arguments, (str, bytes)):
-            decoded = _decode_json(tool_name, arguments)
+            try:
+                decoded = _decode(arguments)
+            except (msgspec.MsgspecError, UnicodeError, RecursionError):
+                decoded = _decode_json(tool_name, arguments)  # raises what the text is
             # A repeat (or a value JSON cannot carry) before whichever value failed:
             # the exact scan decodes the text again, so it runs only when the bound
             # or the decoded value says there may be one.
@@ -297,18 +304,13 @@ class StructValidator:
                 _refuse_text(tool_name, arguments)
         else:
             decoded = arguments
-        return msgspec.structs.asdict(self._retry(tool_name, decoded, error))
-
-    def _retry(
-        self, tool_name: str, decoded: object, error: msgspec.ValidationError
-    ) -> msgspec.Struct:
-        """Accept integral floats for integers (JSON Schema's rule), else report ``error``."""
-        detail, path, got_float = _msgspec_detail(str(error))
-        if got_float:
+        if got_float:  # JSON Schema's rule: integral floats are integers
             try:
-                return msgspec.convert(_integral_floats_to_int(decoded), self._struct)
+                value = msgspec.convert(_integral_floats_to_int(decoded), self._struct)
             except msgspec.ValidationError:
                 pass
+            else:
+                return msgspec.structs.asdict(value)
         raise ToolArgumentsError(tool_name, detail, path=path) from None
 
 
@@ -703,6 +705,7 @@ def _constraint_detail(rule: str | None, limit: object, value: object) -> str | 
 # --- values JSON text cannot carry --------------------------------------------
 
 _encode = msgspec.json.encode
+_decode = msgspec.json.decode
 #: Decoded integers longer than this (in bits) have no decimal text in Python.
 _LONGEST_INT = 14_000
 
