@@ -94,20 +94,15 @@ from . import _relaxed
 
 #: A relaxed-JSON scanner: the unwrapped document in, strict JSON and the bits of what
 #: changed out, or None when the document is refused.
-_Scanner = Callable[[str], tuple[str | bytes, int] | None]
+_Scanner = Callable[[str], tuple[str, int] | None]
 
 try:
-    from ._relaxed_speedups import rewrite as _rewrite_utf8
+    #: The scanner `repair_relaxed_object` uses: compiled when built, else pure Python
+    #: (the same signature and answers; the compiled one raises UnicodeEncodeError on a
+    #: lone surrogate, which it reads as UTF-8).
+    from ._relaxed_speedups import rewrite as _scan
 except ImportError:  # pragma: no cover - installed without a C compiler
-    _scan: _Scanner = _relaxed.rewrite
-else:
-
-    def _scan_utf8(text: str) -> tuple[bytes, int] | None:
-        """The compiled scanner, which reads UTF-8 (a lone surrogate raises UnicodeError)."""
-        return _rewrite_utf8(text.encode())
-
-    #: The scanner `repair_relaxed_object` uses: compiled when built, else pure Python.
-    _scan = _scan_utf8
+    _scan = _relaxed.rewrite
 
 __all__ = [
     "NormalizeKind",
@@ -212,7 +207,7 @@ def repair_relaxed_text(raw: str) -> tuple[str, dict[str, object]] | None:
     if document is None:
         return None
     strict, value, _, _ = document
-    return (strict if isinstance(strict, str) else strict.decode()), value
+    return strict, value
 
 
 def _repair(raw: str, scan: _Scanner) -> Repaired | None:
@@ -229,7 +224,7 @@ def _repair(raw: str, scan: _Scanner) -> Repaired | None:
 
 def _repair_document(
     raw: str, scan: _Scanner
-) -> tuple[str | bytes, dict[str, object], int, set[RepairKind]] | None:
+) -> tuple[str, dict[str, object], int, set[RepairKind]] | None:
     """The repair of ``raw``: its strict JSON text, the object it decodes to, the
     scanner's bits and the kinds found around the document; None when refused."""
     found: set[RepairKind] = set()
@@ -248,7 +243,7 @@ def _repair_document(
         try:
             value = msgspec.json.decode(strict)
         except msgspec.DecodeError:
-            once = _repeated(strict if isinstance(strict, str) else strict.decode())
+            once = _repeated(strict)
             if once is None:
                 raise
             found.add("repeated_object")
