@@ -131,10 +131,6 @@ def error_message(call: ToolCall, content: str, status: MessageStatus = "error")
     )
 
 
-def _with_schema(text: str, tool: AnyTool) -> str:
-    return f"{text} Expected arguments (JSON schema): {tool._plan.schema_text(tool.parameters)}"
-
-
 class Admission:
     """The mutable bookkeeping of admission (kept out of the verdicts).
 
@@ -547,7 +543,7 @@ def _reached(name: str, env: DispatchEnv, target: AnyTool | None) -> list[AnyToo
 def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:
     """``arguments`` as they are when JSON can carry them, else as printable text."""
     if type(arguments) is str:  # text fails to encode only for a lone surrogate
-        return printable(arguments)
+        return arguments if arguments.isascii() else printable(arguments)
     try:
         msgspec.json.encode(arguments)
     except (TypeError, ValueError, OverflowError, RecursionError):
@@ -614,7 +610,7 @@ def _invalid_event(
         call_id=call.id,
         tool_name=tool.name,
         arguments=_encodable(arguments),
-        error=printable(text),
+        error=text if text.isascii() else printable(text),
         recovery=recovery,
     )
 
@@ -623,11 +619,14 @@ def _error_answer(
     index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, value: object = None
 ) -> Answered:
     """The model's answer for bad arguments: the error and the schema (secrets scrubbed)."""
-    text = _with_schema(str(error), tool)
+    schema = tool._plan.schema_text(tool.parameters)
+    text = f"{error} Expected arguments (JSON schema): {schema}"
     if tool.policy.redact:
         redactor = Redactor(tool.policy.redact, loose=True)
         text = redactor.scrub(text, _secrets(redactor, call, value)[1])
-    return Answered(index, error_message(call, printable(text)))
+    if not text.isascii():
+        text = printable(text)
+    return Answered(index, error_message(call, text))
 
 
 def _repaired(
@@ -637,8 +636,21 @@ def _repaired(
 
     The repaired text is validated as text, so a repeated field is refused as on
     every other route; its secrets are scrubbed from the event and the message.
+    Text the tool reads as its arguments is one JSON object already: its generic
+    decode (the object, for redaction and the invalid-args policy) is made only
+    when something reads it.
     """
-    fixed = repair.repair_relaxed_text(call.arguments) if isinstance(call.arguments, str) else None
+    raw = call.arguments
+    strict = repair.rewrite_relaxed_text(raw) if isinstance(raw, str) else None
+    if strict is not None and not tool.policy.redact:
+        try:
+            arguments = tool.validate(strict)
+        except ToolArgumentsError:
+            pass  # a repeated object, not an object, or a schema error: below
+        else:
+            batch.emit(_invalid_event(call, tool, error, "repaired"))
+            return arguments
+    fixed = None if strict is None else repair.decode_rewritten(strict)
     if fixed is None:
         batch.emit(_invalid_event(call, tool, error, "tool_error"))
         return _error_answer(index, call, tool, error)

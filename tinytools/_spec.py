@@ -12,7 +12,7 @@ import enum
 import inspect
 import re
 from collections.abc import Callable, Mapping
-from typing import Generic, ParamSpec, TypeVar, cast, get_args, overload
+from typing import Generic, ParamSpec, TypeVar, get_args, overload
 
 import attrs
 import msgspec
@@ -201,8 +201,7 @@ class Tool(Generic[P, R]):
                 return _asdict(decode(arguments))
             except (msgspec.MsgspecError, RecursionError, UnicodeError) as error:
                 # Only a StructValidator has a decode; it goes on from this failure.
-                validator = cast(StructValidator, self._validator)
-                return validator.refused(self.name, arguments, error)
+                return self._validator.refused(self.name, arguments, error)  # type: ignore[union-attr]
         return self._validator.validate(self.name, arguments)
 
     def __repr__(self) -> str:

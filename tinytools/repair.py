@@ -195,51 +195,62 @@ def repair_relaxed_object(raw: str) -> Repaired | None:
     return _repair(raw, _scan)
 
 
-def repair_relaxed_text(raw: str) -> tuple[str, dict[str, object]] | None:
-    """For dispatch (not public API): the repaired object and the strict JSON text it
-    decodes from, or ``None`` when :func:`repair_relaxed_object` refuses.
+def rewrite_relaxed_text(raw: str) -> str | None:
+    """For dispatch (not public API): the strict JSON text the repair of ``raw`` decodes,
+    or ``None`` when it is refused before decoding; :func:`decode_rewritten` finishes
+    the repair.
 
     Dispatch validates the text rather than the object, so what the text alone shows
-    (a repeated field) is refused as on every other route. What was repaired is not
-    reported (nothing in dispatch reads it), so no `Repaired` is made.
+    (a repeated field) is refused as on every other route; text the tool's typed decoder
+    reads is an object already, so the generic decode is made only when its object is
+    wanted. What was repaired is not reported (nothing in dispatch reads it).
     """
-    document = _repair_document(raw, _scan)
-    if document is None:
-        return None
-    strict, value, _, _ = document
-    return strict, value
+    rewritten = _rewrite_document(raw, _scan, set())
+    return None if rewritten is None else rewritten[0]
+
+
+def decode_rewritten(strict: str) -> tuple[str, dict[str, object]] | None:
+    """The rest of the repair after :func:`rewrite_relaxed_text`: the strict JSON text
+    (the one object of a repeated one) and its object, or ``None`` when refused."""
+    return _decode_document(strict, set())
 
 
 def _repair(raw: str, scan: _Scanner) -> Repaired | None:
     """`repair_relaxed_object` with a given scanner (the benchmarks time both)."""
-    document = _repair_document(raw, scan)
-    if document is None:
+    found: set[RepairKind] = set()
+    rewritten = _rewrite_document(raw, scan, found)
+    if rewritten is None:
         return None
-    _, value, bits, found = document
+    strict, bits = rewritten
+    decoded = _decode_document(strict, found)
+    if decoded is None:
+        return None
     kinds = _SCANNED[bits & _ALL_SCANNED]
     if found:
         kinds += tuple(kind for kind in _LAYER_KINDS if kind in found)
-    return Repaired(value, kinds)
+    return Repaired(decoded[1], kinds)
 
 
-def _repair_document(
-    raw: str, scan: _Scanner
-) -> tuple[str, dict[str, object], int, set[RepairKind]] | None:
-    """The repair of ``raw``: its strict JSON text, the object it decodes to, the
-    scanner's bits and the kinds found around the document; None when refused."""
-    found: set[RepairKind] = set()
-    # A document that is its object alone (no space, fence, mark or token around it:
-    # the common case) has nothing to unwrap.
-    text = raw if raw[:1] == "{" and raw[-1:] == "}" else _unwrap_document(raw, found)
-    # An object starts with "{" and ends with "}"; checking first refuses prose,
-    # arrays, scalars and most truncations before any scan.
-    if not (text.startswith("{") and text.endswith("}")):
-        return None
-    try:
-        rewritten = scan(text)
-        if rewritten is None:
+def _rewrite_document(raw: str, scan: _Scanner, found: set[RepairKind]) -> tuple[str, int] | None:
+    """Unwrap ``raw`` (noting the kinds found around it) and scan it: the strict JSON
+    text to decode and the scanner's bits, or None when refused."""
+    text = raw
+    if raw[:1] != "{" or raw[-1:] != "}":  # else the text is its object alone: the common case
+        text = _unwrap_document(raw, found)
+        # An object starts with "{" and ends with "}"; checking first refuses prose,
+        # arrays, scalars and most truncations before any scan.
+        if not (text.startswith("{") and text.endswith("}")):
             return None
-        strict, bits = rewritten
+    try:
+        return scan(text)
+    except (msgspec.MsgspecError, UnicodeError, RecursionError):
+        return None  # a lone surrogate (which the compiled scanner cannot read): refused
+
+
+def _decode_document(strict: str, found: set[RepairKind]) -> tuple[str, dict[str, object]] | None:
+    """Strict JSON text decoded: the text of the one object (of a repeated one, noted in
+    ``found``) and the object, or None when it is not one object."""
+    try:
         try:
             value = msgspec.json.decode(strict)
         except msgspec.DecodeError:
@@ -249,12 +260,10 @@ def _repair_document(
             found.add("repeated_object")
             strict, value = once, msgspec.json.decode(once)
     except (msgspec.MsgspecError, UnicodeError, RecursionError):
-        # Lone surrogates cannot be encoded; nesting deeper than msgspec allows cannot be
-        # decoded. Both are refusals, never crashes.
+        # Lone surrogates cannot be decoded; nesting deeper than msgspec allows cannot be
+        # either. Both are refusals, never crashes.
         return None
-    if not isinstance(value, dict):
-        return None
-    return strict, value, bits, found
+    return (strict, value) if isinstance(value, dict) else None
 
 
 # The scanner's bits, in REPAIR_KINDS order, then the kinds found around the document.
