@@ -94,9 +94,8 @@ class TestRelaxed:
 class TestInvalid:
     def test_integral_float_in_raw_text(self) -> None:
         """`2.0` for an integer is accepted from raw text (JSON Schema's rule)."""
-        assert "5" == dispatch_sync([ToolCall("c", "add", '{"a": 2.0, "b": 3}')], TOOLS).messages[
-            0
-        ].content
+        result = dispatch_sync([ToolCall("c", "add", '{"a": 2.0, "b": 3}')], TOOLS)
+        assert "5" == result.messages[0].content
 
     def test_message_repeats_for_the_same_mistake(self) -> None:
         """The same mistake gets the same message every time (the translation of msgspec's

@@ -71,13 +71,14 @@ def _text(error: BaseException) -> str:
         return f"<str() of the exception raised {type(broken).__name__}>"
 
 
-def _trace(error: BaseException) -> str:
+def _trace(error: BaseException, said: str | None = None) -> str:
     """The traceback the ``ToolFailed`` event carries: the frames and the exception line,
     for the error and the errors it was raised from (as Python prints them, without
-    the column markers, which cost most of the time of a failed call)."""
+    the column markers, which cost most of the time of a failed call). ``said``: the
+    error's text, when the caller has it already."""
     try:
         if error.__cause__ is None and (error.__suppress_context__ or error.__context__ is None):
-            return _link_text(error)  # the common case: an exception raised on its own
+            return _link_text(error, said)  # the common case: an exception raised on its own
         chain: list[BaseException] = []
         while error is not None and error not in chain and len(chain) < 8:
             chain.append(error)
@@ -92,8 +93,9 @@ def _trace(error: BaseException) -> str:
         return f"{type(error).__name__}: {_text(error)}"
 
 
-def _link_text(error: BaseException) -> str:
-    """One exception's part of a traceback: its frames, then its own line."""
+def _link_text(error: BaseException, said: str | None = None) -> str:
+    """One exception's part of a traceback: its frames, then its own line (``said``: the
+    exception's text, when known)."""
     text = "Traceback (most recent call last):\n"
     tb = error.__traceback__
     while tb is not None:
@@ -101,7 +103,8 @@ def _link_text(error: BaseException) -> str:
         known = _FRAMES.get((id(code), tb.tb_lasti))
         text += _frame_text(code, tb.tb_lasti, tb.tb_lineno) if known is None else known[1]
         tb = tb.tb_next
-    said = _text(error)
+    if said is None:
+        said = _text(error)
     kind = type(error).__qualname__
     return f"{text}{kind}: {said}\n" if said else f"{text}{kind}\n"
 
@@ -157,8 +160,8 @@ def classify(error: BaseException, item: Admitted) -> object:
     said = _text(error)
     text = f"Tool `{name}` failed: {kind}: {said}" if said else f"Tool `{name}` failed: {kind}"
     if item.tool._plan.redactor is None:  # nothing to scrub (see _scrub)
-        return Failed(kind, text, _trace(error))
-    return Failed(kind, _scrub(item, text), _scrub(item, _trace(error)))
+        return Failed(kind, text, _trace(error, said))
+    return Failed(kind, _scrub(item, text), _scrub(item, _trace(error, said)))
 
 
 def _scrub(item: Admitted, text: str) -> str:
