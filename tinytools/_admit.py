@@ -606,10 +606,12 @@ def _invalid_event(
         redactor = Redactor(tool.policy.redact, loose=True)
         arguments, secrets = _secrets(redactor, call, value)
         text = redactor.scrub(text, secrets)
+    if type(arguments) is not str or not arguments.isascii():  # ASCII text is JSON's as is
+        arguments = _encodable(arguments)
     return InvalidToolArgs(
         call_id=call.id,
         tool_name=tool.name,
-        arguments=_encodable(arguments),
+        arguments=arguments,
         error=text if text.isascii() else printable(text),
         recovery=recovery,
     )
@@ -641,7 +643,8 @@ def _repaired(
     when something reads it.
     """
     raw = call.arguments
-    strict = repair.rewrite_relaxed_text(raw) if isinstance(raw, str) else None
+    rewritten = repair.rewrite_relaxed_text(raw) if isinstance(raw, str) else None
+    strict = None if rewritten is None else rewritten[0]
     if strict is not None and not tool.policy.redact:
         try:
             arguments = tool.validate(strict)

@@ -195,18 +195,30 @@ def repair_relaxed_object(raw: str) -> Repaired | None:
     return _repair(raw, _scan)
 
 
-def rewrite_relaxed_text(raw: str) -> str | None:
-    """For dispatch (not public API): the strict JSON text the repair of ``raw`` decodes,
-    or ``None`` when it is refused before decoding; :func:`decode_rewritten` finishes
-    the repair.
+def rewrite_relaxed_text(
+    raw: str, scan: _Scanner | None = None, found: set[RepairKind] | None = None
+) -> tuple[str, int] | None:
+    """For dispatch (not public API): unwrap ``raw`` (noting in ``found`` the kinds found
+    around it) and scan it: the strict JSON text the repair decodes and the scanner's
+    bits, or ``None`` when it is refused before decoding; :func:`decode_rewritten`
+    finishes the repair.
 
     Dispatch validates the text rather than the object, so what the text alone shows
     (a repeated field) is refused as on every other route; text the tool's typed decoder
     reads is an object already, so the generic decode is made only when its object is
     wanted. What was repaired is not reported (nothing in dispatch reads it).
     """
-    rewritten = _rewrite_document(raw, _scan, set())
-    return None if rewritten is None else rewritten[0]
+    text = raw
+    if raw[:1] != "{" or raw[-1:] != "}":  # else the text is its object alone: the common case
+        text = _unwrap_document(raw, set() if found is None else found)
+        # An object starts with "{" and ends with "}"; checking first refuses prose,
+        # arrays, scalars and most truncations before any scan.
+        if not (text.startswith("{") and text.endswith("}")):
+            return None
+    try:
+        return (_scan if scan is None else scan)(text)  # the module's scanner, by default
+    except (msgspec.MsgspecError, UnicodeError, RecursionError):
+        return None  # a lone surrogate (which the compiled scanner cannot read): refused
 
 
 def decode_rewritten(strict: str) -> tuple[str, dict[str, object]] | None:
@@ -218,7 +230,7 @@ def decode_rewritten(strict: str) -> tuple[str, dict[str, object]] | None:
 def _repair(raw: str, scan: _Scanner) -> Repaired | None:
     """`repair_relaxed_object` with a given scanner (the benchmarks time both)."""
     found: set[RepairKind] = set()
-    rewritten = _rewrite_document(raw, scan, found)
+    rewritten = rewrite_relaxed_text(raw, scan, found)
     if rewritten is None:
         return None
     strict, bits = rewritten
@@ -229,22 +241,6 @@ def _repair(raw: str, scan: _Scanner) -> Repaired | None:
     if found:
         kinds += tuple(kind for kind in _LAYER_KINDS if kind in found)
     return Repaired(decoded[1], kinds)
-
-
-def _rewrite_document(raw: str, scan: _Scanner, found: set[RepairKind]) -> tuple[str, int] | None:
-    """Unwrap ``raw`` (noting the kinds found around it) and scan it: the strict JSON
-    text to decode and the scanner's bits, or None when refused."""
-    text = raw
-    if raw[:1] != "{" or raw[-1:] != "}":  # else the text is its object alone: the common case
-        text = _unwrap_document(raw, found)
-        # An object starts with "{" and ends with "}"; checking first refuses prose,
-        # arrays, scalars and most truncations before any scan.
-        if not (text.startswith("{") and text.endswith("}")):
-            return None
-    try:
-        return scan(text)
-    except (msgspec.MsgspecError, UnicodeError, RecursionError):
-        return None  # a lone surrogate (which the compiled scanner cannot read): refused
 
 
 def _decode_document(strict: str, found: set[RepairKind]) -> tuple[str, dict[str, object]] | None:
