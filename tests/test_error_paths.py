@@ -84,6 +84,14 @@ class TestRelaxed:
         assert result.messages[0].is_error
         assert b"hunter22" not in msgspec.json.encode(result)
 
+    def test_schema_of_a_redacting_tool_is_shown_whole(self) -> None:
+        """Defect: malformed text of one character, taken whole as a secret, was scrubbed
+        from the schema in the message too (every `{` became the marker)."""
+        result = dispatch_sync([ToolCall("c", "login", "{")], TOOLS)
+        content = result.messages[0].content
+        assert content.endswith(f"(JSON schema): {msgspec.json.encode(login.parameters).decode()}")
+        assert "[redacted]" not in content
+
     def test_same_answer_as_the_strict_text(self) -> None:
         """The repaired call runs as the strict call does: same message."""
         relaxed = dispatch_sync([ToolCall("c", "add", "{'a': 2, 'b': 3,}")], TOOLS)

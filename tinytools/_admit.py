@@ -620,12 +620,17 @@ def _invalid_event(
 def _error_answer(
     index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, value: object = None
 ) -> Answered:
-    """The model's answer for bad arguments: the error and the schema (secrets scrubbed)."""
-    schema = tool._plan.schema_text(tool.parameters)
-    text = f"{error} Expected arguments (JSON schema): {schema}"
+    """The model's answer for bad arguments: the error (secrets scrubbed) and the schema.
+
+    Only the error, which may echo what the model sent, is scrubbed: the schema is the
+    tool's own text (scrubbing it of a short secret, such as malformed text of one
+    character, garbled it).
+    """
+    text = str(error)
     if tool.policy.redact:
         redactor = Redactor(tool.policy.redact, loose=True)
         text = redactor.scrub(text, _secrets(redactor, call, value)[1])
+    text = f"{text} Expected arguments (JSON schema): {tool._plan.schema_text(tool.parameters)}"
     if not text.isascii():
         text = printable(text)
     return Answered(index, error_message(call, text))
