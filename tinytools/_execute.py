@@ -80,14 +80,15 @@ def _trace(error: BaseException, said: str | None = None) -> str:
         if error.__cause__ is None and (error.__suppress_context__ or error.__context__ is None):
             return _link_text(error, said)  # the common case: an exception raised on its own
         chain: list[BaseException] = []
-        while error is not None and error not in chain and len(chain) < 8:
-            chain.append(error)
-            error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)  # type: ignore[assignment]
+        link: BaseException | None = error
+        while link is not None and link not in chain and len(chain) < 8:
+            chain.append(link)
+            link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
         parts: list[str] = []
-        for index, link in enumerate(reversed(chain)):
+        for index, raised in enumerate(reversed(chain)):
             if index:
-                parts.append(_LINK_CAUSE if link.__cause__ is not None else _LINK_CONTEXT)
-            parts.append(_link_text(link))
+                parts.append(_LINK_CAUSE if raised.__cause__ is not None else _LINK_CONTEXT)
+            parts.append(_link_text(raised))
         return "".join(parts)
     except BaseException:  # a frame or __str__ that cannot be formatted
         return f"{type(error).__name__}: {_text(error)}"
