@@ -135,10 +135,6 @@ def error_message(call: ToolCall, content: str, status: MessageStatus = "error")
     )
 
 
-def _with_schema(text: str, tool: AnyTool) -> str:
-    return f"{text} Expected arguments (JSON schema): {tool._plan.schema_text(tool.parameters)}"
-
-
 class Admission(DispatchEnv):
     """The mutable bookkeeping of admission (kept out of the verdicts), on top of the
     batch-wide inputs (:class:`DispatchEnv`).
@@ -641,6 +637,8 @@ def _reached(name: str, env: DispatchEnv, target: AnyTool | None) -> list[AnyToo
 
 def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:
     """``arguments`` as they are when JSON can carry them, else as printable text."""
+    if type(arguments) is str:  # text fails to encode only for a lone surrogate
+        return arguments if arguments.isascii() else printable(arguments)
     try:
         msgspec.json.encode(arguments)
     except (TypeError, ValueError, OverflowError, RecursionError):
@@ -703,11 +701,13 @@ def _invalid_event(
         redactor = Redactor(tool.policy.redact, loose=True)
         arguments, secrets = _secrets(redactor, call, value)
         text = redactor.scrub(text, secrets)
+    if type(arguments) is not str or not arguments.isascii():  # ASCII text is JSON's as is
+        arguments = _encodable(arguments)
     return InvalidToolArgs(
         call_id=call.id,
         tool_name=tool.name,
-        arguments=_encodable(arguments),
-        error=printable(text),
+        arguments=arguments,
+        error=text if text.isascii() else printable(text),
         recovery=recovery,
     )
 
@@ -715,12 +715,20 @@ def _invalid_event(
 def _error_answer(
     index: int, call: ToolCall, tool: AnyTool, error: ToolArgumentsError, value: object = None
 ) -> Answered:
-    """The model's answer for bad arguments: the error and the schema (secrets scrubbed)."""
-    text = _with_schema(str(error), tool)
+    """The model's answer for bad arguments: the error (secrets scrubbed) and the schema.
+
+    Only the error, which may echo what the model sent, is scrubbed: the schema is the
+    tool's own text (scrubbing it of a short secret, such as malformed text of one
+    character, garbled it).
+    """
+    text = str(error)
     if tool.policy.redact:
         redactor = Redactor(tool.policy.redact, loose=True)
         text = redactor.scrub(text, _secrets(redactor, call, value)[1])
-    return Answered(index, error_message(call, printable(text)))
+    text = f"{text} Expected arguments (JSON schema): {tool._plan.schema_text(tool.parameters)}"
+    if not text.isascii():
+        text = printable(text)
+    return Answered(index, error_message(call, text))
 
 
 def _repaired(
@@ -730,16 +738,31 @@ def _repaired(
 
     The repaired text is validated as text, so a repeated field is refused as on
     every other route; its secrets are scrubbed from the event and the message.
+    Text the tool reads as its arguments is one JSON object already: its generic
+    decode (the object, for redaction and the invalid-args policy) is made only
+    when something reads it.
     """
-    fixed = repair.repair_relaxed_text(call.arguments) if isinstance(call.arguments, str) else None
+    raw = call.arguments
+    rewritten = repair.rewrite_relaxed_text(raw) if isinstance(raw, str) else None
+    strict = None if rewritten is None else rewritten[0]
+    if strict is not None and not tool.policy.redact:
+        try:
+            arguments = tool.validate(strict)
+        except ToolArgumentsError:
+            pass  # a repeated object, not an object, or a schema error: below
+        else:
+            batch.emit(_invalid_event(call, tool, error, "repaired"))
+            return arguments
+    fixed = None if strict is None else repair.decode_rewritten(strict)
     if fixed is None:
         batch.emit(_invalid_event(call, tool, error, "tool_error"))
         return _error_answer(index, call, tool, error)
-    batch.emit(_invalid_event(call, tool, error, "repaired", fixed.value))
+    text, value = fixed
+    batch.emit(_invalid_event(call, tool, error, "repaired", value))
     try:
-        return tool.validate(fixed.text)
+        return tool.validate(text)
     except ToolArgumentsError as schema_error:
-        return _invalid(index, call, tool, schema_error, fixed.value, batch)
+        return _invalid(index, call, tool, schema_error, value, batch)
 
 
 def _invalid(

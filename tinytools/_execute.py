@@ -72,42 +72,55 @@ def _text(error: BaseException) -> str:
         return f"<str() of the exception raised {type(broken).__name__}>"
 
 
-def _trace(error: BaseException) -> str:
+def _trace(error: BaseException, said: str | None = None) -> str:
     """The traceback the ``ToolFailed`` event carries: the frames and the exception line,
     for the error and the errors it was raised from (as Python prints them, without
-    the column markers, which cost most of the time of a failed call)."""
+    the column markers, which cost most of the time of a failed call). ``said``: the
+    error's text, when the caller has it already."""
     try:
+        if error.__cause__ is None and (error.__suppress_context__ or error.__context__ is None):
+            return _link_text(error, said)  # the common case: an exception raised on its own
         chain: list[BaseException] = []
-        while error is not None and error not in chain and len(chain) < 8:
-            chain.append(error)
-            error = error.__cause__ or (None if error.__suppress_context__ else error.__context__)  # type: ignore[assignment]
+        link: BaseException | None = error
+        while link is not None and link not in chain and len(chain) < 8:
+            chain.append(link)
+            link = link.__cause__ or (None if link.__suppress_context__ else link.__context__)
         parts: list[str] = []
-        for index, link in enumerate(reversed(chain)):
+        for index, raised in enumerate(reversed(chain)):
             if index:
-                parts.append(_LINK_CAUSE if link.__cause__ is not None else _LINK_CONTEXT)
-            parts.append("Traceback (most recent call last):\n")
-            tb = link.__traceback__
-            while tb is not None:
-                key = (tb.tb_frame.f_code, tb.tb_lineno)
-                text = _FRAMES.get(key)
-                if text is None:
-                    text = _frame_text(*key)
-                parts.append(text)
-                tb = tb.tb_next
-            said = _text(link)
-            kind = type(link).__qualname__
-            parts.append(f"{kind}: {said}\n" if said else f"{kind}\n")
+                parts.append(_LINK_CAUSE if raised.__cause__ is not None else _LINK_CONTEXT)
+            parts.append(_link_text(raised))
         return "".join(parts)
     except BaseException:  # a frame or __str__ that cannot be formatted
         return f"{type(error).__name__}: {_text(error)}"
 
 
-#: Each traceback line's text, by code object and line (most failures repeat the same few
-#: frames; a bounded memo, which changes nothing but speed).
-_FRAMES: dict[tuple[CodeType, int], str] = {}
+def _link_text(error: BaseException, said: str | None = None) -> str:
+    """One exception's part of a traceback: its frames, then its own line (``said``: the
+    exception's text, when known)."""
+    text = "Traceback (most recent call last):\n"
+    tb = error.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        known = _FRAMES.get((id(code), tb.tb_lasti))
+        text += _frame_text(code, tb.tb_lasti, tb.tb_lineno) if known is None else known[1]
+        tb = tb.tb_next
+    if said is None:
+        said = _text(error)
+    kind = type(error).__qualname__
+    return f"{text}{kind}: {said}\n" if said else f"{text}{kind}\n"
 
 
-def _frame_text(code: CodeType, lineno: int) -> str:
+#: Each traceback line's text, by code object and instruction (most failures repeat the
+#: same few frames; a bounded memo, which changes nothing but speed). Keyed by the code
+#: object's id and the instruction's offset, which are cheap to read where hashing a
+#: code object and reading ``tb_lineno`` (decoded from the line table on every read)
+#: are not; the entry holds the code object, so no other code object can take that id
+#: while the entry exists.
+_FRAMES: dict[tuple[int, int], tuple[CodeType, str]] = {}
+
+
+def _frame_text(code: CodeType, lasti: int, lineno: int) -> str:
     """A frame's lines in a traceback (from linecache's cached lines: no file is stat'ed
     per failure)."""
     text = f'  File "{code.co_filename}", line {lineno}, in {code.co_name}\n'
@@ -116,7 +129,7 @@ def _frame_text(code: CodeType, lineno: int) -> str:
         text += f"    {line}\n"
     if len(_FRAMES) >= 1024:
         _FRAMES.clear()
-    _FRAMES[code, lineno] = text
+    _FRAMES[id(code), lasti] = (code, text)
     return text
 
 
@@ -149,8 +162,8 @@ def classify(error: BaseException, item: Admitted) -> object:
     said = _text(error)
     text = f"Tool `{name}` failed: {kind}: {said}" if said else f"Tool `{name}` failed: {kind}"
     if item.tool._plan.redactor is None:  # nothing to scrub (see _scrub)
-        return Failed(kind, text, _trace(error))
-    return Failed(kind, _scrub(item, text), _scrub(item, _trace(error)))
+        return Failed(kind, text, _trace(error, said))
+    return Failed(kind, _scrub(item, text), _scrub(item, _trace(error, said)))
 
 
 def _scrub(item: Admitted, text: str) -> str:

@@ -230,6 +230,25 @@ def fold(
                 content = truncate(content, limit)
             message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
             return message, ToolCompleted(call_id=call.id, tool_name=name, metadata={}), (), None
+    if kind is Failed and not afters:
+        # A failure no hook sees: its message and event directly (what ToolResult.error
+        # would fold to: the text alone, an error, no structured output or metadata).
+        said: str = outcome.message  # type: ignore[attr-defined]
+        message = ToolMessage(
+            tool_call_id=call.id,
+            name=name,
+            content=truncate(printable(said), limit),
+            is_error=True,
+            status=outcome.status,  # type: ignore[attr-defined]
+        )
+        event = ToolFailed(
+            call_id=call.id,
+            tool_name=name,
+            error_type=outcome.error_type,  # type: ignore[attr-defined]
+            message=said,
+            traceback=outcome.traceback,  # type: ignore[attr-defined]
+        )
+        return message, event, (), None
     if kind is Failed or kind is Fatal:
         result = ToolResult.error(outcome.message)  # type: ignore[attr-defined]
         status: MessageStatus = outcome.status if kind is Failed else "error"  # type: ignore[attr-defined]

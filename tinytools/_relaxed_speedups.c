@@ -1,11 +1,13 @@
 /*
  * The relaxed-JSON scanner of tinytools/_relaxed.py, compiled.
  *
- * rewrite(data: bytes) -> tuple[bytes, int] | None
+ * rewrite(text: str) -> tuple[str, int] | None
  *
- * `data` is the UTF-8 encoding of an unwrapped document (it starts with "{" and ends
- * with "}"). The result is the strict JSON text and the bits of what changed (the
- * values of _relaxed.py), or None when the document is refused. The state machine is
+ * `text` is an unwrapped document (it starts with "{" and ends with "}"), read as
+ * UTF-8 (ASCII text in place, other text encoded first: a lone surrogate raises
+ * UnicodeEncodeError, as str.encode does). The result is the strict JSON text and the
+ * bits of what changed (the values of _relaxed.py), or None when the document is
+ * refused: _relaxed.rewrite's signature and answers. The state machine is
  * the one _relaxed.py documents, token for token; tests/test_relaxed.py checks that both
  * give the same answer on any text, and tests/test_repair.py runs every repair test with
  * each. The output is the input with edits at a few points:
@@ -668,13 +670,31 @@ static PyObject *
 rewrite(PyObject *module, PyObject *arg)
 {
     (void)module;
-    if (!PyBytes_Check(arg)) {
-        PyErr_Format(PyExc_TypeError, "rewrite() takes bytes, not %.100s",
+    if (!PyUnicode_Check(arg)) {
+        PyErr_Format(PyExc_TypeError, "rewrite() takes str, not %.100s",
                      Py_TYPE(arg)->tp_name);
         return NULL;
     }
-    Scan scan = {(const unsigned char *)PyBytes_AS_STRING(arg), PyBytes_GET_SIZE(arg),
-                 {NULL, 0, 0}, 0};
+    if (PyUnicode_READY(arg) < 0) {
+        return NULL;
+    }
+    /* ASCII text is its own UTF-8; any other text is encoded (a temporary copy). */
+    PyObject *encoded = NULL;
+    const char *data;
+    Py_ssize_t size;
+    if (PyUnicode_IS_ASCII(arg)) {
+        data = (const char *)PyUnicode_DATA(arg);
+        size = PyUnicode_GET_LENGTH(arg);
+    }
+    else {
+        encoded = PyUnicode_AsUTF8String(arg);
+        if (encoded == NULL) {
+            return NULL;
+        }
+        data = PyBytes_AS_STRING(encoded);
+        size = PyBytes_GET_SIZE(encoded);
+    }
+    Scan scan = {(const unsigned char *)data, size, {NULL, 0, 0}, 0};
     Stack stack = {NULL, 0, 0};
     long found = 0;
     PyObject *result = NULL;
@@ -682,11 +702,17 @@ rewrite(PyObject *module, PyObject *arg)
                       ? FAILED
                       : scan_document(&scan, &stack, &found);
     if (outcome == DONE) {
-        result = Py_BuildValue("(y#l)", scan.out.data, scan.out.length, found);
+        /* The edits are ASCII at ASCII positions: the output is UTF-8 as the input was. */
+        PyObject *text = PyUnicode_DecodeUTF8(scan.out.data, scan.out.length, "strict");
+        PyObject *bits = text == NULL ? NULL : PyLong_FromLong(found);
+        result = bits == NULL ? NULL : PyTuple_Pack(2, text, bits);
+        Py_XDECREF(text);
+        Py_XDECREF(bits);
     }
     else if (outcome == REFUSED) {
         result = Py_NewRef(Py_None);
     }
+    Py_XDECREF(encoded);
     PyMem_Free(scan.out.data);
     PyMem_Free(stack.flags);
     return result;
@@ -933,8 +959,8 @@ decode_unrepeated(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 
 static PyMethodDef methods[] = {
     {"rewrite", rewrite, METH_O,
-     "rewrite(data: bytes) -> tuple[bytes, int] | None\n\n"
-     "Rewrite a relaxed-JSON object document (UTF-8) into strict JSON, with the bits of "
+     "rewrite(text: str) -> tuple[str, int] | None\n\n"
+     "Rewrite a relaxed-JSON object document into strict JSON, with the bits of "
      "what changed, or None when it is refused."},
     {"keys_may_repeat", keys_may_repeat, METH_O,
      "keys_may_repeat(text: str | bytes) -> bool\n\n"

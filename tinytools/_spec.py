@@ -195,11 +195,13 @@ class Tool(Generic[P, R]):
         decode = self._decode
         if decode is not None and type(arguments) is str:
             # The hot path (raw JSON from a provider, a signature-built tool), inlined:
-            # one decode into the Struct, one shallow dict. Errors take the full path.
+            # one decode into the Struct, one shallow dict. Errors take the full path
+            # from the failure itself (the arguments are not decoded again).
             try:
                 return _asdict(decode(arguments))
-            except (msgspec.MsgspecError, RecursionError, UnicodeError):
-                pass
+            except (msgspec.MsgspecError, RecursionError, UnicodeError) as error:
+                # Only a StructValidator has a decode; it goes on from this failure.
+                return self._validator.refused(self.name, arguments, error)  # type: ignore[union-attr]
         return self._validator.validate(self.name, arguments)
 
     def __repr__(self) -> str:

@@ -75,10 +75,31 @@ def _json_names(match: re.Match[str]) -> str:
 
 
 def _from_msgspec(tool_name: str, error: msgspec.ValidationError) -> ToolArgumentsError:
-    detail, _, path = str(error).rpartition(" - at `")
+    detail, path, _ = _msgspec_detail(str(error))
+    return ToolArgumentsError(tool_name, detail, path=path)
+
+
+#: msgspec's messages as the model reads them, by msgspec's text: a bounded memo (a
+#: schema's few ways to fail repeat), which changes nothing but speed.
+_DETAILS: dict[str, tuple[str, str, bool]] = {}
+
+
+def _msgspec_detail(message: str) -> tuple[str, str, bool]:
+    """A ``ValidationError``'s text as ``(detail, path, got_float)``: the sentence with
+    JSON's type names, the JSON path, and whether the value found was a float."""
+    known = _DETAILS.get(message)
+    if known is not None:
+        return known
+    detail, _, path = message.rpartition(" - at `")
     if not detail:
         detail, path = path, "$`"
-    return ToolArgumentsError(tool_name, _TYPE_NAMES.sub(_json_names, detail), path=path[:-1])
+    got_float = message.split(" - at ", 1)[0].endswith("got `float`")
+    known = (_TYPE_NAMES.sub(_json_names, detail), path[:-1], got_float)
+    if len(message) <= 400:  # a path through long keys is not worth remembering
+        if len(_DETAILS) >= 512:
+            _DETAILS.clear()
+        _DETAILS[message] = known
+    return known
 
 
 def _integral_floats_to_int(value: object) -> object:
@@ -269,36 +290,58 @@ class StructValidator:
                 value = msgspec.convert(arguments, self._decode_struct)
                 if self._checks is not None:
                     value = self._checks(value)
-        except _Refused as refused:
-            raise ToolArgumentsError(tool_name, refused.detail, path=refused.path) from None
-        except msgspec.ValidationError as error:  # before DecodeError, its base class
-            # The typed decoder reports the first ill-typed value before a syntax error
-            # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all
-            # is malformed, whatever its first value looked like.
-            if isinstance(arguments, (str, bytes)):
-                decoded = _decode_json(tool_name, arguments)
-                # A repeat (or a value JSON cannot carry) before whichever value failed:
-                # the exact scan decodes the text again, so it runs only when the bound
-                # or the decoded value says there may be one.
-                if _compiled_bound is None or _compiled_bound(arguments) or _suspect(decoded):
-                    _refuse_text(tool_name, arguments)
-            else:
-                decoded = arguments
-            value = self._retry(tool_name, decoded, error)
-        except (msgspec.DecodeError, UnicodeError, RecursionError) as error:
-            raise _not_json(tool_name, error) from None
+        except (msgspec.MsgspecError, UnicodeError, RecursionError) as error:
+            return self.refused(tool_name, arguments, error)
         return msgspec.structs.asdict(value)
 
-    def _retry(
-        self, tool_name: str, decoded: object, error: msgspec.ValidationError
-    ) -> msgspec.Struct:
-        """Accept integral floats for integers (JSON Schema's rule), else report ``error``."""
-        if not str(error).split(" - at ", 1)[0].endswith("got `float`"):
-            raise _from_msgspec(tool_name, error) from None
-        try:
-            return self._convert(_integral_floats_to_int(decoded))
-        except msgspec.ValidationError:
-            raise _from_msgspec(tool_name, error) from None
+    def refused(
+        self,
+        tool_name: str,
+        arguments: Arguments,
+        error: msgspec.MsgspecError | UnicodeError | RecursionError,
+    ) -> dict[str, object]:
+        """What :meth:`validate` answers once decoding ``arguments`` raised ``error``
+        (``Tool.validate`` calls it straight from its own failed decode, so failing
+        arguments are never decoded twice into the Struct).
+
+        Returns:
+            The keyword arguments, when only JSON Schema's integral-float rule was in
+            the way (``5.0`` for an ``int``).
+
+        Raises:
+            ToolArgumentsError: Otherwise, always.
+        """
+        if type(error) is msgspec.DecodeError:  # not JSON: the common way to fail
+            detail = str(error).removeprefix("JSON is malformed: ")
+            raise ToolArgumentsError(tool_name, detail, malformed=True) from None
+        if isinstance(error, _Refused):
+            raise ToolArgumentsError(tool_name, error.detail, path=error.path) from None
+        if not isinstance(error, msgspec.ValidationError):  # before DecodeError, its base
+            raise _not_json(tool_name, error) from None
+        detail, path, got_float = _msgspec_detail(str(error))
+        # The typed decoder reports the first ill-typed value before a syntax error
+        # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all
+        # is malformed, whatever its first value looked like.
+        if isinstance(arguments, (str, bytes)):
+            try:
+                decoded = _decode(arguments)
+            except (msgspec.MsgspecError, UnicodeError, RecursionError):
+                decoded = _decode_json(tool_name, arguments)  # raises what the text is
+            # A repeat (or a value JSON cannot carry) before whichever value failed:
+            # the exact scan decodes the text again, so it runs only when the bound
+            # or the decoded value says there may be one.
+            if _compiled_bound is None or _compiled_bound(arguments) or _suspect(decoded):
+                _refuse_text(tool_name, arguments)
+        else:
+            decoded = arguments
+        if got_float:  # JSON Schema's rule: integral floats are integers
+            try:
+                value = self._convert(_integral_floats_to_int(decoded))
+            except msgspec.ValidationError:
+                pass
+            else:
+                return msgspec.structs.asdict(value)
+        raise ToolArgumentsError(tool_name, detail, path=path) from None
 
 
 def _decode_json(tool_name: str, text: str | bytes) -> object:
@@ -355,7 +398,7 @@ def _suspect(value: object) -> bool:
 
 
 def _not_json(
-    tool_name: str, error: msgspec.DecodeError | UnicodeError | RecursionError
+    tool_name: str, error: msgspec.MsgspecError | UnicodeError | RecursionError
 ) -> ToolArgumentsError:
     """The argument error for text that cannot be read as JSON (or nests too deep)."""
     if isinstance(error, UnicodeError):
@@ -379,7 +422,7 @@ def _too_deep(tool_name: str) -> ToolArgumentsError:
     )
 
 
-def _decode_detail(error: msgspec.DecodeError) -> str:
+def _decode_detail(error: msgspec.MsgspecError) -> str:
     return str(error).removeprefix("JSON is malformed: ")
 
 
@@ -752,6 +795,7 @@ def _constraint_detail(rule: str | None, limit: object, value: object) -> str | 
 # --- values JSON text cannot carry --------------------------------------------
 
 _encode = msgspec.json.encode
+_decode = msgspec.json.decode
 #: Decoded integers longer than this (in bits) have no decimal text in Python.
 _LONGEST_INT = 14_000
 

@@ -77,6 +77,10 @@ class ToolArgumentsError(TinytoolsError, ValueError):
             violation.
     """
 
+    # Slots: every bad call a model makes builds one, and an instance dict per error
+    # costs more than the rest of its construction.
+    __slots__ = ("detail", "malformed", "path", "tool_name")
+
     tool_name: str
     path: str
     detail: str
@@ -95,7 +99,7 @@ class ToolArgumentsError(TinytoolsError, ValueError):
         else:
             where = "" if path == "$" else f" at `{path}`"
             text = f"Invalid arguments for tool `{tool_name}`{where}: {detail}."
-        super().__init__(text)
+        self.args = (text,)  # what BaseException.__init__(text) sets, without its call
 
     def __reduce__(self) -> tuple[object, ...]:
         return (_rebuild_arguments_error, (self.tool_name, self.detail, self.path, self.malformed))

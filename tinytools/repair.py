@@ -94,20 +94,15 @@ from . import _relaxed
 
 #: A relaxed-JSON scanner: the unwrapped document in, strict JSON and the bits of what
 #: changed out, or None when the document is refused.
-_Scanner = Callable[[str], tuple[str | bytes, int] | None]
+_Scanner = Callable[[str], tuple[str, int] | None]
 
 try:
-    from ._relaxed_speedups import rewrite as _rewrite_utf8
+    #: The scanner `repair_relaxed_object` uses: compiled when built, else pure Python
+    #: (the same signature and answers; the compiled one raises UnicodeEncodeError on a
+    #: lone surrogate, which it reads as UTF-8).
+    from ._relaxed_speedups import rewrite as _scan
 except ImportError:  # pragma: no cover - installed without a C compiler
-    _scan: _Scanner = _relaxed.rewrite
-else:
-
-    def _scan_utf8(text: str) -> tuple[bytes, int] | None:
-        """The compiled scanner, which reads UTF-8 (a lone surrogate raises UnicodeError)."""
-        return _rewrite_utf8(text.encode())
-
-    #: The scanner `repair_relaxed_object` uses: compiled when built, else pure Python.
-    _scan = _scan_utf8
+    _scan = _relaxed.rewrite
 
 __all__ = [
     "NormalizeKind",
@@ -197,68 +192,74 @@ def repair_relaxed_object(raw: str) -> Repaired | None:
         The object with its repair kinds, or ``None`` when the text cannot be repaired
         without guessing.
     """
-    document = _repair_document(raw, _scan)
-    return None if document is None else document.repaired
+    return _repair(raw, _scan)
 
 
-@attrs.frozen
-class RepairedText:
-    """For dispatch: the repair and the strict JSON text it decoded (not public API).
+def rewrite_relaxed_text(
+    raw: str, scan: _Scanner | None = None, found: set[RepairKind] | None = None
+) -> tuple[str, int] | None:
+    """For dispatch (not public API): unwrap ``raw`` (noting in ``found`` the kinds found
+    around it) and scan it: the strict JSON text the repair decodes and the scanner's
+    bits, or ``None`` when it is refused before decoding; :func:`decode_rewritten`
+    finishes the repair.
 
-    Dispatch validates the text rather than the object, so what the text alone
-    shows (a repeated field) is refused as on every other route.
+    Dispatch validates the text rather than the object, so what the text alone shows
+    (a repeated field) is refused as on every other route; text the tool's typed decoder
+    reads is an object already, so the generic decode is made only when its object is
+    wanted. What was repaired is not reported (nothing in dispatch reads it).
     """
+    text = raw
+    if raw[:1] != "{" or raw[-1:] != "}":  # else the text is its object alone: the common case
+        text = _unwrap_document(raw, set() if found is None else found)
+        # An object starts with "{" and ends with "}"; checking first refuses prose,
+        # arrays, scalars and most truncations before any scan.
+        if not (text.startswith("{") and text.endswith("}")):
+            return None
+    try:
+        return (_scan if scan is None else scan)(text)  # the module's scanner, by default
+    except (msgspec.MsgspecError, UnicodeError, RecursionError):
+        return None  # a lone surrogate (which the compiled scanner cannot read): refused
 
-    repaired: Repaired
-    text: str
 
-    @property
-    def value(self) -> dict[str, object]:
-        """The decoded object."""
-        return self.repaired.value
-
-
-def repair_relaxed_text(raw: str) -> RepairedText | None:
-    """:func:`repair_relaxed_object`, keeping the strict JSON text (for dispatch)."""
-    return _repair_document(raw, _scan)
+def decode_rewritten(strict: str) -> tuple[str, dict[str, object]] | None:
+    """The rest of the repair after :func:`rewrite_relaxed_text`: the strict JSON text
+    (the one object of a repeated one) and its object, or ``None`` when refused."""
+    return _decode_document(strict, set())
 
 
 def _repair(raw: str, scan: _Scanner) -> Repaired | None:
     """`repair_relaxed_object` with a given scanner (the benchmarks time both)."""
-    document = _repair_document(raw, scan)
-    return None if document is None else document.repaired
-
-
-def _repair_document(raw: str, scan: _Scanner) -> RepairedText | None:
     found: set[RepairKind] = set()
-    text = _unwrap_document(raw, found)
-    # An object starts with "{" and ends with "}"; checking first refuses prose,
-    # arrays, scalars and most truncations before any scan.
-    if not (text.startswith("{") and text.endswith("}")):
+    rewritten = rewrite_relaxed_text(raw, scan, found)
+    if rewritten is None:
         return None
+    strict, bits = rewritten
+    decoded = _decode_document(strict, found)
+    if decoded is None:
+        return None
+    kinds = _SCANNED[bits & _ALL_SCANNED]
+    if found:
+        kinds += tuple(kind for kind in _LAYER_KINDS if kind in found)
+    return Repaired(decoded[1], kinds)
+
+
+def _decode_document(strict: str, found: set[RepairKind]) -> tuple[str, dict[str, object]] | None:
+    """Strict JSON text decoded: the text of the one object (of a repeated one, noted in
+    ``found``) and the object, or None when it is not one object."""
     try:
-        rewritten = scan(text)
-        if rewritten is None:
-            return None
-        strict, bits = rewritten
         try:
             value = msgspec.json.decode(strict)
         except msgspec.DecodeError:
-            once = _repeated(strict if isinstance(strict, str) else strict.decode())
+            once = _repeated(strict)
             if once is None:
                 raise
             found.add("repeated_object")
             strict, value = once, msgspec.json.decode(once)
     except (msgspec.MsgspecError, UnicodeError, RecursionError):
-        # Lone surrogates cannot be encoded; nesting deeper than msgspec allows cannot be
-        # decoded. Both are refusals, never crashes.
+        # Lone surrogates cannot be decoded; nesting deeper than msgspec allows cannot be
+        # either. Both are refusals, never crashes.
         return None
-    if not isinstance(value, dict):
-        return None
-    kinds = [kind for bit, kind in _SCANNED_KINDS if bits & bit]
-    kinds.extend(kind for kind in _LAYER_KINDS if kind in found)
-    text = strict if isinstance(strict, str) else strict.decode()
-    return RepairedText(Repaired(value, tuple(kinds)), text)
+    return (strict, value) if isinstance(value, dict) else None
 
 
 # The scanner's bits, in REPAIR_KINDS order, then the kinds found around the document.
@@ -279,6 +280,11 @@ _LAYER_KINDS: Final[tuple[RepairKind, ...]] = (
     "fence_language",
     "leaked_tokens",
     "repeated_object",
+)
+_ALL_SCANNED: Final = sum(bit for bit, _ in _SCANNED_KINDS)
+#: The scanned kinds for each combination of the scanner's bits, in REPAIR_KINDS order.
+_SCANNED: Final[tuple[tuple[RepairKind, ...], ...]] = tuple(
+    tuple(kind for bit, kind in _SCANNED_KINDS if bits & bit) for bits in range(_ALL_SCANNED + 1)
 )
 
 
