@@ -107,14 +107,26 @@ async def _in_thread(
 async def run_call(run: Run, item: Admitted, deadline: float | None) -> object:
     """Run one call under the event loop, with its timeout and retries; its outcome."""
     plan = item.tool._plan
-    fn = plan.fn
-    assert fn is not None
     timeout = plan.timeout_under(run.env.policy.tool_timeout)
     handle = Cancellation() if plan.injections or timeout is not None else UNSEEN
     kwargs = kwargs_for(run, item, handle, deadline)
-    threaded = plan.threaded(timeout)
     run.start(item)
-    attempt = 0
+    return await _attempts(run, item, kwargs, timeout, handle, 0)
+
+
+async def _attempts(
+    run: Run,
+    item: Admitted,
+    kwargs: dict[str, object],
+    timeout: float | None,
+    handle: Cancellation,
+    attempt: int,
+) -> object:
+    """The call's attempts from ``attempt`` on, until one is not retried; its outcome."""
+    plan = item.tool._plan
+    fn = plan.fn
+    assert fn is not None
+    threaded = plan.threaded(timeout)
     while True:
         try:
             if plan.is_async:
@@ -143,11 +155,14 @@ async def run_call(run: Run, item: Admitted, deadline: float | None) -> object:
             await anyio.sleep(wait)
 
 
-async def _settle(run: Run, item: Admitted, deadline: float | None) -> None:
-    run.finish(item, await run_call(run, item, deadline))
-    sink = run.sink
-    if sink is not None and sink.pending:
-        await sink.flush()
+async def _raised(run: Run, item: Admitted, error: BaseException) -> object:
+    """The outcome of an awaited call (``Plan.awaited``) whose first attempt raised
+    ``error``, a tool's failure: classified, or retried."""
+    wait = retry_wait(run, item, error, 0)
+    if type(wait) is not float:
+        return wait
+    await anyio.sleep(wait)
+    return await _attempts(run, item, item.arguments, None, UNSEEN, 1)
 
 
 async def execute(run: Run, deadline: float | None) -> Stop | None:
@@ -198,16 +213,12 @@ async def _run_all(
     scope: anyio.CancelScope | None,
 ) -> None:
     concurrency = run.env.policy.max_concurrency
-    if concurrency == 1 or len(admitted) <= 1:
-        for item in admitted:  # serial: the loop itself bounds concurrency
-            if _halted(run, deadline):
-                return
-            await _settle(run, item, deadline)
+    awaiting = run.env.policy.tool_timeout is None
+    if concurrency == 1 or len(admitted) <= 1:  # serial: the loop itself bounds concurrency
+        await _worker(run, iter(admitted), deadline, _go_on, awaiting)
         return
-    items = iter(admitted)
-    workers = min(concurrency, len(admitted))
     try:
-        await _spread(run, items, workers, deadline, scope)
+        await _spread(run, admitted, min(concurrency, len(admitted)), deadline, scope, awaiting)
     except BaseException as error:
         found = _bare(error)
         if found is not error and isinstance(found, PROPAGATE):
@@ -215,57 +226,111 @@ async def _run_all(
         raise
 
 
-def _halted(run: Run, deadline: float | None) -> bool:
-    """Whether no further call may start (a tool that never yields cannot be cancelled
-    by the loop, so the flags are read before each call)."""
+def _go_on() -> None:
+    """A serial batch's ``stop``: nothing runs beside the call that stopped it."""
+
+
+async def _worker(
+    run: Run,
+    items: Iterator[Admitted],
+    deadline: float | None,
+    stop: Callable[[], object],
+    awaiting: bool,
+) -> None:
+    """Take the next call (in call order) until none is left, or the batch must stop."""
+    for item in items:
+        if not await _call(run, item, deadline, stop, awaiting):
+            return
+
+
+async def _call(
+    run: Run,
+    item: Admitted,
+    deadline: float | None,
+    stop: Callable[[], object],
+    awaiting: bool,
+) -> bool:
+    """Run one call and fold its outcome; whether the batch goes on (else ``stop`` was
+    called). A task of a batch whose calls all run at once is this coroutine.
+
+    The flags are read before the call starts (a tool that never yields cannot be
+    cancelled by the loop). With ``awaiting`` (the run sets no ``tool_timeout``) an
+    awaited tool (``Plan.awaited``) is awaited right here, its first attempt without a
+    frame of :func:`run_call` between.
+    """
     cancellation = run.cancellation
-    return (
+    stopped = (
         run.halted
         or (cancellation is not None and cancellation.cancelled)
         or (deadline is not None and current_time() >= deadline)
     )
-
-
-async def _worker(
-    run: Run, items: Iterator[Admitted], deadline: float | None, stop: Callable[[], object]
-) -> None:
-    """Take the next call (in call order) until none is left, or the batch must stop."""
-    for item in items:
-        if _halted(run, deadline):
-            stop()
-            return
-        await _settle(run, item, deadline)
-        if run.halted:
-            stop()
-            return
+    if stopped:
+        stop()
+        return False
+    plan = item.tool._plan
+    if awaiting and plan.awaited:
+        run.start(item)
+        try:
+            outcome = await plan.fn(**item.arguments)  # type: ignore[misc]
+        except PROPAGATE:
+            raise
+        except BaseException as error:  # a tool's failure, whatever it raised
+            if _is_cancellation(error):
+                raise
+            outcome = await _raised(run, item, error)
+    else:
+        outcome = await run_call(run, item, deadline)
+    run.finish(item, outcome)
+    sink = run.sink
+    if sink is not None and sink.pending:
+        await sink.flush()
+    if run.halted:
+        stop()
+        return False
+    return True
 
 
 async def _spread(
     run: Run,
-    items: Iterator[Admitted],
+    admitted: Sequence[Admitted],
     workers: int,
     deadline: float | None,
     scope: anyio.CancelScope | None,
+    awaiting: bool,
 ) -> None:
+    """Run the calls ``workers`` at a time, in the loop's native task group: one task per
+    call when all may run at once, else ``workers`` tasks taking the next call in turn."""
+    each = workers == len(admitted)
+    items = iter(admitted)
     if sniffio.current_async_library() == "trio":
         import trio
 
         async with trio.open_nursery() as nursery:
             stop = nursery.cancel_scope.cancel if scope is None else scope.cancel
-            for _ in range(workers):
-                nursery.start_soon(_worker, run, items, deadline, stop)
+            start = nursery.start_soon
+            if each:
+                for item in admitted:
+                    start(_call, run, item, deadline, stop, awaiting)
+            else:
+                for _ in range(workers):
+                    start(_worker, run, items, deadline, stop, awaiting)
         return
     if _TASK_GROUP is not None:
         with anyio.CancelScope() as group_scope:
             stop = group_scope.cancel if scope is None else scope.cancel
             async with _TASK_GROUP() as group:
-                for _ in range(workers):
-                    group.create_task(_worker(run, items, deadline, stop))
+                create = group.create_task
+                if each:
+                    for item in admitted:
+                        create(_call(run, item, deadline, stop, awaiting))
+                else:
+                    for _ in range(workers):
+                        create(_worker(run, items, deadline, stop, awaiting))
         return
     async with anyio.create_task_group() as tasks:  # pragma: no cover - Python 3.10
         stop = tasks.cancel_scope.cancel if scope is None else scope.cancel
         for _ in range(workers):
-            tasks.start_soon(_worker, run, items, deadline, stop)
+            tasks.start_soon(_worker, run, items, deadline, stop, awaiting)
 
 
 def _bare(error: BaseException) -> BaseException:
