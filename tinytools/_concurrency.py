@@ -9,10 +9,13 @@ with ``anyio.sleep``.
 The batch (:func:`execute`) runs inside one cancel scope when a deadline or a
 cancellation handle can stop it. Calls run one after another when
 ``max_concurrency`` is 1 (or there is one call); otherwise ``min(max_concurrency,
-len(calls))`` tasks each take the next call in call order until none is left, in the
-event loop's native task group (a trio nursery; ``asyncio.TaskGroup`` where Python has
-it) — so calls start in call order and a bounded batch pays no limiter. A fatal call
-cancels its siblings; calls a stop cuts off are answered as interrupted.
+len(calls))`` tasks each take the next call in call order until none is left (one
+call each when all may run at once), in a trio nursery or, under asyncio, as counted
+tasks (:mod:`_asyncio_tasks`: no event-loop turn per task to learn that it ended,
+as ``asyncio.TaskGroup`` takes) — so calls start in call order and a bounded batch
+pays no limiter. A fatal call cancels its siblings; calls a stop cuts off are
+answered as interrupted. An async tool that needs nothing but awaiting
+(``Plan.awaited``) is awaited in its task directly.
 
 ``KeyboardInterrupt`` and ``SystemExit`` raised by a tool propagate bare, never
 wrapped in an exception group. An ``asyncio.CancelledError`` a tool raises of its
@@ -33,14 +36,13 @@ import anyio
 import sniffio
 
 from ._admit import Admitted
+from ._asyncio_tasks import Tasks
 from ._execute import PROPAGATE, UNSEEN, kwargs_for, retry_wait, timed_out
 from ._inject import Cancellation
 from ._run import Run, Stop
 from ._workers import THREADS, Job
 
 __all__ = ["current_time", "execute", "run_call"]
-
-_TASK_GROUP = getattr(asyncio, "TaskGroup", None)  # Python 3.11+
 
 #: The event loop's clock (deadlines under ``dispatch`` are on it).
 current_time = anyio.current_time
@@ -236,58 +238,83 @@ async def _worker(
     deadline: float | None,
     stop: Callable[[], object],
     awaiting: bool,
+    tasks: Tasks | None = None,
 ) -> None:
-    """Take the next call (in call order) until none is left, or the batch must stop."""
-    for item in items:
-        if not await _call(run, item, deadline, stop, awaiting):
-            return
+    """Take the next call (in call order) until none is left, or the batch must stop
+    (with ``tasks``: the asyncio tasks this one is one of, told when it ends)."""
+    try:
+        while await _call(run, items, deadline, stop, awaiting):
+            pass
+    except BaseException as error:
+        if tasks is None or isinstance(error, PROPAGATE):
+            raise
+        tasks.failed(error)
+    finally:
+        if tasks is not None:
+            tasks.ended()
 
 
 async def _call(
     run: Run,
-    item: Admitted,
+    items: Iterator[Admitted],
     deadline: float | None,
     stop: Callable[[], object],
     awaiting: bool,
+    tasks: Tasks | None = None,
 ) -> bool:
-    """Run one call and fold its outcome; whether the batch goes on (else ``stop`` was
-    called). A task of a batch whose calls all run at once is this coroutine.
+    """Take the next call, run it and fold its outcome; whether the batch goes on (else
+    none was left, or ``stop`` was called). In a batch whose calls all run at once,
+    each task is this coroutine (with ``tasks`` under asyncio: the tasks it is one of,
+    told when it ends): taking the next call, rather than being handed one, keeps calls
+    starting in call order whatever order the loop runs its new tasks in.
 
     The flags are read before the call starts (a tool that never yields cannot be
     cancelled by the loop). With ``awaiting`` (the run sets no ``tool_timeout``) an
     awaited tool (``Plan.awaited``) is awaited right here, its first attempt without a
     frame of :func:`run_call` between.
     """
-    cancellation = run.cancellation
-    stopped = (
-        run.halted
-        or (cancellation is not None and cancellation.cancelled)
-        or (deadline is not None and current_time() >= deadline)
-    )
-    if stopped:
-        stop()
-        return False
-    plan = item.tool._plan
-    if awaiting and plan.awaited:
-        run.start(item)
-        try:
-            outcome = await plan.fn(**item.arguments)  # type: ignore[misc]
-        except PROPAGATE:
-            raise
-        except BaseException as error:  # a tool's failure, whatever it raised
-            if _is_cancellation(error):
+    try:
+        cancellation = run.cancellation
+        stopped = (
+            run.halted
+            or (cancellation is not None and cancellation.cancelled)
+            or (deadline is not None and current_time() >= deadline)
+        )
+        if stopped:
+            stop()
+            return False
+        item = next(items, None)
+        if item is None:
+            return False
+        plan = item.tool._plan
+        if awaiting and plan.awaited:
+            run.start(item)
+            try:
+                outcome = await plan.fn(**item.arguments)  # type: ignore[misc]
+            except PROPAGATE:
                 raise
-            outcome = await _raised(run, item, error)
-    else:
-        outcome = await run_call(run, item, deadline)
-    run.finish(item, outcome)
-    sink = run.sink
-    if sink is not None and sink.pending:
-        await sink.flush()
-    if run.halted:
-        stop()
+            except BaseException as error:  # a tool's failure, whatever it raised
+                if _is_cancellation(error):
+                    raise
+                outcome = await _raised(run, item, error)
+        else:
+            outcome = await run_call(run, item, deadline)
+        run.finish(item, outcome)
+        sink = run.sink
+        if sink is not None and sink.pending:
+            await sink.flush()
+        if run.halted:
+            stop()
+            return False
+        return True
+    except BaseException as error:
+        if tasks is None or isinstance(error, PROPAGATE):
+            raise
+        tasks.failed(error)
         return False
-    return True
+    finally:
+        if tasks is not None:
+            tasks.ended()
 
 
 async def _spread(
@@ -298,39 +325,27 @@ async def _spread(
     scope: anyio.CancelScope | None,
     awaiting: bool,
 ) -> None:
-    """Run the calls ``workers`` at a time, in the loop's native task group: one task per
-    call when all may run at once, else ``workers`` tasks taking the next call in turn."""
-    each = workers == len(admitted)
+    """Run the calls ``workers`` at a time in the loop's own tasks (a trio nursery; under
+    asyncio, :class:`Tasks`): one task per call when all may run at once, else
+    ``workers`` tasks taking the next call in turn."""
     items = iter(admitted)
+    task = _call if workers == len(admitted) else _worker
     if sniffio.current_async_library() == "trio":
         import trio
 
         async with trio.open_nursery() as nursery:
             stop = nursery.cancel_scope.cancel if scope is None else scope.cancel
             start = nursery.start_soon
-            if each:
-                for item in admitted:
-                    start(_call, run, item, deadline, stop, awaiting)
-            else:
-                for _ in range(workers):
-                    start(_worker, run, items, deadline, stop, awaiting)
+            for _ in range(workers):
+                start(task, run, items, deadline, stop, awaiting)
         return
-    if _TASK_GROUP is not None:
-        with anyio.CancelScope() as group_scope:
-            stop = group_scope.cancel if scope is None else scope.cancel
-            async with _TASK_GROUP() as group:
-                create = group.create_task
-                if each:
-                    for item in admitted:
-                        create(_call(run, item, deadline, stop, awaiting))
-                else:
-                    for _ in range(workers):
-                        create(_worker(run, items, deadline, stop, awaiting))
-        return
-    async with anyio.create_task_group() as tasks:  # pragma: no cover - Python 3.10
-        stop = tasks.cancel_scope.cancel if scope is None else scope.cancel
+    tasks = Tasks()
+    stop_tasks = tasks.cancel  # the batch's scope, if any, is read by execute afterwards
+    try:
         for _ in range(workers):
-            tasks.start_soon(_worker, run, items, deadline, stop, awaiting)
+            tasks.start(task(run, items, deadline, stop_tasks, awaiting, tasks))
+    finally:
+        await tasks.wait()
 
 
 def _bare(error: BaseException) -> BaseException:
