@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import sys
 import threading
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
@@ -24,7 +25,9 @@ import trio.testing
 
 from tinytools import (
     Cancellation,
+    DispatchAborted,
     DispatchResult,
+    FatalToolError,
     Inject,
     RetryableError,
     RunContext,
@@ -158,6 +161,18 @@ class TestMaxConcurrency:
         started = [e.call_id for e in result.events if isinstance(e, ToolStarted)]
         assert ["0", "1", "2"] == started
         assert 6 == elapsed
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("k", [8, 3])
+    async def test_concurrent_calls_start_in_call_order(self, k: int) -> None:
+        """All at once or k at a time, calls start in call order (trio runs the tasks it
+        has just started in either order: ten batches in order are no accident)."""
+        calls = calls_to("sleep", 8, seconds=0)
+
+        for _ in range(10):
+            result = await dispatch(calls, [sleeper()], policy=RunPolicy(max_concurrency=k))
+            started = [e.call_id for e in result.events if isinstance(e, ToolStarted)]
+            assert [c.id for c in calls] == started
 
     @pytest.mark.anyio
     @pytest.mark.parametrize("k", [2, 3])
@@ -578,3 +593,157 @@ class TestThreadedTimeout:
             )
 
         blocker.check_abandoned(result, 0.5)
+
+
+def ender(started: anyio.Semaphore, ended: list[str]) -> Tool[..., object]:
+    """An async tool that waits forever, says when it started and records its end."""
+
+    @tool
+    async def wait_forever(name: str) -> None:
+        """Wait until cancelled."""
+        started.release()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            ended.append(name)
+
+    return wait_forever
+
+
+class TestHostCancel:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("concurrency", [3, 2])
+    async def test_a_host_cancel_ends_every_running_call(self, concurrency: int) -> None:
+        """A host cancelling `await dispatch` (one task per call, or fewer workers than
+        calls) ends every running tool before the cancellation reaches the host."""
+        started, ended = anyio.Semaphore(0), []
+        calls = [ToolCall(n, "wait_forever", {"name": n}) for n in "abc"]
+        returned: list[DispatchResult] = []
+        policy = RunPolicy(max_concurrency=concurrency)
+
+        async def run() -> None:
+            returned.append(await dispatch(calls, [ender(started, ended)], policy=policy))
+
+        with anyio.fail_after(10):
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(run)
+                    for _ in range(concurrency):
+                        await started.acquire()
+                    scope.cancel()
+
+        assert returned == []
+        assert sorted(ended) == ["a", "b", "c"][:concurrency]
+
+    def test_cancelling_the_dispatch_task_under_asyncio_leaves_no_task(self) -> None:
+        """Cancelling the task that awaits dispatch under plain asyncio raises CancelledError
+        there, once every call's task has ended."""
+        import asyncio
+
+        ended: list[str] = []
+
+        async def main() -> None:
+            started = anyio.Semaphore(0)
+            calls = [ToolCall(n, "wait_forever", {"name": n}) for n in "abc"]
+            policy = RunPolicy(max_concurrency=3)
+            task = asyncio.ensure_future(dispatch(calls, [ender(started, ended)], policy=policy))
+            for _ in range(3):
+                await started.acquire()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert asyncio.all_tasks() == {asyncio.current_task()}
+
+        asyncio.run(main())
+        assert sorted(ended) == ["a", "b", "c"]
+
+
+class TestEagerTasks:
+    @pytest.mark.skipif(sys.version_info < (3, 12), reason="eager tasks are new in Python 3.12")
+    def test_a_loop_starting_tasks_eagerly(self) -> None:
+        """Under a loop whose tasks start eagerly (a call may end inside create_task),
+        every call is answered, and a fatal first call still starts no other."""
+        import asyncio
+
+        @tool
+        def fail() -> None:
+            """Fail fatally at once."""
+            raise FatalToolError("stop everything")
+
+        async def main() -> tuple[DispatchResult, DispatchAborted]:
+            asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)  # type: ignore[attr-defined]
+            calls = calls_to("quick", 2, x=1) + calls_to("sleep", 2, seconds=0)
+            policy = RunPolicy(max_concurrency=4)
+            result = await dispatch(calls, [quick, sleeper()], policy=policy)
+            calls = [ToolCall("f", "fail", {}), *calls]
+            with pytest.raises(DispatchAborted) as info:
+                await dispatch(calls, [quick, sleeper(), fail], policy=RunPolicy(max_concurrency=5))
+            return result, info.value
+
+        result, aborted = asyncio.run(main())
+        assert ["ok"] * 4 == [status for _, status in statuses(result)]
+        assert ("f",) == aborted.result.executed
+        assert 5 == len(aborted.result.messages)
+
+
+class TestFatalStopsSiblings:
+    @pytest.mark.anyio
+    @pytest.mark.parametrize(
+        ("order", "concurrency"), [("abfc", 4), ("afz", 2)], ids=["each-call", "workers"]
+    )
+    async def test_a_fatal_call_interrupts_its_running_siblings(
+        self, order: str, concurrency: int
+    ) -> None:
+        """A fatal call ends the siblings running beside it and starts no other; every call
+        is answered, in call order."""
+        started, ended = anyio.Semaphore(0), []
+        running = order[:concurrency].replace("f", "")
+
+        @tool
+        async def fail() -> None:
+            """Fail fatally once the siblings beside it run."""
+            for _ in running:
+                await started.acquire()
+            raise FatalToolError("stop everything")
+
+        calls = [
+            ToolCall("f", "fail", {}) if n == "f" else ToolCall(n, "wait_forever", {"name": n})
+            for n in order
+        ]
+        policy = RunPolicy(max_concurrency=concurrency)
+
+        with anyio.fail_after(10):
+            with pytest.raises(DispatchAborted) as info:
+                await dispatch(calls, [ender(started, ended), fail], policy=policy)
+
+        result = info.value.result
+        assert list(order) == [m.tool_call_id for m in result.messages]
+        assert sorted(ended) == sorted(running)
+        answers = dict(statuses(result))
+        assert answers.pop("f") == "error"
+        assert set(answers.values()) == {"interrupted"}
+        assert set(result.executed) == {"f", *running}
+
+    @pytest.mark.anyio
+    async def test_a_fatal_call_before_its_siblings_start_runs_none_of_them(self) -> None:
+        """A synchronous fatal call first in an all-at-once batch: the tasks of the other
+        calls are cancelled before they ever ran, and dispatch still returns."""
+
+        @tool
+        def fail() -> None:
+            """Fail fatally at once."""
+            raise FatalToolError("stop everything")
+
+        started, ended = anyio.Semaphore(0), []
+        calls = [ToolCall("f", "fail", {})]
+        calls += [ToolCall(n, "wait_forever", {"name": n}) for n in "ab"]
+
+        with anyio.fail_after(10):
+            with pytest.raises(DispatchAborted) as info:
+                await dispatch(
+                    calls, [ender(started, ended), fail], policy=RunPolicy(max_concurrency=3)
+                )
+
+        assert ["f", "a", "b"] == [m.tool_call_id for m in info.value.result.messages]
+        assert ("f",) == info.value.result.executed
+        assert ended == []

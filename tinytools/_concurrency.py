@@ -9,10 +9,13 @@ with ``anyio.sleep``.
 The batch (:func:`execute`) runs inside one cancel scope when a deadline or a
 cancellation handle can stop it. Calls run one after another when
 ``max_concurrency`` is 1 (or there is one call); otherwise ``min(max_concurrency,
-len(calls))`` tasks each take the next call in call order until none is left, in the
-event loop's native task group (a trio nursery; ``asyncio.TaskGroup`` where Python has
-it) — so calls start in call order and a bounded batch pays no limiter. A fatal call
-cancels its siblings; calls a stop cuts off are answered as interrupted.
+len(calls))`` tasks each take the next call in call order until none is left (one
+call each when all may run at once), in a trio nursery or, under asyncio, as counted
+tasks (:mod:`_asyncio_tasks`: no event-loop turn per task to learn that it ended,
+as ``asyncio.TaskGroup`` takes) — so calls start in call order and a bounded batch
+pays no limiter. A fatal call cancels its siblings; calls a stop cuts off are
+answered as interrupted. An async tool that needs nothing but awaiting
+(``Plan.awaited``) is awaited in its task directly.
 
 ``KeyboardInterrupt`` and ``SystemExit`` raised by a tool propagate bare, never
 wrapped in an exception group. An ``asyncio.CancelledError`` a tool raises of its
@@ -33,14 +36,13 @@ import anyio
 import sniffio
 
 from ._admit import Admitted
+from ._asyncio_tasks import Tasks
 from ._execute import PROPAGATE, UNSEEN, kwargs_for, retry_wait, timed_out
 from ._inject import Cancellation
 from ._run import Run, Stop
 from ._workers import THREADS, Job
 
 __all__ = ["current_time", "execute", "run_call"]
-
-_TASK_GROUP = getattr(asyncio, "TaskGroup", None)  # Python 3.11+
 
 #: The event loop's clock (deadlines under ``dispatch`` are on it).
 current_time = anyio.current_time
@@ -107,14 +109,26 @@ async def _in_thread(
 async def run_call(run: Run, item: Admitted, deadline: float | None) -> object:
     """Run one call under the event loop, with its timeout and retries; its outcome."""
     plan = item.tool._plan
-    fn = plan.fn
-    assert fn is not None
     timeout = plan.timeout_under(run.env.policy.tool_timeout)
     handle = Cancellation() if plan.injections or timeout is not None else UNSEEN
     kwargs = kwargs_for(run, item, handle, deadline)
-    threaded = plan.threaded(timeout)
     run.start(item)
-    attempt = 0
+    return await _attempts(run, item, kwargs, timeout, handle, 0)
+
+
+async def _attempts(
+    run: Run,
+    item: Admitted,
+    kwargs: dict[str, object],
+    timeout: float | None,
+    handle: Cancellation,
+    attempt: int,
+) -> object:
+    """The call's attempts from ``attempt`` on, until one is not retried; its outcome."""
+    plan = item.tool._plan
+    fn = plan.fn
+    assert fn is not None
+    threaded = plan.threaded(timeout)
     while True:
         try:
             if plan.is_async:
@@ -143,11 +157,14 @@ async def run_call(run: Run, item: Admitted, deadline: float | None) -> object:
             await anyio.sleep(wait)
 
 
-async def _settle(run: Run, item: Admitted, deadline: float | None) -> None:
-    run.finish(item, await run_call(run, item, deadline))
-    sink = run.sink
-    if sink is not None and sink.pending:
-        await sink.flush()
+async def _raised(run: Run, item: Admitted, error: BaseException) -> object:
+    """The outcome of an awaited call (``Plan.awaited``) whose first attempt raised
+    ``error``, a tool's failure: classified, or retried."""
+    wait = retry_wait(run, item, error, 0)
+    if type(wait) is not float:
+        return wait
+    await anyio.sleep(wait)
+    return await _attempts(run, item, item.arguments, None, UNSEEN, 1)
 
 
 async def execute(run: Run, deadline: float | None) -> Stop | None:
@@ -198,16 +215,12 @@ async def _run_all(
     scope: anyio.CancelScope | None,
 ) -> None:
     concurrency = run.env.policy.max_concurrency
-    if concurrency == 1 or len(admitted) <= 1:
-        for item in admitted:  # serial: the loop itself bounds concurrency
-            if _halted(run, deadline):
-                return
-            await _settle(run, item, deadline)
+    awaiting = run.env.policy.tool_timeout is None
+    if concurrency == 1 or len(admitted) <= 1:  # serial: the loop itself bounds concurrency
+        await _worker(run, iter(admitted), deadline, _go_on, awaiting)
         return
-    items = iter(admitted)
-    workers = min(concurrency, len(admitted))
     try:
-        await _spread(run, items, workers, deadline, scope)
+        await _spread(run, admitted, min(concurrency, len(admitted)), deadline, scope, awaiting)
     except BaseException as error:
         found = _bare(error)
         if found is not error and isinstance(found, PROPAGATE):
@@ -215,57 +228,124 @@ async def _run_all(
         raise
 
 
-def _halted(run: Run, deadline: float | None) -> bool:
-    """Whether no further call may start (a tool that never yields cannot be cancelled
-    by the loop, so the flags are read before each call)."""
-    cancellation = run.cancellation
-    return (
-        run.halted
-        or (cancellation is not None and cancellation.cancelled)
-        or (deadline is not None and current_time() >= deadline)
-    )
+def _go_on() -> None:
+    """A serial batch's ``stop``: nothing runs beside the call that stopped it."""
 
 
 async def _worker(
-    run: Run, items: Iterator[Admitted], deadline: float | None, stop: Callable[[], object]
+    run: Run,
+    items: Iterator[Admitted],
+    deadline: float | None,
+    stop: Callable[[], object],
+    awaiting: bool,
+    tasks: Tasks | None = None,
 ) -> None:
-    """Take the next call (in call order) until none is left, or the batch must stop."""
-    for item in items:
-        if _halted(run, deadline):
+    """Take the next call (in call order) until none is left, or the batch must stop
+    (with ``tasks``: the asyncio tasks this one is one of, told when it ends)."""
+    try:
+        while await _call(run, items, deadline, stop, awaiting):
+            pass
+    except BaseException as error:
+        if tasks is None or isinstance(error, PROPAGATE):
+            raise
+        tasks.failed(error)
+    finally:
+        if tasks is not None:
+            tasks.ended()
+
+
+async def _call(
+    run: Run,
+    items: Iterator[Admitted],
+    deadline: float | None,
+    stop: Callable[[], object],
+    awaiting: bool,
+    tasks: Tasks | None = None,
+) -> bool:
+    """Take the next call, run it and fold its outcome; whether the batch goes on (else
+    none was left, or ``stop`` was called). In a batch whose calls all run at once,
+    each task is this coroutine (with ``tasks`` under asyncio: the tasks it is one of,
+    told when it ends): taking the next call, rather than being handed one, keeps calls
+    starting in call order whatever order the loop runs its new tasks in.
+
+    The flags are read before the call starts (a tool that never yields cannot be
+    cancelled by the loop). With ``awaiting`` (the run sets no ``tool_timeout``) an
+    awaited tool (``Plan.awaited``) is awaited right here, its first attempt without a
+    frame of :func:`run_call` between.
+    """
+    try:
+        cancellation = run.cancellation
+        stopped = (
+            run.halted
+            or (cancellation is not None and cancellation.cancelled)
+            or (deadline is not None and current_time() >= deadline)
+        )
+        if stopped:
             stop()
-            return
-        await _settle(run, item, deadline)
+            return False
+        item = next(items, None)
+        if item is None:
+            return False
+        plan = item.tool._plan
+        if awaiting and plan.awaited:
+            run.start(item)
+            try:
+                outcome = await plan.fn(**item.arguments)  # type: ignore[misc]
+            except PROPAGATE:
+                raise
+            except BaseException as error:  # a tool's failure, whatever it raised
+                if _is_cancellation(error):
+                    raise
+                outcome = await _raised(run, item, error)
+        else:
+            outcome = await run_call(run, item, deadline)
+        run.finish(item, outcome)
+        sink = run.sink
+        if sink is not None and sink.pending:
+            await sink.flush()
         if run.halted:
             stop()
-            return
+            return False
+        return True
+    except BaseException as error:
+        if tasks is None or isinstance(error, PROPAGATE):
+            raise
+        tasks.failed(error)
+        return False
+    finally:
+        if tasks is not None:
+            tasks.ended()
 
 
 async def _spread(
     run: Run,
-    items: Iterator[Admitted],
+    admitted: Sequence[Admitted],
     workers: int,
     deadline: float | None,
     scope: anyio.CancelScope | None,
+    awaiting: bool,
 ) -> None:
+    """Run the calls ``workers`` at a time in the loop's own tasks (a trio nursery; under
+    asyncio, :class:`Tasks`): one task per call when all may run at once, else
+    ``workers`` tasks taking the next call in turn."""
+    items = iter(admitted)
+    task = _call if workers == len(admitted) else _worker
     if sniffio.current_async_library() == "trio":
         import trio
 
         async with trio.open_nursery() as nursery:
             stop = nursery.cancel_scope.cancel if scope is None else scope.cancel
+            start = nursery.start_soon
             for _ in range(workers):
-                nursery.start_soon(_worker, run, items, deadline, stop)
+                start(task, run, items, deadline, stop, awaiting)
         return
-    if _TASK_GROUP is not None:
-        with anyio.CancelScope() as group_scope:
-            stop = group_scope.cancel if scope is None else scope.cancel
-            async with _TASK_GROUP() as group:
-                for _ in range(workers):
-                    group.create_task(_worker(run, items, deadline, stop))
-        return
-    async with anyio.create_task_group() as tasks:  # pragma: no cover - Python 3.10
-        stop = tasks.cancel_scope.cancel if scope is None else scope.cancel
+    tasks = Tasks()
+    stop_tasks = tasks.cancel  # the batch's scope, if any, is read by execute afterwards
+    try:
         for _ in range(workers):
-            tasks.start_soon(_worker, run, items, deadline, stop)
+            tasks.start(task(run, items, deadline, stop_tasks, awaiting, tasks))
+    finally:
+        await tasks.wait()
 
 
 def _bare(error: BaseException) -> BaseException:

@@ -27,6 +27,7 @@ class Plan:
 
     __slots__ = (
         "_schema_text",
+        "awaited",
         "blocking",
         "external",
         "fn",
@@ -64,6 +65,9 @@ class Plan:
         self.plain = not (
             is_async or self.blocking or self.timeout or injections or self.gated or fn is None
         )
+        #: An async tool that needs nothing but awaiting: no injection, no timeout of its
+        #: own (the run's own timeout is checked per dispatch).
+        self.awaited = is_async and not injections and not self.timeout and fn is not None
         if policy.redact:
             from ._redact import Redactor
 
