@@ -27,6 +27,7 @@ Two decisions worth knowing:
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Mapping
 
@@ -136,7 +137,7 @@ class Redactor:
             if isinstance(secret, (dict, list)):
                 forms = [msgspec.json.encode(secret).decode()]
             elif isinstance(secret, str):
-                forms = [secret, msgspec.json.encode(secret).decode()[1:-1]]
+                forms = [secret, _escaped(secret)]
             else:
                 forms = [str(secret)]
             for form in forms:
@@ -145,6 +146,16 @@ class Redactor:
                 elif form:
                     text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
         return text
+
+
+def _escaped(text: str) -> str:
+    """``text`` as it stands inside a JSON string (a lone surrogate, which msgspec cannot
+    encode, escaped as ``\\udXXX``)."""
+    try:
+        return msgspec.json.encode(text).decode()[1:-1]
+    except UnicodeEncodeError:
+        body = json.dumps(text, ensure_ascii=False)[1:-1]
+        return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", body)
 
 
 def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, object]:
