@@ -398,3 +398,20 @@ class TestRefusedTextCrashes:
         policy = RunPolicy(invalid_args=tinytools.policies.NormalizeThenReturnToolError())
         [message] = _answered([ToolCall("c", name, arguments)], policy=policy).messages
         assert message.is_error
+
+    @pytest.mark.parametrize(
+        "arguments",
+        [
+            {"user": "u", "password": ["\udc80", 1]},
+            {"user": "\ud800", "password": {"k": "\ud800"}},
+            {"\ud800": 1, "password": "\ud800"},
+        ],
+        ids=repr,
+    )
+    @pytest.mark.parametrize("invalid_args", ["ReturnToolError", "NormalizeThenReturnToolError"])
+    def test_refused_arguments_whose_secret_holds_a_lone_surrogate(
+        self, arguments: dict[str, object], invalid_args: str
+    ) -> None:
+        policy = RunPolicy(invalid_args=getattr(tinytools.policies, invalid_args)())
+        [message] = _answered([ToolCall("c", "login", arguments)], policy=policy).messages
+        assert message.is_error

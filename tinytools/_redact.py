@@ -135,9 +135,9 @@ class Redactor:
             if secret == MARKER:
                 continue
             if isinstance(secret, (dict, list)):
-                forms = [msgspec.json.encode(secret).decode()]
+                forms = [_json_form(secret)]
             elif isinstance(secret, str):
-                forms = [secret, _escaped(secret)]
+                forms = [secret, _json_form(secret)[1:-1]]
             else:
                 forms = [str(secret)]
             for form in forms:
@@ -148,14 +148,18 @@ class Redactor:
         return text
 
 
-def _escaped(text: str) -> str:
-    """``text`` as it stands inside a JSON string (a lone surrogate, which msgspec cannot
-    encode, escaped as ``\\udXXX``)."""
+def _json_form(value: object) -> str:
+    """``value`` as JSON text shows it. A lone surrogate, which msgspec cannot encode,
+    is shown escaped (``\\udXXX``), as the model's JSON text carried it."""
     try:
-        return msgspec.json.encode(text).decode()[1:-1]
-    except UnicodeEncodeError:
-        body = json.dumps(text, ensure_ascii=False)[1:-1]
-        return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", body)
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        pass
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return ""  # no JSON form to look for in the text
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, object]:
