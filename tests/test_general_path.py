@@ -426,3 +426,33 @@ class TestMalformedHookResults:
         assert [m.tool_call_id for m in result.messages] == ["c1"]
         assert result.messages[0].is_error
         assert msgspec.json.encode(result.messages)
+
+
+class TestHandlerReturningAnAwaitable:
+    """A handler that looks synchronous but returns an awaitable (``lambda e: q.put(e)``)
+    lost every event in silence (a "never awaited" warning at best): the batch aborts
+    and says to make the handler ``async def``; no tool runs after it."""
+
+    @staticmethod
+    def _handler() -> tuple[list[Event], Callable[[Event], object]]:
+        seen: list[Event] = []
+
+        async def record(event: Event) -> None:
+            seen.append(event)
+
+        return seen, lambda event: record(event)
+
+    def test_dispatch_sync(self) -> None:
+        seen, handler = self._handler()
+        calls = [ToolCall("c1", "add", '{"a": 1}'), ToolCall("c2", "add", '{"a": 2}')]
+        with pytest.raises(DispatchAborted, match="async def") as raised:
+            dispatch_sync(calls, TOOLS, on_event=handler)
+        assert [m.status for m in raised.value.result.messages] == ["ok", "interrupted"]
+        assert seen == []
+
+    @pytest.mark.anyio
+    async def test_dispatch(self) -> None:
+        seen, handler = self._handler()
+        with pytest.raises(DispatchAborted, match="async def"):
+            await dispatch(CALLS, TOOLS, on_event=handler)
+        assert seen == []

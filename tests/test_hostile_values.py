@@ -374,3 +374,44 @@ class TestSurrogateCallIds:
         assert message.tool_call_id == call_id
         assert not message.is_error
         assert json.loads(json.dumps(message.tool_call_id)) == call_id
+
+
+class TestRefusedTextCrashes:
+    """Found by a review of the merged engine: malformed or out-of-range raw text that
+    reached a path the property tests did not draw crashed ``dispatch_sync``."""
+
+    @pytest.mark.parametrize(
+        "arguments", ["\ud800true", 'x\udc80{"user": 1', '{"password": "\ud800'], ids=repr
+    )
+    def test_malformed_text_with_a_lone_surrogate_to_a_redacting_tool(self, arguments: str) -> None:
+        [message] = _answered([ToolCall("c", "login", arguments)]).messages
+        assert message.is_error
+        assert "not valid JSON" in message.content
+
+    @pytest.mark.parametrize(
+        "arguments",
+        ['{"temp": 1e400, "city": "x"}', '{"city": "x", "temp": 1e999,}', "1e999 {"],
+        ids=repr,
+    )
+    @pytest.mark.parametrize("name", ["get_weather", "login", "measure"])
+    def test_a_number_beyond_float_range_under_normalize(self, name: str, arguments: str) -> None:
+        policy = RunPolicy(invalid_args=tinytools.policies.NormalizeThenReturnToolError())
+        [message] = _answered([ToolCall("c", name, arguments)], policy=policy).messages
+        assert message.is_error
+
+    @pytest.mark.parametrize(
+        "arguments",
+        [
+            {"user": "u", "password": ["\udc80", 1]},
+            {"user": "\ud800", "password": {"k": "\ud800"}},
+            {"\ud800": 1, "password": "\ud800"},
+        ],
+        ids=repr,
+    )
+    @pytest.mark.parametrize("invalid_args", ["ReturnToolError", "NormalizeThenReturnToolError"])
+    def test_refused_arguments_whose_secret_holds_a_lone_surrogate(
+        self, arguments: dict[str, object], invalid_args: str
+    ) -> None:
+        policy = RunPolicy(invalid_args=getattr(tinytools.policies, invalid_args)())
+        [message] = _answered([ToolCall("c", "login", arguments)], policy=policy).messages
+        assert message.is_error

@@ -346,3 +346,41 @@ def test_a_timed_call_leaves_no_cycle() -> None:
         gc.set_debug(0)
         gc.garbage.clear()
         gc.enable()
+
+
+class TestInterruptedLoop:
+    """``KeyboardInterrupt`` or ``SystemExit`` from an async tool leaves ``dispatch_sync``
+    at once; the batch's other tasks on the thread's long-lived loop are cancelled then,
+    never started or resumed by a later, unrelated ``dispatch_sync`` on that loop."""
+
+    @pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+    def test_no_call_of_the_interrupted_batch_runs_later(
+        self, interrupt: type[BaseException]
+    ) -> None:
+        import asyncio
+
+        from tinytools import RunPolicy, ToolCall, dispatch_sync, tool
+
+        ran: list[tuple[str, int]] = []
+
+        @tool
+        async def stop() -> str:
+            raise interrupt
+
+        @tool
+        async def step(i: int) -> str:
+            ran.append(("start", i))
+            for _ in range(3):
+                await asyncio.sleep(0)
+            ran.append(("end", i))
+            return "ok"
+
+        calls = [ToolCall("1", "stop", {})]
+        calls += [ToolCall(str(i), "step", {"i": i}) for i in range(2, 5)]
+        with pytest.raises(interrupt):
+            dispatch_sync(calls, [stop, step], policy=RunPolicy(max_concurrency=4))
+        interrupted = list(ran)
+        assert all(kind == "start" for kind, _ in interrupted)  # none went on to finish
+        result = dispatch_sync([ToolCall("x", "step", {"i": 99})], [stop, step])
+        assert [m.status for m in result.messages] == ["ok"]
+        assert ran == [*interrupted, ("start", 99), ("end", 99)]

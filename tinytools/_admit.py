@@ -776,8 +776,12 @@ def _invalid(
     """The invalid-args policy for well-formed arguments that break the schema."""
     policy = batch.env.policy.invalid_args
     if isinstance(policy, NormalizeThenReturnToolError):
-        decoded = msgspec.json.decode(value) if isinstance(value, (str, bytes)) else value
-        normalized = repair.normalize_arguments(decoded, tool.parameters)
+        try:
+            decoded = msgspec.json.decode(value) if isinstance(value, (str, bytes)) else value
+        except msgspec.DecodeError:  # text JSON reads, msgspec cannot (a number like 1e400)
+            normalized = None
+        else:
+            normalized = repair.normalize_arguments(decoded, tool.parameters)
         if normalized is not None:
             batch.emit(_invalid_event(call, tool, error, "normalized", normalized.value))
             try:

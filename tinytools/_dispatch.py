@@ -397,7 +397,9 @@ async def dispatch(
         ledger: An effect ledger told when each call starts and settles.
         on_event: Receives each event as it happens (sync or async callable).
             If it raises, the batch is aborted (``DispatchAborted``, every call
-            answered) at the next stage boundary.
+            answered) at the next stage boundary; so it is when a handler that is
+            not ``async def`` returns an awaitable (``lambda e: queue.put(e)``),
+            which nothing would await.
         artifacts: Where tools' artifacts are persisted.
         cancellation: Cancel the batch with ``cancellation.cancel()``, from any
             thread.

@@ -27,6 +27,7 @@ Two decisions worth knowing:
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from collections.abc import Mapping
 
@@ -134,9 +135,9 @@ class Redactor:
             if secret == MARKER:
                 continue
             if isinstance(secret, (dict, list)):
-                forms = [msgspec.json.encode(secret).decode()]
+                forms = [_json_form(secret)]
             elif isinstance(secret, str):
-                forms = [secret, msgspec.json.encode(secret).decode()[1:-1]]
+                forms = [secret, _json_form(secret)[1:-1]]
             else:
                 forms = [str(secret)]
             for form in forms:
@@ -145,6 +146,20 @@ class Redactor:
                 elif form:
                     text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
         return text
+
+
+def _json_form(value: object) -> str:
+    """``value`` as JSON text shows it. A lone surrogate, which msgspec cannot encode,
+    is shown escaped (``\\udXXX``), as the model's JSON text carried it."""
+    try:
+        return msgspec.json.encode(value).decode()
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        pass
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError, RecursionError):
+        return ""  # no JSON form to look for in the text
+    return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, object]:

@@ -149,9 +149,24 @@ class Sink:
         """Record ``event`` and hand it to the (synchronous) handler."""
         self.events.append(event)
         try:
-            self._handler(event)
+            returned = self._handler(event)
         except Exception as error:
             self._failed(error)
+        else:
+            if returned is not None and inspect.isawaitable(returned):
+                self._unawaited(returned)
+
+    def _unawaited(self, returned: Awaitable[object]) -> None:
+        """A handler read as synchronous returned an awaitable (``lambda e: queue.put(e)``):
+        nothing would await it, so the event would be lost in silence — the run fails."""
+        if inspect.iscoroutine(returned):
+            returned.close()
+        self._failed(
+            TypeError(
+                f"it returned {type(returned).__name__}, which dispatch does not await: "
+                "make the handler an `async def` function (or `await` inside one)"
+            )
+        )
 
     def queue(self, event: Event) -> None:
         """Record ``event`` for the async handler, which :meth:`flush` awaits."""

@@ -474,6 +474,21 @@ def check_backend(backend: object) -> None:
         )
 
 
+def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:
+    """Cancel the tasks a batch left on the thread's loop and let them unwind.
+
+    ``KeyboardInterrupt`` or ``SystemExit`` from a task leaves ``run_until_complete`` at
+    once, the batch's other tasks still scheduled: they would start, or go on, at the
+    loop's next use, in a later, unrelated ``dispatch_sync``.
+    """
+    left = asyncio.all_tasks(loop)
+    if not left:
+        return
+    for task in left:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+
+
 def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> T:
     """Run ``fn(*args)`` to completion on ``backend`` from synchronous code.
 
@@ -481,7 +496,12 @@ def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> 
         RuntimeError: An event loop is already running in this thread.
     """
     if backend == "asyncio":
-        return event_loop().run_until_complete(fn(*args))
+        loop = event_loop()
+        try:
+            return loop.run_until_complete(fn(*args))
+        except BaseException:
+            _cancel_left(loop)
+            raise
     import sniffio
     import trio
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from types import ModuleType
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tinytools import Tool, ToolCall
@@ -228,6 +228,10 @@ class TestRenderNames:
         name=HOSTILE | st.from_regex(r"[A-Za-z_][A-Za-z0-9_-]{0,8}", fullmatch=True),
         arguments=st.dictionaries(HOSTILE, HOSTILE | st.text(max_size=8), max_size=3),
     )
+    # A string whose own text starts with a quote and holds the tag that ends it was
+    # taken for JSON text and left out of CDATA (XML: the call did not parse back).
+    @example(name="A", arguments={"tool_call": '"</parameter>'})
+    @example(name="a", arguments={"k": '"</k>'})
     def test_round_trip_or_refusal(
         self, dialect: ModuleType, name: str, arguments: dict[str, object]
     ) -> None:

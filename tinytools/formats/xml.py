@@ -209,14 +209,19 @@ def _plain(value: object, quoted: bool) -> str:
     """A value's text: a string verbatim (envelope-escaped), unless ``quoted`` (its schema
     says string) and it would read as a JSON string literal or holds a reasoning tag: then
     it is written as a JSON literal; any other value as JSON."""
-    if isinstance(value, str) and not (
-        quoted and (json_string_literal(value) is not None or _reasoning_tag(value))
-    ):
-        return escape_body(value)
+    if _verbatim(value, quoted):
+        return escape_body(value)  # type: ignore[arg-type]  # a str, see _verbatim
     # JSON has "<" only inside strings, where "\/" and "\u003c" are plain escapes; no
     # closing tag, envelope tag or "<parameter=" is left to end the value early.
     text = escape_json(msgspec.json.encode(value).decode()).replace("</", "<\\/")
     return text.replace(_PARAMETER, "\\u003cparameter=")
+
+
+def _verbatim(value: object, quoted: bool) -> bool:
+    """Whether :func:`_plain` writes ``value`` as its own text (else as JSON text)."""
+    return isinstance(value, str) and not (
+        quoted and (json_string_literal(value) is not None or _reasoning_tag(value))
+    )
 
 
 def _cdata(text: str) -> str:
@@ -225,7 +230,7 @@ def _cdata(text: str) -> str:
 
 def _field_text(name: str, key: str, value: object, quoted: bool) -> str:
     text = _plain(value, quoted)
-    if not isinstance(value, str) or text.startswith('"'):  # JSON text
+    if not _verbatim(value, quoted):  # JSON text (a string's own text may start with ")
         return text
     if any(tag in text for tag in (f"</{key}>", f"</{name}>", _CDATA)):
         return _cdata(text)
@@ -236,7 +241,7 @@ def _parameter_text(value: object, quoted: bool) -> str:
     """A ``<parameter=…>`` value: in CDATA when it holds a tag that would end it."""
     text = _plain(value, quoted)
     ends = (_PARAMETER_CLOSE, _PARAMETER, _FUNCTION_CLOSE, _CDATA)
-    verbatim = isinstance(value, str) and not text.startswith('"')
+    verbatim = _verbatim(value, quoted)  # a string's own text may start with "
     return _cdata(text) if verbatim and any(e in text for e in ends) else text
 
 
