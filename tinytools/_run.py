@@ -16,7 +16,7 @@ import operator
 import types
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Iterable
 
 import msgspec
 
@@ -35,14 +35,16 @@ from ._artifacts import ArtifactStore
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold
 from ._inject import Cancellation, Context
-from ._middleware import HookFailed, Stack
+from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._redact import shown_arguments
-from ._registry import Registry
+from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
+from ._tool_lists import registry_of
 from ._wire import ContentBlock, ToolCall, ToolMessage
 from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
 from .policies import RunPolicy
+from .toolsets._base import Toolset, registry_for
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -119,6 +121,23 @@ def _is_async_handler(handler: object) -> bool:
 
 def _name(fn: object) -> str:
     return str(getattr(fn, "__name__", None) or repr(fn))
+
+
+def _registry(
+    tools: Registry | Toolset | Iterable[AnyTool],
+    context: Context | None,
+    calls: tuple[ToolCall, ...],
+) -> Registry:
+    """The registry for ``dispatch``'s ``tools``: a ``Registry`` as it is; a tuple or list
+    of tools made into one once and remembered (checked against the batch's calls in
+    time proportional to the batch, not the list: :mod:`_tool_lists`); a toolset
+    resolved with the dispatch's ``context`` (cached: ``toolsets._base``)."""
+    if type(tools) is Registry:
+        return tools
+    kind = type(tools)
+    if kind is tuple or kind is list:
+        return registry_of(tools, calls)  # type: ignore[arg-type]
+    return registry_for(tools, context)
 
 
 class Sink:
@@ -214,10 +233,10 @@ class Run(Admission):
 
     def __init__(
         self,
-        calls: tuple[ToolCall, ...],
-        tools: Registry,
+        calls: Iterable[ToolCall],
+        tools: Registry | Toolset | Iterable[AnyTool],
         policy: RunPolicy,
-        stack: Stack,
+        middleware: Iterable[object] | Stack,
         context: Context | None,
         advertised: Collection[str] | None,
         resume: DeferredToolResults | None,
@@ -226,8 +245,26 @@ class Run(Admission):
         store: ArtifactStore | None,
         cancellation: Cancellation | None,
     ) -> None:
+        """Check dispatch's inputs and build the run's state from them (the registry
+        ``tools`` stands for, the composed middleware).
+
+        Raises:
+            TypeError: A call is not a ``ToolCall``, or ``policy``/``approvals`` has the
+                wrong type.
+        """
+        if type(calls) is not tuple:
+            calls = tuple(calls)  # read an iterator once
+        for call in calls:
+            if type(call) is not ToolCall and not isinstance(call, ToolCall):
+                raise TypeError(
+                    f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}"
+                )
+        if resume is not None and not isinstance(resume, DeferredToolResults):
+            raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
+        if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
+            raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
         # DispatchEnv.__init__, written out (one frame fewer per dispatch).
-        self.tools = tools
+        self.tools = tools if type(tools) is Registry else _registry(tools, context, calls)
         self.policy = policy
         self._context = context
         self._open = True
@@ -236,10 +273,10 @@ class Run(Admission):
             self._limits(policy)
         if advertised is not None:
             self._restrict(advertised)
-        if tools._discovery is not None:  # type: ignore[attr-defined]
+        if self.tools._discovery is not None:  # type: ignore[attr-defined]
             self._discover()
         self.calls = calls
-        self.stack = stack
+        self.stack = NO_MIDDLEWARE if middleware == () else composed(middleware)
         self.store = store
         self.ledger = ledger
         self.cancellation = cancellation
