@@ -33,7 +33,7 @@ from ._admit import (
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._effects import EffectLedger, release
-from ._fold import Failed, Fatal, Folded, Postponed, fold
+from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
 from ._inject import Cancellation, Context
 from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._redact import shown_arguments
@@ -41,7 +41,7 @@ from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
 from ._tool_lists import registry_of
-from ._wire import ContentBlock, ToolCall, ToolMessage
+from ._wire import ContentBlock, ToolCall, ToolMessage, ToolResult
 from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
 from .policies import RunPolicy
 from .toolsets._base import Toolset, registry_for
@@ -356,6 +356,19 @@ class Run(Admission):
         call, tool = item.call, item.tool
         name = tool.name
         limit = tool._plan.limit or self.policy.max_result_bytes
+        if (
+            not self.stack.afters
+            and kind is not Failed
+            and kind is not Fatal
+            and kind is not ToolResult
+            and (message := plain_message(call, name, limit, outcome)) is not None
+        ):
+            # A plain value no hook sees (the common call): its message, as fold makes it.
+            self.answers[item.index] = message
+            self.emit(ToolCompleted(call_id=call.id, tool_name=name, metadata={}))
+            if self.ledger is not None:
+                self._settle(call, message)
+            return
         try:
             message, event, follow_up, metadata = fold(
                 call, name, limit, outcome, self.stack.afters, self, self.store, self._run_id
