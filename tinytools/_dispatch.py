@@ -83,10 +83,12 @@ def _abort_for(run: Run, error: Exception) -> DispatchAborted:
     return aborted
 
 
-def _begin(run: Run) -> bool:
+def _begin(run: Run, answer: bool = True) -> bool:
     """After admission: abort on a ``Fail`` verdict; answer resolved calls; check
     injections; write the ledger's started rows — all before any tool runs. Returns
-    whether ``dispatch_sync`` needs an event loop for the batch's execution.
+    whether ``dispatch_sync`` needs an event loop for the batch's execution (with
+    ``answer`` false, under ``await dispatch``, that is not asked: no admitted call is
+    looked at unless one injects).
 
     Raises:
         DispatchAborted: A ``Fail`` policy fired, or a hook or host callback raised.
@@ -112,7 +114,7 @@ def _begin(run: Run) -> bool:
     needs_loop = run.sink is not None and run.sink.is_async
     injecting = None
     threaded = 0
-    for item in admitted:
+    for item in admitted if answer or run.injecting else ():
         plan = item.tool._plan
         if plan.plain and run_timeout is None:
             continue
@@ -285,7 +287,8 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchRe
         raise _abort_for(run, failed) from failed.error
     if run.sink is not None:
         await run.sink.flush()
-    _begin(run)
+    if run.preflight:  # else every verdict is Admitted: nothing to answer or check first
+        _begin(run, False)
     stop = await _concurrency.execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
