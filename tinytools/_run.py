@@ -302,7 +302,9 @@ class Run(Admission):
                 self.preflight = True
             else:
                 self.emit = sink.emit
-        if len(calls) > 1:  # one call cannot repeat an id
+        # One call cannot repeat an id, nor can a batch whose ids are all distinct (told
+        # at once, in C): only a batch that repeats one checks each call's id.
+        if len(calls) > 1 and len(set(map(_call_id, calls))) != len(calls):
             self.seen = set()
             self.opens = True
         if resume is not None:
