@@ -287,9 +287,16 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
             return decided
         call = decided
     if batch.limited:
-        limit = _limits(call, batch)
-        if limit is not None:
-            return Answered(index, limit)
+        # The common case (no stop checks, the budget not spent) costs a comparison.
+        most = batch.policy.max_tool_calls
+        if (
+            batch.cancelled is not None
+            or batch.expired is not None
+            or (most is not None and batch.used >= most)
+        ):
+            limit = _limits(call, batch)
+            if limit is not None:
+                return Answered(index, limit)
         batch.used += 1
     return call
 
@@ -488,10 +495,22 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     the function that answers it.
     """
     env = batch
-    # DispatchEnv.lookup's common case written out (one frame fewer): a directly exposed
-    # tool, no allow-list, no advertised set; anything else asks lookup itself.
+    # DispatchEnv.lookup's common cases written out (one frame fewer): a directly exposed
+    # tool, with no allow-list or advertised set, or on the allow-list with no advertised
+    # set; anything else asks lookup itself.
     found = env.tools._tools.get(call.name)
-    if found is None or found.exposure is not _DIRECT or not env._open:
+    if (
+        found is None
+        or found.exposure is not _DIRECT
+        or not (
+            env._open
+            or (
+                env.advertised is None
+                and (allowlist := env.policy.allowlist) is not None
+                and call.name in allowlist
+            )
+        )
+    ):
         found = env.lookup(call.name)
     if found is None:
         resolved = _resolve(index, call, batch)
