@@ -270,7 +270,12 @@ class Run(Admission):
         self._open = True
         self.opens = self.preflight = False
         if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
-            self._limits(policy)
+            if policy.allowlist is not None:
+                self._open = False
+            if policy.tool_timeout is not None:
+                self.preflight = True
+            if policy.max_tool_calls is not None:
+                self.limited = self.opens = True
         if advertised is not None:
             self._restrict(advertised)
         if self.tools._discovery is not None:  # type: ignore[attr-defined]
@@ -312,15 +317,6 @@ class Run(Admission):
             self.opens = self.preflight = True
         if ledger is not None:
             self.preflight = True
-
-    def _limits(self, policy: RunPolicy) -> None:
-        """What the run policy's limits ask of admission and of the preflight."""
-        if policy.allowlist is not None:
-            self._open = False
-        if policy.tool_timeout is not None:
-            self.preflight = True
-        if policy.max_tool_calls is not None:
-            self.limited = self.opens = True
 
     # --- what the stages ask ------------------------------------------------------
 
