@@ -170,6 +170,8 @@ class Admission(DispatchEnv):
     used = 0
     #: Whether any limit can refuse a call (else the checks are skipped outright).
     limited = False
+    #: Whether an admitted tool injects (dispatch checks the context before any runs).
+    injecting = False
 
     @property
     def env(self) -> DispatchEnv:
@@ -285,9 +287,16 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
             return decided
         call = decided
     if batch.limited:
-        limit = _limits(call, batch)
-        if limit is not None:
-            return Answered(index, limit)
+        # The common case (no stop checks, the budget not spent) costs a comparison.
+        most = batch.policy.max_tool_calls
+        if (
+            batch.cancelled is not None
+            or batch.expired is not None
+            or (most is not None and batch.used >= most)
+        ):
+            limit = _limits(call, batch)
+            if limit is not None:
+                return Answered(index, limit)
         batch.used += 1
     return call
 
@@ -299,7 +308,7 @@ def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
     if not isinstance(opened, ToolCall):
         return opened
     call = opened
-    env = batch.env
+    env = batch
     approved = call if env.is_call_approved(call.id) else None
     for hook in batch.stack.befores:
         try:
@@ -333,7 +342,7 @@ def _before_sync(index: int, call: ToolCall, batch: Admission) -> ToolCall | Ver
         HookFailed: A hook raised.
         TypeError: A hook returned an awaitable, or something that is not an outcome.
     """
-    env = batch.env
+    env = batch
     befores = batch.stack.befores
     for at, hook in enumerate(befores, 1):
         try:
@@ -355,7 +364,7 @@ def _after_hook(
 ) -> ToolCall | Verdict:
     """:func:`_before_sync` from a hook that answered other than with the call as it is:
     that answer, then the ``rest`` of the hooks."""
-    env = batch.env
+    env = batch
     approved = call if env.is_call_approved(call.id) else None
     while True:
         if type(outcome) is ToolCall:  # the call adjusted
@@ -403,7 +412,7 @@ def _went(
 ) -> tuple[ToolCall, ToolCall | None] | Verdict:
     """What a hook's (awaited) answer other than the bare call means: the call going on
     and its approval, or the verdict (``Deny``, ``Defer``)."""
-    env = batch.env
+    env = batch
     if isinstance(outcome, Deny):
         batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
         return Answered(index, error_message(call, outcome.message, "denied"))
@@ -486,10 +495,22 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     the function that answers it.
     """
     env = batch
-    # DispatchEnv.lookup's common case written out (one frame fewer): a directly exposed
-    # tool, no allow-list, no advertised set; anything else asks lookup itself.
+    # DispatchEnv.lookup's common cases written out (one frame fewer): a directly exposed
+    # tool, with no allow-list or advertised set, or on the allow-list with no advertised
+    # set; anything else asks lookup itself.
     found = env.tools._tools.get(call.name)
-    if found is None or found.exposure is not _DIRECT or not env._open:
+    if (
+        found is None
+        or found.exposure is not _DIRECT
+        or not (
+            env._open
+            or (
+                env.advertised is None
+                and (allowlist := env.policy.allowlist) is not None
+                and call.name in allowlist
+            )
+        )
+    ):
         found = env.lookup(call.name)
     if found is None:
         resolved = _resolve(index, call, batch)
@@ -520,6 +541,8 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
         ):
             return _defer(index, call, "approval", {}, batch)
         batch.preflight = True
+        if plan.injections:
+            batch.injecting = True
     return Admitted(index, call, found, arguments)
 
 
@@ -553,22 +576,22 @@ def _resolve(
     index: int, call: ToolCall, batch: Admission
 ) -> tuple[ToolCall, AnyTool] | Answered | Abort:
     """The tool ``call`` names, or the unknown-tool policy's answer."""
-    found = batch.env.resolve(call.name)
+    found = batch.resolve(call.name)
     if found is not None:
         name, tool = found
         if name == call.name:
             return call, tool
-        batch.emit(_unknown(call, f"rewrite:{name}", batch.env, tool))
+        batch.emit(_unknown(call, f"rewrite:{name}", batch, tool))
         return msgspec.structs.replace(call, name=name), tool
-    policy = batch.env.policy.unknown_tool
+    policy = batch.policy.unknown_tool
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
-    event = _unknown(call, recovery, batch.env)
+    event = _unknown(call, recovery, batch)
     batch.emit(event)
     # Named by what the model may call this turn, at most a handful (never the whole
     # registry); the arguments as the event shows them (redacted when a registered
     # tool the name reaches redacts).
     requested = preview(call.name, 80, raw_text=True)
-    names, complete = _suggestions(call.name, batch.env)
+    names, complete = _suggestions(call.name, batch)
     listed = ", ".join(f"`{n}`" for n in names)
     if complete:
         hint = f"Available tools: {listed or 'none'}."
@@ -774,7 +797,7 @@ def _invalid(
     batch: Admission,
 ) -> dict[str, object] | Answered | Abort:
     """The invalid-args policy for well-formed arguments that break the schema."""
-    policy = batch.env.policy.invalid_args
+    policy = batch.policy.invalid_args
     if isinstance(policy, NormalizeThenReturnToolError):
         try:
             decoded = msgspec.json.decode(value) if isinstance(value, (str, bytes)) else value

@@ -109,7 +109,7 @@ async def _in_thread(
 async def run_call(run: Run, item: Admitted, deadline: float | None) -> object:
     """Run one call under the event loop, with its timeout and retries; its outcome."""
     plan = item.tool._plan
-    timeout = plan.timeout_under(run.env.policy.tool_timeout)
+    timeout = plan.timeout_under(run.policy.tool_timeout)
     handle = Cancellation() if plan.injections or timeout is not None else UNSEEN
     kwargs = kwargs_for(run, item, handle, deadline)
     run.start(item)
@@ -214,8 +214,8 @@ async def _run_all(
     deadline: float | None,
     scope: anyio.CancelScope | None,
 ) -> None:
-    concurrency = run.env.policy.max_concurrency
-    awaiting = run.env.policy.tool_timeout is None
+    concurrency = run.policy.max_concurrency
+    awaiting = run.policy.tool_timeout is None
     if concurrency == 1 or len(admitted) <= 1:  # serial: the loop itself bounds concurrency
         await _worker(run, iter(admitted), deadline, _go_on, awaiting)
         return

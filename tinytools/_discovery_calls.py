@@ -109,7 +109,7 @@ def opening(call: ToolCall, batch: Admission) -> ToolCall | ToolMessage:
     reached through ``tool_call`` while that is callable, and runs only if the
     host's decision binds it, as every resumed call does.
     """
-    env = batch.env
+    env = batch
     env.reached = None
     intrinsics = env.discovery
     assert intrinsics is not None

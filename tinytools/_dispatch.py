@@ -1,6 +1,6 @@
 """``dispatch`` and ``dispatch_sync``: a batch of tool calls in, a result out.
 
-One engine serves both. The stages, top to bottom: prepare (the registry, the
+One engine serves both. The stages, top to bottom: the run (:class:`Run`: the registry, the
 composed middleware, the run's state — nothing the arguments do not ask for) →
 admit every call (pure; :mod:`_admit`) → begin (answer resolved calls, check
 injections, write the ledger's started rows) → execute the admitted calls → fold
@@ -39,16 +39,15 @@ from ._artifacts import ArtifactStore
 from ._effects import EffectLedger, record_started, refusal
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context
-from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
+from ._middleware import HookFailed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop
-from ._tool_lists import registry_of
 from ._wire import ToolCall, ToolMessage
 from ._workers import Backend, check_backend, run_on
 from .events import Custom
 from .policies import RunPolicy
-from .toolsets._base import Toolset, registry_for
+from .toolsets._base import Toolset
 
 __all__ = ["DEFAULT_POLICY", "DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]
 
@@ -58,72 +57,8 @@ DeferredToolHandler = (
     | Callable[[DeferredToolRequests], Awaitable[DeferredToolResults]]
 )
 
-_NO_MIDDLEWARE = NO_MIDDLEWARE
 _REMEMBERED = 64
 _UNMATCHED = {"reason": "no call of the batch has this decision's id; it was ignored"}
-
-
-# --- prepare -------------------------------------------------------------------------
-
-
-#: The composed middleware (composed once per middleware sequence: ``_middleware``).
-_stack = composed
-
-
-def _registry(
-    tools: Registry | Toolset | Iterable[AnyTool],
-    context: Context | None,
-    calls: tuple[ToolCall, ...],
-) -> Registry:
-    """The registry for ``dispatch``'s ``tools``: a ``Registry`` as it is; a tuple or list
-    of tools made into one once and remembered (checked against the batch's calls in
-    time proportional to the batch, not the list: :mod:`_tool_lists`); a toolset
-    resolved with the dispatch's ``context`` (cached: ``toolsets._base``)."""
-    if type(tools) is Registry:
-        return tools
-    kind = type(tools)
-    if kind is tuple or kind is list:
-        return registry_of(tools, calls)  # type: ignore[arg-type]
-    return registry_for(tools, context)
-
-
-def _prepare(
-    calls: Iterable[ToolCall],
-    tools: Registry | Toolset | Iterable[AnyTool],
-    policy: RunPolicy,
-    middleware: Iterable[object] | Stack,
-    context: Context | None,
-    advertised: Collection[str] | None,
-    approvals: DeferredToolResults | None,
-    ledger: EffectLedger | None,
-    on_event: EventHandler | None,
-    artifacts: ArtifactStore | None,
-    cancellation: Cancellation | None,
-) -> Run:
-    """Check the inputs and build the run's state."""
-    batch = calls if type(calls) is tuple else tuple(calls)  # read an iterator once
-    for call in batch:
-        if type(call) is not ToolCall and not isinstance(call, ToolCall):
-            raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
-    if approvals is not None and not isinstance(approvals, DeferredToolResults):
-        raise TypeError(f"approvals must be a DeferredToolResults, got {type(approvals).__name__}")
-    if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
-        raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
-    registry = tools if type(tools) is Registry else _registry(tools, context, batch)
-    stack = _NO_MIDDLEWARE if middleware == () else _stack(middleware)
-    return Run(
-        batch,
-        registry,
-        policy,
-        stack,
-        context,
-        advertised,
-        approvals,
-        ledger,
-        on_event,
-        artifacts,
-        cancellation,
-    )
 
 
 # --- admit and begin -------------------------------------------------------------------
@@ -148,10 +83,12 @@ def _abort_for(run: Run, error: Exception) -> DispatchAborted:
     return aborted
 
 
-def _begin(run: Run) -> bool:
+def _begin(run: Run, answer: bool = True) -> bool:
     """After admission: abort on a ``Fail`` verdict; answer resolved calls; check
     injections; write the ledger's started rows — all before any tool runs. Returns
-    whether ``dispatch_sync`` needs an event loop for the batch's execution.
+    whether ``dispatch_sync`` needs an event loop for the batch's execution (with
+    ``answer`` false, under ``await dispatch``, that is not asked: no admitted call is
+    looked at unless one injects).
 
     Raises:
         DispatchAborted: A ``Fail`` policy fired, or a hook or host callback raised.
@@ -177,7 +114,7 @@ def _begin(run: Run) -> bool:
     needs_loop = run.sink is not None and run.sink.is_async
     injecting = None
     threaded = 0
-    for item in admitted:
+    for item in admitted if answer or run.injecting else ():
         plan = item.tool._plan
         if plan.plain and run_timeout is None:
             continue
@@ -305,7 +242,7 @@ def dispatch_sync(
     """
     if backend != "asyncio":
         check_backend(backend)
-    run = _prepare(
+    run = Run(
         calls,
         tools,
         policy,
@@ -350,7 +287,8 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchRe
         raise _abort_for(run, failed) from failed.error
     if run.sink is not None:
         await run.sink.flush()
-    _begin(run)
+    if run.preflight:  # else every verdict is Admitted: nothing to answer or check first
+        _begin(run, False)
     stop = await _concurrency.execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
@@ -421,7 +359,7 @@ async def dispatch(
     """
     from ._concurrency import current_time
 
-    run = _prepare(
+    run = Run(
         calls,
         tools,
         policy,
@@ -489,7 +427,7 @@ def _resumed(
     registry, policy, composed middleware, context (so the same run id), advertised
     names, ledger, handler, artifact store and cancellation."""
     assert first.deferred is not None
-    return _prepare(
+    return Run(
         first.deferred.all,
         run.tools,
         run.policy,

@@ -179,7 +179,7 @@ def retry_wait(run: Run, item: Admitted, error: BaseException, attempt: int) -> 
     if not isinstance(error, RetryableError) or attempt >= item.tool._plan.retries:
         return classify(error, item)
     attempt += 1
-    policy = run.env.policy
+    policy = run.policy
     base = min(policy.retry_max_delay, policy.retry_base_delay * 2.0 ** (attempt - 1))
     # Jitter spreads the retries of many calls; seeding it with the call and attempt
     # keeps equal inputs giving equal events (ToolRetried.delay included).
@@ -204,7 +204,7 @@ def kwargs_for(
     injections = item.tool._plan.injections
     if not injections:
         return item.arguments
-    context = run.env.context
+    context = run.context
     call_id = item.call.id
     emit = run.emit
     runtime = CallRuntime(
@@ -215,7 +215,7 @@ def kwargs_for(
             context.thread_id,
             context.depth,
             deadline,
-            run.env.is_call_approved(call_id),
+            run.is_call_approved(call_id),
         ),
         cancellation=handle,
         emit=Emit(lambda name, data: emit(_custom(call_id, name, data))),

@@ -50,6 +50,7 @@ __all__ = [
     "Folded",
     "Postponed",
     "fold",
+    "plain_message",
     "render",
     "truncate",
 ]
@@ -192,44 +193,54 @@ def fold(
     kind = type(outcome)
     # (identity tests, not a set: hashing a returned value's type can raise)
     if kind is not Failed and kind is not Fatal and kind is not ToolResult:
-        # A plain return value: its text made directly (no ToolResult unless a hook sees it).
-        # ``text`` is what the hooks see, ``content`` what the model reads (JSON text
-        # that encoded holds no lone surrogate: it is its own content).
-        output = None
-        if kind is str:
-            text: str = outcome  # type: ignore[assignment]
-            content: str | None = text
-            if not outcome.isascii():  # type: ignore[attr-defined]
-                content = printable(outcome)  # type: ignore[arg-type]
-        elif isinstance(outcome, str):  # a str subclass (a str Enum): its string value
-            text = str.__str__(outcome)
-            content = printable(text)
-        else:
-            try:  # return_text, its common case written out (one frame fewer)
-                encoded = _encode(outcome)
-                text = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
-                content = text
-            except (TypeError, ValueError, OverflowError, RecursionError):
-                content = None  # wrap_return answers it as the error it is, below
-            if outcome is not None:
-                output = ToolOutput(outcome, ())
-        if content is not None:
-            if afters:
-                # The hooks see the value as wrap_return makes it (from the text above).
-                structured = None if output is None else outcome
+        # A plain return value: its message made directly (no ToolResult unless a hook
+        # sees it).
+        if not afters:
+            message = plain_message(call, name, limit, outcome)
+            if message is not None:
+                return (
+                    message,
+                    ToolCompleted(call_id=call.id, tool_name=name, metadata={}),
+                    (),
+                    None,
+                )
+        else:  # the hooks see the value as wrap_return makes it
+            structured = None
+            text: str | None
+            if isinstance(outcome, str):
+                text = str.__str__(outcome)
+            else:
+                try:  # return_text, its common case written out (one frame fewer)
+                    encoded = _encode(outcome)
+                    text = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
+                except (TypeError, ValueError, OverflowError, RecursionError):
+                    text = None  # answered as the error it is, below (no hook sees it)
+                structured = outcome  # None stays None: its text is "null"
+            if text is not None:
                 result = wrapped = ToolResult(content=(TextBlock(text),), structured=structured)
                 for hook in afters:  # _after, written out (one frame fewer)
                     try:
                         result = hook(call, result, env)  # type: ignore[arg-type]
                     except Exception as error:
                         raise HookFailed("after_tool", hook, error) from error
-                if result is not wrapped or wrapped.metadata:  # else: the message unchanged
+                if result is not wrapped or wrapped.metadata:
                     result = _hooks_result(afters, result, wrapped)
                     return _from_result(call, name, limit, result, "ok", outcome, store, run_id)
-            if limit is not None and len(content) * 4 > limit:  # else it fits (see truncate)
-                content = truncate(content, limit)
-            message = ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
-            return message, ToolCompleted(call_id=call.id, tool_name=name, metadata={}), (), None
+                # Handed back untouched, with nothing added: the message plain_message
+                # makes, written out from the text made above (one frame fewer).
+                output = None
+                if structured is None:  # text, or None (no structured output)
+                    content = printable(text)
+                else:
+                    content = text  # JSON text that encoded holds no lone surrogate
+                    output = ToolOutput(outcome, ())
+                if limit is not None and len(content) * 4 > limit:  # else it fits
+                    content = truncate(content, limit)
+                message = ToolMessage(
+                    tool_call_id=call.id, name=name, content=content, artifact=output
+                )
+                completed = ToolCompleted(call_id=call.id, tool_name=name, metadata={})
+                return message, completed, (), None
     if kind is Failed and not afters:
         # A failure no hook sees: its message and event directly (what ToolResult.error
         # would fold to: the text alone, an error, no structured output or metadata).
@@ -262,6 +273,37 @@ def fold(
     if afters:
         result = _after(call, result, afters, env)
     return _from_result(call, name, limit, result, status, outcome, store, run_id)
+
+
+def plain_message(
+    call: ToolCall, name: str, limit: int | None, outcome: object
+) -> ToolMessage | None:
+    """The message for a plain return value (not ``Failed``, ``Fatal``, ``Postponed`` or
+    a ``ToolResult``) that no ``after_tool`` hook sees — the one place a value becomes
+    its message: a ``str`` is the content, anything else its compact JSON (with the
+    value as structured output), cut to ``limit``. None when the value cannot be
+    answered as it is (not JSON-encodable, NaN): :func:`fold` answers it as an error.
+
+    ``Run.finish`` calls it directly for the common call (four arguments, no tuple);
+    :func:`fold` writes it out for a value its hooks handed back untouched.
+    """
+    output = None
+    if type(outcome) is str:
+        content: str = outcome if outcome.isascii() else printable(outcome)
+    elif isinstance(outcome, str):  # a str subclass (a str Enum): its string value
+        content = printable(str.__str__(outcome))
+    else:
+        # JSON text that encoded holds no lone surrogate: it is its own content.
+        try:  # return_text, its common case written out (one frame fewer)
+            encoded = _encode(outcome)
+            content = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return None  # wrap_return answers it as the error it is
+        if outcome is not None:
+            output = ToolOutput(outcome, ())
+    if limit is not None and len(content) * 4 > limit:  # else it fits (see truncate)
+        content = truncate(content, limit)
+    return ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
 
 
 def _after(

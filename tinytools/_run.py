@@ -16,7 +16,7 @@ import operator
 import types
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Awaitable, Callable, Collection, Iterable
 
 import msgspec
 
@@ -33,16 +33,18 @@ from ._admit import (
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._effects import EffectLedger, release
-from ._fold import Failed, Fatal, Folded, Postponed, fold
+from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
 from ._inject import Cancellation, Context
-from ._middleware import HookFailed, Stack
+from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._redact import shown_arguments
-from ._registry import Registry
+from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
-from ._wire import ContentBlock, ToolCall, ToolMessage
+from ._tool_lists import registry_of
+from ._wire import ContentBlock, ToolCall, ToolMessage, ToolResult
 from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
 from .policies import RunPolicy
+from .toolsets._base import Toolset, registry_for
 
 __all__ = [
     "DEFAULT_POLICY",
@@ -119,6 +121,23 @@ def _is_async_handler(handler: object) -> bool:
 
 def _name(fn: object) -> str:
     return str(getattr(fn, "__name__", None) or repr(fn))
+
+
+def _registry(
+    tools: Registry | Toolset | Iterable[AnyTool],
+    context: Context | None,
+    calls: tuple[ToolCall, ...],
+) -> Registry:
+    """The registry for ``dispatch``'s ``tools``: a ``Registry`` as it is; a tuple or list
+    of tools made into one once and remembered (checked against the batch's calls in
+    time proportional to the batch, not the list: :mod:`_tool_lists`); a toolset
+    resolved with the dispatch's ``context`` (cached: ``toolsets._base``)."""
+    if type(tools) is Registry:
+        return tools
+    kind = type(tools)
+    if kind is tuple or kind is list:
+        return registry_of(tools, calls)  # type: ignore[arg-type]
+    return registry_for(tools, context)
 
 
 class Sink:
@@ -229,10 +248,10 @@ class Run(Admission):
 
     def __init__(
         self,
-        calls: tuple[ToolCall, ...],
-        tools: Registry,
+        calls: Iterable[ToolCall],
+        tools: Registry | Toolset | Iterable[AnyTool],
         policy: RunPolicy,
-        stack: Stack,
+        middleware: Iterable[object] | Stack,
         context: Context | None,
         advertised: Collection[str] | None,
         resume: DeferredToolResults | None,
@@ -241,20 +260,43 @@ class Run(Admission):
         store: ArtifactStore | None,
         cancellation: Cancellation | None,
     ) -> None:
+        """Check dispatch's inputs and build the run's state from them (the registry
+        ``tools`` stands for, the composed middleware).
+
+        Raises:
+            TypeError: A call is not a ``ToolCall``, or ``policy``/``approvals`` has the
+                wrong type.
+        """
+        if type(calls) is not tuple:
+            calls = tuple(calls)  # read an iterator once
+        for call in calls:
+            if type(call) is not ToolCall and not isinstance(call, ToolCall):
+                raise TypeError(
+                    f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}"
+                )
+        if resume is not None and not isinstance(resume, DeferredToolResults):
+            raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
+        if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
+            raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
         # DispatchEnv.__init__, written out (one frame fewer per dispatch).
-        self.tools = tools
+        self.tools = tools if type(tools) is Registry else _registry(tools, context, calls)
         self.policy = policy
         self._context = context
         self._open = True
         self.opens = self.preflight = False
         if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
-            self._limits(policy)
+            if policy.allowlist is not None:
+                self._open = False
+            if policy.tool_timeout is not None:
+                self.preflight = True
+            if policy.max_tool_calls is not None:
+                self.limited = self.opens = True
         if advertised is not None:
             self._restrict(advertised)
-        if tools._discovery is not None:  # type: ignore[attr-defined]
+        if self.tools._discovery is not None:  # type: ignore[attr-defined]
             self._discover()
         self.calls = calls
-        self.stack = stack
+        self.stack = NO_MIDDLEWARE if middleware == () else composed(middleware)
         self.store = store
         self.ledger = ledger
         self.cancellation = cancellation
@@ -280,7 +322,9 @@ class Run(Admission):
                 self.preflight = True
             else:
                 self.emit = sink.emit
-        if len(calls) > 1:  # one call cannot repeat an id
+        # One call cannot repeat an id, nor can a batch whose ids are all distinct (told
+        # at once, in C): only a batch that repeats one checks each call's id.
+        if len(calls) > 1 and len(set(map(_call_id, calls))) != len(calls):
             self.seen = set()
             self.opens = True
         if resume is not None:
@@ -288,15 +332,6 @@ class Run(Admission):
             self.opens = self.preflight = True
         if ledger is not None:
             self.preflight = True
-
-    def _limits(self, policy: RunPolicy) -> None:
-        """What the run policy's limits ask of admission and of the preflight."""
-        if policy.allowlist is not None:
-            self._open = False
-        if policy.tool_timeout is not None:
-            self.preflight = True
-        if policy.max_tool_calls is not None:
-            self.limited = self.opens = True
 
     # --- what the stages ask ------------------------------------------------------
 
@@ -334,6 +369,19 @@ class Run(Admission):
         call, tool = item.call, item.tool
         name = tool.name
         limit = tool._plan.limit or self.policy.max_result_bytes
+        if (
+            not self.stack.afters
+            and kind is not Failed
+            and kind is not Fatal
+            and kind is not ToolResult
+            and (message := plain_message(call, name, limit, outcome)) is not None
+        ):
+            # A plain value no hook sees (the common call): its message, as fold makes it.
+            self.answers[item.index] = message
+            self.emit(ToolCompleted(call_id=call.id, tool_name=name, metadata={}))
+            if self.ledger is not None:
+                self._settle(call, message)
+            return
         try:
             message, event, follow_up, metadata = fold(
                 call, name, limit, outcome, self.stack.afters, self, self.store, self._run_id
