@@ -163,8 +163,8 @@ IDLE, RUNNING, FINISHED, DETACHED = 0, 1, 2, 3
 class _Baton:
     """The single slot between a caller and a worker thread, in Python: the twin of
     ``_workers_speedups.Baton`` used when the extension is not built (same protocol and
-    answers; each hand-off costs about three times the CPU, as a woken thread finds the
-    GIL still held by the thread that woke it)."""
+    answers; it never polls, and each hand-off costs about three times the CPU, as a woken
+    thread finds the GIL still held by the thread that woke it)."""
 
     __slots__ = ("_done", "_go", "_mutex", "state")
 
