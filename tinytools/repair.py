@@ -273,13 +273,9 @@ _SCANNED_KINDS: Final[tuple[tuple[int, RepairKind], ...]] = (
     (_relaxed.CONTROL, "control_characters"),
     (_relaxed.COMMENTS, "comments"),
 )
-_LAYER_KINDS: Final[tuple[RepairKind, ...]] = (
-    "markdown_fence",
-    "bom",
-    "whitespace",
-    "fence_language",
-    "leaked_tokens",
-    "repeated_object",
+#: The kinds found around the document: every other kind, in REPAIR_KINDS order.
+_LAYER_KINDS: Final[tuple[RepairKind, ...]] = tuple(
+    kind for kind in REPAIR_KINDS if kind not in {k for _, k in _SCANNED_KINDS}
 )
 _ALL_SCANNED: Final = sum(bit for bit, _ in _SCANNED_KINDS)
 #: The scanned kinds for each combination of the scanner's bits, in REPAIR_KINDS order.
