@@ -126,6 +126,31 @@ class TestEventHandlerShapes:
         result = dispatch_sync(CALLS, TOOLS, on_event=record)
         assert list(result.events) == seen
 
+    def test_same_handler_every_dispatch(self) -> None:
+        """One module-level handler passed to every dispatch gets every event of each;
+        an async handler passed between them is still awaited, and a handler that
+        returns an awaitable still fails the run."""
+        _RECORDED.clear()
+        for _ in range(3):
+            result = dispatch_sync(CALLS, TOOLS, on_event=_record)
+            assert [type(e) for e in result.events] == KINDS
+        assert [type(e) for e in _RECORDED] == KINDS * 3
+        recorder = Recorder()
+        result = dispatch_sync(CALLS, TOOLS, on_event=recorder.asynchronous)
+        assert list(result.events) == recorder.seen
+        with pytest.raises(DispatchAborted, match="async def"):
+            dispatch_sync(CALLS, TOOLS, on_event=lambda event: recorder.asynchronous(event))
+        _RECORDED.clear()
+        result = dispatch_sync(CALLS, TOOLS, on_event=_record)
+        assert _RECORDED == list(result.events)
+
+
+_RECORDED: list[Event] = []
+
+
+def _record(event: Event) -> None:
+    _RECORDED.append(event)
+
 
 class Colour(str, enum.Enum):
     RED = "red"

@@ -89,8 +89,24 @@ _METHOD = types.MethodType
 _CO_COROUTINE = inspect.CO_COROUTINE
 
 
+#: The last ``on_event`` handler found synchronous: most hosts pass the same one to
+#: every dispatch, and :class:`Run` then knows it by identity alone (a one-entry memo,
+#: which changes nothing but speed; a handler is read once, so mark it a coroutine
+#: function before its first dispatch).
+LAST_SYNC_HANDLER: list[object] = [None]
+
+
 def _is_async_handler(handler: object) -> bool:
-    """Whether ``on_event`` returns awaitables.
+    """Whether ``on_event`` returns awaitables (remembering a synchronous one:
+    :data:`LAST_SYNC_HANDLER`)."""
+    answer = _reads_async(handler)
+    if not answer:
+        LAST_SYNC_HANDLER[0] = handler
+    return answer
+
+
+def _reads_async(handler: object) -> bool:
+    """Whether ``on_event`` returns awaitables, as its type and code say.
 
     The common handlers, also made afresh per dispatch (``events.append``,
     ``self.on_event``, a lambda), are answered from their type: a builtin never is;
@@ -141,56 +157,34 @@ def _registry(
 
 
 class Sink:
-    """Collects events in order and hands each to ``on_event`` as it happens.
+    """Collects events for an async ``on_event`` handler, which :meth:`flush` awaits.
 
-    No lock is held while the handler runs (a handler may cancel the batch, or be
-    called from a tool's worker thread). An exception from the handler does not
-    unwind the stage that emitted the event: the first one is kept as the run's
-    failure, and dispatch aborts the batch at the next stage boundary, with every call
-    answered. The sink holds its run weakly: the run holds the sink, and a cycle
-    would leave every dispatch's state to the cyclic garbage collector. The run's
-    ``emit`` is :meth:`emit` for a synchronous handler and :meth:`queue` for an async
-    one (chosen once, so an event pays no check of which it is).
+    The run's ``emit`` is :meth:`queue`: an event is recorded at once and handed to the
+    handler at the next await point of dispatch, in order. An exception from the
+    handler is kept as the run's failure (the first one), and dispatch aborts the
+    batch at the next stage boundary, with every call answered. The sink holds its run
+    weakly: the run holds the sink, and a cycle would leave every dispatch's state to
+    the cyclic garbage collector. (A synchronous handler needs no sink: see
+    :class:`Handled`.)
     """
 
-    __slots__ = ("_handler", "_run", "events", "flushing", "is_async", "pending")
+    __slots__ = ("_handler", "_run", "events", "flushing", "pending")
+
+    #: The handler returns awaitables (dispatch reads it to know the run needs a loop).
+    is_async = True
 
     def __init__(self, run: Run, on_event: EventHandler) -> None:
         self._run = weakref.ref(run)
         self.events = run.events
         self._handler = on_event
-        self.is_async = _is_async_handler(on_event)
-        #: The events waiting for the async handler (a sync handler has none, ever).
-        self.pending: deque[Event] | tuple[()] = deque() if self.is_async else ()
+        #: The events waiting for the handler.
+        self.pending: deque[Event] = deque()
         self.flushing = False
-
-    def emit(self, event: Event) -> None:
-        """Record ``event`` and hand it to the (synchronous) handler."""
-        self.events.append(event)
-        try:
-            returned = self._handler(event)
-        except Exception as error:
-            self._failed(error)
-        else:
-            if returned is not None and inspect.isawaitable(returned):
-                self._unawaited(returned)
-
-    def _unawaited(self, returned: Awaitable[object]) -> None:
-        """A handler read as synchronous returned an awaitable (``lambda e: queue.put(e)``):
-        nothing would await it, so the event would be lost in silence — the run fails."""
-        if inspect.iscoroutine(returned):
-            returned.close()
-        self._failed(
-            TypeError(
-                f"it returned {type(returned).__name__}, which dispatch does not await: "
-                "make the handler an `async def` function (or `await` inside one)"
-            )
-        )
 
     def queue(self, event: Event) -> None:
         """Record ``event`` for the async handler, which :meth:`flush` awaits."""
         self.events.append(event)
-        self.pending.append(event)  # type: ignore[union-attr]  # an async handler's deque
+        self.pending.append(event)
 
     def _failed(self, error: Exception) -> None:
         run = self._run()
@@ -210,7 +204,6 @@ class Sink:
 
     async def _drain(self) -> None:
         pending = self.pending
-        assert isinstance(pending, deque)  # non-empty: an async handler's
         while pending:
             event = pending.popleft()
             try:
@@ -237,6 +230,7 @@ class Run(Admission):
         "extras",
         "halted",
         "ledger",
+        "on_event",
         "sink",
         "store",
     )
@@ -310,18 +304,19 @@ class Run(Admission):
         self.verdicts = self.admitted = []  # type: ignore[assignment]
         # Made on first need: most batches carry no extras.
         self.extras: tuple[list[FollowUp], dict[str, dict[str, object]]] | None = None
+        self.sink: Sink | None = None
         if on_event is None:
-            self.sink: Sink | None = None
             self.emit: Callable[[Event], None] = self.events.append
-        else:
+        elif on_event is LAST_SYNC_HANDLER[0] or not _is_async_handler(on_event):
+            # The run hands each event to the handler itself (Handled.emit: no sink to
+            # build, no weak reference); a handler that raises halts the run, and no call
+            # starts after that (see dispatch).
+            self.on_event = on_event
+            self.__class__ = Handled
+        else:  # an async handler needs the event loop
             sink = self.sink = Sink(self, on_event)
-            # An async handler needs the event loop; a sync one that raises halts the
-            # run, and no call starts after that (see dispatch).
-            if sink.is_async:
-                self.emit = sink.queue
-                self.preflight = True
-            else:
-                self.emit = sink.emit
+            self.emit = sink.queue
+            self.preflight = True
         # One call cannot repeat an id, nor can a batch whose ids are all distinct (told
         # at once, in C): only a batch that repeats one checks each call's id.
         if len(calls) > 1 and len(set(map(_call_id, calls))) != len(calls):
@@ -601,3 +596,43 @@ class Run(Admission):
     def abort(self, reason: str) -> DispatchAborted:
         """The exception for an aborted batch, its result answering every call."""
         return DispatchAborted(reason, self.result(Stop.ABORTED))
+
+
+class Handled(Run):
+    """A run whose events go to a synchronous ``on_event`` handler, each as it happens.
+
+    :class:`Run` becomes one when it is given such a handler: its :meth:`emit` is a
+    method of the run itself — no sink object per dispatch, no weak reference, and one
+    frame per event. No lock is held while the handler runs (a handler may cancel the
+    batch, or be called from a tool's worker thread). An exception from the handler
+    does not unwind the stage that emitted the event: the first one is kept as the
+    run's failure, and dispatch aborts the batch at the next stage boundary, with every
+    call answered. A late event from an abandoned tool thread is recorded on a run
+    whose dispatch is over, and changes nothing.
+    """
+
+    __slots__ = ()
+
+    on_event: Callable[[Event], object]
+
+    def emit(self, event: Event) -> None:
+        """Record ``event`` and hand it to the handler."""
+        self.events.append(event)
+        try:
+            returned = self.on_event(event)
+        except Exception as error:
+            self.fail(HostFailed(f"the on_event handler {_name(self.on_event)}", error))
+        else:
+            if returned is not None and inspect.isawaitable(returned):
+                self._unawaited(returned)
+
+    def _unawaited(self, returned: Awaitable[object]) -> None:
+        """A handler read as synchronous returned an awaitable (``lambda e: queue.put(e)``):
+        nothing would await it, so the event would be lost in silence — the run fails."""
+        if inspect.iscoroutine(returned):
+            returned.close()
+        error = TypeError(
+            f"it returned {type(returned).__name__}, which dispatch does not await: "
+            "make the handler an `async def` function (or `await` inside one)"
+        )
+        self.fail(HostFailed(f"the on_event handler {_name(self.on_event)}", error))
