@@ -361,6 +361,28 @@ class TestOnDeferred:
         assert "limit of 1 tool calls" in moved.content
         assert result.executed == ("a",)
 
+    @pytest.mark.parametrize("most", [2, 3])
+    def test_deferred_call_gives_its_slot_back_within_the_budget(self, most: int) -> None:
+        """A batch that cannot reach its limit still counts its calls: the deferred call
+        gives its slot back, so its resumed pass runs it; a third call is refused."""
+        calls = [call("t", "transfer", {"amount": 5}), call("a", "add", {"a": 1})]
+        result = dispatch_sync(
+            calls,
+            [transfer, add],
+            policy=RunPolicy(max_tool_calls=most),
+            on_deferred=lambda pending: pending.approve_all(),
+        )
+        assert [m.status for m in result.messages] == ["ok", "ok"]
+        assert set(result.executed) == {"t", "a"}
+        over = dispatch_sync(
+            [*calls, call("b", "add", {"a": 2})],
+            [transfer, add],
+            policy=RunPolicy(max_tool_calls=2),
+            on_deferred=lambda pending: pending.approve_all(),
+        )
+        assert [m.status for m in over.messages] == ["error", "ok", "ok"]
+        assert "limit of 2 tool calls" in over.messages[0].content
+
     def test_resumed_calls_share_the_batch_deadline(self) -> None:
         """Defect: on_deferred restarted the deadline for the resumed pass."""
 

@@ -166,9 +166,11 @@ class Admission(DispatchEnv):
     seen: set[str] | None = None
     cancelled: Callable[[], bool] | None = None
     expired: Callable[[], bool] | None = None
-    #: The ``max_tool_calls`` slots used (counted only when some limit applies).
+    #: The ``max_tool_calls`` slots used (counted only when ``limited``).
     used = 0
-    #: Whether any limit can refuse a call (else the checks are skipped outright).
+    #: Whether the slots are counted (a limit applies). A call is checked against the
+    #: limits only while ``opens``: a batch that cannot reach its limit takes every
+    #: slot at once (see ``Run``), and a deferred call gives its slot back.
     limited = False
     #: Whether an admitted tool injects (dispatch checks the context before any runs).
     injecting = False

@@ -278,13 +278,6 @@ class Run(Admission):
         self._context = context
         self._open = True
         self.opens = self.preflight = False
-        if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
-            if policy.allowlist is not None:
-                self._open = False
-            if policy.tool_timeout is not None:
-                self.preflight = True
-            if policy.max_tool_calls is not None:
-                self.limited = self.opens = True
         if advertised is not None:
             self._restrict(advertised)
         if self.tools._discovery is not None:  # type: ignore[attr-defined]
@@ -327,6 +320,23 @@ class Run(Admission):
             self.opens = self.preflight = True
         if ledger is not None:
             self.preflight = True
+        if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
+            if policy.allowlist is not None:
+                self._open = False
+            if policy.tool_timeout is not None:
+                self.preflight = True
+            most = policy.max_tool_calls
+            if most is not None:
+                # The slots are counted. A batch that nothing else opens and that cannot
+                # reach the limit takes every call's slot at once (a deferred call gives
+                # its back): admission checks nothing per call. Otherwise each call takes
+                # its slot as admission opens it. (A pass with stop checks or slots
+                # already used sets both anew: Admission.admission.)
+                self.limited = True
+                if self.opens or len(calls) > most:
+                    self.opens = True
+                else:
+                    self.used = len(calls)
 
     # --- what the stages ask ------------------------------------------------------
 
