@@ -29,7 +29,7 @@ decision bound to another call is :class:`Deferred` again for approval.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
 from typing import Literal, TypeAlias
 
 import msgspec
@@ -344,15 +344,14 @@ def _before_sync(index: int, call: ToolCall, batch: Admission) -> ToolCall | Ver
         HookFailed: A hook raised.
         TypeError: A hook returned an awaitable, or something that is not an outcome.
     """
-    env = batch
-    befores = batch.stack.befores
-    for at, hook in enumerate(befores, 1):
+    hooks = iter(batch.stack.befores)  # what is left of it is the hooks after the one run
+    for hook in hooks:
         try:
-            outcome: object = hook(call, env)
+            outcome: object = hook(call, batch)
         except Exception as error:
             raise HookFailed("before_tool", hook, error) from error
         if outcome is not call:
-            return _after_hook(index, call, batch, hook, outcome, befores[at:])
+            return _after_hook(index, call, batch, hook, outcome, hooks)
     return call
 
 
@@ -362,7 +361,7 @@ def _after_hook(
     batch: Admission,
     hook: object,
     outcome: object,
-    rest: tuple[Callable[..., object], ...],
+    rest: Iterator[Callable[..., object]],
 ) -> ToolCall | Verdict:
     """:func:`_before_sync` from a hook that answered other than with the call as it is:
     that answer, then the ``rest`` of the hooks."""
@@ -383,9 +382,9 @@ def _after_hook(
             if not isinstance(went, tuple):
                 return went
             call, approved = went
-        if not rest:
+        hook = next(rest, None)
+        if hook is None:
             return call
-        hook, rest = rest[0], rest[1:]
         try:
             outcome = hook(call, env)
         except Exception as error:

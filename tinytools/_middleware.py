@@ -215,9 +215,11 @@ def composed(middleware: Iterable[object] | Stack) -> Stack:
         TypeError: An item has neither ``before_tool`` nor ``after_tool``.
     """
     global _last
-    last = _last  # the sequence of the previous dispatch (read once: threads may replace it)
-    if last[0] is middleware and (last[1] is middleware or last[1] == middleware):
-        return last[2]
+    # The previous dispatch's sequence, read once (threads may replace it); a tuple is
+    # its own snapshot, so comparing it is an identity test in C.
+    sequence, snapshot, stack = _last
+    if sequence is middleware and snapshot == middleware:
+        return stack
     known = _BY_SEQUENCE.get(id(middleware))
     if (
         known is not None

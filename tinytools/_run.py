@@ -628,10 +628,11 @@ class Handled(Run):
     def emit(self, event: Event) -> None:
         """Record ``event`` and hand it to the handler."""
         self.events.append(event)
+        handler = self.on_event  # a slot: read, then called (no method lookup)
         try:
-            returned = self.on_event(event)
+            returned = handler(event)
         except Exception as error:
-            self.fail(HostFailed(f"the on_event handler {_name(self.on_event)}", error))
+            self.fail(HostFailed(f"the on_event handler {_name(handler)}", error))
         else:
             if returned is not None and inspect.isawaitable(returned):
                 self._unawaited(returned)
