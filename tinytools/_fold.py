@@ -19,8 +19,8 @@ message encodes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Literal
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
@@ -43,6 +43,9 @@ from ._wire import (
     wrap_return,
 )
 from .events import Event, ToolCompleted, ToolFailed
+
+if TYPE_CHECKING:
+    from ._dispatch_env import DispatchEnv
 
 __all__ = [
     "Failed",
@@ -171,9 +174,8 @@ def fold(
     limit: int | None,
     outcome: object,
     afters: tuple[After, ...],
-    env: object,
+    env: DispatchEnv,
     store: ArtifactStore | None,
-    run_id: Callable[[], str],
 ) -> Folded:
     """Fold one call's outcome (not ``Postponed``) into its message and event.
 
@@ -183,9 +185,9 @@ def fold(
         limit: The byte limit of the content, if any.
         outcome: The tool's return value, or ``Failed`` / ``Fatal``.
         afters: The ``after_tool`` hooks, already in the order they run.
-        env: What the hooks receive as their third argument.
+        env: What the hooks receive as their third argument: the run (its
+            ``context.run_id`` is read only when an artifact is persisted).
         store: Where artifacts are persisted, if anywhere.
-        run_id: The run's id, asked for only when an artifact is persisted.
 
     Raises:
         HookFailed: An ``after_tool`` hook raised (dispatch aborts).
@@ -220,12 +222,12 @@ def fold(
                 result = wrapped = ToolResult(content=(TextBlock(text),), structured=structured)
                 for hook in afters:  # _after, written out (one frame fewer)
                     try:
-                        result = hook(call, result, env)  # type: ignore[arg-type]
+                        result = hook(call, result, env)
                     except Exception as error:
                         raise HookFailed("after_tool", hook, error) from error
                 if result is not wrapped or wrapped.metadata:
                     result = _hooks_result(afters, result, wrapped)
-                    return _from_result(call, name, limit, result, "ok", outcome, store, run_id)
+                    return _from_result(call, name, limit, result, "ok", outcome, store, env)
                 # Handed back untouched, with nothing added: the message plain_message
                 # makes, written out from the text made above (one frame fewer).
                 output = None
@@ -268,11 +270,11 @@ def fold(
             result = wrap_return(outcome)
         except (TypeError, ValueError) as error:
             failed = Failed(type(error).__name__, f"Tool `{name}` returned a bad value: {error}")
-            return fold(call, name, limit, failed, afters, env, store, run_id)
+            return fold(call, name, limit, failed, afters, env, store)
         status = "ok"
     if afters:
         result = _after(call, result, afters, env)
-    return _from_result(call, name, limit, result, status, outcome, store, run_id)
+    return _from_result(call, name, limit, result, status, outcome, store, env)
 
 
 def plain_message(
@@ -307,7 +309,7 @@ def plain_message(
 
 
 def _after(
-    call: ToolCall, result: ToolResult, afters: tuple[After, ...], env: object
+    call: ToolCall, result: ToolResult, afters: tuple[After, ...], env: DispatchEnv
 ) -> ToolResult:
     """``result`` through the ``after_tool`` hooks, in order.
 
@@ -318,7 +320,7 @@ def _after(
     given = result
     for hook in afters:
         try:
-            result = hook(call, result, env)  # type: ignore[arg-type]
+            result = hook(call, result, env)
         except Exception as error:
             raise HookFailed("after_tool", hook, error) from error
     return _hooks_result(afters, result, given)
@@ -350,11 +352,11 @@ def _from_result(
     status: MessageStatus,
     outcome: object,
     store: ArtifactStore | None,
-    run_id: Callable[[], str],
+    env: DispatchEnv,
 ) -> Folded:
     artifacts: tuple[ArtifactRef | Artifact, ...] = result.artifacts
     if artifacts and store is not None:
-        artifacts = _persist(result.artifacts, store, run_id(), call.id)
+        artifacts = _persist(result.artifacts, store, env.context.run_id, call.id)
     output = None
     if result.structured is not None or artifacts:
         output = ToolOutput(result.structured, artifacts)

@@ -389,7 +389,7 @@ class Run(Admission):
             return
         try:
             message, event, follow_up, metadata = fold(
-                call, name, limit, outcome, self.stack.afters, self, self.store, self._run_id
+                call, name, limit, outcome, self.stack.afters, self, self.store
             )
         except Exception as error:  # an after_tool hook, or the artifact store
             # A tool that raised, timed out or was interrupted is answered with that, as
@@ -447,9 +447,7 @@ class Run(Admission):
     ) -> Folded:
         """:func:`fold` through the ``after_tool`` hooks (see :meth:`_lost` when one raises)."""
         try:
-            return fold(
-                call, name, limit, outcome, self.stack.afters, self, self.store, self._run_id
-            )
+            return fold(call, name, limit, outcome, self.stack.afters, self, self.store)
         except Exception as error:
             return self._lost(error, call, name, limit, fallback)
 
@@ -468,7 +466,7 @@ class Run(Admission):
                 type(failed).__name__,
                 f"Tool `{name}` ran, but its result was lost: {where} failed.",
             )
-        return fold(call, name, limit, fallback, (), self, None, self._run_id)
+        return fold(call, name, limit, fallback, (), self, None)
 
     def _answer(
         self,
@@ -519,9 +517,6 @@ class Run(Admission):
             release(self.ledger, self.context.run_id, call.id)
         except Exception as error:
             self.fail(HostFailed("the effect ledger's release()", error))
-
-    def _run_id(self) -> str:
-        return self.context.run_id
 
     def interrupt(self, stop: Stop) -> None:
         """Answer started-but-unfinished calls as interrupted (their events included)."""
