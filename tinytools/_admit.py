@@ -214,8 +214,16 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
                 append(opened)  # type: ignore[arg-type]
                 continue
             call = opened
-        if befores:
-            opened = _before_sync(index, call, batch)
+        if befores:  # while each hook hands the call back as it is, nothing else is read
+            opened = call
+            for hook in (hooks := iter(befores)):
+                try:
+                    outcome: object = hook(call, batch)
+                except Exception as error:
+                    raise HookFailed("before_tool", hook, error) from error
+                if outcome is not call:  # that answer, then the rest of the hooks
+                    opened = _after_hook(index, call, batch, hook, outcome, hooks)
+                    break
             if type(opened) is not ToolCall:
                 batch.preflight = True
                 append(opened)  # type: ignore[arg-type]
@@ -305,7 +313,8 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
 
 def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
     """Admit one call through the ``before_tool`` hooks, yielding what they return to be
-    awaited (``dispatch``; :func:`_before_sync` is this loop for ``dispatch_sync``)."""
+    awaited (``dispatch``; :func:`admit_batch` runs the hooks itself for
+    ``dispatch_sync``)."""
     opened = _opening(index, call, batch)
     if not isinstance(opened, ToolCall):
         return opened
@@ -333,28 +342,6 @@ def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
     return _checked(index, call, batch)
 
 
-def _before_sync(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
-    """The call through the ``before_tool`` hooks without awaiting (``dispatch_sync``):
-    the call to check, or the verdict a hook gave.
-
-    While every hook hands the call back as it is (the common case), nothing else is
-    looked at; from the first hook that answers otherwise, :func:`_after_hook` goes on.
-
-    Raises:
-        HookFailed: A hook raised.
-        TypeError: A hook returned an awaitable, or something that is not an outcome.
-    """
-    hooks = iter(batch.stack.befores)  # what is left of it is the hooks after the one run
-    for hook in hooks:
-        try:
-            outcome: object = hook(call, batch)
-        except Exception as error:
-            raise HookFailed("before_tool", hook, error) from error
-        if outcome is not call:
-            return _after_hook(index, call, batch, hook, outcome, hooks)
-    return call
-
-
 def _after_hook(
     index: int,
     call: ToolCall,
@@ -363,8 +350,14 @@ def _after_hook(
     outcome: object,
     rest: Iterator[Callable[..., object]],
 ) -> ToolCall | Verdict:
-    """:func:`_before_sync` from a hook that answered other than with the call as it is:
-    that answer, then the ``rest`` of the hooks."""
+    """:func:`admit_batch`'s ``before_tool`` hooks (no awaiting: ``dispatch_sync``) from
+    the first hook that answered other than with the call as it is: that answer, then
+    the ``rest`` of the hooks — the call to check, or the verdict a hook gave.
+
+    Raises:
+        HookFailed: A hook raised.
+        TypeError: A hook returned an awaitable, or something that is not an outcome.
+    """
     env = batch
     approved = call if env.is_call_approved(call.id) else None
     while True:
