@@ -166,11 +166,11 @@ class Admission(DispatchEnv):
     seen: set[str] | None = None
     cancelled: Callable[[], bool] | None = None
     expired: Callable[[], bool] | None = None
-    #: The ``max_tool_calls`` slots used (counted only when ``limited``).
+    #: The ``max_tool_calls`` slots used: each call admission opens takes one when
+    #: ``limited``; a batch that cannot reach its limit takes them all at once (see
+    #: ``Run``); a deferred call gives its slot back.
     used = 0
-    #: Whether the slots are counted (a limit applies). A call is checked against the
-    #: limits only while ``opens``: a batch that cannot reach its limit takes every
-    #: slot at once (see ``Run``), and a deferred call gives its slot back.
+    #: Whether the limits are checked as each call is opened (else skipped outright).
     limited = False
     #: Whether an admitted tool injects (dispatch checks the context before any runs).
     injecting = False
@@ -560,7 +560,7 @@ def _defer(
     metadata: dict[str, object],
     batch: Admission,
 ) -> Deferred:
-    if batch.limited:
+    if batch.used:  # slots are counted (each call has taken one by now)
         batch.used -= 1  # a deferred call takes a slot only when it runs
     batch.emit(ToolDeferred(call_id=call.id, tool_name=call.name, reason=kind, metadata=metadata))
     return Deferred(index, call, kind, metadata)

@@ -327,16 +327,16 @@ class Run(Admission):
                 self.preflight = True
             most = policy.max_tool_calls
             if most is not None:
-                # The slots are counted. A batch that nothing else opens and that cannot
-                # reach the limit takes every call's slot at once (a deferred call gives
-                # its back): admission checks nothing per call. Otherwise each call takes
-                # its slot as admission opens it. (A pass with stop checks or slots
-                # already used sets both anew: Admission.admission.)
-                self.limited = True
-                if self.opens or len(calls) > most:
-                    self.opens = True
+                # A batch that nothing else opens and that cannot reach the limit takes
+                # every call's slot at once (a deferred call gives its back): admission
+                # checks nothing per call. Otherwise each call takes its slot as
+                # admission opens it. (A pass with stop checks or slots already used
+                # sets both anew: Admission.admission.)
+                count = len(calls)
+                if self.opens or count > most:
+                    self.limited = self.opens = True
                 else:
-                    self.used = len(calls)
+                    self.used = count
 
     # --- what the stages ask ------------------------------------------------------
 
