@@ -605,6 +605,10 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
             if action in {"defer", "approval"}:
                 assert call_id not in entered, f"middleware-deferred call {call_id!r} ran"
                 assert call_id in deferred or done.aborted is not None, (call_id, deferred)
+    most = policy.max_tool_calls
+    if most is not None:  # one dispatch, its inline resume included, shares one budget
+        started = set(result.executed)
+        assert len(started) <= most, f"{sorted(started)} started; max_tool_calls={most}"
     limit = policy.max_result_bytes
     if limit is not None:
         for call_id in result.executed:
