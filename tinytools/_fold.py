@@ -230,9 +230,9 @@ def fold(
                     return _from_result(call, name, limit, result, "ok", outcome, store, env)
                 # Handed back untouched, with nothing added: the message plain_message
                 # makes, written out from the text made above (one frame fewer).
-                output = None
                 if structured is None:  # text, or None (no structured output)
-                    content = printable(text)
+                    content = text if text.isascii() else printable(text)
+                    output = None
                 else:
                     content = text  # JSON text that encoded holds no lone surrogate
                     output = ToolOutput(outcome, ())
