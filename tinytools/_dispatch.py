@@ -42,7 +42,7 @@ from ._inject import Cancellation, Context, check_context
 from ._middleware import HookFailed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
-from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop
+from ._run import DEFAULT_POLICY, EventHandler, Handled, HostFailed, Run, Stop
 from ._wire import ToolCall, ToolMessage
 from ._workers import Backend, check_backend, run_on
 from .events import Custom
@@ -242,7 +242,7 @@ def dispatch_sync(
     """
     if backend != "asyncio":
         check_backend(backend)
-    run = Run(
+    run = (Run if on_event is None else Handled)(
         calls,
         tools,
         policy,
@@ -359,7 +359,7 @@ async def dispatch(
     """
     from ._concurrency import current_time
 
-    run = Run(
+    run = (Run if on_event is None else Handled)(
         calls,
         tools,
         policy,

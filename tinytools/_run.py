@@ -305,10 +305,11 @@ class Run(Admission):
             # build, no weak reference); a handler that raises halts the run, and no call
             # starts after that (see dispatch).
             self.on_event = on_event
-            self.__class__ = Handled
+            if type(self) is Run:  # dispatch builds a Handled; a resumed pass may not
+                self.__class__ = Handled
         else:  # an async handler needs the event loop
             sink = self.sink = Sink(self, on_event)
-            self.emit = sink.queue
+            self.emit = sink.queue  # (on a Handled, it comes before the class's method)
             self.preflight = True
         # One call cannot repeat an id, nor can a batch whose ids are all distinct (told
         # at once, in C): only a batch that repeats one checks each call's id.
@@ -604,16 +605,19 @@ class Run(Admission):
 
 
 class Handled(Run):
-    """A run whose events go to a synchronous ``on_event`` handler, each as it happens.
+    """A run given an ``on_event`` handler (dispatch builds one; a :class:`Run` given a
+    handler becomes one): a synchronous handler gets each event as it happens.
 
-    :class:`Run` becomes one when it is given such a handler: its :meth:`emit` is a
-    method of the run itself — no sink object per dispatch, no weak reference, and one
-    frame per event. No lock is held while the handler runs (a handler may cancel the
-    batch, or be called from a tool's worker thread). An exception from the handler
-    does not unwind the stage that emitted the event: the first one is kept as the
-    run's failure, and dispatch aborts the batch at the next stage boundary, with every
-    call answered. A late event from an abandoned tool thread is recorded on a run
-    whose dispatch is over, and changes nothing.
+    Its :meth:`emit` is a method of the run itself — no sink object per dispatch, no
+    weak reference, and one frame per event. (An async handler's run keeps its
+    :class:`Sink`'s ``queue`` as its own ``emit``, which comes before the method.)
+
+    No lock is held while the handler runs (a handler may cancel the batch, or be
+    called from a tool's worker thread). An exception from the handler does not unwind
+    the stage that emitted the event: the first one is kept as the run's failure, and
+    dispatch aborts the batch at the next stage boundary, with every call answered. A
+    late event from an abandoned tool thread is recorded on a run whose dispatch is
+    over, and changes nothing.
     """
 
     __slots__ = ()
