@@ -144,6 +144,25 @@ class TestEventHandlerShapes:
         result = dispatch_sync(CALLS, TOOLS, on_event=_record)
         assert _RECORDED == list(result.events)
 
+    def test_handler_sees_the_inline_resume(self) -> None:
+        """The pass that ``on_deferred`` resumes hands its events to the same handler."""
+
+        @tool(approval_required=True)
+        def pay(amount: int) -> int:
+            """Pay."""
+            return amount
+
+        seen: list[Event] = []
+        result = dispatch_sync(
+            [ToolCall("p", "pay", '{"amount": 1}')],
+            Registry([pay]),
+            on_event=seen.append,
+            on_deferred=lambda pending: pending.approve_all(),
+        )
+        assert [m.status for m in result.messages] == ["ok"]
+        assert list(result.events) == seen
+        assert [type(e) for e in seen][-2:] == KINDS
+
 
 _RECORDED: list[Event] = []
 

@@ -427,7 +427,7 @@ def _resumed(
     registry, policy, composed middleware, context (so the same run id), advertised
     names, ledger, handler, artifact store and cancellation."""
     assert first.deferred is not None
-    return Run(
+    return (Run if on_event is None else Handled)(
         first.deferred.all,
         run.tools,
         run.policy,

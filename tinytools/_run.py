@@ -218,7 +218,8 @@ class Run(Admission):
 
     Building one stores the batch's inputs and the few containers every batch fills,
     as slots; what only an unusual batch reads — its failure, postponed calls — is a
-    class-level default until it is set.
+    class-level default until it is set. A dispatch given ``on_event`` builds a
+    :class:`Handled` instead.
     """
 
     __slots__ = (
@@ -304,9 +305,7 @@ class Run(Admission):
             # The run hands each event to the handler itself (Handled.emit: no sink to
             # build, no weak reference); a handler that raises halts the run, and no call
             # starts after that (see dispatch).
-            self.on_event = on_event
-            if type(self) is Run:  # dispatch builds a Handled; a resumed pass may not
-                self.__class__ = Handled
+            self.on_event = on_event  # (a Handled: its emit is the method that reads it)
         else:  # an async handler needs the event loop
             sink = self.sink = Sink(self, on_event)
             self.emit = sink.queue  # (on a Handled, it comes before the class's method)
@@ -605,8 +604,8 @@ class Run(Admission):
 
 
 class Handled(Run):
-    """A run given an ``on_event`` handler (dispatch builds one; a :class:`Run` given a
-    handler becomes one): a synchronous handler gets each event as it happens.
+    """The run of a dispatch given an ``on_event`` handler (a :class:`Run` is built only
+    without one): a synchronous handler gets each event as it happens.
 
     Its :meth:`emit` is a method of the run itself — no sink object per dispatch, no
     weak reference, and one frame per event. (An async handler's run keeps its
