@@ -42,7 +42,7 @@ from ._inject import Cancellation, Context, check_context
 from ._middleware import HookFailed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
-from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop
+from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
 from ._wire import ToolCall, ToolMessage
 from ._workers import Backend, check_backend, run_on
 from .events import Custom
@@ -242,7 +242,7 @@ def dispatch_sync(
     """
     if backend != "asyncio":
         check_backend(backend)
-    run = Run(
+    run = new_run(
         calls,
         tools,
         policy,
@@ -359,7 +359,7 @@ async def dispatch(
     """
     from ._concurrency import current_time
 
-    run = Run(
+    run = new_run(
         calls,
         tools,
         policy,
@@ -427,7 +427,7 @@ def _resumed(
     registry, policy, composed middleware, context (so the same run id), advertised
     names, ledger, handler, artifact store and cancellation."""
     assert first.deferred is not None
-    return Run(
+    return new_run(
         first.deferred.all,
         run.tools,
         run.policy,
