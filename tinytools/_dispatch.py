@@ -43,6 +43,7 @@ from ._middleware import HookFailed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
+from ._spec import is_async_function
 from ._wire import ToolCall, ToolMessage
 from ._workers import Backend, check_backend, run_on
 from .events import Custom
@@ -236,12 +237,20 @@ def dispatch_sync(
     event loop" or "must be called from async context") aborts the batch with
     ``DispatchAborted`` naming the backend to pass: the model is never told. A sync tool
     with a timeout, or marked ``blocking``, runs on a long-lived worker thread.
-    ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do not call it
-    from inside a running event loop when the batch needs one: await
+    ``before_tool`` hooks and ``on_deferred`` must be synchronous here: an ``async def``
+    ``on_deferred`` is refused with ``TypeError`` before anything runs, and a handler
+    that returns an awaitable anyway (or anything but ``DeferredToolResults``) aborts
+    with ``DispatchAborted`` carrying the first pass's answers, as one that raises does.
+    Do not call it from inside a running event loop when the batch needs one: await
     :func:`dispatch` there.
     """
     if backend != "asyncio":
         check_backend(backend)
+    if on_deferred is not None and is_async_function(on_deferred):
+        raise TypeError(
+            "on_deferred is an async function, which dispatch_sync cannot await: use "
+            "`await dispatch(...)`, or a synchronous handler"
+        )
     run = new_run(
         calls,
         tools,
@@ -263,8 +272,12 @@ def dispatch_sync(
     if inspect.isawaitable(decided):
         if inspect.iscoroutine(decided):
             decided.close()
-        raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
-    again = _resumed(run, result, _checked_decisions(decided), on_event)
+        error = TypeError(
+            "it returned an awaitable, which dispatch_sync cannot wait for; use "
+            "`await dispatch(...)` or make the handler synchronous"
+        )
+        raise _handler_failed(on_deferred, result, error, raised=False) from error
+    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)
     try:
         resumed = _pass_sync(again, deadline, run.used, backend)
     except DispatchAborted as aborted:
@@ -344,7 +357,9 @@ async def dispatch(
         on_deferred: Resolves the batch's deferred calls inline, once: it gets
             the ``DeferredToolRequests`` and returns ``DeferredToolResults``;
             what it leaves undecided stays deferred. The resumed calls share the
-            batch's ``max_tool_calls`` budget and deadline.
+            batch's ``max_tool_calls`` budget and deadline. A handler that raises
+            or returns anything else aborts the batch (``DispatchAborted``, with
+            the first pass's answers).
 
     Returns:
         One message per call in call order (deferred calls excepted), the
@@ -382,7 +397,7 @@ async def dispatch(
             decided = await decided
         except Exception as error:
             raise _handler_failed(on_deferred, result, error) from error
-    again = _resumed(run, result, _checked_decisions(decided), on_event)
+    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)
     try:
         resumed = await _pass_async(again, deadline, run.used)
     except DispatchAborted as aborted:
@@ -404,19 +419,33 @@ def _decided(on_deferred: DeferredToolHandler, first: DispatchResult) -> object:
 
 
 def _handler_failed(
-    on_deferred: object, first: DispatchResult, error: Exception
+    on_deferred: object, first: DispatchResult, error: Exception, *, raised: bool = True
 ) -> DispatchAborted:
+    """The abort for an ``on_deferred`` handler that raised ``error`` (or, ``raised``
+    False, answered so that ``error`` says what is wrong): the first pass's tools have
+    run, so its result (every call answered) goes with the abort."""
     name = getattr(on_deferred, "__name__", None) or repr(on_deferred)
+    if not raised:
+        return DispatchAborted(f"the on_deferred handler {name} failed: {error}", first)
     return DispatchAborted(f"the on_deferred handler {name} raised {error!r}", first)
 
 
-def _checked_decisions(decided: object) -> DeferredToolResults:
+def _checked_decisions(
+    on_deferred: object, decided: object, first: DispatchResult
+) -> DeferredToolResults:
+    """``decided`` when it is the host's decisions.
+
+    Raises:
+        DispatchAborted: The handler returned something else (the abort carries the
+            first pass's result; its cause is a ``TypeError`` saying what to return).
+    """
     if not isinstance(decided, DeferredToolResults):
-        raise TypeError(
-            f"on_deferred returned {type(decided).__name__}; return the host's decisions as "
+        error = TypeError(
+            f"it returned {type(decided).__name__}; return the host's decisions as "
             "DeferredToolResults, for example `pending.approve_all()` or "
             "`pending.deny(call_id, reason)`"
         )
+        raise _handler_failed(on_deferred, first, error, raised=False) from error
     return decided
 
 
