@@ -487,6 +487,29 @@ class TestOnDeferred:
         assert [m.content for m in info.value.result.messages] == ["1"]
         assert isinstance(info.value.__cause__, TypeError)
 
+    def test_a_repeated_id_keeps_its_place(self) -> None:
+        """Defect: the two passes were merged by id, so a repeat of a deferred call's id
+        (answered in the first pass) came before the resumed call's answer, and counted
+        as executed."""
+        result = dispatch_sync(
+            [
+                call("x", "transfer", {"amount": 5}),
+                call("x", "add", {"a": 1}),
+                call("y", "add", {"a": 2}),
+            ],
+            [add, transfer],
+            on_deferred=lambda pending: pending.approve_all(),
+        )
+        assert [(m.tool_call_id, m.status) for m in result.messages] == [
+            ("x", "ok"),
+            ("x", "error"),
+            ("y", "ok"),
+        ]
+        assert result.messages[0].content == "moved 5"
+        assert "repeats an earlier call's id" in result.messages[1].content
+        assert result.executed == ("x", "y")
+        assert result.deferred is None
+
     def test_unmatched_decisions_are_reported(self) -> None:
         """Decisions for ids no call of the batch has are ignored and reported."""
         pending = dispatch_sync([call("t", "transfer", {"amount": 5})], [transfer]).deferred

@@ -44,7 +44,7 @@ from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
 from ._spec import is_async_function
-from ._wire import ToolCall, ToolMessage
+from ._wire import ToolCall
 from ._workers import Backend, check_backend, run_on
 from .events import Custom
 from .policies import RunPolicy
@@ -281,8 +281,8 @@ def dispatch_sync(
     try:
         resumed = _pass_sync(again, deadline, run.used, backend)
     except DispatchAborted as aborted:
-        raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
-    return _merge(run.calls, result, resumed)
+        raise _merged_abort(run, result, again, aborted) from aborted.__cause__
+    return _merge(run, result, again, resumed)
 
 
 # --- dispatch --------------------------------------------------------------------------
@@ -401,8 +401,8 @@ async def dispatch(
     try:
         resumed = await _pass_async(again, deadline, run.used)
     except DispatchAborted as aborted:
-        raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
-    return _merge(run.calls, result, resumed)
+        raise _merged_abort(run, result, again, aborted) from aborted.__cause__
+    return _merge(run, result, again, resumed)
 
 
 # --- on_deferred: the two passes as one result ------------------------------------------
@@ -472,54 +472,55 @@ def _resumed(
 
 
 def _merged_abort(
-    calls: tuple[ToolCall, ...], first: DispatchResult, aborted: DispatchAborted
+    run: Run, first: DispatchResult, again: Run, aborted: DispatchAborted
 ) -> DispatchAborted:
     """An abort of the resumed pass, its result holding the first pass's answers too."""
-    return DispatchAborted(aborted.reason, _merge(calls, first, aborted.result))
+    return DispatchAborted(aborted.reason, _merge(run, first, again, aborted.result))
 
 
-def _merge(
-    calls: tuple[ToolCall, ...], first: DispatchResult, resumed: DispatchResult
-) -> DispatchResult:
-    """The first pass and its inline resolution as one result, in call order."""
-    answers: dict[str, list[ToolMessage]] = {}
-    for message in (*first.messages, *resumed.messages):
-        answers.setdefault(message.tool_call_id, []).append(message)
-    ordered = [answers[c.id].pop(0) for c in calls if answers.get(c.id)]
-    answered = {m.tool_call_id for m in resumed.messages}
+def _merge(run: Run, first: DispatchResult, again: Run, resumed: DispatchResult) -> DispatchResult:
+    """The first pass (``run``) and its inline resolution (``again``, whose calls are the
+    first pass's deferred ones) as one result, in call order.
+
+    Merged by position, not by id: a batch may repeat an id (a call answered as a
+    repeat), and only positions tell which call each message answers.
+    """
+    calls = run.calls
+    one, two = run.positioned(), again.positioned()
+    assert len(one.answered) == len(first.messages)
+    assert len(two.answered) == len(resumed.messages)
+    origin = one.deferred  # the resumed pass's call j is the batch's call origin[j]
+    slots = dict(zip(one.answered, first.messages, strict=True))
+    slots.update(zip([origin[j] for j in two.answered], resumed.messages, strict=True))
     still = first.deferred
     assert still is not None
-    again = resumed.deferred or DeferredToolRequests()
-    # Pending after both passes, by id: what the resumed pass deferred again replaces what
-    # the first pass deferred (an approved external call moves from approvals to calls).
-    pending: dict[str, tuple[bool, ToolCall]] = {}
-    for call in still.calls:
-        pending[call.id] = (False, call)
-    for call in still.approvals:
-        pending[call.id] = (True, call)
-    for call_id in answered:
-        pending.pop(call_id, None)
-    for call in again.calls:
-        pending[call.id] = (False, call)
-    for call in again.approvals:
-        pending[call.id] = (True, call)
-    order = {call.id: index for index, call in enumerate(calls)}
-    kept = sorted(pending.items(), key=lambda item: order.get(item[0], len(order)))
+    later = resumed.deferred or DeferredToolRequests()
+    # Pending after both passes: what the resumed pass deferred again replaces what the
+    # first pass deferred (an approved external call moves from approvals to calls);
+    # what it answered is no longer pending; what it skipped (undecided) stays.
+    pending: dict[int, tuple[bool, ToolCall]] = {}
+    for j, call in enumerate(still.all):
+        pending[origin[j]] = (j >= len(still.calls), call)
+    for j in two.answered:
+        pending.pop(origin[j], None)
+    for j, call in enumerate(later.all):
+        pending[origin[two.deferred[j]]] = (j >= len(later.calls), call)
+    kept = sorted(pending.items())
     metadata = {
-        call_id: {**still.metadata.get(call_id, {}), **again.metadata.get(call_id, {})}
-        for call_id, _ in kept
+        call.id: {**still.metadata.get(call.id, {}), **later.metadata.get(call.id, {})}
+        for _, (_, call) in kept
     }
     deferred = DeferredToolRequests(
         tuple(call for _, (approval, call) in kept if not approval),
         tuple(call for _, (approval, call) in kept if approval),
         {k: v for k, v in metadata.items() if v},
     )
-    executed = set(first.executed) | set(resumed.executed)
+    executed = sorted({*one.executed, *(origin[j] for j in two.executed)})
     return DispatchResult(
-        tuple(ordered),
+        tuple(slots[index] for index in sorted(slots)),
         first.events + resumed.events,
         deferred if deferred.all else None,
         first.follow_ups + resumed.follow_ups,
         {**first.metadata, **resumed.metadata},
-        tuple(c.id for c in calls if c.id in executed),
+        tuple(calls[index].id for index in executed),
     )

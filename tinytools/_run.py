@@ -17,6 +17,7 @@ import types
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Iterable
+from typing import NamedTuple
 
 import msgspec
 
@@ -50,6 +51,7 @@ __all__ = [
     "DEFAULT_POLICY",
     "EventHandler",
     "HostFailed",
+    "Positions",
     "Run",
     "Sink",
     "Stop",
@@ -221,6 +223,19 @@ class Sink:
                 self._failed(error)
 
 
+class Positions(NamedTuple):
+    """Where a result's calls went, by their position in the batch: ids may repeat, so
+    only positions tell which call a message answers (``_dispatch`` merges the two
+    passes of ``on_deferred`` by them)."""
+
+    #: The call each of ``DispatchResult.messages`` answers, in order.
+    answered: tuple[int, ...]
+    #: The call each of ``DispatchResult.deferred.all`` is, in order.
+    deferred: tuple[int, ...]
+    #: The calls that ran (``DispatchResult.executed``), in call order.
+    executed: tuple[int, ...]
+
+
 class Run(Admission):
     """One dispatch's state, filled as the batch goes through the stages (admission's
     own bookkeeping and the batch-wide inputs included: see :class:`Admission`).
@@ -261,6 +276,8 @@ class Run(Admission):
     fatal: str | None = None
     recorded = False  # the ledger holds the admitted calls' started rows
     postponed: dict[int, Postponed] | None = None
+    #: Set by a result that is not the common one (every call ran and was answered).
+    positions: Positions | None = None
 
     # --- what the stages ask ------------------------------------------------------
 
@@ -487,10 +504,11 @@ class Run(Admission):
             stop = Stop.CANCELLED
         aborted = stop is Stop.ABORTED
         messages = []
-        deferred_calls: list[ToolCall] = []
-        approvals: list[ToolCall] = []
+        answered_at: list[int] = []  # the call each message answers
+        waiting: list[tuple[int, ToolCall]] = []  # deferred to the host
+        approvals: list[tuple[int, ToolCall]] = []  # deferred for approval
         deferred_meta: dict[str, dict[str, object]] = {}
-        executed = []
+        executed_at = []
         postponements = self.postponed or {}
         verdicts = self.verdicts
         for index, call in enumerate(calls):
@@ -499,19 +517,21 @@ class Run(Admission):
             if kind is Admitted:
                 postponed = postponements.get(index)
                 if index in answers or postponed is not None:  # it started
-                    executed.append(call.id)
+                    executed_at.append(index)
                 if postponed is not None:
-                    (approvals if postponed.kind == "approval" else deferred_calls).append(call)
+                    (approvals if postponed.kind == "approval" else waiting).append((index, call))
                     deferred_meta[call.id] = postponed.metadata
                     continue
             elif kind is Skipped:
                 continue
             elif kind is Answered or kind is Abort:
                 messages.append(verdict.message)  # type: ignore[union-attr]
+                answered_at.append(index)
                 continue
             elif kind is Deferred and not aborted:
                 assert isinstance(verdict, Deferred)
-                (approvals if verdict.kind == "approval" else deferred_calls).append(verdict.call)
+                pending = approvals if verdict.kind == "approval" else waiting
+                pending.append((index, verdict.call))
                 deferred_meta[call.id] = verdict.metadata
                 continue
             answer = answers.get(index)
@@ -520,12 +540,32 @@ class Run(Admission):
                 if kind is Admitted and self.recorded:  # in the ledger, never ran
                     self._settle(call, answer)
             messages.append(answer)
+            answered_at.append(index)
         deferred = None
-        if deferred_calls or approvals:
-            deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
+        if waiting or approvals:
+            deferred = DeferredToolRequests(
+                tuple(call for _, call in waiting),
+                tuple(call for _, call in approvals),
+                deferred_meta,
+            )
+        # In the order of DeferredToolRequests.all: the host's calls, then approvals.
+        deferred_at = tuple(index for index, _ in waiting + approvals)
+        self.positions = Positions(tuple(answered_at), deferred_at, tuple(executed_at))
         return DispatchResult(
-            tuple(messages), tuple(self.events), deferred, follow_ups, metadata, tuple(executed)
+            tuple(messages),
+            tuple(self.events),
+            deferred,
+            follow_ups,
+            metadata,
+            tuple(calls[index].id for index in executed_at),
         )
+
+    def positioned(self) -> Positions:
+        """Where the calls of the last :meth:`result` went, by position in the batch."""
+        if self.positions is not None:
+            return self.positions
+        every = tuple(range(len(self.calls)))  # the common result: every call ran, answered
+        return Positions(every, (), every)
 
     def abort(self, reason: str) -> DispatchAborted:
         """The exception for an aborted batch, its result answering every call."""
