@@ -316,5 +316,7 @@ class TestInlineHandler:
         async def decide(requests: DeferredToolRequests) -> DeferredToolResults:
             return DeferredToolResults()
 
+        ran: list[str] = []
         with pytest.raises(TypeError, match="await dispatch"):
-            dispatch_sync(calls(), TOOLS, on_deferred=decide)
+            dispatch_sync(calls(), TOOLS, on_deferred=decide, on_event=lambda e: ran.append(e.kind))
+        assert [] == ran  # refused before anything runs

@@ -465,12 +465,72 @@ class TestOnDeferred:
         assert isinstance(info.value.__cause__, LookupError)
 
     def test_a_handler_returning_something_else_says_what_to_return(self) -> None:
-        with pytest.raises(TypeError, match="return the host's decisions as DeferredToolResults"):
+        """A handler answering with something else than decisions aborts like one that
+        raises: the first pass's tools ran, so their answers go with the abort."""
+
+        def answers_a_dict(pending: object) -> object:
+            return {"t": "yes"}
+
+        with pytest.raises(DispatchAborted) as info:
             dispatch_sync(
-                [call("t", "transfer", {"amount": 5})],
-                [transfer],
-                on_deferred=lambda pending: {"t": "yes"},  # type: ignore[arg-type,return-value]
+                [call("a", "add", {"a": 1}), call("t", "transfer", {"amount": 5})],
+                [add, transfer],
+                on_deferred=answers_a_dict,  # type: ignore[arg-type]
             )
+        assert info.value.reason.startswith("the on_deferred handler answers_a_dict failed: ")
+        assert "return the host's decisions as DeferredToolResults" in info.value.reason
+        assert [m.content for m in info.value.result.messages] == ["1"]
+        assert info.value.result.executed == ("a",)
+        assert isinstance(info.value.__cause__, TypeError)
+
+    @pytest.mark.anyio
+    async def test_under_dispatch_too(self) -> None:
+        with pytest.raises(DispatchAborted, match="DeferredToolResults") as info:
+            await dispatch(
+                [call("a", "add", {"a": 1}), call("t", "transfer", {"amount": 5})],
+                [add, transfer],
+                on_deferred=lambda pending: None,  # type: ignore[arg-type,return-value]
+            )
+        assert [m.content for m in info.value.result.messages] == ["1"]
+
+    def test_an_awaitable_answer_under_dispatch_sync_aborts_with_the_first_answers(self) -> None:
+        """A handler that looks synchronous but returns an awaitable is found only once the
+        first pass ran (an ``async def`` one is refused before anything runs)."""
+
+        async def later(pending: object) -> object:
+            return pending
+
+        with pytest.raises(DispatchAborted, match="dispatch_sync cannot wait") as info:
+            dispatch_sync(
+                [call("a", "add", {"a": 1}), call("t", "transfer", {"amount": 5})],
+                [add, transfer],
+                on_deferred=lambda pending: later(pending),  # type: ignore[arg-type]
+            )
+        assert [m.content for m in info.value.result.messages] == ["1"]
+        assert isinstance(info.value.__cause__, TypeError)
+
+    def test_a_repeated_id_keeps_its_place(self) -> None:
+        """Defect: the two passes were merged by id, so a repeat of a deferred call's id
+        (answered in the first pass) came before the resumed call's answer, and counted
+        as executed."""
+        result = dispatch_sync(
+            [
+                call("x", "transfer", {"amount": 5}),
+                call("x", "add", {"a": 1}),
+                call("y", "add", {"a": 2}),
+            ],
+            [add, transfer],
+            on_deferred=lambda pending: pending.approve_all(),
+        )
+        assert [(m.tool_call_id, m.status) for m in result.messages] == [
+            ("x", "ok"),
+            ("x", "error"),
+            ("y", "ok"),
+        ]
+        assert result.messages[0].content == "moved 5"
+        assert "repeats an earlier call's id" in result.messages[1].content
+        assert result.executed == ("x", "y")
+        assert result.deferred is None
 
     def test_unmatched_decisions_are_reported(self) -> None:
         """Decisions for ids no call of the batch has are ignored and reported."""

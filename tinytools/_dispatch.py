@@ -42,8 +42,9 @@ from ._inject import Cancellation, Context, check_context
 from ._middleware import HookFailed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
-from ._run import DEFAULT_POLICY, EventHandler, Handled, HostFailed, Run, Stop
-from ._wire import ToolCall, ToolMessage
+from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
+from ._spec import is_async_function
+from ._wire import ToolCall
 from ._workers import Backend, check_backend, run_on
 from .events import Custom
 from .policies import RunPolicy
@@ -236,13 +237,21 @@ def dispatch_sync(
     event loop" or "must be called from async context") aborts the batch with
     ``DispatchAborted`` naming the backend to pass: the model is never told. A sync tool
     with a timeout, or marked ``blocking``, runs on a long-lived worker thread.
-    ``before_tool`` hooks and ``on_deferred`` must be synchronous here. Do not call it
-    from inside a running event loop when the batch needs one: await
+    ``before_tool`` hooks and ``on_deferred`` must be synchronous here: an ``async def``
+    ``on_deferred`` is refused with ``TypeError`` before anything runs, and a handler
+    that returns an awaitable anyway (or anything but ``DeferredToolResults``) aborts
+    with ``DispatchAborted`` carrying the first pass's answers, as one that raises does.
+    Do not call it from inside a running event loop when the batch needs one: await
     :func:`dispatch` there.
     """
     if backend != "asyncio":
         check_backend(backend)
-    run = (Run if on_event is None else Handled)(
+    if on_deferred is not None and is_async_function(on_deferred):
+        raise TypeError(
+            "on_deferred is an async function, which dispatch_sync cannot await: use "
+            "`await dispatch(...)`, or a synchronous handler"
+        )
+    run = new_run(
         calls,
         tools,
         policy,
@@ -263,13 +272,17 @@ def dispatch_sync(
     if inspect.isawaitable(decided):
         if inspect.iscoroutine(decided):
             decided.close()
-        raise TypeError("on_deferred returned an awaitable; use `await dispatch(...)` for it")
-    again = _resumed(run, result, _checked_decisions(decided), on_event)
+        error = TypeError(
+            "it returned an awaitable, which dispatch_sync cannot wait for; use "
+            "`await dispatch(...)` or make the handler synchronous"
+        )
+        raise _handler_failed(on_deferred, result, error, raised=False) from error
+    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)
     try:
         resumed = _pass_sync(again, deadline, run.used, backend)
     except DispatchAborted as aborted:
-        raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
-    return _merge(run.calls, result, resumed)
+        raise _merged_abort(run, result, again, aborted) from aborted.__cause__
+    return _merge(run, result, again, resumed)
 
 
 # --- dispatch --------------------------------------------------------------------------
@@ -344,7 +357,9 @@ async def dispatch(
         on_deferred: Resolves the batch's deferred calls inline, once: it gets
             the ``DeferredToolRequests`` and returns ``DeferredToolResults``;
             what it leaves undecided stays deferred. The resumed calls share the
-            batch's ``max_tool_calls`` budget and deadline.
+            batch's ``max_tool_calls`` budget and deadline. A handler that raises
+            or returns anything else aborts the batch (``DispatchAborted``, with
+            the first pass's answers).
 
     Returns:
         One message per call in call order (deferred calls excepted), the
@@ -359,7 +374,7 @@ async def dispatch(
     """
     from ._concurrency import current_time
 
-    run = (Run if on_event is None else Handled)(
+    run = new_run(
         calls,
         tools,
         policy,
@@ -382,12 +397,12 @@ async def dispatch(
             decided = await decided
         except Exception as error:
             raise _handler_failed(on_deferred, result, error) from error
-    again = _resumed(run, result, _checked_decisions(decided), on_event)
+    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)
     try:
         resumed = await _pass_async(again, deadline, run.used)
     except DispatchAborted as aborted:
-        raise _merged_abort(run.calls, result, aborted) from aborted.__cause__
-    return _merge(run.calls, result, resumed)
+        raise _merged_abort(run, result, again, aborted) from aborted.__cause__
+    return _merge(run, result, again, resumed)
 
 
 # --- on_deferred: the two passes as one result ------------------------------------------
@@ -404,19 +419,33 @@ def _decided(on_deferred: DeferredToolHandler, first: DispatchResult) -> object:
 
 
 def _handler_failed(
-    on_deferred: object, first: DispatchResult, error: Exception
+    on_deferred: object, first: DispatchResult, error: Exception, *, raised: bool = True
 ) -> DispatchAborted:
+    """The abort for an ``on_deferred`` handler that raised ``error`` (or, ``raised``
+    False, answered so that ``error`` says what is wrong): the first pass's tools have
+    run, so its result (every call answered) goes with the abort."""
     name = getattr(on_deferred, "__name__", None) or repr(on_deferred)
+    if not raised:
+        return DispatchAborted(f"the on_deferred handler {name} failed: {error}", first)
     return DispatchAborted(f"the on_deferred handler {name} raised {error!r}", first)
 
 
-def _checked_decisions(decided: object) -> DeferredToolResults:
+def _checked_decisions(
+    on_deferred: object, decided: object, first: DispatchResult
+) -> DeferredToolResults:
+    """``decided`` when it is the host's decisions.
+
+    Raises:
+        DispatchAborted: The handler returned something else (the abort carries the
+            first pass's result; its cause is a ``TypeError`` saying what to return).
+    """
     if not isinstance(decided, DeferredToolResults):
-        raise TypeError(
-            f"on_deferred returned {type(decided).__name__}; return the host's decisions as "
+        error = TypeError(
+            f"it returned {type(decided).__name__}; return the host's decisions as "
             "DeferredToolResults, for example `pending.approve_all()` or "
             "`pending.deny(call_id, reason)`"
         )
+        raise _handler_failed(on_deferred, first, error, raised=False) from error
     return decided
 
 
@@ -427,7 +456,7 @@ def _resumed(
     registry, policy, composed middleware, context (so the same run id), advertised
     names, ledger, handler, artifact store and cancellation."""
     assert first.deferred is not None
-    return (Run if on_event is None else Handled)(
+    return new_run(
         first.deferred.all,
         run.tools,
         run.policy,
@@ -443,54 +472,55 @@ def _resumed(
 
 
 def _merged_abort(
-    calls: tuple[ToolCall, ...], first: DispatchResult, aborted: DispatchAborted
+    run: Run, first: DispatchResult, again: Run, aborted: DispatchAborted
 ) -> DispatchAborted:
     """An abort of the resumed pass, its result holding the first pass's answers too."""
-    return DispatchAborted(aborted.reason, _merge(calls, first, aborted.result))
+    return DispatchAborted(aborted.reason, _merge(run, first, again, aborted.result))
 
 
-def _merge(
-    calls: tuple[ToolCall, ...], first: DispatchResult, resumed: DispatchResult
-) -> DispatchResult:
-    """The first pass and its inline resolution as one result, in call order."""
-    answers: dict[str, list[ToolMessage]] = {}
-    for message in (*first.messages, *resumed.messages):
-        answers.setdefault(message.tool_call_id, []).append(message)
-    ordered = [answers[c.id].pop(0) for c in calls if answers.get(c.id)]
-    answered = {m.tool_call_id for m in resumed.messages}
+def _merge(run: Run, first: DispatchResult, again: Run, resumed: DispatchResult) -> DispatchResult:
+    """The first pass (``run``) and its inline resolution (``again``, whose calls are the
+    first pass's deferred ones) as one result, in call order.
+
+    Merged by position, not by id: a batch may repeat an id (a call answered as a
+    repeat), and only positions tell which call each message answers.
+    """
+    calls = run.calls
+    one, two = run.positioned(), again.positioned()
+    assert len(one.answered) == len(first.messages)
+    assert len(two.answered) == len(resumed.messages)
+    origin = one.deferred  # the resumed pass's call j is the batch's call origin[j]
+    slots = dict(zip(one.answered, first.messages, strict=True))
+    slots.update(zip([origin[j] for j in two.answered], resumed.messages, strict=True))
     still = first.deferred
     assert still is not None
-    again = resumed.deferred or DeferredToolRequests()
-    # Pending after both passes, by id: what the resumed pass deferred again replaces what
-    # the first pass deferred (an approved external call moves from approvals to calls).
-    pending: dict[str, tuple[bool, ToolCall]] = {}
-    for call in still.calls:
-        pending[call.id] = (False, call)
-    for call in still.approvals:
-        pending[call.id] = (True, call)
-    for call_id in answered:
-        pending.pop(call_id, None)
-    for call in again.calls:
-        pending[call.id] = (False, call)
-    for call in again.approvals:
-        pending[call.id] = (True, call)
-    order = {call.id: index for index, call in enumerate(calls)}
-    kept = sorted(pending.items(), key=lambda item: order.get(item[0], len(order)))
+    later = resumed.deferred or DeferredToolRequests()
+    # Pending after both passes: what the resumed pass deferred again replaces what the
+    # first pass deferred (an approved external call moves from approvals to calls);
+    # what it answered is no longer pending; what it skipped (undecided) stays.
+    pending: dict[int, tuple[bool, ToolCall]] = {}
+    for j, call in enumerate(still.all):
+        pending[origin[j]] = (j >= len(still.calls), call)
+    for j in two.answered:
+        pending.pop(origin[j], None)
+    for j, call in enumerate(later.all):
+        pending[origin[two.deferred[j]]] = (j >= len(later.calls), call)
+    kept = sorted(pending.items())
     metadata = {
-        call_id: {**still.metadata.get(call_id, {}), **again.metadata.get(call_id, {})}
-        for call_id, _ in kept
+        call.id: {**still.metadata.get(call.id, {}), **later.metadata.get(call.id, {})}
+        for _, (_, call) in kept
     }
     deferred = DeferredToolRequests(
         tuple(call for _, (approval, call) in kept if not approval),
         tuple(call for _, (approval, call) in kept if approval),
         {k: v for k, v in metadata.items() if v},
     )
-    executed = set(first.executed) | set(resumed.executed)
+    executed = sorted({*one.executed, *(origin[j] for j in two.executed)})
     return DispatchResult(
-        tuple(ordered),
+        tuple(slots[index] for index in sorted(slots)),
         first.events + resumed.events,
         deferred if deferred.all else None,
         first.follow_ups + resumed.follow_ups,
         {**first.metadata, **resumed.metadata},
-        tuple(c.id for c in calls if c.id in executed),
+        tuple(calls[index].id for index in executed),
     )

@@ -73,6 +73,7 @@ from tinytools import (
     RunContext,
     RunPolicy,
     ToolCall,
+    ToolMessage,
     ToolResult,
     after_tool,
     before_tool,
@@ -85,6 +86,7 @@ from tinytools.testing import check_dispatch_invariants
 from tinytools.testing._invariants import (
     _candidates,
     _check_answers,
+    _check_repeats,
     _check_schemas,
     _satisfies_schema,
     callable_this_turn,
@@ -280,6 +282,15 @@ def examples(
     batch = [draw(calls(index)) for index in range(size)]
     if resumable:
         batch.append(ToolCall(f"call_{size}", draw(st.sampled_from(GATED)), {"x": draw(INTS)}))
+    if batch and draw(st.integers(0, 3)) == 0:  # a model repeating a call's id
+        # Often a gated call's, which is deferred: its answer comes from the resumed pass.
+        gated = [i for i, c in enumerate(batch) if c.name in GATED]
+        if gated and draw(st.booleans()):
+            earlier = draw(st.sampled_from(gated))
+        else:
+            earlier = draw(st.integers(0, len(batch) - 1))
+        repeat = msgspec.structs.replace(draw(calls(len(batch))), id=batch[earlier].id)
+        batch.insert(draw(st.integers(earlier + 1, len(batch))), repeat)
     timeouts = [None, 2.5] if runner == "trio" else [None, None, 30.0]
     allowlist = st.sampled_from([None, None, "set", "empty"]).flatmap(
         lambda how: (
@@ -554,14 +565,20 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
         for position, event in enumerate(result.events):
             if getattr(event, "call_id", None) in events_of:
                 events_of[event.call_id].append((position, event))  # type: ignore[union-attr]
-        _check_answers(done.calls, result, events_of)
+        # A repeated id is refused in its own place (the merge keeps positions).
+        _check_repeats(done.calls, _check_answers(done.calls, result, events_of), events_of)
         _check_schemas(registry)
         names = callable_this_turn(registry, policy, example.advertised)
-        by_id = {c.id: c for c in done.effective}
+        # By id, the first call holding it: a repeat of an id is refused, never run.
+        by_id: dict[str, ToolCall] = {}
+        for c in done.effective:
+            by_id.setdefault(c.id, c)
         # A tool that asked for approval itself ran in the first pass with the model's
         # arguments, then (unless the resumed pass stopped first) again with the host's:
         # invariants 2 and 3 hold for every run against either form of its call.
-        originals = {c.id: c for c in done.calls}
+        originals: dict[str, ToolCall] = {}
+        for c in done.calls:
+            originals.setdefault(c.id, c)
         for entry in ran:
             item = registry[entry.tool]
             assert entry.tool in names, f"invariant 2: {entry.tool!r} ran but is not callable"
@@ -588,7 +605,10 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
         )
     if done.log.events and example.on_event in {"sync", "async"} and done.aborted is None:
         assert list(result.events) == done.log.events, "on_event saw other events than returned"
-    messages = {m.tool_call_id: m for m in result.messages}
+    messages: dict[str, list[ToolMessage]] = {}  # by id: a batch may repeat one
+    for message in result.messages:
+        messages.setdefault(message.tool_call_id, []).append(message)
+    repeated = {c.id for c in example.calls if [d.id for d in example.calls].count(c.id) > 1}
     deferred = {c.id for c in result.deferred.all} if result.deferred else set()
     entered = {entry.call_id for entry in ran}
     for entry in ran:
@@ -601,7 +621,8 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
         for call_id, (_, action) in done.log.admitted.items():
             if action == "reject":
                 assert call_id not in entered, f"rejected call {call_id!r} ran"
-                assert messages[call_id].status in {"denied", "interrupted"}, messages[call_id]
+                statuses = {m.status for m in messages[call_id]}
+                assert statuses & {"denied", "interrupted"}, messages[call_id]
             if action in {"defer", "approval"}:
                 assert call_id not in entered, f"middleware-deferred call {call_id!r} ran"
                 assert call_id in deferred or done.aborted is not None, (call_id, deferred)
@@ -611,9 +632,8 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
         assert len(started) <= most, f"{sorted(started)} started; max_tool_calls={most}"
     limit = policy.max_result_bytes
     if limit is not None:
-        for call_id in result.executed:
-            message = messages.get(call_id)
-            if message is not None:
+        for call_id in set(result.executed) - repeated:  # a repeat's refusal is not output
+            for message in messages.get(call_id, ()):
                 size = len(message.content.encode("utf-8", "surrogatepass"))
                 assert size <= limit, f"{call_id!r}: {size} bytes over max_result_bytes={limit}"
     if (
@@ -629,6 +649,8 @@ def _note(done: Pass) -> None:
         hypothesis.event("aborted")
     if done.merged:
         hypothesis.event("on_deferred merged")
+        if len({c.id for c in done.calls}) < len(done.calls):
+            hypothesis.event("on_deferred merged, an id repeated")
     for message in done.result.messages:
         hypothesis.event(f"status: {message.status}")
     if done.result.deferred is not None:

@@ -360,7 +360,8 @@ def _check_repeats(
     answers: Mapping[int, ToolMessage],
     events_of: dict[str, list[tuple[int, object]]],
 ) -> dict[int, ToolCall]:
-    """A call repeating an earlier call's id is refused, with its own ``ToolDenied``.
+    """A call repeating an earlier call's id is refused, with its own ``ToolDenied`` (or
+    answered as interrupted, when the batch stopped before admission reached it).
 
     Removes each repeat's ``ToolDenied`` from ``events_of``, so the rest of the checks
     see the first call of each id alone. Returns the first calls by position.
@@ -379,6 +380,8 @@ def _check_repeats(
             "so its answer, in its place in call order, is a refusal (a repeated id could "
             f"inherit another call's approval); the checker saw {message!r} there"
         )
+        if message.status == "interrupted":
+            continue  # the batch stopped before admission reached it: nothing was denied
         denials = [
             (p, e)
             for p, e in events_of[call.id]
