@@ -248,7 +248,6 @@ class Run(Admission):
         "extras",
         "halted",
         "ledger",
-        "on_event",
         "sink",
         "store",
     )
@@ -261,8 +260,6 @@ class Run(Admission):
     #: The batch's follow-ups and metadata, made on first need (most batches have none).
     extras: tuple[list[FollowUp], dict[str, dict[str, object]]] | None
     sink: Sink | None
-    #: A synchronous ``on_event`` handler (set on a :class:`Handled` only).
-    on_event: Callable[[Event], object]
     store: ArtifactStore | None
     ledger: EffectLedger | None
     cancellation: Cancellation | None
@@ -580,7 +577,10 @@ class Handled(Run):
     over, and changes nothing.
     """
 
-    __slots__ = ()
+    __slots__ = ("on_event",)
+
+    #: The synchronous handler (unset for an async one, whose sink has it).
+    on_event: Callable[[Event], object]
 
     def emit(self, event: Event) -> None:
         """Record ``event`` and hand it to the handler."""
@@ -672,7 +672,7 @@ def new_run(
         # The run (a Handled) hands each event to the handler itself: no sink to build,
         # no weak reference. A handler that raises halts the run, and no call starts
         # after that (see dispatch).
-        run.on_event = on_event
+        run.on_event = on_event  # type: ignore[attr-defined]  # a Handled's
     else:  # an async handler needs the event loop
         sink = run.sink = Sink(run, on_event)
         run.emit = sink.queue  # (on a Handled, it comes before the class's method)
