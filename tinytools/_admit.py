@@ -206,6 +206,7 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
     append = verdicts.append
     opens = batch.opens
     befores = batch.stack.befores
+    call: ToolCall | None
     for index, call in enumerate(calls):
         if opens:  # repeated ids, discovery, a resume's decisions, limits
             opened = _opening(index, call, batch)
@@ -215,20 +216,16 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
                 continue
             call = opened
         if befores:  # while each hook hands the call back as it is, nothing else is read
-            opened = call
             for hook in (hooks := iter(befores)):
                 try:
                     outcome: object = hook(call, batch)
                 except Exception as error:
                     raise HookFailed("before_tool", hook, error) from error
                 if outcome is not call:  # that answer, then the rest of the hooks
-                    opened = _after_hook(index, call, batch, hook, outcome, hooks)
+                    call = _after_hook(index, call, batch, hook, outcome, hooks)
                     break
-            if type(opened) is not ToolCall:
-                batch.preflight = True
-                append(opened)  # type: ignore[arg-type]
+            if call is None:  # a hook's verdict, recorded
                 continue
-            call = opened
         verdict = _checked(index, call, batch)
         if type(verdict) is not Admitted:
             batch.preflight = True
@@ -349,10 +346,11 @@ def _after_hook(
     hook: object,
     outcome: object,
     rest: Iterator[Callable[..., object]],
-) -> ToolCall | Verdict:
+) -> ToolCall | None:
     """:func:`admit_batch`'s ``before_tool`` hooks (no awaiting: ``dispatch_sync``) from
     the first hook that answered other than with the call as it is: that answer, then
-    the ``rest`` of the hooks — the call to check, or the verdict a hook gave.
+    the ``rest`` of the hooks — the call to check, or None when a hook gave the call's
+    verdict (recorded here: dispatch answers it before anything runs).
 
     Raises:
         HookFailed: A hook raised.
@@ -373,7 +371,9 @@ def _after_hook(
                 )
             went = _went(index, hook, call, approved, outcome, batch)
             if not isinstance(went, tuple):
-                return went
+                batch.preflight = True
+                batch.verdicts.append(went)
+                return None
             call, approved = went
         hook = next(rest, None)
         if hook is None:
