@@ -651,7 +651,7 @@ def new_run(
     if run.tools._discovery is not None:  # type: ignore[attr-defined]
         run._discover()
     run.calls = calls
-    run.stack = NO_MIDDLEWARE if middleware == () else composed(middleware)
+    run.stack = composed(middleware) if middleware else NO_MIDDLEWARE  # () or []: none
     run.store = store
     run.ledger = ledger
     run.cancellation = cancellation
