@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import weakref
 from collections.abc import Callable, Collection
 
 import attrs
@@ -144,6 +145,18 @@ class TestEventHandlerShapes:
         result = dispatch_sync(CALLS, TOOLS, on_event=_record)
         assert _RECORDED == list(result.events)
 
+    def test_handler_object_is_not_kept(self) -> None:
+        """Once dispatch returns, nothing of it keeps the handler's object alive (a bound
+        method's ``self``, or the list behind ``events.append``)."""
+        recorder, bag = Recorder(), _Bag()
+        owner, held = weakref.ref(recorder), weakref.ref(bag)
+        dispatch_sync(CALLS, TOOLS, on_event=recorder.sync)
+        dispatch_sync(CALLS, TOOLS, on_event=bag.append)
+        assert len(bag) == len(KINDS)
+        del recorder, bag
+        assert owner() is None
+        assert held() is None
+
     def test_handler_sees_the_inline_resume(self) -> None:
         """The pass that ``on_deferred`` resumes hands its events to the same handler."""
 
@@ -165,6 +178,10 @@ class TestEventHandlerShapes:
 
 
 _RECORDED: list[Event] = []
+
+
+class _Bag(list[Event]):
+    """A list that can be referred to weakly."""
 
 
 def _record(event: Event) -> None:

@@ -94,7 +94,7 @@ _CO_COROUTINE = inspect.CO_COROUTINE
 
 
 #: The last ``on_event`` handler found synchronous: most hosts pass the same one to
-#: every dispatch, and :class:`Run` then knows it by identity alone (a one-entry memo,
+#: every dispatch, and :func:`new_run` then knows it by identity alone (a one-entry memo,
 #: which changes nothing but speed; a handler is read once, so mark it a coroutine
 #: function before its first dispatch).
 LAST_SYNC_HANDLER: list[object] = [None]
@@ -104,7 +104,10 @@ def _is_async_handler(handler: object) -> bool:
     """Whether ``on_event`` returns awaitables (remembering a synchronous one:
     :data:`LAST_SYNC_HANDLER`)."""
     answer = _reads_async(handler)
-    if not answer:
+    kind = type(handler)
+    if not answer and kind is not _METHOD and kind is not _BUILTIN:
+        # (a bound method, ``events.append`` included, is made afresh for each dispatch:
+        # never found again, and it would keep its object alive)
         LAST_SYNC_HANDLER[0] = handler
     return answer
 
