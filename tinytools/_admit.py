@@ -168,7 +168,7 @@ class Admission(DispatchEnv):
     expired: Callable[[], bool] | None = None
     #: The ``max_tool_calls`` slots used: each call admission opens takes one when
     #: ``limited``; a batch that cannot reach its limit takes them all at once (see
-    #: ``Run``); a deferred call gives its slot back.
+    #: ``_run.new_run``); a deferred call gives its slot back.
     used = 0
     #: Whether the limits are checked as each call is opened (else skipped outright).
     limited = False

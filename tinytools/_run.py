@@ -97,18 +97,18 @@ _CO_COROUTINE = inspect.CO_COROUTINE
 #: every dispatch, and :func:`new_run` then knows it by identity alone (a one-entry memo,
 #: which changes nothing but speed; a handler is read once, so mark it a coroutine
 #: function before its first dispatch).
-LAST_SYNC_HANDLER: list[object] = [None]
+_LAST_SYNC_HANDLER: list[object] = [None]
 
 
 def _is_async_handler(handler: object) -> bool:
     """Whether ``on_event`` returns awaitables (remembering a synchronous one:
-    :data:`LAST_SYNC_HANDLER`)."""
+    :data:`_LAST_SYNC_HANDLER`)."""
     answer = _reads_async(handler)
     kind = type(handler)
     if not answer and kind is not _METHOD and kind is not _BUILTIN:
         # (a bound method, ``events.append`` included, is made afresh for each dispatch:
         # never found again, and it would keep its object alive)
-        LAST_SYNC_HANDLER[0] = handler
+        _LAST_SYNC_HANDLER[0] = handler
     return answer
 
 
@@ -671,7 +671,7 @@ def new_run(
     run.sink = None
     if on_event is None:
         run.emit = run.events.append
-    elif on_event is LAST_SYNC_HANDLER[0] or not _is_async_handler(on_event):
+    elif on_event is _LAST_SYNC_HANDLER[0] or not _is_async_handler(on_event):
         # The run (a Handled) hands each event to the handler itself: no sink to build,
         # no weak reference. A handler that raises halts the run, and no call starts
         # after that (see dispatch).
