@@ -337,7 +337,8 @@ async def _spread(
             stop = nursery.cancel_scope.cancel if scope is None else scope.cancel
             start = nursery.start_soon
             for _ in range(workers):
-                start(task, run, items, deadline, stop, awaiting)
+                # A name given spares trio making one from the function per task.
+                start(task, run, items, deadline, stop, awaiting, name=_TASK_NAME)
         return
     tasks = Tasks()
     stop_tasks = tasks.cancel  # the batch's scope, if any, is read by execute afterwards
@@ -346,6 +347,10 @@ async def _spread(
             tasks.start(task(run, items, deadline, stop_tasks, awaiting, tasks))
     finally:
         await tasks.wait()
+
+
+#: The name of a batch's trio tasks (in trio's task tree, as a debugger shows it).
+_TASK_NAME = "tinytools.dispatch call"
 
 
 def _bare(error: BaseException) -> BaseException:
