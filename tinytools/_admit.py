@@ -71,8 +71,13 @@ __all__ = [
 ]
 
 
-class Admitted(msgspec.Struct, frozen=True):
-    """The call may run: ``arguments`` passed the schema (injections not yet bound)."""
+class Admitted(msgspec.Struct, frozen=True, gc=False):
+    """The call may run: ``arguments`` passed the schema (injections not yet bound).
+
+    Not tracked by the garbage collector (``gc=False``): nothing it refers to can refer
+    back to it (it stays inside dispatch), and a batch's admitted calls otherwise cost
+    the collector about as much as the rest of their bookkeeping.
+    """
 
     index: int
     call: ToolCall
