@@ -295,7 +295,8 @@ async def _call(
     frame of :func:`run_call` between.
     """
     try:
-        if run.halted or (stopped is not None and stopped()):
+        halted = run.halted  # read into a local: it changes while the call runs
+        if halted or (stopped is not None and stopped()):
             stop()
             return False
         item = next(items, None)
