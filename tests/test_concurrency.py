@@ -431,6 +431,30 @@ class TestDeadline:
         assert ("sleep-0", "sleep-1") == result.executed
         assert 3 == elapsed
 
+    @pytest.mark.parametrize("concurrency", [1, 3])
+    def test_no_call_starts_after_a_call_passes_the_deadline(self, concurrency: int) -> None:
+        """A call that passes the deadline without ever yielding (so the loop cannot
+        interrupt anything) is answered; no later call starts, serially or all at once."""
+        clock = trio.testing.MockClock()
+
+        @tool
+        async def overrun() -> str:
+            """Take longer than the batch may, without yielding."""
+            clock.jump(5)
+            return "done"
+
+        calls = [ToolCall("a", "overrun", {}), *calls_to("quick", 2, x=1)]
+        policy = RunPolicy(max_concurrency=concurrency, deadline=3)
+
+        async def main() -> DispatchResult:
+            return await dispatch(calls, [overrun, quick], policy=policy)
+
+        result = trio.run(main, clock=clock)
+
+        assert ("a",) == result.executed
+        assert "done" == result.messages[0].content
+        assert [NOT_RUN.format("past its deadline")] * 2 == [m.content for m in result.messages[1:]]
+
     def test_tools_see_the_deadline(self) -> None:
         """An injected RunContext carries the batch's deadline on the loop's clock."""
         seen: list[float | None] = []

@@ -216,16 +216,34 @@ async def _run_all(
 ) -> None:
     concurrency = run.policy.max_concurrency
     awaiting = run.policy.tool_timeout is None
+    stopped = _stopped(run, deadline)
     if concurrency == 1 or len(admitted) <= 1:  # serial: the loop itself bounds concurrency
-        await _worker(run, iter(admitted), deadline, _go_on, awaiting)
+        await _worker(run, iter(admitted), deadline, stopped, _go_on, awaiting)
         return
     try:
-        await _spread(run, admitted, min(concurrency, len(admitted)), deadline, scope, awaiting)
+        workers = min(concurrency, len(admitted))
+        await _spread(run, admitted, workers, deadline, stopped, scope, awaiting)
     except BaseException as error:
         found = _bare(error)
         if found is not error and isinstance(found, PROPAGATE):
             raise found from None
         raise
+
+
+def _stopped(run: Run, deadline: float | None) -> Callable[[], bool] | None:
+    """What tells whether the batch was cancelled or is past its deadline (a halted run
+    aside: :func:`_call` reads that flag itself); None when neither can happen, the
+    common batch, which then pays no check per call for them."""
+    cancellation = run.cancellation
+    if cancellation is None and deadline is None:
+        return None
+
+    def stopped() -> bool:
+        return (cancellation is not None and cancellation.cancelled) or (
+            deadline is not None and current_time() >= deadline
+        )
+
+    return stopped
 
 
 def _go_on() -> None:
@@ -236,6 +254,7 @@ async def _worker(
     run: Run,
     items: Iterator[Admitted],
     deadline: float | None,
+    stopped: Callable[[], bool] | None,
     stop: Callable[[], object],
     awaiting: bool,
     tasks: Tasks | None = None,
@@ -243,7 +262,7 @@ async def _worker(
     """Take the next call (in call order) until none is left, or the batch must stop
     (with ``tasks``: the asyncio tasks this one is one of, told when it ends)."""
     try:
-        while await _call(run, items, deadline, stop, awaiting):
+        while await _call(run, items, deadline, stopped, stop, awaiting):
             pass
     except BaseException as error:
         if tasks is None or isinstance(error, PROPAGATE):
@@ -258,6 +277,7 @@ async def _call(
     run: Run,
     items: Iterator[Admitted],
     deadline: float | None,
+    stopped: Callable[[], bool] | None,
     stop: Callable[[], object],
     awaiting: bool,
     tasks: Tasks | None = None,
@@ -268,19 +288,15 @@ async def _call(
     told when it ends): taking the next call, rather than being handed one, keeps calls
     starting in call order whatever order the loop runs its new tasks in.
 
-    The flags are read before the call starts (a tool that never yields cannot be
-    cancelled by the loop). With ``awaiting`` (the run sets no ``tool_timeout``) an
+    Whether the batch must stop is read before the call starts (a tool that never yields
+    cannot be cancelled by the loop): ``run.halted``, then ``stopped`` (see
+    :func:`_stopped`). With ``awaiting`` (the run sets no ``tool_timeout``) an
     awaited tool (``Plan.awaited``) is awaited right here, its first attempt without a
     frame of :func:`run_call` between.
     """
     try:
-        cancellation = run.cancellation
-        stopped = (
-            run.halted
-            or (cancellation is not None and cancellation.cancelled)
-            or (deadline is not None and current_time() >= deadline)
-        )
-        if stopped:
+        halted = run.halted  # read into a local: it changes while the call runs
+        if halted or (stopped is not None and stopped()):
             stop()
             return False
         item = next(items, None)
@@ -322,6 +338,7 @@ async def _spread(
     admitted: Sequence[Admitted],
     workers: int,
     deadline: float | None,
+    stopped: Callable[[], bool] | None,
     scope: anyio.CancelScope | None,
     awaiting: bool,
 ) -> None:
@@ -337,15 +354,20 @@ async def _spread(
             stop = nursery.cancel_scope.cancel if scope is None else scope.cancel
             start = nursery.start_soon
             for _ in range(workers):
-                start(task, run, items, deadline, stop, awaiting)
+                # A name given spares trio making one from the function per task.
+                start(task, run, items, deadline, stopped, stop, awaiting, name=_TASK_NAME)
         return
     tasks = Tasks()
     stop_tasks = tasks.cancel  # the batch's scope, if any, is read by execute afterwards
     try:
         for _ in range(workers):
-            tasks.start(task(run, items, deadline, stop_tasks, awaiting, tasks))
+            tasks.start(task(run, items, deadline, stopped, stop_tasks, awaiting, tasks))
     finally:
         await tasks.wait()
+
+
+#: The name of a batch's trio tasks (in trio's task tree, as a debugger shows it).
+_TASK_NAME = "tinytools.dispatch call"
 
 
 def _bare(error: BaseException) -> BaseException:

@@ -297,8 +297,9 @@ def plain_message(
     else:
         # JSON text that encoded holds no lone surrogate: it is its own content.
         try:  # return_text, its common case written out (one frame fewer)
-            encoded = _encode(outcome)
-            content = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
+            content = _encode(outcome).decode()
+            if "null" in content:  # a NaN or infinity may hide there (searching the str
+                content = return_text(outcome)  # costs a third of bytes.find's call)
         except (TypeError, ValueError, OverflowError, RecursionError):
             return None  # wrap_return answers it as the error it is
         if outcome is not None:
