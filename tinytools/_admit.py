@@ -71,14 +71,12 @@ __all__ = [
 ]
 
 
-class Admitted(msgspec.Struct, frozen=True, gc=False):
+class Admitted(msgspec.Struct, frozen=True):
     """The call may run: ``arguments`` passed the schema (injections not yet bound).
 
-    Not tracked by the garbage collector (``gc=False``): one object fewer per call for
-    the collector to count and walk while the batch runs. It stays inside dispatch, and
-    what it holds (the call, the tool, the validated arguments) is made before the run
-    exists, so no cycle runs through it — unless a ``before_tool`` hook stores the env it
-    is given inside a call's arguments, which then keeps that run alive.
+    Tracked by the garbage collector like any container: a ``before_tool`` hook may
+    store what it is given (the run) inside a call's arguments, and an untracked
+    ``Admitted`` would then hide that cycle from the collector, leaking the run.
     """
 
     index: int
