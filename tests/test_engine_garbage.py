@@ -7,8 +7,10 @@ handler once left its whole state in one).
 
 from __future__ import annotations
 
+import functools
 import gc
-from collections.abc import Iterator
+import weakref
+from collections.abc import Callable, Iterator
 
 import pytest
 
@@ -96,3 +98,76 @@ def _left_by_dispatch() -> list[str]:
     finally:
         gc.set_debug(0)
         gc.garbage.clear()
+
+
+class _Host:
+    """What an ``on_event`` handler typically closes over: the host's own state."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+
+    def record(self, event: Event) -> None:
+        self.events.append(event)
+
+
+class _Recorder:
+    """A callable object as ``on_event``."""
+
+    def __init__(self, host: _Host) -> None:
+        self.host = host
+
+    def __call__(self, event: Event) -> None:
+        self.host.events.append(event)
+
+
+def _handler(shape: str, host: _Host) -> Callable[[Event], object]:
+    if shape == "lambda":
+        return lambda event: host.events.append(event)
+    if shape == "closure":
+
+        def handler(event: Event) -> None:
+            host.events.append(event)
+
+        return handler
+    if shape == "partial":
+        return functools.partial(_Host.record, host)
+    if shape == "callable object":
+        return _Recorder(host)
+    assert shape == "bound method"
+    return host.record
+
+
+@pytest.mark.parametrize(
+    "shape", ["lambda", "closure", "partial", "callable object", "bound method"]
+)
+def test_dispatch_keeps_no_on_event_handler_alive(shape: str) -> None:
+    # The handler, and the host state it closes over, die with the host: no memo of
+    # the engine keeps them (a lambda once stayed alive until the next dispatch).
+    host = _Host()
+    dispatch_sync([ToolCall("c1", "add", '{"a": 1}')], REGISTRY, on_event=_handler(shape, host))
+    assert [type(event).__name__ for event in host.events] == ["ToolStarted", "ToolCompleted"]
+    gone = weakref.ref(host)
+    del host
+    gc.collect()
+    assert gone() is None
+
+
+def test_a_dead_handlers_id_is_not_mistaken_for_it() -> None:
+    # A synchronous handler dies; an async one made after it may get its id: it is read
+    # afresh (its events awaited), never answered from what the dead one was.
+    seen: list[Event] = []
+    sync = _Recorder(_Host())
+    dispatch_sync([ToolCall("c1", "add", '{"a": 1}')], REGISTRY, on_event=sync)
+    dead = id(sync)
+    del sync
+    gc.collect()
+
+    class Async:
+        async def __call__(self, event: Event) -> None:
+            seen.append(event)
+
+    handlers = [Async() for _ in range(200)]  # keep all: each a distinct address
+    handler = next((h for h in handlers if id(h) == dead), handlers[0])
+    result = dispatch_sync([ToolCall("c1", "add", '{"a": 1}')], REGISTRY, on_event=handler)
+    assert [m.status for m in result.messages] == ["ok"]
+    assert seen == list(result.events)

@@ -11,6 +11,7 @@ aborted batch raises.
 from __future__ import annotations
 
 import enum
+import contextlib
 import inspect
 import operator
 import types
@@ -84,7 +85,9 @@ class HostFailed(Exception):
         super().__init__(f"{where} raised {error!r}")
 
 
-_HANDLERS: dict[int, tuple[object, bool]] = {}
+#: What :func:`is_async_function` said of a handler, by id, held weakly (a memo must
+#: not keep a handler, or what it closes over, alive; a dead entry never answers).
+_HANDLERS: dict[int, tuple[weakref.ref[object], bool]] = {}
 _new = object.__new__
 _call_id = operator.attrgetter("id")
 _BUILTIN = types.BuiltinFunctionType
@@ -96,8 +99,9 @@ _CO_COROUTINE = inspect.CO_COROUTINE
 #: The last ``on_event`` handler found synchronous: most hosts pass the same one to
 #: every dispatch, and :func:`new_run` then knows it by identity alone (a one-entry memo,
 #: which changes nothing but speed; a handler is read once, so mark it a coroutine
-#: function before its first dispatch).
-_LAST_SYNC_HANDLER: list[object] = [None]
+#: function before its first dispatch). Held weakly: a handler closing over its host's
+#: state must die with it, and an id reused after that is never mistaken for it.
+_LAST_SYNC_HANDLER: list[weakref.ref[object] | Callable[[], None]] = [lambda: None]
 
 
 def _is_async_handler(handler: object) -> bool:
@@ -108,7 +112,8 @@ def _is_async_handler(handler: object) -> bool:
     if not answer and kind is not _METHOD and kind is not _BUILTIN:
         # (a bound method, ``events.append`` included, is made afresh for each dispatch:
         # never found again, and it would keep its object alive)
-        _LAST_SYNC_HANDLER[0] = handler
+        with contextlib.suppress(TypeError):  # not weakly referenceable: read each time
+            _LAST_SYNC_HANDLER[0] = weakref.ref(handler)
     return answer
 
 
@@ -133,12 +138,16 @@ def _reads_async(handler: object) -> bool:
         if type(fn) is _FUNCTION and not fn.__dict__:
             return fn.__code__.co_flags & _CO_COROUTINE != 0
     known = _HANDLERS.get(id(handler))
-    if known is not None and known[0] is handler:
+    if known is not None and known[0]() is handler:
         return known[1]
     answer = is_async_function(handler)
+    try:
+        held = weakref.ref(handler)
+    except TypeError:  # not weakly referenceable: read again each time
+        return answer
     if len(_HANDLERS) >= 64:
         _HANDLERS.pop(next(iter(_HANDLERS)))
-    _HANDLERS[id(handler)] = (handler, answer)
+    _HANDLERS[id(handler)] = (held, answer)
     return answer
 
 
@@ -671,7 +680,7 @@ def new_run(
     run.sink = None
     if on_event is None:
         run.emit = run.events.append
-    elif on_event is _LAST_SYNC_HANDLER[0] or not _is_async_handler(on_event):
+    elif _LAST_SYNC_HANDLER[0]() is on_event or not _is_async_handler(on_event):
         # The run (a Handled) hands each event to the handler itself: no sink to build,
         # no weak reference. A handler that raises halts the run, and no call starts
         # after that (see dispatch).
