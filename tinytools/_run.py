@@ -10,8 +10,8 @@ aborted batch raises.
 
 from __future__ import annotations
 
-import enum
 import contextlib
+import enum
 import inspect
 import operator
 import types
