@@ -21,6 +21,7 @@ import trio.testing
 
 from tinytools import (
     Cancellation,
+    Deny,
     DispatchAborted,
     Emit,
     FatalToolError,
@@ -30,6 +31,7 @@ from tinytools import (
     ToolPolicy,
     ToolResult,
     after_tool,
+    before_tool,
     dispatch,
     dispatch_sync,
     tool,
@@ -341,6 +343,39 @@ async def _dispatch_quick(returned: threading.Event, handle: Cancellation) -> No
         return "ok"
 
     await dispatch([call("q", "quick", {})], [quick], cancellation=handle)
+
+
+class _HooksSayingEmpty:
+    """Middleware given as an iterable whose ``__len__`` says 0 (a lazy view of hooks)."""
+
+    def __len__(self) -> int:
+        return 0
+
+    def __iter__(self) -> Iterator[object]:
+        return iter([before_tool(lambda call, env: Deny("not today"))])
+
+
+class TestMiddlewareArgument:
+    @pytest.mark.parametrize(
+        "middleware",
+        [
+            _HooksSayingEmpty(),
+            (hook for hook in [before_tool(lambda call, env: Deny("not today"))]),
+            [before_tool(lambda call, env: Deny("not today"))],
+        ],
+        ids=["len-0 iterable", "generator", "list"],
+    )
+    def test_every_hook_given_runs(self, middleware: object) -> None:
+        """Defect: middleware told "none" by truthiness skipped the hooks of an
+        iterable whose ``__len__`` said 0 (a Deny among them) in silence."""
+        result = dispatch_sync([call("a", "add", {"a": 1})], [add], middleware=middleware)  # type: ignore[arg-type]
+        assert [(m.status, m.content) for m in result.messages] == [("denied", "not today")]
+        assert result.executed == ()
+
+    @pytest.mark.parametrize("middleware", [(), [], iter(())], ids=["()", "[]", "empty iterator"])
+    def test_no_hooks_is_a_plain_dispatch(self, middleware: object) -> None:
+        result = dispatch_sync([call("a", "add", {"a": 1})], [add], middleware=middleware)  # type: ignore[arg-type]
+        assert [m.content for m in result.messages] == ["1"]
 
 
 # --- on_deferred ---------------------------------------------------------------------------

@@ -89,6 +89,10 @@ class HostFailed(Exception):
 #: not keep a handler, or what it closes over, alive; a dead entry never answers).
 _HANDLERS: dict[int, tuple[weakref.ref[object], bool]] = {}
 _new = object.__new__
+#: dispatch's default ``middleware`` (the empty tuple, one object in CPython): told by
+#: identity. Not by truthiness: an iterable of hooks whose ``__len__`` or ``__bool__``
+#: says empty would have its hooks skipped in silence (a ``Deny`` among them).
+_NO_HOOKS: tuple[()] = ()
 _call_id = operator.attrgetter("id")
 _BUILTIN = types.BuiltinFunctionType
 _FUNCTION = types.FunctionType
@@ -663,7 +667,8 @@ def new_run(
     if run.tools._discovery is not None:  # type: ignore[attr-defined]
         run._discover()
     run.calls = calls
-    run.stack = composed(middleware) if middleware else NO_MIDDLEWARE  # () or []: none
+    # (any other empty sequence is found empty by composed)
+    run.stack = NO_MIDDLEWARE if middleware is _NO_HOOKS else composed(middleware)
     run.store = store
     run.ledger = ledger
     run.cancellation = cancellation
