@@ -10,7 +10,6 @@ aborted batch raises.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import inspect
 import operator
@@ -113,11 +112,15 @@ def _is_async_handler(handler: object) -> bool:
     :data:`_LAST_SYNC_HANDLER`)."""
     answer = _reads_async(handler)
     kind = type(handler)
-    if not answer and kind is not _METHOD and kind is not _BUILTIN:
+    if answer or kind is _METHOD or kind is _BUILTIN:
         # (a bound method, ``events.append`` included, is made afresh for each dispatch:
         # never found again, and it would keep its object alive)
-        with contextlib.suppress(TypeError):  # not weakly referenceable: read each time
-            _LAST_SYNC_HANDLER[0] = weakref.ref(handler)
+        return answer
+    try:
+        held = weakref.ref(handler)
+    except TypeError:  # not weakly referenceable: read each time
+        return answer
+    _LAST_SYNC_HANDLER[0] = held
     return answer
 
 
