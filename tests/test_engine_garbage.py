@@ -171,3 +171,30 @@ def test_a_dead_handlers_id_is_not_mistaken_for_it() -> None:
     result = dispatch_sync([ToolCall("c1", "add", '{"a": 1}')], REGISTRY, on_event=handler)
     assert [m.status for m in result.messages] == ["ok"]
     assert seen == list(result.events)
+
+
+class _SlottedSync:
+    """A handler no weak reference can point to (``__slots__`` without ``__weakref__``)."""
+
+    __slots__ = ("seen",)
+
+    def __init__(self) -> None:
+        self.seen: list[Event] = []
+
+    def __call__(self, event: Event) -> None:
+        self.seen.append(event)
+
+
+class _SlottedAsync(_SlottedSync):
+    __slots__ = ()
+
+    async def __call__(self, event: Event) -> None:  # type: ignore[override]
+        self.seen.append(event)
+
+
+@pytest.mark.parametrize("kind", [_SlottedSync, _SlottedAsync, _SlottedSync, _SlottedAsync])
+def test_a_handler_without_weak_references_is_read_each_time(kind: type[_SlottedSync]) -> None:
+    handler = kind()
+    result = dispatch_sync([ToolCall("c1", "add", '{"a": 1}')], REGISTRY, on_event=handler)
+    assert handler.seen == list(result.events)
+    assert [type(event).__name__ for event in handler.seen] == ["ToolStarted", "ToolCompleted"]
