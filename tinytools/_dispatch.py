@@ -264,6 +264,8 @@ def dispatch_sync(
         artifacts,
         cancellation,
     )
+    if on_deferred is not None:
+        run.positioning = True  # the two passes are merged by position
     deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
     result = _pass_sync(run, deadline, 0, backend)
     if result.deferred is None or on_deferred is None:
@@ -387,6 +389,8 @@ async def dispatch(
         artifacts,
         cancellation,
     )
+    if on_deferred is not None:
+        run.positioning = True  # the two passes are merged by position
     deadline = None if policy.deadline is None else current_time() + policy.deadline
     result = await _pass_async(run, deadline, 0)
     if result.deferred is None or on_deferred is None:
@@ -456,7 +460,7 @@ def _resumed(
     registry, policy, composed middleware, context (so the same run id), advertised
     names, ledger, handler, artifact store and cancellation."""
     assert first.deferred is not None
-    return new_run(
+    again = new_run(
         first.deferred.all,
         run.tools,
         run.policy,
@@ -469,6 +473,8 @@ def _resumed(
         run.store,
         run.cancellation,
     )
+    again.positioning = True
+    return again
 
 
 def _merged_abort(

@@ -289,7 +289,10 @@ class Run(Admission):
     fatal: str | None = None
     recorded = False  # the ledger holds the admitted calls' started rows
     postponed: dict[int, Postponed] | None = None
-    #: Set by a result that is not the common one (every call ran and was answered).
+    #: Whether a result records where its calls went (``on_deferred`` merges two passes
+    #: by it), and what the last result that is not the common one (every call ran and
+    #: was answered) recorded.
+    positioning = False
     positions: Positions | None = None
 
     # --- what the stages ask ------------------------------------------------------
@@ -512,11 +515,16 @@ class Run(Admission):
             stop = Stop.CANCELLED
         aborted = stop is Stop.ABORTED
         messages = []
-        answered_at: list[int] = []  # the call each message answers
-        waiting: list[tuple[int, ToolCall]] = []  # deferred to the host
-        approvals: list[tuple[int, ToolCall]] = []  # deferred for approval
+        deferred_calls: list[ToolCall] = []
+        approvals: list[ToolCall] = []
         deferred_meta: dict[str, dict[str, object]] = {}
-        executed_at = []
+        executed = []
+        # Positions, alongside: the call each message answers, each deferred call (host
+        # calls, approvals), each call that ran.
+        answered_at: list[int] = []
+        calls_at: list[int] = []
+        approvals_at: list[int] = []
+        executed_at: list[int] = []
         postponements = self.postponed or {}
         verdicts = self.verdicts
         for index, call in enumerate(calls):
@@ -525,9 +533,15 @@ class Run(Admission):
             if kind is Admitted:
                 postponed = postponements.get(index)
                 if index in answers or postponed is not None:  # it started
+                    executed.append(call.id)
                     executed_at.append(index)
                 if postponed is not None:
-                    (approvals if postponed.kind == "approval" else waiting).append((index, call))
+                    if postponed.kind == "approval":
+                        approvals.append(call)
+                        approvals_at.append(index)
+                    else:
+                        deferred_calls.append(call)
+                        calls_at.append(index)
                     deferred_meta[call.id] = postponed.metadata
                     continue
             elif kind is Skipped:
@@ -538,8 +552,12 @@ class Run(Admission):
                 continue
             elif kind is Deferred and not aborted:
                 assert isinstance(verdict, Deferred)
-                pending = approvals if verdict.kind == "approval" else waiting
-                pending.append((index, verdict.call))
+                if verdict.kind == "approval":
+                    approvals.append(verdict.call)
+                    approvals_at.append(index)
+                else:
+                    deferred_calls.append(verdict.call)
+                    calls_at.append(index)
                 deferred_meta[call.id] = verdict.metadata
                 continue
             answer = answers.get(index)
@@ -550,26 +568,19 @@ class Run(Admission):
             messages.append(answer)
             answered_at.append(index)
         deferred = None
-        if waiting or approvals:
-            deferred = DeferredToolRequests(
-                tuple(call for _, call in waiting),
-                tuple(call for _, call in approvals),
-                deferred_meta,
+        if deferred_calls or approvals:
+            deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
+        if self.positioning:  # kept only for on_deferred's merge
+            self.positions = Positions(
+                tuple(answered_at), tuple(calls_at + approvals_at), tuple(executed_at)
             )
-        # In the order of DeferredToolRequests.all: the host's calls, then approvals.
-        deferred_at = tuple(index for index, _ in waiting + approvals)
-        self.positions = Positions(tuple(answered_at), deferred_at, tuple(executed_at))
         return DispatchResult(
-            tuple(messages),
-            tuple(self.events),
-            deferred,
-            follow_ups,
-            metadata,
-            tuple(calls[index].id for index in executed_at),
+            tuple(messages), tuple(self.events), deferred, follow_ups, metadata, tuple(executed)
         )
 
     def positioned(self) -> Positions:
-        """Where the calls of the last :meth:`result` went, by position in the batch."""
+        """Where the calls of the last :meth:`result` went, by position in the batch (a
+        run whose ``positioning`` is set)."""
         if self.positions is not None:
             return self.positions
         every = tuple(range(len(self.calls)))  # the common result: every call ran, answered
