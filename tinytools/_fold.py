@@ -212,9 +212,10 @@ def fold(
             if isinstance(outcome, str):
                 text = str.__str__(outcome)
             else:
-                try:  # return_text, its common case written out (one frame fewer)
-                    encoded = _encode(outcome)
-                    text = return_text(outcome) if encoded.find(b"null") >= 0 else encoded.decode()
+                try:  # return_text, its common case written out (as plain_message does)
+                    text = _encode(outcome).decode()
+                    if "null" in text:  # a NaN or infinity may hide there
+                        text = return_text(outcome)
                 except (TypeError, ValueError, OverflowError, RecursionError):
                     text = None  # answered as the error it is, below (no hook sees it)
                 structured = outcome  # None stays None: its text is "null"
