@@ -16,6 +16,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -531,6 +532,27 @@ class TestCheckerCatchesBrokenDispatchers:
     def test_honest_passes(self, calls: list[ToolCall]) -> None:
         """The real dispatcher passes on the same batches (no false alarm)."""
         check_dispatch_invariants(calls, honest(calls, MUTATION_TOOLS), MUTATION_TOOLS)
+
+    def test_an_abandoned_call_whose_id_repeats(self) -> None:
+        """No false alarm: a call abandoned before its tool recorded anything is answered
+        as timed out, and a later repeat of its id as a refusal; the checker reads the
+        first call's answer (it read the repeat's and blamed `executed`)."""
+        release = threading.Event()
+
+        @tool(timeout=0.05)
+        def stuck(x: int) -> int:
+            """Waits for the test to let it go."""
+            release.wait(5)
+            return x
+
+        calls = [ToolCall("a", "stuck", {"x": 1}), ToolCall("a", "stuck", {"x": 1})]
+        try:
+            result = dispatch_sync(calls, [stuck])
+        finally:
+            release.set()
+        assert result.executed == ("a",)
+        assert "timed out" in result.messages[0].content
+        check_dispatch_invariants(calls, result, [stuck], ran=[])
 
     def test_message_names_invariant_call_and_what_it_saw(self) -> None:
         """A failure names the invariant, the call id and what the checker saw."""

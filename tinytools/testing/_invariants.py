@@ -677,7 +677,11 @@ def _check_journal(
             )
     if not recorded:
         return
-    messages = {m.tool_call_id: m for m in result.messages}
+    # By id, the first message: a repeat of an id is answered after the call holding it
+    # first, and only that call can have run.
+    messages: dict[str, ToolMessage] = {}
+    for answer in result.messages:
+        messages.setdefault(answer.tool_call_id, answer)
     entered = {entry.call_id for entry in ran}
     for call_id in set(result.executed) - entered:
         message = messages.get(call_id)
