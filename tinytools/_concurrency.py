@@ -324,6 +324,8 @@ async def _call(
             return False
         return True
     except BaseException as error:
+        # :func:`_worker`'s ending, written out: here each task is this coroutine itself
+        # (no worker frame per call); keep the two alike.
         if tasks is None or isinstance(error, PROPAGATE):
             raise
         tasks.failed(error)
