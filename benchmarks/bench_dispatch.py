@@ -17,6 +17,10 @@ from it. The rows (one call of the 3-parameter tool :func:`benchmarks._data.sear
 unless said):
 
 1. plain ``dispatch_sync`` (target 2.5x the floor); the 20-parameter tool as a reference.
+   Beside the floor, a second reference: ``dispatch_sync``'s very result (the two events,
+   the message with the value as structured output, the ``DispatchResult``) made by hand
+   with none of dispatch's checks (:func:`by_hand`; checked equal to the real one before
+   timing) — what is left of a target once the result itself is paid for.
 2. the general path real users take: a sync ``on_event`` handler, one ``before_tool``
    middleware returning the call and one ``after_tool`` returning the result, and
    ``RunPolicy(max_tool_calls=8, allowlist={...})`` (5x); and each of them alone, and
@@ -34,7 +38,8 @@ unless said):
    ``RunPolicy(max_concurrency=100)`` (the default, 1, runs them one by one), against a bare
    trio nursery (1.1x) or ``asyncio.TaskGroup`` (1.2x) whose tasks do the floor's work; and
    with ``max_concurrency=10`` against the same with a ``trio.CapacityLimiter(10)`` or an
-   ``asyncio.Semaphore(10)``. Times are per call.
+   ``asyncio.Semaphore(10)``. Times are per call. A reference row makes ``dispatch``'s
+   result for the batch by hand in the same kind of tasks (:func:`_by_hand_batch`).
 7. the cost of one call at 10,000 registered tools against the same at 10 tools (1.2x): a
    known call; an unknown name (answered with an error); ``advertised=`` a set of 5 names;
    the tools passed as a list instead of a ``Registry``. The registry, list and set are built
@@ -73,6 +78,7 @@ import trio
 
 import tinytools
 from tinytools import RunPolicy, ToolCall
+from tinytools.events import ToolCompleted, ToolStarted
 
 from . import peers
 from ._data import (
@@ -235,6 +241,31 @@ def floor_async(
     return answer
 
 
+def by_hand(
+    shape: Shape, fn: Callable[..., object]
+) -> Callable[[ToolCall], tinytools.DispatchResult]:
+    """What ``dispatch_sync`` returns for one good call of ``fn``, made by hand with none of
+    its checks: the floor's work plus the result's parts (the two events, the message with
+    the value as structured output, the ``DispatchResult``). A reference, not a floor: it
+    shows how much of a target the result itself takes before any check is made."""
+    decode = msgspec.json.Decoder(shape.floor).decode
+
+    def answer(call: ToolCall) -> tinytools.DispatchResult:
+        arguments = _asdict(decode(call.arguments))  # type: ignore[arg-type]
+        started = ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments)
+        value = fn(**arguments)
+        message = tinytools.ToolMessage(
+            tool_call_id=call.id,
+            name=call.name,
+            content=_encode(value).decode(),
+            artifact=tinytools.ToolOutput(value, ()),
+        )
+        completed = ToolCompleted(call_id=call.id, tool_name=call.name, metadata={})
+        return tinytools.DispatchResult((message,), (started, completed), executed=(call.id,))
+
+    return answer
+
+
 def drive(coroutine: Coroutine[Any, Any, object]) -> object:
     """Run a coroutine that never waits to its end, with no event loop."""
     try:
@@ -296,6 +327,9 @@ def _pass_result(call: ToolCall, result: tinytools.ToolResult, env: object) -> t
 
 
 FLOOR = "msgspec floor"
+BY_HAND = "dispatch_sync's result, made by hand"
+BY_HAND_BATCH = "dispatch's result, made by hand in the same tasks"
+HAND_NOTE = "no checks: the least that returns the same"
 
 
 def sync_call_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
@@ -313,8 +347,12 @@ def sync_call_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
         op = functools.partial(tinytools.dispatch_sync, calls, registry, **kwargs)
         return Row(label, "tinytools", Op(_checked(op, status)), FLOOR, target)
 
+    hand = by_hand(SMALL, fn)
+    if hand(good[0]) != tinytools.dispatch_sync(good, registry):
+        raise AssertionError("the hand-made result differs from dispatch_sync's")
     rows = [
         Row(FLOOR, "floor", Op(functools.partial(answer, good[0]))),
+        Row(BY_HAND, "reference", Op(functools.partial(hand, good[0])), FLOOR, note=HAND_NOTE),
         ours("1. dispatch_sync, plain", 2.5),
         ours(
             "2. general: on_event + before/after middleware + policy",
@@ -448,6 +486,67 @@ def _asyncio_floor(
     return batch
 
 
+def _by_hand_batch(
+    kind: Literal["trio", "asyncio"],
+    shape: Shape,
+    fn: Callable[..., Awaitable[object]],
+    calls: Sequence[ToolCall],
+) -> Callable[[], Awaitable[tinytools.DispatchResult]]:
+    """The bare nursery (or ``TaskGroup``) whose tasks make what ``await dispatch`` returns
+    for the batch, by hand with none of its checks: :func:`by_hand` per call (events in the
+    order the tasks emit them), one ``DispatchResult`` at the end. A reference."""
+    decode = msgspec.json.Decoder(shape.floor).decode
+    executed = tuple(call.id for call in calls)
+
+    async def batch() -> tinytools.DispatchResult:
+        messages: list[object] = [None] * len(calls)
+        events: list[object] = []
+
+        async def one(index: int) -> None:
+            call = calls[index]
+            arguments = _asdict(decode(call.arguments))  # type: ignore[arg-type]
+            events.append(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
+            value = await fn(**arguments)
+            messages[index] = tinytools.ToolMessage(
+                tool_call_id=call.id,
+                name=call.name,
+                content=_encode(value).decode(),
+                artifact=tinytools.ToolOutput(value, ()),
+            )
+            events.append(ToolCompleted(call_id=call.id, tool_name=call.name, metadata={}))
+
+        if kind == "trio":
+            async with trio.open_nursery() as nursery:
+                for index in range(len(calls)):
+                    nursery.start_soon(one, index)
+        else:
+            async with asyncio.TaskGroup() as group:  # type: ignore[attr-defined]
+                for index in range(len(calls)):
+                    group.create_task(one(index))
+        return tinytools.DispatchResult(tuple(messages), tuple(events), executed=executed)  # type: ignore[arg-type]
+
+    return batch
+
+
+def _same_result(
+    kind: Literal["trio", "asyncio"],
+    hand: Callable[[], Awaitable[tinytools.DispatchResult]],
+    ours: Callable[[], Awaitable[tinytools.DispatchResult]],
+) -> None:
+    """Check the hand-made batch returns what dispatch does (events compared as a multiset:
+    the loop may run a batch's tasks in another order each time)."""
+
+    async def both() -> tuple[tinytools.DispatchResult, tinytools.DispatchResult]:
+        return await hand(), await ours()
+
+    made, real = trio.run(both) if kind == "trio" else asyncio.run(both())
+    key = msgspec.json.encode
+    if (made.messages, made.executed) != (real.messages, real.executed) or sorted(
+        map(key, made.events)
+    ) != sorted(map(key, real.events)):
+        raise AssertionError("the hand-made batch result differs from dispatch's")
+
+
 def async_batch_section(kind: Literal["trio", "asyncio"]) -> Section:
     """Row 6 under one event loop: unbounded and at most ``LIMITED`` at once."""
     checkpoint = (
@@ -468,14 +567,21 @@ def async_batch_section(kind: Literal["trio", "asyncio"]) -> Section:
         policy = RunPolicy(max_concurrency=concurrency)
         ours = functools.partial(tinytools.dispatch, calls, registry, policy=policy)
         floor_op = None if missing else Op(make_floor(answer, calls, limit), kind)
-        rows += [
+        rows.append(
             Row(
                 floor,
                 "floor",
                 floor_op,
                 calls=ASYNC_BATCH,
                 note="Python >= 3.11" if missing else "",
-            ),
+            )
+        )
+        if limit is None and not missing:
+            hand = _by_hand_batch(kind, SMALL, afn, calls)
+            _same_result(kind, hand, ours)
+            hand_row = Row(BY_HAND_BATCH, "reference", Op(hand, kind), floor, None, ASYNC_BATCH)
+            rows.append(attrs.evolve(hand_row, note=HAND_NOTE))
+        rows += [
             Row(
                 f"6. await dispatch, max_concurrency={concurrency}",
                 "tinytools",
