@@ -9,6 +9,7 @@ same either way.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from types import ModuleType
 
@@ -172,3 +173,188 @@ def test_typed_decoder_either_bound(bound: str, text: str, refused: bool) -> Non
     if refused:
         with pytest.raises(ToolArgumentsError, match="repeats field"):
             finder.validate(text)
+
+
+# The compiled scan's exact answers, spelled out in Python: the specification the C code
+# (tinytools/_relaxed_speedups.c, keys_may_repeat) is checked against on any text, JSON or
+# not. It is deliberately the plainest loop; the C scan is free to be faster, not different.
+_SPACE = " \t\r\n"
+
+
+def _spelled_repeat(text: str | bytes) -> bool:
+    """Whether the scan answers "may repeat" for ``text`` (bytes are read byte by byte)."""
+    units = text if isinstance(text, str) else text.decode("latin-1")
+    size = len(units)
+    objects: list[list[str]] = []  # the keys of each open object, innermost last
+    at = 0
+    while at < size:
+        unit = units[at]
+        if unit == '"':
+            start = at = at + 1
+            escaped = False
+            while at < size and units[at] != '"':
+                if units[at] == "\\":  # the escaped unit is skipped, whatever it is
+                    escaped = True
+                    at += 1
+                at += 1
+            if at >= size:
+                return True  # a string never closed
+            after = at + 1
+            while after < size and units[after] in _SPACE:
+                after += 1
+            if after < size and units[after] == ":":  # a key
+                if escaped or not objects:
+                    return True  # an escape may spell another key; or a key outside {}
+                objects[-1].append(units[start:at])
+        elif unit == "{":
+            objects.append([])
+        elif unit == "}":
+            if not objects:
+                return True
+            keys = objects.pop()
+            if len(set(keys)) != len(keys):
+                return True
+        at += 1
+    return bool(objects)
+
+
+# Pieces of text the scan reacts to, and pieces it must read past: keys that differ only
+# after an escape, escaped quotes and backslashes, whitespace before a colon, text of
+# every str kind (Latin-1, UCS-2, UCS-4), a lone surrogate, NUL, runs long enough for
+# the scan's eight-byte steps to land anywhere in them.
+_PIECES = st.sampled_from(
+    [
+        *'{}[]:,"\\ \n\t\r',
+        '"a"',
+        '"a":',
+        '"a" :',
+        '"a"\n\t:',
+        '"b":',
+        '"a\\"":',
+        '"a\\\\":',
+        '"\\u0022":',
+        '"\\u0061":',
+        '"\\\\"',
+        '\\"',
+        "\\\\",
+        "\\u0022",
+        '"é":',
+        '"\u0100":',
+        '"\U0001f600":',
+        '"\ud800":',
+        "\x00",
+        '"\x00":',
+        "é",
+        "\u20ac",
+        "\U0001f600",
+        "\ud800",
+        "\udfff",
+        "1",
+        "true",
+        "abcdefgh",
+        '"' + "x" * 17 + '"',
+        '"' + "y" * 9 + '\\"' + "y" * 6 + '"',
+        '"k' + "\u0101" * 5 + '":',
+        '"k' + "\U0001f601" * 3 + '":',
+    ]
+)
+
+
+@st.composite
+def _scanner_texts(draw: st.DrawFn) -> str:
+    """Any text the scan may meet: JSON with repeats and escapes, JSON cut short, soup."""
+    kind = draw(st.integers(0, 3))
+    if kind == 0:
+        return "".join(draw(st.lists(_PIECES, max_size=40)))
+    text = draw(_texts())
+    if kind == 1:  # cut short, or with a piece spliced in somewhere
+        at = draw(st.integers(0, len(text)))
+        return text[:at] if draw(st.booleans()) else text[:at] + draw(_PIECES) + text[at:]
+    if kind == 2:  # beside a long string, so runs cross many eight-byte words
+        pad = draw(st.text(alphabet='ab\\"é\u0100\U0001f600 :{}', min_size=9, max_size=40))
+        return f'{{"pad": "{_plain(pad)}", "doc": {text}}}'
+    return text
+
+
+def _repeats_exactly(text: str) -> bool | None:
+    """Whether JSON ``text`` repeats a key in one of its objects (keys compared decoded),
+    or None when it is not JSON: the oracle, from the standard library's own parser."""
+    repeated = False
+
+    def pairs(members: list[tuple[str, object]]) -> object:
+        nonlocal repeated
+        repeated = repeated or len({k for k, _ in members}) != len(members)
+        return None
+
+    try:
+        json.loads(text, object_pairs_hook=pairs)
+    except (ValueError, RecursionError):
+        return None
+    return repeated
+
+
+@settings(max_examples=settings().max_examples * 2, deadline=None)
+@given(_scanner_texts())
+def test_compiled_scan_is_the_spelled_scan(compiled: ModuleType, text: str) -> None:
+    """The C scan gives the specification's answer on any text, as str and as UTF-8."""
+    expected = _spelled_repeat(text)
+    assert compiled.keys_may_repeat(text) is expected
+    raw = text.encode("utf-8", "surrogatepass")  # no ASCII byte inside a longer character
+    assert _spelled_repeat(raw) is expected
+    assert compiled.keys_may_repeat(raw) is expected
+
+
+@settings(deadline=None)
+@given(_scanner_texts())
+def test_spelled_scan_is_sound(text: str) -> None:
+    """On JSON text, "no repeat" is never wrong; without a backslash the answer is exact."""
+    repeated = _repeats_exactly(text)
+    if repeated is None:
+        return
+    if repeated:
+        assert _spelled_repeat(text)
+    if "\\" not in text:
+        assert _spelled_repeat(text) is repeated
+
+
+_MB = "x" * (1 << 20)
+_HIGH, _LOW = chr(0xD800), chr(0xDC00)  # lone surrogates
+_THOUSANDS = ",".join(f'"key{i}": {i}' for i in range(5000))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 1000 + '{"a": 1, "a": 2}' + "]" * 1000,
+        '{"a":' * 1000 + "1" + "}" * 1000,
+        '{"a":' * 1000 + '{"b": 1, "b": 2}' + "}" * 1000,
+        "{" * 1000,  # never closed
+        "}" * 1000,
+        f'{{"a": "{_MB}", "b": "{_MB}"}}',
+        f'{{"{_MB}": 1, "{_MB}": 2}}',
+        f'{{"{_MB}a": 1, "{_MB}b": 2}}',
+        f'{{"a": "{_MB}\\"", "a": 2}}',
+        f'{{"a": "{_MB}',  # a string never closed
+        f'{{"a": "{_MB}\\',  # a backslash at the very end
+        '{"a": "\\',
+        '{"a\\',
+        "\\",
+        '"',
+        f"{{{_THOUSANDS}}}",
+        f'{{{_THOUSANDS}, "key4999": 0}}',
+        f'{{"key0": 0, {_THOUSANDS}}}',
+        f'{{"{_HIGH}": 1, "{_LOW}": 2}}',
+        f'{{"{_HIGH}": 1, "{_HIGH}": 2}}',
+        f'{{"{_HIGH}\U0001f600": 1, "{_HIGH}\U0001f601": 2}}',
+        '{"\x00": 1, "\x00\x00": 2}',
+        '{"a\x00": 1, "a\x00" : 2}',
+        '{"a": "\x00"}\x00',
+        "\x00" * 100 + '{"a": 1}',
+    ],
+)
+def test_compiled_scan_on_hostile_text(compiled: ModuleType, text: str) -> None:
+    """Deep nesting, megabyte strings, thousands of keys, lone surrogates, NUL, a final
+    backslash: the specification's answer, as str and as bytes, without a crash."""
+    expected = _spelled_repeat(text)
+    assert compiled.keys_may_repeat(text) is expected
+    assert compiled.keys_may_repeat(text.encode("utf-8", "surrogatepass")) is expected
