@@ -336,6 +336,9 @@ _THOUSANDS = ",".join(f'"key{i}": {i}' for i in range(5000))
         f'{{"a": "{_MB}\\"", "a": 2}}',
         f'{{"a": "{_MB}',  # a string never closed
         f'{{"a": "{_MB}\\',  # a backslash at the very end
+        '{"a": "' + "\\" * 100_001 + '", "a": 1}',  # an odd run: the quote is escaped
+        '{"a": "' + "\\" * 100_000 + '", "a": 1}',  # an even run: it ends the string
+        '{"a": "' + '\\"' * 100_000 + '", "b": 1}',  # every quote escaped but the last
         '{"a": "\\',
         '{"a\\',
         "\\",
@@ -358,3 +361,30 @@ def test_compiled_scan_on_hostile_text(compiled: ModuleType, text: str) -> None:
     expected = _spelled_repeat(text)
     assert compiled.keys_may_repeat(text) is expected
     assert compiled.keys_may_repeat(text.encode("utf-8", "surrogatepass")) is expected
+
+
+def test_unrepeated_decoder_calls(compiled: ModuleType) -> None:
+    """The compiled checked decoder: decode first (its error stands), refuse only when the
+    scan says a key may repeat (its error stands too), else the decoded value."""
+    refused: list[str | bytes] = []
+
+    def refuse(text: str | bytes) -> None:
+        refused.append(text)
+        if b"x" in (text if isinstance(text, bytes) else text.encode()):
+            raise ValueError("repeated")
+
+    decode = compiled.unrepeated_decoder(msgspec.json.decode, refuse)
+    assert decode('{"a": 1, "b": 2}') == {"a": 1, "b": 2}
+    assert decode(b'{"a": {"a": 1}}') == {"a": {"a": 1}}
+    assert refused == []
+    assert decode('{"a": 1, "a": 2}') == {"a": 2}  # refuse returned: the value stands
+    assert refused == ['{"a": 1, "a": 2}']
+    with pytest.raises(ValueError, match="repeated"):
+        decode(b'{"x": 1, "x": 2}')
+    with pytest.raises(msgspec.DecodeError):
+        decode('{"a": 1, "a": ')  # not JSON: decode's error, refuse not called
+    assert len(refused) == 2
+    with pytest.raises(TypeError, match="str or bytes"):
+        compiled.unrepeated_decoder(lambda text: text, refuse)(1)
+    with pytest.raises(TypeError, match="2 arguments"):
+        compiled.unrepeated_decoder(msgspec.json.decode)

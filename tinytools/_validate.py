@@ -24,7 +24,6 @@ an ``int`` is expected, on a slow path taken only after the fast one failed.
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from collections.abc import Callable, Iterator, Mapping
@@ -144,10 +143,10 @@ class _Refused(msgspec.ValidationError):
 
 
 try:  # the compiled bound, when the C extension was built (see _struct_decoder)
-    from ._relaxed_speedups import decode_unrepeated as _decode_unrepeated
     from ._relaxed_speedups import keys_may_repeat as _compiled_bound
+    from ._relaxed_speedups import unrepeated_decoder as _unrepeated_decoder
 except ImportError:  # pragma: no cover - exercised where no C compiler was found
-    _compiled_bound = _decode_unrepeated = None  # type: ignore[assignment]
+    _compiled_bound = _unrepeated_decoder = None  # type: ignore[assignment]
 
 #: Whether JSON text may repeat a key in one of its objects (False: certainly not).
 KeyBound: TypeAlias = "Callable[[str | bytes], bool]"
@@ -173,9 +172,9 @@ def _struct_decoder(
     answers.
     """
     decode = msgspec.json.Decoder(struct).decode
-    if bound is _compiled_bound and _decode_unrepeated is not None:
+    if bound is _compiled_bound and _unrepeated_decoder is not None:
         # decode, bound and (when needed) the exact scan in one C call: no Python frame.
-        return functools.partial(_decode_unrepeated, decode, _refuse_repeats)
+        return _unrepeated_decoder(decode, _refuse_repeats)
     if bound is not None:
 
         def scanned(text: str | bytes) -> msgspec.Struct:
