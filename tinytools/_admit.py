@@ -150,7 +150,7 @@ class Admission(DispatchEnv):
     class-level default; :meth:`admission` sets the stop checks and the slots used.
     """
 
-    __slots__ = ("admitted", "emit", "opens", "preflight", "stack", "verdicts")
+    __slots__ = ("admitted", "emit", "opens", "preflight", "stack", "used", "verdicts")
 
     stack: Stack
     emit: Emit
@@ -173,8 +173,11 @@ class Admission(DispatchEnv):
     expired: Callable[[], bool] | None = None
     #: The ``max_tool_calls`` slots used: each call admission opens takes one when
     #: ``limited``; a batch that cannot reach its limit takes them all at once (see
-    #: ``_run.new_run``); a deferred call gives its slot back.
-    used = 0
+    #: ``_run.new_run``); a deferred call gives its slot back. A slot, not a class-level
+    #: default, though most batches leave it 0: a limited batch sets it, and setting a
+    #: default makes the run's ``__dict__``, after which CPython 3.12+ no longer
+    #: specializes the run's method calls (``run.finish(...)``) at all.
+    used: int
     #: Whether the limits are checked as each call is opened (else skipped outright).
     limited = False
     #: Whether an admitted tool injects (dispatch checks the context before any runs).

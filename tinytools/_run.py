@@ -687,6 +687,7 @@ def new_run(
     run.ledger = ledger
     run.cancellation = cancellation
     run.halted = False  # fatal or failed: no further call may start
+    run.used = 0  # no max_tool_calls slot taken yet
     run.events = []
     # A call's answer by index; None from its start until it is answered (a call
     # that is postponed leaves it).
