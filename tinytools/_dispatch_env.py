@@ -65,10 +65,15 @@ class DispatchEnv:
     reads are defaults).
     """
 
-    __slots__ = ("__dict__", "_context", "_open", "policy", "tools")
+    __slots__ = ("__dict__", "_context", "_open", "advertised", "policy", "tools")
+
+    #: A slot, though most batches have none: setting a class-level default makes the
+    #: instance's ``__dict__``, after which CPython 3.12+ no longer specializes method
+    #: calls on it, and a class-level default is never specialized where an instance
+    #: can have a ``__dict__`` (``_admit._checked`` reads it for an allow-listed call).
+    advertised: Collection[str] | None
 
     # Class-level defaults (an instance stores only what differs from them).
-    advertised: Collection[str] | None = None
     discovery: Intrinsics | None = None
     reached: str | None = None
     _approved: set[str] | None = None  # made on first use: most batches approve nothing
@@ -88,6 +93,7 @@ class DispatchEnv:
         self._context = context
         # No allow-list and no advertised set: a lookup is the exposure's alone.
         self._open = True
+        self.advertised = None
         if advertised is not None or policy.allowlist is not None:
             self._restrict(advertised)
         if tools._discovery is not None:  # type: ignore[attr-defined]

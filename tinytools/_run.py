@@ -681,6 +681,7 @@ def new_run(
     run._context = context
     run._open = True
     run.opens = run.preflight = False
+    run.advertised = None
     if advertised is not None:
         run._restrict(advertised)
     if run.tools._discovery is not None:  # type: ignore[attr-defined]
