@@ -502,8 +502,10 @@ class Run(Admission):
             # most common batch, needs no iterator at all).
             if count == 1:
                 answer = answers[0]
-                if answer is not None:
-                    return DispatchResult((answer,), tuple(self.events), executed=(calls[0].id,))
+                if answer is not None:  # (every field given by position: no keyword to match)
+                    return DispatchResult(
+                        (answer,), tuple(self.events), None, (), {}, (calls[0].id,)
+                    )
             elif None not in answers.values():
                 return DispatchResult(
                     tuple(map(answers.__getitem__, range(count))),  # type: ignore[arg-type]
@@ -667,9 +669,12 @@ def new_run(
     """
     if type(calls) is not tuple:
         calls = tuple(calls)  # read an iterator once
-    for call in calls:
-        if type(call) is not ToolCall and not isinstance(call, ToolCall):
-            raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
+    if len(calls) != 1 or type(calls[0]) is not ToolCall:  # (one call: no iterator made)
+        for call in calls:
+            if type(call) is not ToolCall and not isinstance(call, ToolCall):
+                raise TypeError(
+                    f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}"
+                )
     if resume is not None and not isinstance(resume, DeferredToolResults):
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
     if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
