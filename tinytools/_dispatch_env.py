@@ -59,10 +59,11 @@ class DispatchEnv:
 
     A dispatch's own state extends this class (``_run.Run``): the hooks of a dispatch
     receive that one object, whose other attributes are private. What the common
-    batch reads is a slot, stored on every build; what most batches leave unset —
-    advertised names, approvals, discovery tools — is a class-level default (reading
-    one costs more than reading a slot, so only attributes the common batch never
-    reads are defaults).
+    batch reads or sets is a slot, stored on every build; what most batches leave
+    unset — approvals, discovery tools — is a class-level default (reading one costs
+    more than reading a slot, and setting one makes the instance's ``__dict__``, which
+    on CPython 3.12+ leaves the run's method calls unspecialized: so only attributes
+    the common batch neither reads nor sets are defaults).
     """
 
     __slots__ = ("__dict__", "_context", "_open", "advertised", "policy", "tools")
