@@ -192,6 +192,18 @@ class Colour(str, enum.Enum):
     RED = "red"
 
 
+class PosingAsStr:
+    """A value whose ``__class__`` says ``str`` (as a proxy's may): ``isinstance`` is
+    fooled, but it is no string."""
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return str
+
+    def __repr__(self) -> str:
+        return "PosingAsStr()"
+
+
 RETURNS: list[object] = [
     "plain text",
     "caf\u00e9 \u2603",
@@ -204,6 +216,7 @@ RETURNS: list[object] = [
     "x" * 500,
     float("nan"),
     {1, 2},
+    PosingAsStr(),
 ]
 
 
@@ -243,6 +256,19 @@ class TestAfterHookPassThrough:
         assert hooked.messages == bare.messages
         assert hooked.events == bare.events
         assert msgspec.json.encode(hooked.events)
+
+    @pytest.mark.parametrize("hooked", [False, True])
+    def test_a_value_posing_as_a_str_is_that_calls_error(self, hooked: bool) -> None:
+        """It is answered as the bad value it is: the batch is not aborted (nor the
+        artifact store blamed), and no exception escapes dispatch."""
+        middleware = [after_tool(_same)] if hooked else []
+        result = dispatch_sync(
+            [ToolCall("c1", "give", "{}")], _returning(PosingAsStr()), middleware=middleware
+        )
+        (message,) = result.messages
+        assert message.is_error
+        assert "Tool `give` returned a bad value" in message.content
+        assert msgspec.json.encode(result)
 
     def test_hook_sees_the_wrapped_value(self) -> None:
         """The hook receives the text and the structured value, as ``wrap_return`` makes them."""

@@ -150,7 +150,7 @@ class Admission(DispatchEnv):
     class-level default; :meth:`admission` sets the stop checks and the slots used.
     """
 
-    __slots__ = ("admitted", "emit", "opens", "preflight", "stack", "verdicts")
+    __slots__ = ("admitted", "emit", "opens", "preflight", "stack", "used", "verdicts")
 
     stack: Stack
     emit: Emit
@@ -173,8 +173,11 @@ class Admission(DispatchEnv):
     expired: Callable[[], bool] | None = None
     #: The ``max_tool_calls`` slots used: each call admission opens takes one when
     #: ``limited``; a batch that cannot reach its limit takes them all at once (see
-    #: ``_run.new_run``); a deferred call gives its slot back.
-    used = 0
+    #: ``_run.new_run``); a deferred call gives its slot back. A slot, not a class-level
+    #: default, though most batches leave it 0: a limited batch sets it, and setting a
+    #: default makes the run's ``__dict__``, after which CPython 3.12+ no longer
+    #: specializes the run's method calls (``run.finish(...)``) at all.
+    used: int
     #: Whether the limits are checked as each call is opened (else skipped outright).
     limited = False
     #: Whether an admitted tool injects (dispatch checks the context before any runs).
@@ -208,16 +211,20 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
         Exception: Whatever a ``before_tool`` hook raised (dispatch aborts).
     """
     verdicts = batch.verdicts
-    append = verdicts.append
     opens = batch.opens
     befores = batch.stack.befores
     call: ToolCall | None
-    for index, call in enumerate(calls):
+    # The index counted by hand and verdicts.append called where it is used: no
+    # enumerate object, index tuple or bound method made per dispatch (together about
+    # 1.3k instructions of a one-call batch, more on CPython 3.12+).
+    index = -1
+    for call in calls:
+        index += 1
         if opens:  # repeated ids, discovery, a resume's decisions, limits
             opened = _opening(index, call, batch)
             if type(opened) is not ToolCall:
                 batch.preflight = True  # dispatch answers it before anything runs
-                append(opened)  # type: ignore[arg-type]
+                verdicts.append(opened)  # type: ignore[arg-type]
                 continue
             call = opened
         if befores:  # while each hook hands the call back as it is, nothing else is read
@@ -234,7 +241,7 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
         verdict = _checked(index, call, batch)
         if type(verdict) is not Admitted:
             batch.preflight = True
-        append(verdict)
+        verdicts.append(verdict)
     return verdicts
 
 

@@ -59,16 +59,22 @@ class DispatchEnv:
 
     A dispatch's own state extends this class (``_run.Run``): the hooks of a dispatch
     receive that one object, whose other attributes are private. What the common
-    batch reads is a slot, stored on every build; what most batches leave unset —
-    advertised names, approvals, discovery tools — is a class-level default (reading
-    one costs more than reading a slot, so only attributes the common batch never
-    reads are defaults).
+    batch reads or sets is a slot, stored on every build; what most batches leave
+    unset — approvals, discovery tools — is a class-level default (reading one costs
+    more than reading a slot, and setting one makes the instance's ``__dict__``, which
+    on CPython 3.12+ leaves the run's method calls unspecialized: so only attributes
+    the common batch neither reads nor sets are defaults).
     """
 
-    __slots__ = ("__dict__", "_context", "_open", "policy", "tools")
+    __slots__ = ("__dict__", "_context", "_open", "advertised", "policy", "tools")
+
+    #: A slot, though most batches have none: setting a class-level default makes the
+    #: instance's ``__dict__``, after which CPython 3.12+ no longer specializes method
+    #: calls on it, and a class-level default is never specialized where an instance
+    #: can have a ``__dict__`` (``_admit._checked`` reads it for an allow-listed call).
+    advertised: Collection[str] | None
 
     # Class-level defaults (an instance stores only what differs from them).
-    advertised: Collection[str] | None = None
     discovery: Intrinsics | None = None
     reached: str | None = None
     _approved: set[str] | None = None  # made on first use: most batches approve nothing
@@ -88,6 +94,7 @@ class DispatchEnv:
         self._context = context
         # No allow-list and no advertised set: a lookup is the exposure's alone.
         self._open = True
+        self.advertised = None
         if advertised is not None or policy.allowlist is not None:
             self._restrict(advertised)
         if tools._discovery is not None:  # type: ignore[attr-defined]

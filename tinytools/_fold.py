@@ -209,7 +209,7 @@ def fold(
         else:  # the hooks see the value as wrap_return makes it
             structured = None
             text: str | None
-            if isinstance(outcome, str):
+            if issubclass(kind, str):  # (its type: a value posing as a str is not one)
                 text = str.__str__(outcome)
             else:
                 try:  # return_text, its common case written out (as plain_message does)
@@ -293,7 +293,10 @@ def plain_message(
     output = None
     if type(outcome) is str:
         content: str = outcome if outcome.isascii() else printable(outcome)
-    elif isinstance(outcome, str):  # a str subclass (a str Enum): its string value
+    elif issubclass(type(outcome), str):  # a str subclass (a str Enum): its string value
+        # (by its type, not isinstance: an object whose __class__ says str is not one,
+        # and str.__str__ would raise on it; the type test is also cheaper, as
+        # isinstance looks __class__ up when the type is not a subclass)
         content = printable(str.__str__(outcome))
     else:
         # JSON text that encoded holds no lone surrogate: it is its own content.

@@ -87,7 +87,6 @@ class HostFailed(Exception):
 #: What :func:`is_async_function` said of a handler, by id, held weakly (a memo must
 #: not keep a handler, or what it closes over, alive; a dead entry never answers).
 _HANDLERS: dict[int, tuple[weakref.ref[object], bool]] = {}
-_new = object.__new__
 #: dispatch's default ``middleware`` (the empty tuple, one object in CPython): told by
 #: identity. Not by truthiness: an iterable of hooks whose ``__len__`` or ``__bool__``
 #: says empty would have its hooks skipped in silence (a ``Deny`` among them).
@@ -295,6 +294,11 @@ class Run(Admission):
     positioning = False
     positions: Positions | None = None
 
+    # new_run calls ``Run()`` and fills the bare object: with object's own __init__
+    # (not DispatchEnv's), the class call makes no argument tuple and goes through no
+    # wrapper, where ``object.__new__(Run)`` did (about 300 instructions a dispatch).
+    __init__ = object.__init__
+
     # --- what the stages ask ------------------------------------------------------
 
     def fail(self, error: Exception) -> None:
@@ -498,8 +502,10 @@ class Run(Admission):
             # most common batch, needs no iterator at all).
             if count == 1:
                 answer = answers[0]
-                if answer is not None:
-                    return DispatchResult((answer,), tuple(self.events), executed=(calls[0].id,))
+                if answer is not None:  # (every field given by position: no keyword to match)
+                    return DispatchResult(
+                        (answer,), tuple(self.events), None, (), {}, (calls[0].id,)
+                    )
             elif None not in answers.values():
                 return DispatchResult(
                     tuple(map(answers.__getitem__, range(count))),  # type: ignore[arg-type]
@@ -654,7 +660,8 @@ def new_run(
 
     A function rather than ``Run.__init__``: calling a class whose ``__init__`` is
     written in Python costs about 0.2 µs more per dispatch on CPython 3.11 (the call
-    goes through the type's C slots); this makes the bare object and fills it.
+    goes through the type's C slots); this makes the bare object (``Run`` has
+    object's ``__init__``) and fills it.
 
     Raises:
         TypeError: A call is not a ``ToolCall``, or ``policy``/``approvals`` has the
@@ -662,20 +669,24 @@ def new_run(
     """
     if type(calls) is not tuple:
         calls = tuple(calls)  # read an iterator once
-    for call in calls:
-        if type(call) is not ToolCall and not isinstance(call, ToolCall):
-            raise TypeError(f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}")
+    if len(calls) != 1 or type(calls[0]) is not ToolCall:  # (one call: no iterator made)
+        for call in calls:
+            if type(call) is not ToolCall and not isinstance(call, ToolCall):
+                raise TypeError(
+                    f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}"
+                )
     if resume is not None and not isinstance(resume, DeferredToolResults):
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
     if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
-    run = _new(Run if on_event is None else Handled)
+    run: Run = (Run if on_event is None else Handled)()
     # DispatchEnv.__init__, written out (one frame fewer per dispatch).
     run.tools = tools if type(tools) is Registry else _registry(tools, context, calls)
     run.policy = policy
     run._context = context
     run._open = True
     run.opens = run.preflight = False
+    run.advertised = None
     if advertised is not None:
         run._restrict(advertised)
     if run.tools._discovery is not None:  # type: ignore[attr-defined]
@@ -687,6 +698,7 @@ def new_run(
     run.ledger = ledger
     run.cancellation = cancellation
     run.halted = False  # fatal or failed: no further call may start
+    run.used = 0  # no max_tool_calls slot taken yet
     run.events = []
     # A call's answer by index; None from its start until it is answered (a call
     # that is postponed leaves it).

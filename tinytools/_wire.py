@@ -284,7 +284,8 @@ def wrap_return(value: object) -> ToolResult:
     if isinstance(value, ToolResult):
         check_result(value)
         return value
-    if isinstance(value, str):  # a str subclass (a str Enum) reads as its string value
+    if issubclass(type(value), str):  # a str subclass (a str Enum): its string value
+        # (by its type: a value whose __class__ says str is not one)
         return ToolResult(content=(TextBlock(str.__str__(value)),))
     return ToolResult(content=(TextBlock(return_text(value)),), structured=value)
 
