@@ -184,6 +184,8 @@ class TestRecoverRelaxedObject:
             pytest.param('{"a": 1_000}', id="underscore-number"),
             pytest.param('Here it is: {"a": 1}', id="prose"),
             pytest.param('{"a": NaN}', id="nan"),
+            pytest.param('{"a": Infinity, "b": -Infinity}', id="infinity"),
+            pytest.param('{"a": 0x10}', id="hex-number"),
             pytest.param("{'a': '\\x41'}", id="python-escape"),
             pytest.param('{"a": "x\\\ny"}', id="escaped-raw-newline"),
             pytest.param('{"a": 1 /* never closed }', id="unclosed-comment"),
