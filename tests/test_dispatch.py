@@ -176,6 +176,16 @@ class TestUnknownTools:
             )
         ] == list(result.events)
 
+    def test_at_most_five_names_suggested(self) -> None:
+        """A misspelt name in a large registry is told five close names, not the registry."""
+        many = [
+            Tool.from_schema(f"report_{i}", "A report.", {"type": "object"}) for i in range(200)
+        ]
+        [message] = dispatch_sync([call("c", "report_7x", "{}")], many).messages
+        listed = message.content.split("Closest available tools: ")[1].split(". ")[0]
+        assert 5 == listed.count("`report_")
+        assert "`report_7`" in listed
+
     def test_not_advertised_is_unknown(self) -> None:
         """A registered tool outside the advertised set is unknown, and unlisted."""
         result = dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, advertised={"fallback"})
