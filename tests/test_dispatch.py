@@ -610,6 +610,20 @@ class TestEventsAndContext:
         )
         assert list(result.events) == seen
 
+    def test_every_call_admitted_before_any_tool_runs(self) -> None:
+        """The last call's admission answer is out before the first call's tool runs."""
+        seen: list[Event] = []
+
+        @tool
+        def look(a: int) -> int:
+            """Report how many events came before it ran."""
+            return len(seen)
+
+        calls = [call("c", "look", '{"a": 1}'), call("d", "nope"), call("e", "look", "{a: x}")]
+        result = dispatch_sync(calls, [look], on_event=seen.append)
+        kinds = [e.kind for e in seen[: int(result.messages[0].content)]]
+        assert ["unknown_tool_call", "invalid_tool_args", "tool_started"] == kinds
+
     @pytest.mark.anyio
     async def test_on_event_async(self) -> None:
         """An async on_event receives every event in order."""
