@@ -730,6 +730,17 @@ class TestInputs:
         )
         assert ["1", "2"] == [m.tool_call_id for m in result.messages]
 
+    @pytest.mark.parametrize(
+        ("advertised", "expected"),
+        [("add", r"not one string; pass \['add'\]"), (3, "tool names .* got int")],
+        ids=["str", "int"],
+    )
+    def test_advertised_that_is_not_names(self, advertised: object, expected: str) -> None:
+        """A single name (read as its letters, it would deny every tool) is refused at once."""
+        with pytest.raises(TypeError, match=expected):
+            dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, advertised=advertised)  # type: ignore[arg-type]
+        assert [] == ran
+
     def test_cancellation_handle_reused(self) -> None:
         """A handle reused across batches does not accumulate the batches' callbacks."""
         from tinytools import Cancellation
