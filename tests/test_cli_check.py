@@ -7,6 +7,7 @@ import resource
 import textwrap
 from pathlib import Path
 
+import pytest
 from cli_run import REPO, run_cli
 
 from tinytools._lint import OPENAI_MAX_TOOLS, RULES
@@ -236,3 +237,30 @@ def test_every_rule_in_help():
     for code, rule in RULES.items():
         assert f"{code}  {rule.severity}" in out
     assert "examples:\n  tinytools check examples/" in out
+
+
+@pytest.mark.parametrize(("total", "code"), [(16_384, 0), (16_385, 1)])
+def test_default_budget_is_16384_bytes(tmp_path: Path, total: int, code: int):
+    """Without --budget, declarations of 16,384 bytes pass and one byte more is TT401."""
+    import msgspec
+
+    from tinytools import Tool
+    from tinytools.discovery import declaration_bytes
+    from tinytools.formats import openai_chat
+
+    empty = declaration_bytes(Tool.from_schema("tool_0", "", {"type": "object"}))
+    # Four tools in a JSON list (two brackets, three commas); the last one's description
+    # fills the total.
+    filler = total - 2 - 3 - 4 * empty
+    (tmp_path / "sized.py").write_text(
+        "from tinytools import Tool\n"
+        f"TOOLS = [Tool.from_schema(f'tool_{{i}}', 'Say hello to the user.' if i < 3 else "
+        f"'x' * {filler - 3 * len('Say hello to the user.')}, {{'type': 'object'}}) "
+        "for i in range(4)]\n"
+    )
+    done = run_cli("check", "sized.py", "--ignore", "TT101,TT002", cwd=tmp_path)
+
+    assert code == done.returncode, done.stdout
+    assert (code == 1) == (" TT401 " in done.stdout)
+    sent = [Tool.from_schema(f"tool_{i}", "", {"type": "object"}) for i in range(4)]
+    assert 2 + 3 + 4 * empty == len(msgspec.json.encode(openai_chat.declarations(sent)))
