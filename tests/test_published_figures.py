@@ -163,3 +163,14 @@ def test_benchmarks_page_now_column(run: dict[tuple[str, str], dict[str, float]]
     assert f"floor {floor:.0f} ns" in " ".join(page.split())
     met = sum(r["result"] == "PASS" for r in run.values())
     assert f"{met} of the {met + sum(r['result'] == 'FAIL' for r in run.values())} targets" in page
+
+
+def test_decisions_page_figures(run: dict[tuple[str, str], dict[str, float]]) -> None:
+    """docs/concepts/decisions.md quotes the plain row and the reference row of the run."""
+    page = _text(ROOT / "docs" / "concepts" / "decisions.md")
+    plain = _row(run, ONE, "1. dispatch_sync, plain")["ratio"]
+    by_hand = _row(run, ONE, "dispatch_sync's result, made by hand")["ratio"]
+    assert (
+        f"costs about {plain:.1f}x the msgspec floor, of which dispatch's result alone is "
+        f"about {by_hand:.2f}x"
+    ) in page
