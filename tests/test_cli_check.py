@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import resource
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from cli_run import REPO, run_cli
 
 from tinytools._lint import OPENAI_MAX_TOOLS, RULES
@@ -124,6 +128,27 @@ class TestCheckText:
         assert "RuntimeError: this module cannot be imported" in done.stdout
         assert "Checked 12 tools in 3 files" in done.stdout
 
+    def test_folder_skips_hidden_cache_and_virtual_environments(self, tmp_path: Path):
+        """Hidden folders, __pycache__ and virtual environments under a folder are not imported."""
+        tools = tmp_path / "project"
+        (tools / "pkg").mkdir(parents=True)
+        (tools / "pkg" / "weather.py").write_text(
+            "from tinytools import ToolPolicy, tool\n\n\n"
+            "@tool(policy=ToolPolicy.read_only())\n"
+            "def get_weather(city: str) -> str:\n"
+            '    """Get the current weather for a city.\n\n'
+            "    Args:\n"
+            "        city: The city name.\n"
+            '    """\n'
+            "    return city\n"
+        )
+        for skipped in (".hidden", "__pycache__", "venv", ".venv", "env"):
+            (tools / skipped).mkdir()
+            (tools / skipped / "trap.py").write_text("raise RuntimeError('must not be imported')\n")
+        done = run_cli("check", "project", cwd=tmp_path)
+
+        assert (0, "Checked 1 tool in 1 file") == (done.returncode, done.stdout.strip()[:24])
+
 
 class TestCheckFormats:
     def test_json(self):
@@ -161,6 +186,44 @@ class TestCheckFormats:
         assert "\x1b[" in run_cli("check", BAD, env={"FORCE_COLOR": "1"}).stdout
         both = {"FORCE_COLOR": "1", "NO_COLOR": "1"}
         assert "\x1b[" not in run_cli("check", BAD, env=both).stdout
+
+    @pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+    def test_terminal_colour_unless_term_dumb(self):
+        """On a terminal the findings are coloured, unless TERM=dumb (or NO_COLOR) says not."""
+        import pty
+
+        def on_a_terminal(**env: str) -> bytes:
+            controller, terminal = pty.openpty()
+            environment = {
+                k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")
+            }
+            command = [sys.executable, "-m", "tinytools", "check", BAD]
+            with subprocess.Popen(
+                command,
+                cwd=REPO,
+                stdout=terminal,
+                stderr=subprocess.DEVNULL,
+                env={**environment, **env},
+            ) as process:
+                os.close(terminal)
+                out = b""
+                while chunk := _read(controller):
+                    out += chunk
+                process.wait()
+            os.close(controller)
+            return out
+
+        assert b"\x1b[" in on_a_terminal(TERM="xterm")
+        assert b"\x1b[" not in on_a_terminal(TERM="dumb")
+        assert b"\x1b[" not in on_a_terminal(TERM="xterm", NO_COLOR="")
+
+
+def _read(fd: int) -> bytes:
+    """What a pseudo-terminal holds next; b"" once its other end is closed."""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # EIO: the child closed the terminal
+        return b""
 
 
 class TestCheckCorpus:
@@ -236,3 +299,30 @@ def test_every_rule_in_help():
     for code, rule in RULES.items():
         assert f"{code}  {rule.severity}" in out
     assert "examples:\n  tinytools check examples/" in out
+
+
+@pytest.mark.parametrize(("total", "code"), [(16_384, 0), (16_385, 1)])
+def test_default_budget_is_16384_bytes(tmp_path: Path, total: int, code: int):
+    """Without --budget, declarations of 16,384 bytes pass and one byte more is TT401."""
+    import msgspec
+
+    from tinytools import Tool
+    from tinytools.discovery import declaration_bytes
+    from tinytools.formats import openai_chat
+
+    empty = declaration_bytes(Tool.from_schema("tool_0", "", {"type": "object"}))
+    # Four tools in a JSON list (two brackets, three commas); the last one's description
+    # fills the total.
+    filler = total - 2 - 3 - 4 * empty
+    (tmp_path / "sized.py").write_text(
+        "from tinytools import Tool\n"
+        f"TOOLS = [Tool.from_schema(f'tool_{{i}}', 'Say hello to the user.' if i < 3 else "
+        f"'x' * {filler - 3 * len('Say hello to the user.')}, {{'type': 'object'}}) "
+        "for i in range(4)]\n"
+    )
+    done = run_cli("check", "sized.py", "--ignore", "TT101,TT002", cwd=tmp_path)
+
+    assert code == done.returncode, done.stdout
+    assert (code == 1) == (" TT401 " in done.stdout)
+    sent = [Tool.from_schema(f"tool_{i}", "", {"type": "object"}) for i in range(4)]
+    assert 2 + 3 + 4 * empty == len(msgspec.json.encode(openai_chat.declarations(sent)))

@@ -455,6 +455,36 @@ class TestDeadline:
         assert "done" == result.messages[0].content
         assert [NOT_RUN.format("past its deadline")] * 2 == [m.content for m in result.messages[1:]]
 
+    def test_sync_tools_at_the_deadline(self) -> None:
+        """A sync tool run inline keeps its answer past the deadline; one on a worker
+        thread is abandoned and answered as interrupted (RunPolicy.deadline)."""
+        clock = trio.testing.MockClock(autojump_threshold=0)
+        release = threading.Event()
+
+        @tool
+        def inline() -> str:
+            """Take longer than the batch may; nothing can stop it."""
+            clock.jump(5)
+            return "done"
+
+        @tool(blocking=True)
+        def threaded() -> str:
+            """Block its worker thread until the test is over."""
+            release.wait(10)
+            return "done"
+
+        async def main(name: str) -> DispatchResult:
+            policy = RunPolicy(deadline=3)
+            return await dispatch([ToolCall("a", name, {})], [inline, threaded], policy=policy)
+
+        try:
+            kept = trio.run(main, "inline", clock=clock)
+            abandoned = trio.run(main, "threaded", clock=clock)
+        finally:
+            release.set()
+        assert ("ok", "done") == (kept.messages[0].status, kept.messages[0].content)
+        assert INTERRUPTED.format("past its deadline") == abandoned.messages[0].content
+
     def test_tools_see_the_deadline(self) -> None:
         """An injected RunContext carries the batch's deadline on the loop's clock."""
         seen: list[float | None] = []

@@ -126,6 +126,13 @@ class TestCatalog:
         with pytest.raises(TypeError):
             Catalog([get_weather]).search(42)  # type: ignore[arg-type]
 
+    def test_not_a_tool(self) -> None:
+        """Indexing something that is not a tool names it and says how to make it one."""
+        with pytest.raises(TypeError, match="'get_time' is not a Tool: decorate it with @tool"):
+            Catalog([get_weather, "get_time"])  # type: ignore[list-item]
+        with pytest.raises(TypeError, match=r"got Tool; wrap the one tool in a list"):
+            Catalog(get_weather)  # type: ignore[arg-type]
+
 
 class TestDiscoveryToolset:
     def test_declares_direct_plus_intrinsics(self) -> None:

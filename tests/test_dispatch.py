@@ -176,6 +176,16 @@ class TestUnknownTools:
             )
         ] == list(result.events)
 
+    def test_at_most_five_names_suggested(self) -> None:
+        """A misspelt name in a large registry is told five close names, not the registry."""
+        many = [
+            Tool.from_schema(f"report_{i}", "A report.", {"type": "object"}) for i in range(200)
+        ]
+        [message] = dispatch_sync([call("c", "report_7x", "{}")], many).messages
+        listed = message.content.split("Closest available tools: ")[1].split(". ")[0]
+        assert 5 == listed.count("`report_")
+        assert "`report_7`" in listed
+
     def test_not_advertised_is_unknown(self) -> None:
         """A registered tool outside the advertised set is unknown, and unlisted."""
         result = dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, advertised={"fallback"})
@@ -600,6 +610,20 @@ class TestEventsAndContext:
         )
         assert list(result.events) == seen
 
+    def test_every_call_admitted_before_any_tool_runs(self) -> None:
+        """The last call's admission answer is out before the first call's tool runs."""
+        seen: list[Event] = []
+
+        @tool
+        def look(a: int) -> int:
+            """Report how many events came before it ran."""
+            return len(seen)
+
+        calls = [call("c", "look", '{"a": 1}'), call("d", "nope"), call("e", "look", "{a: x}")]
+        result = dispatch_sync(calls, [look], on_event=seen.append)
+        kinds = [e.kind for e in seen[: int(result.messages[0].content)]]
+        assert ["unknown_tool_call", "invalid_tool_args", "tool_started"] == kinds
+
     @pytest.mark.anyio
     async def test_on_event_async(self) -> None:
         """An async on_event receives every event in order."""
@@ -705,6 +729,17 @@ class TestInputs:
             iter(gated), TOOLS, on_deferred=lambda requests: requests.approve_all()
         )
         assert ["1", "2"] == [m.tool_call_id for m in result.messages]
+
+    @pytest.mark.parametrize(
+        ("advertised", "expected"),
+        [("add", r"not one string; pass \['add'\]"), (3, "tool names .* got int")],
+        ids=["str", "int"],
+    )
+    def test_advertised_that_is_not_names(self, advertised: object, expected: str) -> None:
+        """A single name (read as its letters, it would deny every tool) is refused at once."""
+        with pytest.raises(TypeError, match=expected):
+            dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, advertised=advertised)  # type: ignore[arg-type]
+        assert [] == ran
 
     def test_cancellation_handle_reused(self) -> None:
         """A handle reused across batches does not accumulate the batches' callbacks."""

@@ -7,6 +7,7 @@ plain function stands in for the model, so what the example counts is checked.
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 from pathlib import Path
 
@@ -137,3 +138,26 @@ class TestLocalModelLoop:
         """The fixed set has 20 distinct requests, each needing one of the example's tools."""
         assert 20 == len({request for request, _ in example.REQUESTS})
         assert {tool for _, tool in example.REQUESTS} == set(example.TOOLS.names)
+
+
+DOCS = EXAMPLE.parents[1] / "docs"
+
+
+@pytest.mark.parametrize(
+    ("results", "row"),
+    [
+        ("local-model-results.json", "one worked exchange first (`--shots 1`, the default)"),
+        ("local-model-results-zero-shot.json", "catalogue and request only (`--shots 0`)"),
+    ],
+)
+def test_docs_table_is_the_recorded_run(results: str, row: str) -> None:
+    """The counts docs/how-to/local-model.md shows are those of the run it points to."""
+    page = DOCS / "how-to" / "local-model.md"
+    if not page.is_file():
+        pytest.skip(f"the docs folder is not at {DOCS} (an installed package?)")
+    recorded = json.loads((DOCS / results).read_text(encoding="utf-8"))
+    outcomes = recorded["outcomes"]
+    counts = [outcomes[k] for k in ("valid", "repaired", "refused", "no call")]
+    expected = f"| {row} | " + " | ".join(map(str, [*counts, recorded["right_tool"]])) + " |"
+    assert expected in page.read_text(encoding="utf-8").splitlines()
+    assert sum(counts) == recorded["requests"] == len(recorded["details"])

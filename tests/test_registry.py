@@ -5,7 +5,8 @@ from __future__ import annotations
 import attrs
 import pytest
 
-from tinytools import Registry, ToolDefinitionError, tool
+from tinytools import Registry, ToolCall, ToolDefinitionError, dispatch_sync, tool
+from tinytools.formats import openai_chat, xml
 
 
 @tool
@@ -42,6 +43,23 @@ class TestRegistry:
         assert len(info.value.problems) == 2
         assert "two tools are named 'alpha'" in info.value.problems[0]
         assert "'gamma' is not a Tool" in info.value.problems[1]
+
+    @pytest.mark.parametrize(
+        "build",
+        [
+            Registry,
+            lambda t: dispatch_sync([ToolCall("1", "alpha", {})], t),
+            openai_chat.declarations,
+            xml.render,
+        ],
+        ids=["Registry", "dispatch_sync", "declarations", "render"],
+    )
+    def test_one_tool_where_tools_go(self, build: object) -> None:
+        """A single tool given as ``tools`` is refused with the fix, not "not iterable"."""
+        with pytest.raises(TypeError, match=r"got Tool; wrap the one tool in a list \(\[tool\]\)"):
+            build(alpha)  # type: ignore[operator]
+        with pytest.raises(TypeError, match="got int; pass a Registry, a toolset or a list"):
+            build(3)  # type: ignore[operator]
 
     def test_thousand_tools(self) -> None:
         """A registry holds a thousand tools, each under its own name."""

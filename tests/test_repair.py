@@ -69,6 +69,19 @@ class TestRecoverRelaxedObject:
         )
         assert [] == wrong
 
+    def test_corpus_figures_in_the_docs(self, corpora: Path) -> None:
+        """The corpus counts docs/concepts/decisions.md gives are the ones repair gets."""
+        cases = _argument_cases(corpora)
+        recovered = sum(recover_relaxed_object(str(case["raw"])) is not None for case in cases)
+        doubled = sum("double_encoded" in str(case["kind"]) for case in cases)
+        page = (Path(__file__).resolve().parents[1] / "docs/concepts/decisions.md").read_text()
+        claim = (
+            f"the {len(cases)} argument cases with a known intended value) it recovers "
+            f"{recovered} exactly and refuses {len(cases) - recovered} — and returns a "
+            f"different value for none; `NormalizeThenReturnToolError` recovers {doubled} more"
+        )
+        assert claim in " ".join(page.split())
+
     def test_corpus_recovers_the_repairable_kinds(self, corpora: Path) -> None:
         """The corpus cases made only of supported defects are all recovered."""
         supported = {"single_quotes", "single_quotes_nested", "python_literal_True", "unquoted_key"}
@@ -184,6 +197,8 @@ class TestRecoverRelaxedObject:
             pytest.param('{"a": 1_000}', id="underscore-number"),
             pytest.param('Here it is: {"a": 1}', id="prose"),
             pytest.param('{"a": NaN}', id="nan"),
+            pytest.param('{"a": Infinity, "b": -Infinity}', id="infinity"),
+            pytest.param('{"a": 0x10}', id="hex-number"),
             pytest.param("{'a': '\\x41'}", id="python-escape"),
             pytest.param('{"a": "x\\\ny"}', id="escaped-raw-newline"),
             pytest.param('{"a": 1 /* never closed }', id="unclosed-comment"),

@@ -93,6 +93,11 @@ class TestMetaSchema:
             Tool.from_schema("t", "", obj(x={"type": "float"}), enforce="loose")  # type: ignore[arg-type]
         assert 'enforce must be one of "full", "subset"' in str(caught.value)
 
+    def test_fn_that_cannot_be_called(self) -> None:
+        """A non-callable ``fn`` is refused when the tool is built, not when a call fails."""
+        with pytest.raises(ToolDefinitionError, match="fn must be the function that runs the tool"):
+            Tool.from_schema("t", "", obj(), fn="run")  # type: ignore[call-overload]
+
 
 class TestDialect:
     @pytest.mark.parametrize(

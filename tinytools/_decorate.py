@@ -142,6 +142,8 @@ def tool(
         timeout: Seconds one attempt may take.
         max_retries: Extra attempts after a ``RetryableError``.
         idempotent: Running the tool twice has the effect of running it once.
+            It does not classify the policy, and ``tinytools.ledger.reconcile``
+            re-runs only tools whose policy is classified.
         blocking: The synchronous function blocks; dispatch runs it in a
             worker thread.
 

@@ -30,7 +30,18 @@ def advertised_names(advertised: Collection[str] | None) -> Collection[str] | No
     if advertised is None or type(advertised) in (frozenset, set):
         return advertised
     if type(advertised) is not tuple:
-        return frozenset(advertised)
+        if isinstance(advertised, str):  # frozenset("add") would be {"a", "d"}
+            raise TypeError(
+                f"advertised must be a collection of tool names, not one string; "
+                f"pass [{advertised!r}]"
+            )
+        try:
+            return frozenset(advertised)
+        except TypeError:
+            raise TypeError(
+                f"advertised must be a collection of tool names (a list or set of str), "
+                f"got {type(advertised).__name__}"
+            ) from None
     known = _ADVERTISED.get(id(advertised))
     if known is not None and known[0] is advertised:
         return known[1]

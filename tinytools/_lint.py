@@ -17,7 +17,6 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Literal
 
 import attrs
-import msgspec
 
 from ._cli_target import Broken, Found
 from ._spec import Exposure
@@ -273,14 +272,13 @@ def _name_rules(found: Sequence[Found]) -> Iterator[Diagnostic]:
 
 
 def _manifest_rules(found: Sequence[Found], budget: int) -> Iterator[Diagnostic]:
-    from .formats._providers import openai_function
+    from .discovery import declaration_bytes  # what openai_chat.declarations sends
 
     direct = [item for item in found if item.tool.exposure is Exposure.Direct]
     total = 2  # the brackets of the JSON list; a comma between declarations
     over_budget = False
     for count, item in enumerate(direct, start=1):
-        declaration = {"type": "function", "function": openai_function(item.tool, strict=False)}
-        total += len(msgspec.json.encode(declaration)) + (1 if count > 1 else 0)
+        total += declaration_bytes(item.tool) + (1 if count > 1 else 0)
         if total > budget and not over_budget:
             over_budget = True
             yield _diagnostic(

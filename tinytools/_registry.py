@@ -22,13 +22,23 @@ if TYPE_CHECKING:
     from ._inject import Context
     from ._wire import ToolCall
 
-__all__ = ["UNSCANNED", "AnyTool", "Registry"]
+__all__ = ["UNSCANNED", "AnyTool", "Registry", "not_tools"]
 
 #: A registry's ``_discovery`` before anything looked for discovery's intrinsic tools.
 UNSCANNED = object()
 
 #: A tool of any signature (what a registry holds).
 AnyTool = Tool[..., object]
+
+
+def not_tools(tools: object) -> TypeError:
+    """The error for a ``tools`` argument that is not a collection of tools at all."""
+    hint = (
+        "wrap the one tool in a list ([tool]) or use Registry.of(tool)"
+        if isinstance(tools, Tool)
+        else "pass a Registry, a toolset or a list of @tool functions"
+    )
+    return TypeError(f"tools must be a collection of tools, got {type(tools).__name__}; {hint}")
 
 
 class Registry(Mapping[str, AnyTool]):
@@ -40,6 +50,7 @@ class Registry(Mapping[str, AnyTool]):
     Raises:
         ToolDefinitionError: Every duplicate or unusable name and every item
             that is not a :class:`Tool`, at once.
+        TypeError: ``tools`` is not iterable (a single tool, for instance).
     """
 
     __slots__ = ("_discovery", "_name_index", "_resolution", "_tools")
@@ -50,7 +61,11 @@ class Registry(Mapping[str, AnyTool]):
     def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
         found: dict[str, AnyTool] = {}
         problems: list[str] = []
-        for candidate in tools:
+        try:
+            candidates = iter(tools)
+        except TypeError:
+            raise not_tools(tools) from None
+        for candidate in candidates:
             item: object = candidate  # checked at run time too: callers may not type-check
             if not isinstance(item, Tool):
                 problems.append(f"{item!r} is not a Tool; decorate it with @tool first")

@@ -295,8 +295,14 @@ class Tool(Generic[P, R]):
         schema, problems = _copy_schema(parameters)
         properties = schema.get("properties")
         described = tuple(properties) if isinstance(properties, Mapping) else ()
-        injections, more = injections_of(fn, described) if fn is not None else ((), [])
+        given: object = fn  # the annotation is a promise the caller may not keep
+        injections, more = injections_of(given, described) if callable(given) else ((), [])
         problems += more
+        if given is not None and not callable(given):
+            problems.append(
+                f"fn must be the function that runs the tool, or None for an external tool "
+                f"the host runs; got {type(fn).__name__}"
+            )
         if isinstance(properties, Mapping):
             problems += [
                 f"parameter `{i.name}` is injected but the schema lets the model set it; "

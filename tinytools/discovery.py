@@ -34,7 +34,7 @@ import attrs
 import msgspec
 
 from ._exposure import ExposureExplanation
-from ._registry import AnyTool
+from ._registry import AnyTool, not_tools
 from ._spec import Exposure, Tool
 from ._tool_policy import ToolPolicy
 from ._validate import printable
@@ -203,7 +203,7 @@ class Catalog:
         tools: The tools to index (a ``Registry`` or any iterable of tools).
 
     Raises:
-        TypeError: An item is not a ``Tool``.
+        TypeError: ``tools`` is not iterable, or an item is not a ``Tool``.
     """
 
     __slots__ = ("_average", "_by_term", "_lengths", "_names", "_postings", "_weights")
@@ -216,9 +216,15 @@ class Catalog:
         # the cheapest thing a Python loop can do; counts are taken per term, on first
         # use): word -> [tool number, ...], in tool order. Words are made terms once each.
         postings: defaultdict[str, list[int]] = defaultdict(list)
-        for number, tool in enumerate(source):
+        try:
+            items = iter(source)
+        except TypeError:
+            raise not_tools(tools) from None
+        for number, tool in enumerate(items):
             if not isinstance(tool, Tool):
-                raise TypeError(f"Catalog indexes tools; {tool!r} is not a Tool")
+                raise TypeError(
+                    f"Catalog indexes tools; {tool!r} is not a Tool: decorate it with @tool"
+                )
             identifiers: list[str] = [tool.name] * _NAME_WEIGHT
             described: list[str] = [tool.description]
             _parameter_text(tool.parameters, identifiers, described)

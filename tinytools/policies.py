@@ -116,7 +116,11 @@ class RunPolicy:
         max_concurrency: How many calls run at once (1 = serially, in order).
         deadline: Seconds the batch may take from the start of dispatch;
             calls still running then are cancelled and calls not started are
-            not started — both are answered as ``interrupted``.
+            not started — both are answered as ``interrupted``. An async tool
+            is cancelled at its next ``await``, and a sync tool on a worker
+            thread (one with a timeout, or ``blocking``) is abandoned; a sync
+            tool run inline cannot be stopped, so it finishes and keeps its
+            answer, and no call starts after it.
         tool_timeout: Seconds one attempt of a call may take; a tool's own
             ``ToolRuntime.timeout`` overrides it. A synchronous tool with a
             timeout runs in a worker thread so the timeout holds.

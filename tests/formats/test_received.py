@@ -172,6 +172,25 @@ class TestCutOff:
         assert (None, '{"city": "Par') == (first.invalid, last.arguments)
         assert "token limit" in str(last.invalid)
 
+    def test_openai_chat_length_dispatch(self) -> None:
+        """A cut-off call is answered with the reason; one whose JSON arrived whole runs."""
+        calls = [
+            {"id": "a", "function": {"name": "get_weather", "arguments": '{"city": "Oslo"}'}},
+            {"id": "b", "function": {"name": "get_weather", "arguments": '{"city": "Par'}},
+        ]
+
+        def at_limit(written: list[dict[str, object]]) -> list[ToolCall]:
+            message = {"role": "assistant", "tool_calls": written}
+            return openai_chat.parse_calls(
+                {"choices": [{"finish_reason": "length", "message": message}]}
+            )
+
+        cut = dispatch_sync(at_limit(calls), [weather])
+        assert (("a",), "error") == (cut.executed, cut.messages[1].status)
+        assert "token limit" in cut.messages[1].content
+        whole = dispatch_sync(at_limit(calls[:1]), [weather])
+        assert (("a",), "ok") == (whole.executed, whole.messages[0].status)
+
     def test_anthropic_max_tokens_is_not_run(self) -> None:
         """A tool_use cut by max_tokens is answered with the reason and never run."""
         message = {

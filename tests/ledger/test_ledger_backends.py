@@ -103,6 +103,24 @@ class TestSqlite:
             assert 1 == raw.execute("PRAGMA user_version").fetchone()[0]
         ledger.close()
 
+    def test_wal_refused_says_what_to_do(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A file system where SQLite cannot use WAL is named, with where to put the file."""
+
+        class NoWal(sqlite3.Connection):
+            def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+                if sql.startswith("PRAGMA journal_mode"):
+                    sql = "PRAGMA journal_mode = DELETE"
+                return super().execute(sql, *args)
+
+        connect = sqlite3.connect
+        monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: connect(*a, **k, factory=NoWal))
+        with SqliteLedger(tmp_path / "l.db") as ledger, pytest.raises(LedgerError) as caught:
+            ledger.unresolved()
+        assert "refused WAL mode (the journal stays 'delete')" in str(caught.value)
+        assert "keep the ledger file on a local disk" in str(caught.value)
+
     def test_newer_schema_refused(self, tmp_path: Path) -> None:
         path = tmp_path / "l.db"
         with closing(sqlite3.connect(path)) as raw:

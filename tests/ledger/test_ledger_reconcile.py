@@ -44,6 +44,15 @@ class TestReplaySafe:
         """Replay-safe: a classified policy saying replay safe, read-only or idempotent."""
         assert expected == replay_safe(make("t", policy))  # type: ignore[arg-type]
 
+    def test_decorator_shortcuts(self) -> None:
+        """@tool(read_only=True) classifies and is replay-safe; idempotent=True alone is not."""
+
+        def noop() -> None:
+            """Do nothing."""
+
+        assert replay_safe(tool(read_only=True)(noop))
+        assert not replay_safe(tool(idempotent=True)(noop))
+
     def test_unknown_tool_is_not(self) -> None:
         assert not replay_safe(None)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol, TypeAlias, cast
 
-from tinytools._registry import AnyTool
+from tinytools._registry import AnyTool, not_tools
 from tinytools._spec import Exposure, Tool
 
 if TYPE_CHECKING:
@@ -27,7 +27,7 @@ def all_tools(tools: Tools, context: Context | None = None) -> list[AnyTool]:
     (cached, as for a dispatch).
 
     Raises:
-        TypeError: An item is not a ``Tool``.
+        TypeError: ``tools`` is not iterable, or an item is not a ``Tool``.
         ToolDefinitionError: The toolset cannot be resolved.
     """
     if callable(getattr(tools, "explain", None)) and callable(getattr(tools, "tools", None)):
@@ -36,8 +36,12 @@ def all_tools(tools: Tools, context: Context | None = None) -> list[AnyTool]:
         return list(resolve(tools, context).tools)
     method = getattr(tools, "tools", None)
     source = cast("Iterable[object]", method() if callable(method) else tools)
+    try:
+        items = iter(source)
+    except TypeError:
+        raise not_tools(tools) from None
     found: list[AnyTool] = []
-    for item in source:
+    for item in items:
         if not isinstance(item, Tool):
             raise TypeError(f"{item!r} is not a Tool; decorate it with @tool first")
         found.append(item)

@@ -104,10 +104,17 @@ def declarations(
     """The ``tools`` list of a ``generateContent`` request.
 
     Args:
-        tools: A ``Registry`` (or any toolset with ``tools()``) or an iterable
-            of ``Tool``; hidden tools are skipped.
+        tools: A ``Registry``, any toolset, or an iterable of ``Tool``. Only
+            ``Direct`` tools are declared: hidden ones never, deferred ones are
+            found through discovery.
         json_schema: Send each schema unchanged as ``parametersJsonSchema``
             instead of projecting it to ``parameters``.
+        context: The context a toolset is resolved with (pass the dispatch's, so
+            that what is declared is what dispatch will admit).
+
+    Returns:
+        One Gemini ``Tool`` (``{"functionDeclarations": [...]}``) holding every
+        declaration, or ``[]`` when no tool is declared.
     """
     found: list[object] = []
     for tool in exposed_tools(tools, context):

@@ -92,8 +92,10 @@ def parse_calls(response: object) -> list[ToolCall]:
 
     A completion cut off at the token limit (``finish_reason: "length"``) was
     stopped while writing its last call: that call is marked ``invalid`` (its
-    text kept), so it is answered with an error instead of run on arguments
-    that may be incomplete.
+    text kept). Dispatch answers it with the reason instead of running it on
+    arguments that may be incomplete, unless its text still parses as strict
+    JSON: a whole object arrived, and the call is admitted as usual (with an
+    ``InvalidToolArgs`` event whose recovery is ``"repaired"``).
 
     Args:
         response: A ``ChatCompletion`` (its first choice is read: other

@@ -245,7 +245,11 @@ class SqliteLedger(Connected):
         try:
             mode = connection.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if mode != "wal" and self.path != ":memory:":
-                raise LedgerError(f"SQLite ledger {self.path}: WAL mode refused ({mode})")
+                raise LedgerError(
+                    f"SQLite ledger {self.path}: SQLite refused WAL mode (the journal stays "
+                    f"{mode!r}); keep the ledger file on a local disk (WAL needs shared memory, "
+                    "which network file systems lack), or use PostgresLedger for many machines"
+                )
             connection.execute("PRAGMA synchronous = NORMAL")
             _create_schema(connection, self.path)
         except BaseException:
