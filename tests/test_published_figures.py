@@ -180,3 +180,37 @@ def test_decisions_page_figures(run: dict[tuple[str, str], dict[str, float]]) ->
         f"costs about {plain:.1f}x the msgspec floor, of which dispatch's result alone is "
         f"about {by_hand:.2f}x"
     ) in page
+
+
+def _kept(name: str) -> dict[tuple[str, str], dict[str, float]]:
+    path = RESULTS / "runs" / f"{name}.jsonl"
+    if not path.is_file():
+        pytest.skip(f"{path} is not here (an installed package?)")
+    for line in path.read_text(encoding="utf-8").splitlines():
+        document = json.loads(line)
+        if document["benchmark"] == "dispatch":
+            return {(r["section"], r["row"]): r for r in document["results"]}
+    pytest.fail(f"{path} holds no dispatch benchmark")
+
+
+def test_benchmarks_page_other_runs() -> None:
+    """The other same-day runs and the other Pythons the benchmarks page quotes are the runs
+    kept in benchmarks/results/runs/."""
+    page = _text(ROOT / "docs" / "benchmarks.md")
+
+    def x(run: dict[tuple[str, str], dict[str, float]], row: str, section: str = ONE) -> str:
+        return f"{_row(run, section, row)['ratio']:.2f}x"
+
+    plain, general = (
+        "1. dispatch_sync, plain",
+        "2. general: on_event + before/after middleware + policy",
+    )
+    trio = "100 async calls under trio"
+    first, second = _kept("e9ffaea-py311-1"), _kept("e9ffaea-py311-2")
+    assert f"plain row at {x(first, plain)}, {x(second, plain)}" in page
+    assert f"general row at {x(first, general)}, {x(second, general)}" in page
+    trio_row = "6. await dispatch, max_concurrency=100"
+    assert f"trio at {x(first, trio_row, trio)}, {x(second, trio_row, trio)}" in page
+    py313, py310 = _kept("e9ffaea-py313"), _kept("e9ffaea-py310")
+    assert f"on 3.13 plain {x(py313, plain)}, general **{x(py313, general)}**" in page
+    assert f"on 3.10 plain {x(py310, plain)}, general **{x(py310, general)}**" in page
