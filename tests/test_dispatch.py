@@ -17,6 +17,7 @@ from tinytools import (
     CallDeferred,
     Context,
     Defer,
+    DeferredToolResults,
     Deny,
     DirectoryArtifactStore,
     DispatchAborted,
@@ -740,6 +741,42 @@ class TestInputs:
         with pytest.raises(TypeError, match=expected):
             dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, advertised=advertised)  # type: ignore[arg-type]
         assert [] == ran
+
+    @pytest.mark.parametrize(
+        "keywords",
+        [
+            {},
+            {"policy": RunPolicy(max_tool_calls=2)},
+            {"policy": RunPolicy(max_tool_calls=1)},
+            {"approvals": DeferredToolResults().approve("1").approve("2")},
+        ],
+        ids=["plain", "limited", "over-the-limit", "resumed"],
+    )
+    @pytest.mark.parametrize("fresh", [False, True], ids=["known-registry", "new-registry"])
+    @pytest.mark.anyio
+    async def test_calls_of_a_toolcall_subclass_run(
+        self, keywords: dict[str, object], fresh: bool
+    ) -> None:
+        """A call of a ``ToolCall`` subclass is a call like any other, under every
+        admission (a repeated id, a limit, a resume, a registry's first batch): it runs, or
+        is refused for what it is — never answered as a cancelled batch."""
+
+        class ProviderCall(ToolCall):
+            pass
+
+        first, second = ProviderCall("1", "add", '{"a": 1}'), ProviderCall("2", "add", '{"a": 2}')
+        for batch in ([first], [first, second], [first, second, first]):
+            plain = [ToolCall(c.id, c.name, c.arguments) for c in batch]
+            expected = dispatch_sync(plain, TOOLS, **keywords)  # type: ignore[arg-type]
+            registry = Registry.of(*TOOLS.tools()) if fresh else TOOLS
+            for result in (
+                dispatch_sync(batch, registry, **keywords),  # type: ignore[arg-type]
+                await dispatch(batch, registry, **keywords),  # type: ignore[arg-type]
+            ):
+                assert [(m.tool_call_id, m.status, m.content) for m in result.messages] == [
+                    (m.tool_call_id, m.status, m.content) for m in expected.messages
+                ]
+                assert result.executed == expected.executed
 
     def test_cancellation_handle_reused(self) -> None:
         """A handle reused across batches does not accumulate the batches' callbacks."""

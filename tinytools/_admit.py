@@ -222,9 +222,10 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
         index += 1
         if opens:  # repeated ids, discovery, a resume's decisions, limits
             opened = _opening(index, call, batch)
-            if type(opened) is not ToolCall:
+            # (a call of a ToolCall subclass goes on too: only a verdict is recorded)
+            if type(opened) is not ToolCall and not isinstance(opened, ToolCall):
                 batch.preflight = True  # dispatch answers it before anything runs
-                verdicts.append(opened)  # type: ignore[arg-type]
+                verdicts.append(opened)
                 continue
             call = opened
         if befores:  # while each hook hands the call back as it is, nothing else is read
