@@ -778,6 +778,28 @@ class TestInputs:
                 ]
                 assert result.executed == expected.executed
 
+    @pytest.mark.anyio
+    async def test_an_object_posing_as_a_toolcall_is_refused(self) -> None:
+        """An object whose ``__class__`` says ``ToolCall`` is not one (msgspec cannot
+        encode it, nor rebuild it for a rewrite): dispatch refuses it up front, saying
+        what it got, and nothing runs."""
+
+        class Posing:
+            __class__ = ToolCall  # type: ignore[assignment]
+
+            def __init__(self, call_id: str, name: str, arguments: str) -> None:
+                self.id, self.name, self.arguments, self.invalid = call_id, name, arguments, None
+
+        for batch in (
+            [Posing("1", "add", '{"a": 1}')],
+            [call("0", "add"), Posing("1", "lookup", "{}")],
+        ):
+            with pytest.raises(TypeError, match="dispatch takes ToolCall values, got Posing"):
+                dispatch_sync(batch, TOOLS)  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="dispatch takes ToolCall values, got Posing"):
+                await dispatch(batch, TOOLS)  # type: ignore[arg-type]
+        assert ran == []
+
     def test_cancellation_handle_reused(self) -> None:
         """A handle reused across batches does not accumulate the batches' callbacks."""
         from tinytools import Cancellation

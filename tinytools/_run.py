@@ -671,7 +671,8 @@ def new_run(
         calls = tuple(calls)  # read an iterator once
     if len(calls) != 1 or type(calls[0]) is not ToolCall:  # (one call: no iterator made)
         for call in calls:
-            if type(call) is not ToolCall and not isinstance(call, ToolCall):
+            # (by its type: an object whose __class__ says ToolCall is not one)
+            if type(call) is not ToolCall and not issubclass(type(call), ToolCall):
                 raise TypeError(
                     f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}"
                 )
