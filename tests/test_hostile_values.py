@@ -11,8 +11,11 @@ from json_strategies import json_objects
 
 import tinytools
 from tinytools import (
+    Artifact,
+    ImageBlock,
     Registry,
     RunPolicy,
+    TextBlock,
     Tool,
     ToolCall,
     ToolPolicy,
@@ -292,6 +295,63 @@ class TestItem9MalformedToolResult:
         [message] = _answered([ToolCall("c", "bad", {})], Registry.of(bad)).messages
         assert message.is_error
         assert "ToolResult.success" in message.content
+
+
+class _HostileRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr raised")
+
+
+class _HostileTuple(tuple):  # type: ignore[type-arg]
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("iter raised")
+
+
+class _HostileList(list):  # type: ignore[type-arg]
+    def __repr__(self) -> str:
+        raise RuntimeError("repr raised")
+
+
+class TestItem9MalformedParts:
+    """A result whose parts are malformed in any other way is that call's error too."""
+
+    @pytest.mark.parametrize(
+        "result",
+        [
+            ToolResult(content=(TextBlock(5),)),  # type: ignore[arg-type]
+            ToolResult(content=(TextBlock(["x"]),)),  # type: ignore[arg-type]
+            ToolResult(follow_up=(TextBlock(None),)),  # type: ignore[arg-type]
+            ToolResult(content=(ImageBlock(media_type=3),)),  # type: ignore[arg-type]
+            ToolResult(artifacts=(Artifact("a", "not bytes"),)),  # type: ignore[arg-type]
+            ToolResult(content=(_HostileRepr(),)),  # type: ignore[arg-type]
+            ToolResult(content=_HostileRepr()),  # type: ignore[arg-type]
+            ToolResult(content=_HostileList([1])),
+            ToolResult(content=_HostileTuple((TextBlock("a"),))),
+        ],
+        ids=[
+            "int-text",
+            "list-text",
+            "none-follow-up",
+            "int-media-type",
+            "str-artifact-data",
+            "block-repr-raises",
+            "content-repr-raises",
+            "list-repr-raises",
+            "tuple-iter-raises",
+        ],
+    )
+    @pytest.mark.parametrize("hooked", [False, True])
+    def test_becomes_an_error_message(self, result: ToolResult, hooked: bool) -> None:
+        @tool
+        def bad() -> ToolResult:
+            """Bad."""
+            return result
+
+        middleware = [tinytools.after_tool(lambda call, given, env: given)] if hooked else []
+        calls = [ToolCall("c", "bad", {}), ToolCall("d", "bad", {})]
+        for message in _answered(calls, Registry.of(bad), middleware=middleware).messages:
+            assert message.is_error
+            assert "Tool `bad` returned a bad value" in message.content
 
 
 class TestRepeatedKeysProperty:

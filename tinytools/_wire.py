@@ -223,10 +223,27 @@ def _nonfinite(value: object) -> str | None:
 
 
 _BLOCKS = (TextBlock, JsonBlock, ImageBlock, FileBlock)
+#: The parts of a ToolResult whose own fields msgspec checks (it does not at init).
+_PARTS = tuple[tuple[ContentBlock, ...], tuple[ContentBlock, ...], tuple[Artifact, ...]]
+_RAW_BYTES = (bytes, bytearray, memoryview)
+
+
+def _shown(value: object) -> str:
+    """``value``'s repr, cut to 80 characters, or its type's name where that repr raises
+    (the value is a tool's: anything may be in it)."""
+    try:
+        return f"{value!r:.80}"
+    except Exception:
+        return f"a {type(value).__qualname__}"
 
 
 def check_result(result: ToolResult, source: str = "tool") -> None:
     """Refuse a ToolResult built with the wrong shapes (msgspec does not check at init).
+
+    Every part is told by its type, not ``isinstance`` (a value whose ``__class__``
+    says ``TextBlock`` is no block), and the blocks' and artifacts' own fields are
+    checked too (``TextBlock(5)``): a malformed result is its call's error, never the
+    batch's.
 
     Raises:
         TypeError: Saying which field is wrong and how to build it; ``source`` names
@@ -234,21 +251,23 @@ def check_result(result: ToolResult, source: str = "tool") -> None:
     """
     for field in ("content", "follow_up"):
         blocks = getattr(result, field)
-        if not isinstance(blocks, (tuple, list)) or not all(isinstance(b, _BLOCKS) for b in blocks):
+        if (type(blocks) is not tuple and type(blocks) is not list) or not all(
+            issubclass(type(b), _BLOCKS) for b in blocks
+        ):
             raise TypeError(
-                f"{source} returned a ToolResult whose `{field}` is {blocks!r:.80}, not a tuple "
-                "of content blocks; build it with ToolResult.success(text) or "
+                f"{source} returned a ToolResult whose `{field}` is {_shown(blocks)}, not a "
+                "tuple of content blocks; build it with ToolResult.success(text) or "
                 "ToolResult.error(text), or pass content=(TextBlock(...), ...)"
             )
-    artifacts = result.artifacts
-    if not isinstance(artifacts, (tuple, list)) or not all(
-        isinstance(a, Artifact) for a in artifacts
+    artifacts: object = result.artifacts
+    if (type(artifacts) is not tuple and type(artifacts) is not list) or not all(
+        issubclass(type(a), Artifact) for a in artifacts
     ):
         raise TypeError(
-            f"{source} returned a ToolResult whose `artifacts` is {artifacts!r:.80}, not a tuple "
-            "of Artifact; pass artifacts=(Artifact(name, data), ...)"
+            f"{source} returned a ToolResult whose `artifacts` is {_shown(artifacts)}, not a "
+            "tuple of Artifact; pass artifacts=(Artifact(name, data), ...)"
         )
-    if not isinstance(result.metadata, dict) or not isinstance(result.is_error, bool):
+    if type(result.metadata) is not dict or type(result.is_error) is not bool:
         raise TypeError(
             f"{source} returned a ToolResult whose `metadata` is not a dict or whose `is_error` is "
             "not a bool; pass metadata={...} and is_error=True/False"
@@ -261,6 +280,15 @@ def check_result(result: ToolResult, source: str = "tool") -> None:
                 f"{source} returned a ToolResult whose `{field}` cannot be encoded as JSON "
                 f"({type(exc).__name__}: {exc}); pass JSON-encodable values only"
             ) from None
+    try:  # the blocks' and artifacts' own fields (bytes kept as they are)
+        parts = (result.content, result.follow_up, artifacts)
+        msgspec.convert(msgspec.to_builtins(parts, builtin_types=_RAW_BYTES), _PARTS)
+    except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(
+            f"{source} returned a ToolResult with a malformed block or artifact ({exc}); build "
+            "them as TextBlock(text), JsonBlock(value), ImageBlock(media_type, data=bytes), "
+            "FileBlock(name, data=bytes) and Artifact(name, data=bytes)"
+        ) from None
 
 
 def wrap_return(value: object) -> ToolResult:
@@ -281,9 +309,9 @@ def wrap_return(value: object) -> ToolResult:
         ValueError: The value holds a NaN or an infinity; return finite numbers
             (or ``None``, or a string such as ``"NaN"``).
     """
-    if isinstance(value, ToolResult):
-        check_result(value)
-        return value
+    if issubclass(type(value), ToolResult):  # (its type: a value posing as one is not)
+        check_result(value)  # type: ignore[arg-type]
+        return value  # type: ignore[return-value]
     if issubclass(type(value), str):  # a str subclass (a str Enum): its string value
         # (by its type: a value whose __class__ says str is not one)
         return ToolResult(content=(TextBlock(str.__str__(value)),))
