@@ -142,6 +142,14 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     metadata: dict[str, object] = msgspec.field(default_factory=dict)
     is_error: bool = False
 
+    def __init_subclass__(cls, **options: object) -> None:
+        # dispatch tells a tool's ToolResult by its type (an identity test on the hot
+        # path), so a subclass's instance would be answered as a plain value's JSON.
+        raise TypeError(
+            "ToolResult cannot be subclassed: return a ToolResult itself (ToolResult.success"
+            "(...) or ToolResult.error(...)) and put host-only data in its metadata"
+        )
+
     @classmethod
     def success(
         cls,
