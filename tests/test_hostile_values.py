@@ -13,6 +13,7 @@ import tinytools
 from tinytools import (
     Artifact,
     ImageBlock,
+    JsonBlock,
     Registry,
     RunPolicy,
     TextBlock,
@@ -255,6 +256,39 @@ class TestItem7NonFinite:
         result = _answered([ToolCall("c", "nan_tool", {})], Registry.of(nan_tool))
         assert result.messages[0].is_error
         assert "NaN" in result.messages[0].content
+
+    @pytest.mark.parametrize(
+        ("result", "where"),
+        [
+            (ToolResult(content=(JsonBlock(float("nan")),)), "`content` holds"),
+            (ToolResult(follow_up=(JsonBlock({"a": [float("inf")]}),)), "`follow_up` holds"),
+            (ToolResult.success("x", structured={"a": float("-inf")}), "`structured` holds"),
+            (ToolResult.success("x", metadata={"ms": float("nan")}), "`metadata` holds"),
+        ],
+        ids=["json-block", "follow-up", "structured", "metadata"],
+    )
+    @pytest.mark.parametrize("hooked", [False, True])
+    def test_nan_in_a_returned_tool_result_is_an_error_message(
+        self, result: ToolResult, where: str, hooked: bool
+    ) -> None:
+        """A ``ToolResult`` carrying NaN or an infinity (in a JSON block the model would
+        read as ``null``, in its structured output or metadata) is refused as a plain
+        value holding one is."""
+
+        @tool
+        def nan_tool() -> ToolResult:
+            """NaN."""
+            return result
+
+        middleware = [tinytools.after_tool(lambda call, given, env: given)] if hooked else []
+        found = _answered(
+            [ToolCall("c", "nan_tool", {})], Registry.of(nan_tool), middleware=middleware
+        )
+        [message] = found.messages
+        assert message.is_error
+        assert where in message.content
+        assert "NaN or an infinity" in message.content
+        assert found.metadata == {}
 
 
 class TestItem8DuplicateKeys:

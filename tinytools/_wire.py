@@ -282,21 +282,43 @@ def check_result(result: ToolResult, source: str = "tool") -> None:
         )
     for field in ("structured", "metadata"):  # both reach the result, which must encode
         try:
-            _encode(getattr(result, field))
+            encoded = _encode(getattr(result, field))
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             raise TypeError(
                 f"{source} returned a ToolResult whose `{field}` cannot be encoded as JSON "
                 f"({type(exc).__name__}: {exc}); pass JSON-encodable values only"
             ) from None
+        if encoded.find(b"null") >= 0:  # NaN and infinities encode as null
+            _refuse_nonfinite(source, field, msgspec.to_builtins(getattr(result, field)))
     try:  # the blocks' and artifacts' own fields (bytes kept as they are)
-        parts = (result.content, result.follow_up, artifacts)
-        msgspec.convert(msgspec.to_builtins(parts, builtin_types=_RAW_BYTES), _PARTS)
+        parts = msgspec.to_builtins(
+            (result.content, result.follow_up, artifacts), builtin_types=_RAW_BYTES
+        )
+        msgspec.convert(parts, _PARTS)
     except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
         raise TypeError(
             f"{source} returned a ToolResult with a malformed block or artifact ({exc}); build "
             "them as TextBlock(text), JsonBlock(value), ImageBlock(media_type, data=bytes), "
             "FileBlock(name, data=bytes) and Artifact(name, data=bytes)"
         ) from None
+    _refuse_nonfinite(source, "content", parts[0])  # a JsonBlock's value, read as null
+    _refuse_nonfinite(source, "follow_up", parts[1])
+
+
+def _refuse_nonfinite(source: str, field: str, value: object) -> None:
+    """Refuse a NaN or infinity in a ToolResult's ``field`` (its plain ``value``): JSON
+    has none, and an encoder writes ``null`` for them, silently changing the answer.
+
+    Raises:
+        TypeError: Saying where it is and what to return instead.
+    """
+    where = _nonfinite(value)
+    if where is not None:
+        raise TypeError(
+            f"{source} returned a ToolResult whose `{field}` holds NaN or an infinity at "
+            f"`{where}`, which JSON cannot carry; return finite numbers (or None, or a "
+            'string such as "NaN")'
+        )
 
 
 def wrap_return(value: object) -> ToolResult:
