@@ -778,6 +778,37 @@ class TestInputs:
                 ]
                 assert result.executed == expected.executed
 
+    @pytest.mark.parametrize(
+        ("name", "text", "status"),
+        [
+            ("add", '{"a": 1}', "ok"),
+            ("add", "{a: 1,}", "ok"),  # repaired
+            ("add", '{"a": "x"}', "error"),
+            ("add", "{", "error"),
+            ("lookup", '{"q": 1}', None),  # an external tool: deferred
+            ("nope", '{"a": 1}', "error"),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_arguments_as_a_str_subclass_are_read_as_their_text(
+        self, name: str, text: str, status: str | None
+    ) -> None:
+        """Raw arguments of a ``str`` subclass (an SDK's own string type) are the text they
+        hold: dispatch raised msgspec's TypeError, or answered with events msgspec could
+        not encode. Each call is answered as its plain text's is, and the result encodes."""
+
+        class SdkText(str):
+            pass
+
+        expected = dispatch_sync([call("1", name, text)], TOOLS)
+        for result in (
+            dispatch_sync([call("1", name, SdkText(text))], TOOLS),
+            await dispatch([call("1", name, SdkText(text))], TOOLS),
+        ):
+            assert [m.status for m in result.messages] == ([status] if status else [])
+            assert result.messages == expected.messages
+            assert msgspec.json.encode(result) == msgspec.json.encode(expected)
+
     @pytest.mark.anyio
     async def test_an_object_posing_as_a_toolcall_is_refused(self) -> None:
         """An object whose ``__class__`` says ``ToolCall`` is not one (msgspec cannot

@@ -44,7 +44,7 @@ from ._registry import AnyTool
 from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
 from ._validate import json_text, preview, printable
-from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult
+from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call
 from .errors import ToolArgumentsError
 from .events import (
     Event,
@@ -532,6 +532,11 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
             if not isinstance(answer, dict):
                 return answer
             arguments = answer
+        except TypeError:  # msgspec reads no str subclass (an SDK's own string type)
+            plain = plain_call(call)
+            if plain is call:
+                raise
+            return _checked(index, plain, batch)
     else:
         answer = _arguments(index, call, found, batch)
         if not isinstance(answer, dict):
@@ -672,8 +677,8 @@ def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:
     try:
         msgspec.json.encode(arguments)
     except (TypeError, ValueError, OverflowError, RecursionError):
-        if isinstance(arguments, str):
-            return printable(arguments)
+        if isinstance(arguments, str):  # a str subclass: msgspec encodes no subclass
+            return printable(str.__str__(arguments))
         return printable(json_text(arguments))
     return arguments
 

@@ -31,6 +31,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolResult",
+    "plain_call",
     "return_text",
     "wrap_return",
 ]
@@ -60,6 +61,16 @@ class ToolCall(msgspec.Struct, frozen=True):
     name: str
     arguments: dict[str, object] | str
     invalid: str | None = None
+
+
+def plain_call(call: ToolCall) -> ToolCall:
+    """``call``, with raw arguments of a ``str`` subclass (an SDK's own string type) as
+    the plain text they hold: msgspec neither decodes nor encodes a subclass, so such a
+    call could be neither validated nor carried by a result's events or deferrals."""
+    text = call.arguments
+    if type(text) is str or not issubclass(type(text), str):
+        return call
+    return msgspec.structs.replace(call, arguments=str.__str__(text))
 
 
 # --- content blocks ---------------------------------------------------------
