@@ -831,6 +831,31 @@ class TestInputs:
                 await dispatch(batch, TOOLS)  # type: ignore[arg-type]
         assert ran == []
 
+    @pytest.mark.parametrize(
+        ("keyword", "value", "says"),
+        [
+            ("on_event", 5, "on_event must be a function of the event"),
+            ("on_event", "print", "on_event must be a function of the event"),
+            ("on_deferred", 5, "on_deferred must be a function of the deferred calls"),
+            ("cancellation", True, "cancellation must be a Cancellation"),
+            ("cancellation", 5, "cancellation must be a Cancellation"),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_host_callbacks_of_the_wrong_kind_are_refused_before_anything_runs(
+        self, keyword: str, value: object, says: str
+    ) -> None:
+        """A handler that cannot be called (or a cancellation that is no handle) is a
+        TypeError saying what to pass, before any tool runs: a non-callable ``on_event``
+        let the first call run and then aborted the batch, and a bad ``cancellation`` was
+        an AttributeError."""
+        calls = [call("1", "add", '{"a": 1}'), call("2", "pay", '{"amount": 1}')]
+        with pytest.raises(TypeError, match=says):
+            dispatch_sync(calls, TOOLS, **{keyword: value})  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=says):
+            await dispatch(calls, TOOLS, **{keyword: value})  # type: ignore[arg-type]
+        assert [] == ran
+
     def test_cancellation_handle_reused(self) -> None:
         """A handle reused across batches does not accumulate the batches' callbacks."""
         from tinytools import Cancellation

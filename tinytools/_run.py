@@ -108,7 +108,11 @@ _LAST_SYNC_HANDLER: list[weakref.ref[object] | Callable[[], None]] = [lambda: No
 
 def _is_async_handler(handler: object) -> bool:
     """Whether ``on_event`` returns awaitables (remembering a synchronous one:
-    :data:`_LAST_SYNC_HANDLER`)."""
+    :data:`_LAST_SYNC_HANDLER`).
+
+    Raises:
+        TypeError: It cannot be called (see :func:`_reads_async`).
+    """
     answer = _reads_async(handler)
     kind = type(handler)
     if answer or kind is _METHOD or kind is _BUILTIN:
@@ -132,6 +136,10 @@ def _reads_async(handler: object) -> bool:
     carries attributes (``__wrapped__``, a coroutine mark), which
     :func:`is_async_function` reads. What that reads is remembered per object (a
     bounded memo, which changes nothing but speed).
+
+    Raises:
+        TypeError: The handler cannot be called (refused before any call runs: else the
+            first call would run before the handler failed on its event).
     """
     kind = type(handler)
     if kind is _FUNCTION:
@@ -143,12 +151,17 @@ def _reads_async(handler: object) -> bool:
         fn = handler.__func__  # type: ignore[attr-defined]
         if type(fn) is _FUNCTION and not fn.__dict__:
             return fn.__code__.co_flags & _CO_COROUTINE != 0
+    if not callable(handler):  # (else the first call would run before the handler failed)
+        raise TypeError(
+            "on_event must be a function of the event (sync or async), such as "
+            f"`events.append`; got {type(handler).__name__}: {handler!r:.80}"
+        )
     known = _HANDLERS.get(id(handler))
     if known is not None and known[0]() is handler:
         return known[1]
     answer = is_async_function(handler)
     try:
-        held = weakref.ref(handler)
+        held: weakref.ref[object] = weakref.ref(handler)
     except TypeError:  # not weakly referenceable: read again each time
         return answer
     if len(_HANDLERS) >= 64:
