@@ -294,6 +294,27 @@ class TestItem7NonFinite:
         assert "NaN or an infinity" in message.content
         assert found.metadata == {}
 
+    @pytest.mark.parametrize("data", [{"ms": float("nan")}, [1.0, float("inf")], float("-inf")])
+    def test_nan_in_an_emitted_event_is_refused_to_the_tool(self, data: object) -> None:
+        """A custom event's data holding NaN or an infinity would reach the host as
+        ``null``: ``emit`` refuses it to the tool, as it refuses data JSON cannot encode."""
+        refused: list[str] = []
+
+        @tool
+        def progress(emit: tinytools.Inject[tinytools.Emit]) -> str:
+            """Emit progress."""
+            try:
+                emit("progress", data)
+            except TypeError as error:
+                refused.append(str(error))
+            return "done"
+
+        found = _answered([ToolCall("c", "progress", {})], Registry.of(progress))
+        assert [m.status for m in found.messages] == ["ok"]
+        assert [type(e).__name__ for e in found.events] == ["ToolStarted", "ToolCompleted"]
+        [said] = refused
+        assert "NaN or an infinity" in said
+
 
 class TestItem8DuplicateKeys:
     @pytest.mark.parametrize(

@@ -34,6 +34,7 @@ from ._event_loops import wrong_loop
 from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
 from ._run import Run, Stop
+from ._wire import nonfinite
 from ._workers import THREADS, Job
 from .errors import (
     ApprovalRequired,
@@ -232,12 +233,16 @@ def interrupted(stop: Stop) -> Failed:
 
 def _custom(call_id: str, name: object, data: object) -> Custom:
     """A tool's custom event, refused (to the tool, as a ``TypeError``) unless its name is
-    text and the event encodes as JSON — every result must."""
+    text and the event encodes as JSON — every result must — with no NaN or infinity in
+    its data (an encoder writes ``null`` for them, silently changing it)."""
     event = Custom(call_id=call_id, name=name, data=data)  # type: ignore[arg-type]
     try:
         if not isinstance(name, str):
             raise TypeError(f"the event name must be a str, not {type(name).__name__}")
-        msgspec.json.encode(event)
+        if msgspec.json.encode(event).find(b"null") >= 0 and (
+            where := nonfinite(msgspec.to_builtins(data))
+        ):
+            raise ValueError(f"its data holds NaN or an infinity at `{where}`")
     except (TypeError, ValueError, OverflowError, RecursionError, UnicodeError) as exc:
         raise TypeError(
             f"emit({name!r:.40}, ...) cannot be recorded: {exc}; emit a str name and "

@@ -31,6 +31,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolResult",
+    "nonfinite",
     "plain_call",
     "return_text",
     "wrap_return",
@@ -226,7 +227,7 @@ class ToolMessage(msgspec.Struct, frozen=True, kw_only=True):
 _encode = msgspec.json.encode
 
 
-def _nonfinite(value: object) -> str | None:
+def nonfinite(value: object) -> str | None:
     """Where a NaN or infinity sits in a plain JSON-like value (``$.a[0]``), if anywhere."""
     stack: list[tuple[object, str]] = [(value, "$")]
     while stack:
@@ -300,7 +301,7 @@ def check_result(result: ToolResult, source: str = "tool") -> None:
                 f"({type(exc).__name__}: {exc}); pass JSON-encodable values only"
             ) from None
         if encoded.find(b"null") >= 0:  # NaN and infinities encode as null
-            _refuse_nonfinite(source, field, msgspec.to_builtins(getattr(result, field)))
+            _refusenonfinite(source, field, msgspec.to_builtins(getattr(result, field)))
     try:  # the blocks' and artifacts' own fields (bytes kept as they are)
         parts = msgspec.to_builtins(
             (result.content, result.follow_up, artifacts), builtin_types=_RAW_BYTES
@@ -312,18 +313,18 @@ def check_result(result: ToolResult, source: str = "tool") -> None:
             "them as TextBlock(text), JsonBlock(value), ImageBlock(media_type, data=bytes), "
             "FileBlock(name, data=bytes) and Artifact(name, data=bytes)"
         ) from None
-    _refuse_nonfinite(source, "content", parts[0])  # a JsonBlock's value, read as null
-    _refuse_nonfinite(source, "follow_up", parts[1])
+    _refusenonfinite(source, "content", parts[0])  # a JsonBlock's value, read as null
+    _refusenonfinite(source, "follow_up", parts[1])
 
 
-def _refuse_nonfinite(source: str, field: str, value: object) -> None:
+def _refusenonfinite(source: str, field: str, value: object) -> None:
     """Refuse a NaN or infinity in a ToolResult's ``field`` (its plain ``value``): JSON
     has none, and an encoder writes ``null`` for them, silently changing the answer.
 
     Raises:
         TypeError: Saying where it is and what to return instead.
     """
-    where = _nonfinite(value)
+    where = nonfinite(value)
     if where is not None:
         raise TypeError(
             f"{source} returned a ToolResult whose `{field}` holds NaN or an infinity at "
@@ -378,7 +379,7 @@ def return_text(value: object) -> str:
             f"({exc}); return a str, a JSON-encodable value or a ToolResult"
         ) from None
     if encoded.find(b"null") >= 0:  # NaN and infinities encode as null (`in` costs more)
-        where = _nonfinite(msgspec.to_builtins(value))
+        where = nonfinite(msgspec.to_builtins(value))
         if where is not None:
             raise ValueError(
                 f"tool returned a value holding NaN or an infinity at `{where}`, which JSON "
