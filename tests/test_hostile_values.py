@@ -340,6 +340,37 @@ class TestItem8DuplicateKeys:
         assert "repeats field `city`" in message.content
 
 
+class _Text(str):
+    pass
+
+
+class _HostileInt(int):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr raised")
+
+    __str__ = __repr__
+
+
+class TestHostArgumentsOfSubclasses:
+    """Dict arguments a host built holding ``str``/``int``/``float`` subclasses (msgspec
+    encodes none of them): the previews and events of a refused call are still made."""
+
+    @pytest.mark.parametrize(
+        "arguments",
+        [
+            {"city": 1, "note": _Text("a")},
+            {_Text("city"): 1},
+            {"city": "a", "temp": _HostileInt(3), "x": 1},
+            {"city": [_Text("a\ud800"), _HostileInt(2**300)]},
+        ],
+        ids=["str-value", "str-key", "hostile-int", "nested"],
+    )
+    @pytest.mark.parametrize("name", ["get_weather", "nope", "login"])
+    def test_a_refused_call_is_answered(self, arguments: dict[str, object], name: str) -> None:
+        [message] = _answered([ToolCall("c", name, arguments)]).messages
+        assert message.is_error
+
+
 class TestItem9MalformedToolResult:
     @pytest.mark.parametrize(
         "result",
