@@ -192,9 +192,14 @@ def _has_surrogate(value: object) -> bool:
     return any("\ud800" <= c <= "\udfff" for c in text)
 
 
+class HostCall(ToolCall):
+    """A host's own call type: a ``ToolCall`` subclass is dispatched as any call."""
+
+
 @st.composite
 def calls(draw: st.DrawFn, index: int) -> ToolCall:
-    """A call from the invariant module's strategy, or one to an approval/cancel tool."""
+    """A call from the invariant module's strategy, or one to an approval/cancel tool;
+    now and then as a :class:`HostCall`."""
     if draw(st.integers(0, 3)) == 0:
         name = draw(st.sampled_from(EXTRA))
         arguments = draw(
@@ -202,8 +207,13 @@ def calls(draw: st.DrawFn, index: int) -> ToolCall:
             | st.sampled_from([{}, {"x": "1"}, {"x": 1, "y": 2}, "{x: 3,}"])
             | GARBAGE.filter(lambda g: not _has_surrogate(g))
         )
-        return ToolCall(f"call_{index}", name, arguments)  # type: ignore[arg-type]
-    call, _ = draw(tool_calls(index).filter(lambda drawn: not _has_surrogate(drawn[0].arguments)))
+        call = ToolCall(f"call_{index}", name, arguments)  # type: ignore[arg-type]
+    else:
+        call, _ = draw(
+            tool_calls(index).filter(lambda drawn: not _has_surrogate(drawn[0].arguments))
+        )
+    if draw(st.integers(0, 4)) == 0:
+        return HostCall(call.id, call.name, call.arguments, call.invalid)
     return call
 
 
