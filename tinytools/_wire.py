@@ -15,6 +15,7 @@ from JSON at msgspec speed and can cross process boundaries unchanged.
 # annotations in the module named by `__module__`, which the facade rewrites
 # to `tinytools`; real (evaluated) annotations keep decoding independent of it.
 
+import inspect
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
@@ -374,6 +375,14 @@ def return_text(value: object) -> str:
     try:
         encoded = _encode(value)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        if inspect.isawaitable(value):  # a wrapper hid an async function's mark
+            if inspect.iscoroutine(value):
+                value.close()  # never awaited: closed, not left to warn
+            raise TypeError(
+                f"tool returned a {type(value).__qualname__}, which dispatch does not await: "
+                "the tool reads as synchronous; declare it `async def` (a wrapper of an "
+                "async function keeps functools.wraps(fn))"
+            ) from None
         raise TypeError(
             f"tool returned a {type(value).__qualname__}, which cannot be encoded as JSON "
             f"({exc}); return a str, a JSON-encodable value or a ToolResult"
