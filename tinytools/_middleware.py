@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 import attrs
 
+from ._validate import printable
 from ._wire import ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -80,11 +81,25 @@ class Allow:
         return "Allow()" if self.call is None else f"Allow({self.call!r})"
 
 
+def _denial(message: object) -> str:
+    """A denial's message as the model and ``ToolDenied`` read it: a ``str`` (a subclass
+    as the text it holds), lone surrogates escaped so that every result encodes."""
+    if not issubclass(type(message), str):
+        raise TypeError(
+            f"Deny takes the message the model reads, a str; got {type(message).__name__}"
+        )
+    return printable(str.__str__(message))
+
+
 @attrs.frozen
 class Deny:
-    """Do not run the call; the model reads ``message`` (status ``denied``, ``ToolDenied``)."""
+    """Do not run the call; the model reads ``message`` (status ``denied``, ``ToolDenied``).
 
-    message: str
+    Raises:
+        TypeError: ``message`` is not a ``str``.
+    """
+
+    message: str = attrs.field(converter=_denial)
 
 
 def _freeze(value: Mapping[str, object]) -> dict[str, object]:
