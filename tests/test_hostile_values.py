@@ -174,6 +174,58 @@ class TestItem4Surrogates:
         for target in (name, "get_weather", "measure", "login"):
             _answered([ToolCall("c", target, arguments)])  # type: ignore[arg-type]
 
+    @pytest.mark.parametrize(
+        ("calls", "options"),
+        [
+            (
+                [ToolCall("c", "get_weather", {"city": "a"}), ToolCall("c", "g\udc80", {})],
+                {},
+            ),
+            ([ToolCall("c", "g\udc80", {})], {"policy": RunPolicy(max_tool_calls=0)}),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"middleware": [tinytools.before_tool(lambda c, e: tinytools.Deny("no"))]},
+            ),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"middleware": [tinytools.before_tool(lambda c, e: tinytools.Allow())]},
+            ),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"middleware": [tinytools.before_tool(lambda c, e: tinytools.Defer())]},
+            ),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"approvals": tinytools.DeferredToolResults().deny("c", "no")},
+            ),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"approvals": tinytools.DeferredToolResults().respond("c", "r")},
+            ),
+        ],
+        ids=[
+            "repeated-id",
+            "limit",
+            "hook-deny",
+            "hook-allow",
+            "hook-defer",
+            "resume-deny",
+            "resume-respond",
+        ],
+    )
+    def test_a_name_with_a_lone_surrogate_encodes_on_every_route(
+        self, calls: list[ToolCall], options: dict[str, object]
+    ) -> None:
+        """A model's name holding a lone surrogate is escaped wherever a result carries it
+        — messages, events, deferred calls — not only in the unknown-tool answer."""
+        result = dispatch_sync(calls, TOOLS, **options)  # type: ignore[arg-type]
+        assert msgspec.json.encode(result)
+        if result.deferred is not None:  # resumed as it came back, denied: still encodes
+            denied = result.deferred.deny("c", "no")
+            again = _answered(list(result.deferred.all), approvals=denied)
+            assert [m.status for m in again.messages] == ["denied"]
+            assert msgspec.json.encode(again)
+
 
 class TestItem5Truncate:
     @given(limit=st.integers(0, 200), text=st.text(max_size=300))

@@ -67,6 +67,7 @@ __all__ = [
     "Verdict",
     "admit_batch",
     "error_message",
+    "shown_name",
     "admit_batch_async",
 ]
 
@@ -134,7 +135,8 @@ _DIRECT = Exposure.Direct
 
 
 def error_message(call: ToolCall, content: str, status: MessageStatus = "error") -> ToolMessage:
-    """The error message answering ``call`` without running its tool."""
+    """The error message answering ``call`` without running its tool (where the call's
+    name may be no tool's, pass it through :func:`shown_name` first)."""
     return ToolMessage(
         tool_call_id=call.id, name=call.name, content=content, is_error=True, status=status
     )
@@ -281,8 +283,8 @@ def _repeated(index: int, call: ToolCall, batch: Admission) -> Answered:
         f"Tool call not run: its id `{call.id}` repeats an earlier call's id in this "
         "batch; every call needs its own id."
     )
-    batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=text))
-    return Answered(index, error_message(call, text))
+    batch.emit(ToolDenied(call_id=call.id, tool_name=printable(call.name), message=text))
+    return Answered(index, error_message(shown_name(call), text))
 
 
 def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
@@ -421,15 +423,17 @@ def _went(
     and its approval, or the verdict (``Deny``, ``Defer``)."""
     env = batch
     if isinstance(outcome, Deny):
-        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
-        return Answered(index, error_message(call, outcome.message, "denied"))
+        batch.emit(
+            ToolDenied(call_id=call.id, tool_name=printable(call.name), message=outcome.message)
+        )
+        return Answered(index, error_message(shown_name(call), outcome.message, "denied"))
     if isinstance(outcome, Defer):
         return _defer(index, call, outcome.kind, outcome.metadata, batch)
     if isinstance(outcome, Allow):
         call = approved = _kept_id(hook, call, outcome.call or call)
         if call.id not in env.approved:
             env.approved.add(call.id)
-            batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
+            batch.emit(ToolApproved(call_id=call.id, tool_name=printable(call.name)))
         return call, approved
     if isinstance(outcome, ToolCall):
         return _adjusted(hook, call, outcome, approved, env)
@@ -464,9 +468,11 @@ def _decided(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         return _redeferred(index, call, decision, batch)
     answer = decision.answer
     if isinstance(answer, Deny):
-        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=answer.message))
+        batch.emit(
+            ToolDenied(call_id=call.id, tool_name=printable(call.name), message=answer.message)
+        )
         return Resolved(index, call, ToolResult.error(answer.message), "denied")
-    batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
+    batch.emit(ToolApproved(call_id=call.id, tool_name=printable(call.name)))
     if isinstance(answer, Respond):
         return Resolved(index, call, answer.result, "ok")
     if isinstance(answer, ApproveWithArgs):
@@ -489,9 +495,11 @@ def _redeferred(index: int, call: ToolCall, decision: Decision, batch: Admission
     )
     metadata: dict[str, object] = {"reason": reason}
     batch.emit(
-        ToolDeferred(call_id=call.id, tool_name=call.name, reason="approval", metadata=metadata)
+        ToolDeferred(
+            call_id=call.id, tool_name=printable(call.name), reason="approval", metadata=metadata
+        )
     )
-    return Deferred(index, call, "approval", metadata)
+    return Deferred(index, shown_name(call), "approval", metadata)
 
 
 def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
@@ -559,6 +567,7 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
 
 
 def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
+    call = shown_name(call)  # (opened before its name is resolved)
     if batch.cancelled is not None and batch.cancelled():
         return error_message(call, "Tool call not run: the batch was cancelled.", "interrupted")
     if batch.expired is not None and batch.expired():
@@ -580,8 +589,21 @@ def _defer(
 ) -> Deferred:
     if batch.used:  # slots are counted (each call has taken one by now)
         batch.used -= 1  # a deferred call takes a slot only when it runs
-    batch.emit(ToolDeferred(call_id=call.id, tool_name=call.name, reason=kind, metadata=metadata))
+    if not call.name.isascii():  # (a hook's deferral comes before the name is resolved)
+        call = shown_name(call)
+    batch.emit(
+        ToolDeferred(
+            call_id=call.id, tool_name=printable(call.name), reason=kind, metadata=metadata
+        )
+    )
     return Deferred(index, call, kind, metadata)
+
+
+def shown_name(call: ToolCall) -> ToolCall:
+    """``call`` as a result carries it back to the host: its name with a lone surrogate
+    escaped (no tool has such a name, so the call stays unknown on resume)."""
+    name = printable(call.name)
+    return call if name == call.name else msgspec.structs.replace(call, name=name)
 
 
 def _resolve(

@@ -30,6 +30,7 @@ from ._admit import (
     Resolved,
     Skipped,
     error_message,
+    shown_name,
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
@@ -42,6 +43,7 @@ from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
 from ._tool_lists import registry_of
+from ._validate import printable
 from ._wire import ContentBlock, ToolCall, ToolMessage, ToolResult
 from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
 from .policies import RunPolicy
@@ -405,9 +407,9 @@ class Run(Admission):
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         if tool is not None:
             arguments = shown_arguments(tool, arguments)
-        self.emit(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
+        name = tool.name if tool else printable(call.name)  # (a lone surrogate escaped)
+        self.emit(ToolStarted(call_id=call.id, tool_name=name, arguments=arguments))
         limit = (tool._plan.limit if tool else None) or self.policy.max_result_bytes
-        name = tool.name if tool else call.name
         result = verdict.result
         message, event, follow_up, metadata = self._fold(call, name, limit, result, result)
         if verdict.status == "denied":  # denied stays denied, whatever the hooks made of it
@@ -581,7 +583,7 @@ class Run(Admission):
                 continue
             answer = answers.get(index)
             if answer is None:
-                answer = error_message(call, stop.message(), "interrupted")
+                answer = error_message(shown_name(call), stop.message(), "interrupted")
                 if kind is Admitted and self.recorded:  # in the ledger, never ran
                     self._settle(call, answer)
             messages.append(answer)
