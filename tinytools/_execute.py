@@ -34,7 +34,8 @@ from ._event_loops import wrong_loop
 from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
 from ._run import Run, Stop
-from ._wire import nonfinite
+from ._validate import printable
+from ._wire import json_problem, nonfinite
 from ._workers import THREADS, Job
 from .errors import (
     ApprovalRequired,
@@ -154,9 +155,18 @@ def classify(error: BaseException, item: Admitted) -> object:
         if isinstance(error, FatalToolError):
             text = _scrub(item, f"Tool `{name}` failed fatally: {_text(error)}")
             return Fatal(text, _scrub(item, _trace(error)))
+        metadata = dict(error.metadata)
+        problem = json_problem(metadata)
+        if problem is not None:  # the result must carry it: the call's error instead
+            kind = type(error).__name__
+            text = (
+                f"Tool `{name}` failed: it raised {kind} with metadata JSON cannot carry "
+                f"({problem}); pass JSON-encodable metadata"
+            )
+            return Failed("TypeError", _scrub(item, printable(text)))
         if isinstance(error, ApprovalRequired):
-            return Postponed("approval", dict(error.metadata))
-        return Postponed("deferred", dict(error.metadata))
+            return Postponed("approval", metadata)
+        return Postponed("deferred", metadata)
     if (wrong := wrong_loop(error, name)) is not None:  # the host's mistake, not the model's
         return Fatal(_scrub(item, wrong), _scrub(item, _trace(error)))
     kind = type(error).__name__

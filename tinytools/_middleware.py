@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 import attrs
 
 from ._validate import printable
-from ._wire import ToolCall, ToolResult
+from ._wire import ToolCall, ToolResult, json_problem
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
@@ -103,7 +103,11 @@ class Deny:
 
 
 def _freeze(value: Mapping[str, object]) -> dict[str, object]:
-    return dict(value)
+    metadata = dict(value)
+    problem = json_problem(metadata)
+    if problem is not None:  # a result carries it to the host: refused when made
+        raise TypeError(f"Defer's metadata must be JSON a result can carry: {problem}")
+    return metadata
 
 
 @attrs.frozen

@@ -32,6 +32,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolResult",
+    "json_problem",
     "nonfinite",
     "plain_call",
     "return_text",
@@ -240,6 +241,20 @@ def nonfinite(value: object) -> str | None:
             stack.extend((v, f"{path}.{k}") for k, v in item.items())
         elif isinstance(item, (list, tuple)):
             stack.extend((v, f"{path}[{i}]") for i, v in enumerate(item))
+    return None
+
+
+def json_problem(value: object) -> str | None:
+    """Why a result could not carry ``value`` as JSON, or None: msgspec cannot encode it,
+    or it holds a NaN or an infinity (which an encoder silently writes as ``null``)."""
+    try:
+        encoded = _encode(value)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if encoded.find(b"null") >= 0:
+        where = nonfinite(msgspec.to_builtins(value))
+        if where is not None:
+            return f"it holds NaN or an infinity at `{where}`"
     return None
 
 
