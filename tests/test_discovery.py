@@ -576,3 +576,11 @@ class TestHostileWrappers:
         ]
         assert msgspec.json.encode(result)
         assert [("convert_currency", {"amount": 2.0, "currency": "EUR"})] == RAN
+
+    def test_a_providers_reason_with_a_lone_surrogate_encodes(self) -> None:
+        """A wrapper the provider could not read is answered quoting its reason, escaped."""
+        result = run(ToolCall("c", "tool_call", {}, invalid="bad \udc80 text"))
+        (message,) = result.messages  # type: ignore[attr-defined]
+        assert ("tool_call", "error") == (message.name, message.status)
+        assert "bad \\udc80 text" in message.content
+        assert msgspec.json.encode(result)

@@ -202,6 +202,20 @@ class TestItem4Surrogates:
                 [ToolCall("c", "g\udc80", {})],
                 {"approvals": tinytools.DeferredToolResults().respond("c", "r")},
             ),
+            # a hook defers before anything checks the call: raw text or a dict holding one
+            (
+                [ToolCall("c", "get_weather", '{"city": "a\udc80"}')],
+                {"middleware": [tinytools.before_tool(lambda c, e: tinytools.Defer())]},
+            ),
+            (
+                [ToolCall("c", "get_weather", {"city": "a\udc80"})],
+                {
+                    "middleware": [
+                        tinytools.before_tool(lambda c, e: tinytools.Defer(kind="approval"))
+                    ]
+                },
+            ),
+            ([ToolCall("c", "", "", invalid="no name \udc80")], {}),  # a provider's reason
         ],
         ids=[
             "repeated-id",
@@ -211,13 +225,17 @@ class TestItem4Surrogates:
             "hook-defer",
             "resume-deny",
             "resume-respond",
+            "hook-defer-text",
+            "hook-defer-dict",
+            "provider-reason",
         ],
     )
     def test_a_name_with_a_lone_surrogate_encodes_on_every_route(
         self, calls: list[ToolCall], options: dict[str, object]
     ) -> None:
-        """A model's name holding a lone surrogate is escaped wherever a result carries it
-        — messages, events, deferred calls — not only in the unknown-tool answer."""
+        """A model's name (or text, or a provider's reason) holding a lone surrogate is
+        escaped wherever a result carries it — messages, events, deferred calls (whose
+        id alone is kept verbatim) — not only in the unknown-tool answer."""
         result = dispatch_sync(calls, TOOLS, **options)  # type: ignore[arg-type]
         assert msgspec.json.encode(result)
         if result.deferred is not None:  # resumed as it came back, denied: still encodes

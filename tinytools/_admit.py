@@ -499,7 +499,7 @@ def _redeferred(index: int, call: ToolCall, decision: Decision, batch: Admission
             call_id=call.id, tool_name=printable(call.name), reason="approval", metadata=metadata
         )
     )
-    return Deferred(index, shown_name(call), "approval", metadata)
+    return Deferred(index, _carried(call), "approval", metadata)
 
 
 def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
@@ -589,14 +589,32 @@ def _defer(
 ) -> Deferred:
     if batch.used:  # slots are counted (each call has taken one by now)
         batch.used -= 1  # a deferred call takes a slot only when it runs
-    if not call.name.isascii():  # (a hook's deferral comes before the name is resolved)
-        call = shown_name(call)
+    call = _carried(call)  # (a hook's deferral comes before any check of the call)
     batch.emit(
         ToolDeferred(
             call_id=call.id, tool_name=printable(call.name), reason=kind, metadata=metadata
         )
     )
     return Deferred(index, call, kind, metadata)
+
+
+def _carried(call: ToolCall) -> ToolCall:
+    """``call`` as ``DeferredToolRequests`` carries it back to the host: as it is when a
+    result can encode it; else its name, raw text and provider reason with lone
+    surrogates escaped and arguments JSON cannot carry as printable JSON text (each reads
+    back as the same value — refused again when admitted — and no tool has such a
+    name). Only a call's id is never changed (the host matches answers by it)."""
+    try:
+        msgspec.json.encode(call)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        invalid = call.invalid
+        return msgspec.structs.replace(
+            call,
+            name=printable(call.name),
+            arguments=_encodable(call.arguments),
+            invalid=None if invalid is None else printable(invalid),
+        )
+    return call
 
 
 def shown_name(call: ToolCall) -> ToolCall:

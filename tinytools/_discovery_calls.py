@@ -127,8 +127,9 @@ def opening(call: ToolCall, batch: Admission) -> ToolCall | ToolMessage:
 
 
 def _error(call: ToolCall, text: str) -> ToolMessage:
+    # (a provider's reason quoted in the text may hold a lone surrogate: escaped)
     return ToolMessage(
-        tool_call_id=call.id, name=call.name, content=text, is_error=True, status="error"
+        tool_call_id=call.id, name=call.name, content=printable(text), is_error=True, status="error"
     )
 
 
