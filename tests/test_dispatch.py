@@ -894,6 +894,35 @@ class TestInputs:
             await dispatch(calls, TOOLS, **{keyword: value})  # type: ignore[arg-type]
         assert [] == ran
 
+    @pytest.mark.parametrize("context", [{"store": {"k": "v"}}, "run-1"], ids=["dict", "str"])
+    @pytest.mark.anyio
+    async def test_a_context_that_is_no_context_is_refused_before_anything_runs(
+        self, context: object
+    ) -> None:
+        """An injecting tool, or a ledger, reads the context: one that is no ``Context``
+        is a TypeError saying how to make one (it was an AttributeError, or blamed on the
+        ledger), before any tool runs."""
+
+        class Ledger:
+            def started(self, *args: object) -> None:
+                ran.append(("started", args))
+
+            def settled(self, *args: object) -> None:
+                pass
+
+            def unresolved(self, run_id: str | None = None) -> tuple[()]:
+                return ()
+
+        for calls, options in (
+            ([call("1", "stored", '{"key": "k"}')], {}),
+            ([call("1", "add", '{"a": 1}')], {"ledger": Ledger()}),
+        ):
+            with pytest.raises(TypeError, match="context must be a Context"):
+                dispatch_sync(calls, TOOLS, context=context, **options)  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="context must be a Context"):
+                await dispatch(calls, TOOLS, context=context, **options)  # type: ignore[arg-type]
+        assert [] == ran
+
     def test_cancellation_handle_reused(self) -> None:
         """A handle reused across batches does not accumulate the batches' callbacks."""
         from tinytools import Cancellation

@@ -38,7 +38,7 @@ from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._effects import EffectLedger, record_started, refusal
 from ._execute import run_inline
-from ._inject import Cancellation, Context, check_context
+from ._inject import Cancellation, Context, check_context, check_context_type
 from ._middleware import HookFailed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
@@ -165,8 +165,10 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
     """The ledger's started rows (one transaction where the ledger can), before any tool
     of the batch runs; a call already started elsewhere is answered and does not run."""
     assert run.ledger is not None
+    context = run.context
+    check_context_type(context)  # (the host's argument, not the ledger's failure)
     try:
-        refused = record_started(run.ledger, run.context.run_id, admitted)
+        refused = record_started(run.ledger, context.run_id, admitted)
     except Exception as error:
         run.fail(HostFailed("the effect ledger's started()", error))
         return
