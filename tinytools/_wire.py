@@ -138,6 +138,9 @@ def _blocks(
 class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     """What a tool may return for full control over its answer.
 
+    A final class: dispatch tells a returned result by its type, so defining a subclass
+    raises ``TypeError`` (put host-only data in ``metadata``).
+
     Attributes:
         content: Blocks the model reads, in order.
         structured: A JSON value for the host (and for providers that accept
