@@ -244,6 +244,47 @@ class TestItem4Surrogates:
             assert [m.status for m in again.messages] == ["denied"]
             assert msgspec.json.encode(again)
 
+    @pytest.mark.parametrize(
+        "raised",
+        [
+            OSError("cannot open caf\udce9.txt"),  # a name read with surrogateescape
+            ValueError("bad \ud800"),
+            tinytools.ModelRetry("fix \udce9"),
+            tinytools.RetryableError("again \udce9"),
+            tinytools.FatalToolError("dead \udce9"),
+        ],
+        ids=["file-name", "value-error", "model-retry", "retryable", "fatal"],
+    )
+    @pytest.mark.parametrize(
+        "options",
+        [
+            {},
+            {"policy": RunPolicy(tool_timeout=5)},
+            {"middleware": [tinytools.after_tool(lambda c, r, e: r)]},
+        ],
+        ids=["inline", "threaded", "hooked"],
+    )
+    def test_an_exception_text_with_a_lone_surrogate_encodes(
+        self, raised: BaseException, options: dict[str, object]
+    ) -> None:
+        """A tool's exception text (a file name read with ``surrogateescape``) reaches the
+        message, ``ToolFailed`` (its traceback too) and ``ToolRetried`` escaped."""
+
+        @tool(policy=ToolPolicy().with_runtime(max_retries=1))
+        def opens(path: str) -> str:
+            """Open a file."""
+            raise raised
+
+        try:
+            result = dispatch_sync(
+                [ToolCall("c", "opens", {"path": "x"})], Registry.of(opens), **options
+            )  # type: ignore[arg-type]
+        except tinytools.DispatchAborted as aborted:
+            result = aborted.result
+        [message] = result.messages
+        assert message.is_error
+        assert msgspec.json.encode(result)
+
 
 class TestItem5Truncate:
     @given(limit=st.integers(0, 200), text=st.text(max_size=300))

@@ -67,11 +67,14 @@ PROPAGATE = (KeyboardInterrupt, SystemExit)
 
 
 def _text(error: BaseException) -> str:
-    """``str(error)``, even when the exception's ``__str__`` itself raises."""
+    """``str(error)``, even when the exception's ``__str__`` itself raises, with lone
+    surrogates escaped (a file name read with ``surrogateescape``, say): the message,
+    ``ToolFailed`` and ``ToolRetried`` events built from it must encode."""
     try:
-        return str(error)
+        text = str(error)
     except BaseException as broken:  # any failure of a tool's own __str__
         return f"<str() of the exception raised {type(broken).__name__}>"
+    return text if text.isascii() else printable(text)
 
 
 def _trace(error: BaseException, said: str | None = None) -> str:
@@ -129,6 +132,7 @@ def _frame_text(code: CodeType, lasti: int, lineno: int) -> str:
     line = linecache.getline(code.co_filename, lineno).strip()
     if line:
         text += f"    {line}\n"
+    text = printable(text)  # (a path read with surrogateescape: remembered escaped)
     if len(_FRAMES) >= 1024:
         _FRAMES.clear()
     _FRAMES[id(code), lasti] = (code, text)
