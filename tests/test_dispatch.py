@@ -923,6 +923,19 @@ class TestInputs:
                 await dispatch(calls, TOOLS, context=context, **options)  # type: ignore[arg-type]
         assert [] == ran
 
+    @pytest.mark.parametrize("name", [None, 3], ids=["none", "int"])
+    @pytest.mark.anyio
+    async def test_a_call_whose_name_is_no_str_is_refused_saying_so(self, name: object) -> None:
+        """A hand-built call with a name that is no str (msgspec does not check fields at
+        construction) is a TypeError naming the call, before any tool runs (it was
+        "'NoneType' object is not subscriptable" from the suggestion index)."""
+        calls = [call("1", "add", '{"a": 1}'), ToolCall("2", name, "{}")]  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"ToolCall.name must be a str, got .* in call '2'"):
+            dispatch_sync(calls, TOOLS)
+        with pytest.raises(TypeError, match=r"ToolCall.name must be a str, got .* in call '2'"):
+            await dispatch(calls, TOOLS)
+        assert [] == ran
+
     def test_cancellation_handle_reused(self) -> None:
         """A handle reused across batches does not accumulate the batches' callbacks."""
         from tinytools import Cancellation

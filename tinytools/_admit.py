@@ -627,7 +627,18 @@ def shown_name(call: ToolCall) -> ToolCall:
 def _resolve(
     index: int, call: ToolCall, batch: Admission
 ) -> tuple[ToolCall, AnyTool] | Answered | Abort:
-    """The tool ``call`` names, or the unknown-tool policy's answer."""
+    """The tool ``call`` names, or the unknown-tool policy's answer.
+
+    Raises:
+        TypeError: The call's name is not a ``str`` (a host's hand-built call: msgspec
+            does not check a ``ToolCall``'s fields when it is made).
+    """
+    if type(call.name) is not str and not isinstance(call.name, str):
+        raise TypeError(
+            f"ToolCall.name must be a str, got {type(call.name).__name__} in call "
+            f"{call.id!r}: build calls with a provider's parse_calls, or give the tool "
+            "name the model asked for ('' when it gave none)"
+        )
     found = batch.resolve(call.name)
     if found is not None:
         name, tool = found
