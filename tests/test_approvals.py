@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from tinytools import (
@@ -84,6 +85,45 @@ class TestDeferredToolResults:
         partial = DeferredToolResults().approve("1")
         assert ["4", "2", "3"] == [c.id for c in requests.remaining(partial)]
         assert ["4"] == [c.id for c in requests.remaining(requests.approve_all())]
+
+    @pytest.mark.parametrize("message", ["no \ud800 way", "caf\u00e9 \udc80"])
+    @pytest.mark.anyio
+    async def test_a_denial_holding_a_lone_surrogate_encodes(self, message: str) -> None:
+        """A reviewer's text decoded from JSON may hold a lone surrogate: the model and the
+        ``ToolDenied`` event read it escaped, so the result encodes — resumed, or denied by
+        a ``before_tool`` hook."""
+
+        class SdkText(str):
+            pass
+
+        for text in (message, SdkText(message)):
+            resumed = dispatch_sync(pending().all, TOOLS, approvals=pending().deny("1", text))
+            hooked = await dispatch(
+                [ToolCall("9", "pay", '{"amount": 1}')],
+                TOOLS,
+                middleware=[before_tool(lambda call, env, text=text: Deny(text))],
+            )
+            for result in (resumed, hooked):
+                assert msgspec.json.encode(result)
+                [denied] = [e for e in result.events if isinstance(e, ToolDenied)]
+                assert denied.message == message.encode("utf-8", "backslashreplace").decode()
+        assert [] == ran
+
+    @pytest.mark.parametrize("message", [5, None, b"no"])
+    def test_a_denial_is_text(self, message: object) -> None:
+        """A denial's message is what the model reads: anything but a str is refused when
+        the decision is made (the model was told the tool returned a bad value)."""
+        with pytest.raises(TypeError, match="Deny takes the message the model reads, a str"):
+            pending().deny("1", message)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="Deny takes the message the model reads, a str"):
+            Deny(message)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("arguments", ['{"amount": 1}', None, [("amount", 1)], 5])
+    def test_edited_arguments_are_a_mapping(self, arguments: object) -> None:
+        """``approve_with_args`` takes the edited arguments as a mapping; anything else is
+        a TypeError saying so (it was ``dict()``'s own error, or a silent conversion)."""
+        with pytest.raises(TypeError, match="approve_with_args takes the edited arguments"):
+            pending().approve_with_args("1", arguments)  # type: ignore[arg-type]
 
 
 class TestResume:

@@ -556,3 +556,31 @@ class TestHostileWrappers:
             assert ("tool_call", "error") == (message.name, message.status)
             assert "Tool call not run" in message.content
         assert [("convert_currency", {"amount": 2.0, "currency": "EUR"})] == RAN
+
+    def test_a_str_subclass_is_its_text(self) -> None:
+        """Wrapper and search arguments of a ``str`` subclass (an SDK's own string type)
+        are read as the text they hold (msgspec raised TypeError on them), and the result
+        encodes."""
+
+        class SdkText(str):
+            pass
+
+        sent = '{"name": "convert_currency", "arguments": {"amount": 2, "currency": "EUR"}}'
+        result = run(
+            ToolCall("c", "tool_call", SdkText(sent)),
+            ToolCall("s", "tool_search", SdkText('{"query": "currency"}')),
+        )
+        assert [("convert_currency", "ok"), ("tool_search", "ok")] == [
+            (m.name, m.status)
+            for m in result.messages  # type: ignore[attr-defined]
+        ]
+        assert msgspec.json.encode(result)
+        assert [("convert_currency", {"amount": 2.0, "currency": "EUR"})] == RAN
+
+    def test_a_providers_reason_with_a_lone_surrogate_encodes(self) -> None:
+        """A wrapper the provider could not read is answered quoting its reason, escaped."""
+        result = run(ToolCall("c", "tool_call", {}, invalid="bad \udc80 text"))
+        (message,) = result.messages  # type: ignore[attr-defined]
+        assert ("tool_call", "error") == (message.name, message.status)
+        assert "bad \\udc80 text" in message.content
+        assert msgspec.json.encode(result)

@@ -17,6 +17,7 @@ from tinytools import (
     CallDeferred,
     Context,
     Defer,
+    DeferredToolResults,
     Deny,
     DirectoryArtifactStore,
     DispatchAborted,
@@ -540,6 +541,44 @@ class TestDeferral:
         assert [] == [r for r in ran if r[0] == "pay"]
         assert 4 == sum(isinstance(e, ToolDeferred) for e in result.events)
 
+    @pytest.mark.parametrize(
+        "metadata",
+        [{"at": object()}, {"ms": float("nan")}, {"k": "\ud800"}, {"n": 10**5000}],
+        ids=["object", "nan", "surrogate", "huge-int"],
+    )
+    @pytest.mark.parametrize("raised", [ApprovalRequired, CallDeferred])
+    @pytest.mark.anyio
+    async def test_a_deferral_whose_metadata_json_cannot_carry_is_that_calls_error(
+        self, raised: type[Exception], metadata: dict[str, object]
+    ) -> None:
+        """A tool deferring with metadata no result can carry (the result failed to
+        encode, or NaN became null) is answered with that call's error."""
+
+        @tool
+        def defers() -> str:
+            """Defer with bad metadata."""
+            raise raised(metadata)
+
+        for result in (
+            dispatch_sync([call("1", "defers"), call("2", "add", '{"a": 1}')], [defers, add]),
+            await dispatch([call("1", "defers"), call("2", "add", '{"a": 1}')], [defers, add]),
+        ):
+            assert result.deferred is None
+            assert [(m.tool_call_id, m.status) for m in result.messages] == [
+                ("1", "error"),
+                ("2", "ok"),
+            ]
+            assert "metadata" in result.messages[0].content
+            assert msgspec.json.encode(result)
+
+    @pytest.mark.parametrize(
+        "metadata", [{"at": object()}, {"ms": float("nan")}], ids=["object", "nan"]
+    )
+    def test_a_hooks_deferral_metadata_must_be_json(self, metadata: dict[str, object]) -> None:
+        """``Defer(metadata)`` refuses what no result can carry, when it is made."""
+        with pytest.raises(TypeError, match="Defer's metadata"):
+            Defer(metadata)
+
     def test_deferred_takes_no_slot(self) -> None:
         """A deferred call does not count against max_tool_calls."""
         calls = [call("1", "lookup"), call("2", "add", '{"a": 1}')]
@@ -741,6 +780,162 @@ class TestInputs:
             dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, advertised=advertised)  # type: ignore[arg-type]
         assert [] == ran
 
+    @pytest.mark.parametrize(
+        "keywords",
+        [
+            {},
+            {"policy": RunPolicy(max_tool_calls=2)},
+            {"policy": RunPolicy(max_tool_calls=1)},
+            {"approvals": DeferredToolResults().approve("1").approve("2")},
+        ],
+        ids=["plain", "limited", "over-the-limit", "resumed"],
+    )
+    @pytest.mark.parametrize("fresh", [False, True], ids=["known-registry", "new-registry"])
+    @pytest.mark.anyio
+    async def test_calls_of_a_toolcall_subclass_run(
+        self, keywords: dict[str, object], fresh: bool
+    ) -> None:
+        """A call of a ``ToolCall`` subclass is a call like any other, under every
+        admission (a repeated id, a limit, a resume, a registry's first batch): it runs, or
+        is refused for what it is — never answered as a cancelled batch."""
+
+        class ProviderCall(ToolCall):
+            pass
+
+        first, second = ProviderCall("1", "add", '{"a": 1}'), ProviderCall("2", "add", '{"a": 2}')
+        for batch in ([first], [first, second], [first, second, first]):
+            plain = [ToolCall(c.id, c.name, c.arguments) for c in batch]
+            expected = dispatch_sync(plain, TOOLS, **keywords)  # type: ignore[arg-type]
+            registry = Registry.of(*TOOLS.tools()) if fresh else TOOLS
+            for result in (
+                dispatch_sync(batch, registry, **keywords),  # type: ignore[arg-type]
+                await dispatch(batch, registry, **keywords),  # type: ignore[arg-type]
+            ):
+                assert [(m.tool_call_id, m.status, m.content) for m in result.messages] == [
+                    (m.tool_call_id, m.status, m.content) for m in expected.messages
+                ]
+                assert result.executed == expected.executed
+
+    @pytest.mark.parametrize(
+        ("name", "text", "status"),
+        [
+            ("add", '{"a": 1}', "ok"),
+            ("add", "{a: 1,}", "ok"),  # repaired
+            ("add", '{"a": "x"}', "error"),
+            ("add", "{", "error"),
+            ("lookup", '{"q": 1}', None),  # an external tool: deferred
+            ("nope", '{"a": 1}', "error"),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_arguments_as_a_str_subclass_are_read_as_their_text(
+        self, name: str, text: str, status: str | None
+    ) -> None:
+        """Raw arguments of a ``str`` subclass (an SDK's own string type) are the text they
+        hold: dispatch raised msgspec's TypeError, or answered with events msgspec could
+        not encode. Each call is answered as its plain text's is, and the result encodes."""
+
+        class SdkText(str):
+            pass
+
+        expected = dispatch_sync([call("1", name, text)], TOOLS)
+        for result in (
+            dispatch_sync([call("1", name, SdkText(text))], TOOLS),
+            await dispatch([call("1", name, SdkText(text))], TOOLS),
+        ):
+            assert [m.status for m in result.messages] == ([status] if status else [])
+            assert result.messages == expected.messages
+            assert msgspec.json.encode(result) == msgspec.json.encode(expected)
+
+    @pytest.mark.anyio
+    async def test_an_object_posing_as_a_toolcall_is_refused(self) -> None:
+        """An object whose ``__class__`` says ``ToolCall`` is not one (msgspec cannot
+        encode it, nor rebuild it for a rewrite): dispatch refuses it up front, saying
+        what it got, and nothing runs."""
+
+        class Posing:
+            __class__ = ToolCall  # type: ignore[assignment]
+
+            def __init__(self, call_id: str, name: str, arguments: str) -> None:
+                self.id, self.name, self.arguments, self.invalid = call_id, name, arguments, None
+
+        for batch in (
+            [Posing("1", "add", '{"a": 1}')],
+            [call("0", "add"), Posing("1", "lookup", "{}")],
+        ):
+            with pytest.raises(TypeError, match="dispatch takes ToolCall values, got Posing"):
+                dispatch_sync(batch, TOOLS)  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="dispatch takes ToolCall values, got Posing"):
+                await dispatch(batch, TOOLS)  # type: ignore[arg-type]
+        assert ran == []
+
+    @pytest.mark.parametrize(
+        ("keyword", "value", "says"),
+        [
+            ("on_event", 5, "on_event must be a function of the event"),
+            ("on_event", "print", "on_event must be a function of the event"),
+            ("on_deferred", 5, "on_deferred must be a function of the deferred calls"),
+            ("cancellation", True, "cancellation must be a Cancellation"),
+            ("cancellation", 5, "cancellation must be a Cancellation"),
+        ],
+    )
+    @pytest.mark.anyio
+    async def test_host_callbacks_of_the_wrong_kind_are_refused_before_anything_runs(
+        self, keyword: str, value: object, says: str
+    ) -> None:
+        """A handler that cannot be called (or a cancellation that is no handle) is a
+        TypeError saying what to pass, before any tool runs: a non-callable ``on_event``
+        let the first call run and then aborted the batch, and a bad ``cancellation`` was
+        an AttributeError."""
+        calls = [call("1", "add", '{"a": 1}'), call("2", "pay", '{"amount": 1}')]
+        with pytest.raises(TypeError, match=says):
+            dispatch_sync(calls, TOOLS, **{keyword: value})  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=says):
+            await dispatch(calls, TOOLS, **{keyword: value})  # type: ignore[arg-type]
+        assert [] == ran
+
+    @pytest.mark.parametrize("context", [{"store": {"k": "v"}}, "run-1"], ids=["dict", "str"])
+    @pytest.mark.anyio
+    async def test_a_context_that_is_no_context_is_refused_before_anything_runs(
+        self, context: object
+    ) -> None:
+        """An injecting tool, or a ledger, reads the context: one that is no ``Context``
+        is a TypeError saying how to make one (it was an AttributeError, or blamed on the
+        ledger), before any tool runs."""
+
+        class Ledger:
+            def started(self, *args: object) -> None:
+                ran.append(("started", args))
+
+            def settled(self, *args: object) -> None:
+                pass
+
+            def unresolved(self, run_id: str | None = None) -> tuple[()]:
+                return ()
+
+        for calls, options in (
+            ([call("1", "stored", '{"key": "k"}')], {}),
+            ([call("1", "add", '{"a": 1}')], {"ledger": Ledger()}),
+        ):
+            with pytest.raises(TypeError, match="context must be a Context"):
+                dispatch_sync(calls, TOOLS, context=context, **options)  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match="context must be a Context"):
+                await dispatch(calls, TOOLS, context=context, **options)  # type: ignore[arg-type]
+        assert [] == ran
+
+    @pytest.mark.parametrize("name", [None, 3], ids=["none", "int"])
+    @pytest.mark.anyio
+    async def test_a_call_whose_name_is_no_str_is_refused_saying_so(self, name: object) -> None:
+        """A hand-built call with a name that is no str (msgspec does not check fields at
+        construction) is a TypeError naming the call, before any tool runs (it was
+        "'NoneType' object is not subscriptable" from the suggestion index)."""
+        calls = [call("1", "add", '{"a": 1}'), ToolCall("2", name, "{}")]  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"ToolCall.name must be a str, got .* in call '2'"):
+            dispatch_sync(calls, TOOLS)
+        with pytest.raises(TypeError, match=r"ToolCall.name must be a str, got .* in call '2'"):
+            await dispatch(calls, TOOLS)
+        assert [] == ran
+
     def test_cancellation_handle_reused(self) -> None:
         """A handle reused across batches does not accumulate the batches' callbacks."""
         from tinytools import Cancellation
@@ -758,9 +953,12 @@ class TestInputs:
 
 class TestRunPolicyLimits:
     @pytest.mark.parametrize("field", ["deadline", "tool_timeout"])
-    @pytest.mark.parametrize("value", [0, -1, float("inf"), float("nan"), True, "1"], ids=repr)
+    @pytest.mark.parametrize(
+        "value", [0, -1, float("inf"), float("nan"), True, "1", 10**400], ids=lambda v: repr(v)[:20]
+    )
     def test_bad_seconds(self, field: str, value: object) -> None:
-        """A time limit is a finite number of seconds > 0; the error names the field."""
+        """A time limit is a finite number of seconds > 0; the error names the field (an
+        int past float range too: dispatch raised OverflowError adding it to the clock)."""
         with pytest.raises(ValueError, match=f"{field} must be a finite number of seconds > 0"):
             RunPolicy(**{field: value})  # type: ignore[arg-type]
 

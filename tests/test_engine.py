@@ -8,6 +8,7 @@ are kept to hundredths of a second.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import threading
 from collections.abc import Iterator
@@ -676,6 +677,39 @@ class TestReturnedText:
         result = dispatch_sync([call("b", "broken_text", {})], [broken_text], middleware=middleware)
         assert result.messages[0].content == "ok \\udc80 end"
         msgspec.json.encode(result)
+
+
+class TestReturnedAwaitable:
+    @pytest.mark.parametrize("hooked", [False, True])
+    @pytest.mark.anyio
+    async def test_a_coroutine_from_a_tool_read_as_sync_is_closed_and_explained(
+        self, hooked: bool
+    ) -> None:
+        """A wrapper that hides an ``async def`` (no ``functools.wraps``) makes a tool read
+        as synchronous, whose return value is a coroutine: dispatch cannot await what it
+        did not plan for, so the call is an error saying how to declare the tool, and the
+        coroutine is closed (it was left to warn "never awaited")."""
+        made: list[object] = []
+
+        async def lookup(a: int) -> int:
+            return a
+
+        def hidden(a: int) -> int:
+            """A sync-looking wrapper of an async function."""
+            coroutine = lookup(a)
+            made.append(coroutine)
+            return coroutine  # type: ignore[return-value]
+
+        wrapped = tool(hidden)
+        middleware = [after_tool(lambda c, r, e: r)] if hooked else []
+        for result in (
+            dispatch_sync([call("1", "hidden", {"a": 1})], [wrapped], middleware=middleware),
+            await dispatch([call("1", "hidden", {"a": 1})], [wrapped], middleware=middleware),
+        ):
+            (message,) = result.messages
+            assert message.is_error
+            assert "async def" in message.content
+        assert [inspect.getcoroutinestate(c) for c in made] == [inspect.CORO_CLOSED] * 2  # type: ignore[arg-type]
 
 
 class TestToolsArgument:

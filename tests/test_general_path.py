@@ -15,6 +15,7 @@ import pytest
 
 from tinytools import (
     Allow,
+    Artifact,
     Cancellation,
     Context,
     Defer,
@@ -204,6 +205,20 @@ class PosingAsStr:
         return "PosingAsStr()"
 
 
+class _Posing:
+    """A value whose ``__class__`` says it is of ``kind``, which it is not."""
+
+    def __init__(self, kind: type) -> None:
+        self._kind = kind
+
+    @property  # type: ignore[misc]
+    def __class__(self) -> type:
+        return self._kind
+
+    def __repr__(self) -> str:
+        return f"_Posing({self._kind.__name__})"
+
+
 RETURNS: list[object] = [
     "plain text",
     "caf\u00e9 \u2603",
@@ -268,6 +283,32 @@ class TestAfterHookPassThrough:
         (message,) = result.messages
         assert message.is_error
         assert "Tool `give` returned a bad value" in message.content
+        assert msgspec.json.encode(result)
+
+    @pytest.mark.parametrize(
+        "value",
+        [
+            _Posing(ToolResult),
+            ToolResult(content=(_Posing(TextBlock),)),  # type: ignore[arg-type]
+            ToolResult(follow_up=(_Posing(TextBlock),)),  # type: ignore[arg-type]
+            ToolResult(artifacts=(_Posing(Artifact),)),  # type: ignore[arg-type]
+        ],
+        ids=["result", "content", "follow_up", "artifacts"],
+    )
+    @pytest.mark.parametrize("hooked", [False, True])
+    def test_a_value_posing_as_a_result_or_its_parts_is_that_calls_error(
+        self, value: object, hooked: bool
+    ) -> None:
+        """A value (or a result's block or artifact) whose ``__class__`` says
+        ``ToolResult``, ``TextBlock`` or ``Artifact`` is no such thing: the call is
+        answered as the bad value it is, the batch goes on, and the result encodes."""
+        middleware = [after_tool(_same)] if hooked else []
+        calls = [ToolCall("c1", "give", "{}"), ToolCall("c2", "give", "{}")]
+        result = dispatch_sync(calls, _returning(value), middleware=middleware)
+        assert [m.tool_call_id for m in result.messages] == ["c1", "c2"]
+        for message in result.messages:
+            assert message.is_error
+            assert "Tool `give` returned a bad value" in message.content
         assert msgspec.json.encode(result)
 
     def test_hook_sees_the_wrapped_value(self) -> None:
@@ -513,6 +554,29 @@ class TestMalformedHookResults:
         assert [m.tool_call_id for m in result.messages] == ["c1"]
         assert result.messages[0].is_error
         assert msgspec.json.encode(result.messages)
+
+    @pytest.mark.parametrize(
+        ("returned", "says"),
+        [
+            (_Posing(ToolResult), "after_tool hooks return a ToolResult, got _Posing"),
+            (ToolResult(content=(TextBlock(5),)), "malformed block or artifact"),  # type: ignore[arg-type]
+            (ToolResult(content=(_Posing(TextBlock),)), "whose `content` is (_Posing(TextBlock),)"),  # type: ignore[arg-type]
+        ],
+        ids=["posing-result", "int-text", "posing-block"],
+    )
+    def test_aborts_naming_the_hook_whatever_is_malformed(
+        self, returned: object, says: str
+    ) -> None:
+        """A hook's result posing as a ``ToolResult``, or holding a malformed or posing
+        block, is the hook's fault (not the artifact store's)."""
+        with pytest.raises(DispatchAborted) as raised:
+            dispatch_sync(CALLS, TOOLS, middleware=[after_tool(lambda call, result, env: returned)])
+        assert "after_tool hook" in raised.value.reason
+        assert says in raised.value.reason
+        assert "artifact store" not in raised.value.reason
+        result = raised.value.result
+        assert [m.tool_call_id for m in result.messages] == ["c1"]
+        assert msgspec.json.encode(result)
 
 
 class TestHandlerReturningAnAwaitable:

@@ -11,8 +11,12 @@ from json_strategies import json_objects
 
 import tinytools
 from tinytools import (
+    Artifact,
+    ImageBlock,
+    JsonBlock,
     Registry,
     RunPolicy,
+    TextBlock,
     Tool,
     ToolCall,
     ToolPolicy,
@@ -170,6 +174,117 @@ class TestItem4Surrogates:
         for target in (name, "get_weather", "measure", "login"):
             _answered([ToolCall("c", target, arguments)])  # type: ignore[arg-type]
 
+    @pytest.mark.parametrize(
+        ("calls", "options"),
+        [
+            (
+                [ToolCall("c", "get_weather", {"city": "a"}), ToolCall("c", "g\udc80", {})],
+                {},
+            ),
+            ([ToolCall("c", "g\udc80", {})], {"policy": RunPolicy(max_tool_calls=0)}),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"middleware": [tinytools.before_tool(lambda c, e: tinytools.Deny("no"))]},
+            ),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"middleware": [tinytools.before_tool(lambda c, e: tinytools.Allow())]},
+            ),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"middleware": [tinytools.before_tool(lambda c, e: tinytools.Defer())]},
+            ),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"approvals": tinytools.DeferredToolResults().deny("c", "no")},
+            ),
+            (
+                [ToolCall("c", "g\udc80", {})],
+                {"approvals": tinytools.DeferredToolResults().respond("c", "r")},
+            ),
+            # a hook defers before anything checks the call: raw text or a dict holding one
+            (
+                [ToolCall("c", "get_weather", '{"city": "a\udc80"}')],
+                {"middleware": [tinytools.before_tool(lambda c, e: tinytools.Defer())]},
+            ),
+            (
+                [ToolCall("c", "get_weather", {"city": "a\udc80"})],
+                {
+                    "middleware": [
+                        tinytools.before_tool(lambda c, e: tinytools.Defer(kind="approval"))
+                    ]
+                },
+            ),
+            ([ToolCall("c", "", "", invalid="no name \udc80")], {}),  # a provider's reason
+        ],
+        ids=[
+            "repeated-id",
+            "limit",
+            "hook-deny",
+            "hook-allow",
+            "hook-defer",
+            "resume-deny",
+            "resume-respond",
+            "hook-defer-text",
+            "hook-defer-dict",
+            "provider-reason",
+        ],
+    )
+    def test_a_name_with_a_lone_surrogate_encodes_on_every_route(
+        self, calls: list[ToolCall], options: dict[str, object]
+    ) -> None:
+        """A model's name (or text, or a provider's reason) holding a lone surrogate is
+        escaped wherever a result carries it — messages, events, deferred calls (whose
+        id alone is kept verbatim) — not only in the unknown-tool answer."""
+        result = dispatch_sync(calls, TOOLS, **options)  # type: ignore[arg-type]
+        assert msgspec.json.encode(result)
+        if result.deferred is not None:  # resumed as it came back, denied: still encodes
+            denied = result.deferred.deny("c", "no")
+            again = _answered(list(result.deferred.all), approvals=denied)
+            assert [m.status for m in again.messages] == ["denied"]
+            assert msgspec.json.encode(again)
+
+    @pytest.mark.parametrize(
+        "raised",
+        [
+            OSError("cannot open caf\udce9.txt"),  # a name read with surrogateescape
+            ValueError("bad \ud800"),
+            tinytools.ModelRetry("fix \udce9"),
+            tinytools.RetryableError("again \udce9"),
+            tinytools.FatalToolError("dead \udce9"),
+        ],
+        ids=["file-name", "value-error", "model-retry", "retryable", "fatal"],
+    )
+    @pytest.mark.parametrize(
+        "options",
+        [
+            {},
+            {"policy": RunPolicy(tool_timeout=5)},
+            {"middleware": [tinytools.after_tool(lambda c, r, e: r)]},
+        ],
+        ids=["inline", "threaded", "hooked"],
+    )
+    def test_an_exception_text_with_a_lone_surrogate_encodes(
+        self, raised: BaseException, options: dict[str, object]
+    ) -> None:
+        """A tool's exception text (a file name read with ``surrogateescape``) reaches the
+        message, ``ToolFailed`` (its traceback too) and ``ToolRetried`` escaped."""
+
+        @tool(policy=ToolPolicy().with_runtime(max_retries=1))
+        def opens(path: str) -> str:
+            """Open a file."""
+            raise raised
+
+        try:
+            result = dispatch_sync(
+                [ToolCall("c", "opens", {"path": "x"})], Registry.of(opens), **options
+            )  # type: ignore[arg-type]
+        except tinytools.DispatchAborted as aborted:
+            result = aborted.result
+        [message] = result.messages
+        assert message.is_error
+        assert msgspec.json.encode(result)
+
 
 class TestItem5Truncate:
     @given(limit=st.integers(0, 200), text=st.text(max_size=300))
@@ -188,7 +303,11 @@ class TestItem5Truncate:
 
 class TestItem6RetryDelays:
     @pytest.mark.parametrize("field", ["retry_base_delay", "retry_max_delay"])
-    @pytest.mark.parametrize("value", [-1, float("nan"), float("inf"), "1", True, None])
+    @pytest.mark.parametrize(
+        "value",
+        [-1, float("nan"), float("inf"), "1", True, None, 10**400],
+        ids=lambda v: repr(v)[:20],
+    )
     def test_refused_at_construction(self, field: str, value: object) -> None:
         with pytest.raises(ValueError, match=field):
             RunPolicy(**{field: value})  # type: ignore[arg-type]
@@ -253,6 +372,60 @@ class TestItem7NonFinite:
         assert result.messages[0].is_error
         assert "NaN" in result.messages[0].content
 
+    @pytest.mark.parametrize(
+        ("result", "where"),
+        [
+            (ToolResult(content=(JsonBlock(float("nan")),)), "`content` holds"),
+            (ToolResult(follow_up=(JsonBlock({"a": [float("inf")]}),)), "`follow_up` holds"),
+            (ToolResult.success("x", structured={"a": float("-inf")}), "`structured` holds"),
+            (ToolResult.success("x", metadata={"ms": float("nan")}), "`metadata` holds"),
+        ],
+        ids=["json-block", "follow-up", "structured", "metadata"],
+    )
+    @pytest.mark.parametrize("hooked", [False, True])
+    def test_nan_in_a_returned_tool_result_is_an_error_message(
+        self, result: ToolResult, where: str, hooked: bool
+    ) -> None:
+        """A ``ToolResult`` carrying NaN or an infinity (in a JSON block the model would
+        read as ``null``, in its structured output or metadata) is refused as a plain
+        value holding one is."""
+
+        @tool
+        def nan_tool() -> ToolResult:
+            """NaN."""
+            return result
+
+        middleware = [tinytools.after_tool(lambda call, given, env: given)] if hooked else []
+        found = _answered(
+            [ToolCall("c", "nan_tool", {})], Registry.of(nan_tool), middleware=middleware
+        )
+        [message] = found.messages
+        assert message.is_error
+        assert where in message.content
+        assert "NaN or an infinity" in message.content
+        assert found.metadata == {}
+
+    @pytest.mark.parametrize("data", [{"ms": float("nan")}, [1.0, float("inf")], float("-inf")])
+    def test_nan_in_an_emitted_event_is_refused_to_the_tool(self, data: object) -> None:
+        """A custom event's data holding NaN or an infinity would reach the host as
+        ``null``: ``emit`` refuses it to the tool, as it refuses data JSON cannot encode."""
+        refused: list[str] = []
+
+        @tool
+        def progress(emit: tinytools.Inject[tinytools.Emit]) -> str:
+            """Emit progress."""
+            try:
+                emit("progress", data)
+            except TypeError as error:
+                refused.append(str(error))
+            return "done"
+
+        found = _answered([ToolCall("c", "progress", {})], Registry.of(progress))
+        assert [m.status for m in found.messages] == ["ok"]
+        assert [type(e).__name__ for e in found.events] == ["ToolStarted", "ToolCompleted"]
+        [said] = refused
+        assert "NaN or an infinity" in said
+
 
 class TestItem8DuplicateKeys:
     @pytest.mark.parametrize(
@@ -278,6 +451,37 @@ class TestItem8DuplicateKeys:
         assert "repeats field `city`" in message.content
 
 
+class _Text(str):
+    pass
+
+
+class _HostileInt(int):
+    def __repr__(self) -> str:
+        raise RuntimeError("repr raised")
+
+    __str__ = __repr__
+
+
+class TestHostArgumentsOfSubclasses:
+    """Dict arguments a host built holding ``str``/``int``/``float`` subclasses (msgspec
+    encodes none of them): the previews and events of a refused call are still made."""
+
+    @pytest.mark.parametrize(
+        "arguments",
+        [
+            {"city": 1, "note": _Text("a")},
+            {_Text("city"): 1},
+            {"city": "a", "temp": _HostileInt(3), "x": 1},
+            {"city": [_Text("a\ud800"), _HostileInt(2**300)]},
+        ],
+        ids=["str-value", "str-key", "hostile-int", "nested"],
+    )
+    @pytest.mark.parametrize("name", ["get_weather", "nope", "login"])
+    def test_a_refused_call_is_answered(self, arguments: dict[str, object], name: str) -> None:
+        [message] = _answered([ToolCall("c", name, arguments)]).messages
+        assert message.is_error
+
+
 class TestItem9MalformedToolResult:
     @pytest.mark.parametrize(
         "result",
@@ -292,6 +496,63 @@ class TestItem9MalformedToolResult:
         [message] = _answered([ToolCall("c", "bad", {})], Registry.of(bad)).messages
         assert message.is_error
         assert "ToolResult.success" in message.content
+
+
+class _HostileRepr:
+    def __repr__(self) -> str:
+        raise RuntimeError("repr raised")
+
+
+class _HostileTuple(tuple):  # type: ignore[type-arg]
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        raise RuntimeError("iter raised")
+
+
+class _HostileList(list):  # type: ignore[type-arg]
+    def __repr__(self) -> str:
+        raise RuntimeError("repr raised")
+
+
+class TestItem9MalformedParts:
+    """A result whose parts are malformed in any other way is that call's error too."""
+
+    @pytest.mark.parametrize(
+        "result",
+        [
+            ToolResult(content=(TextBlock(5),)),  # type: ignore[arg-type]
+            ToolResult(content=(TextBlock(["x"]),)),  # type: ignore[arg-type]
+            ToolResult(follow_up=(TextBlock(None),)),  # type: ignore[arg-type]
+            ToolResult(content=(ImageBlock(media_type=3),)),  # type: ignore[arg-type]
+            ToolResult(artifacts=(Artifact("a", "not bytes"),)),  # type: ignore[arg-type]
+            ToolResult(content=(_HostileRepr(),)),  # type: ignore[arg-type]
+            ToolResult(content=_HostileRepr()),  # type: ignore[arg-type]
+            ToolResult(content=_HostileList([1])),
+            ToolResult(content=_HostileTuple((TextBlock("a"),))),
+        ],
+        ids=[
+            "int-text",
+            "list-text",
+            "none-follow-up",
+            "int-media-type",
+            "str-artifact-data",
+            "block-repr-raises",
+            "content-repr-raises",
+            "list-repr-raises",
+            "tuple-iter-raises",
+        ],
+    )
+    @pytest.mark.parametrize("hooked", [False, True])
+    def test_becomes_an_error_message(self, result: ToolResult, hooked: bool) -> None:
+        @tool
+        def bad() -> ToolResult:
+            """Bad."""
+            return result
+
+        middleware = [tinytools.after_tool(lambda call, given, env: given)] if hooked else []
+        calls = [ToolCall("c", "bad", {}), ToolCall("d", "bad", {})]
+        for message in _answered(calls, Registry.of(bad), middleware=middleware).messages:
+            assert message.is_error
+            assert "Tool `bad` returned a bad value" in message.content
 
 
 class TestRepeatedKeysProperty:

@@ -42,6 +42,7 @@ from tinytools import (
     Tool,
     ToolArgumentsError,
     ToolCall,
+    ToolPolicy,
     before_tool,
     dispatch,
     dispatch_sync,
@@ -553,6 +554,42 @@ class TestCheckerCatchesBrokenDispatchers:
         assert result.executed == ("a",)
         assert "timed out" in result.messages[0].content
         check_dispatch_invariants(calls, result, [stuck], ran=[])
+
+    @pytest.mark.parametrize(
+        ("calls", "options"),
+        [
+            ([ToolCall("a", "echo\udc80", {"text": "x"})], {}),
+            ([ToolCall("a", "", "", invalid="no name \udc80")], {}),
+            ([ToolCall("a", "Login", '{"user": "u", "password": "hunter2"}')], {}),
+            (
+                [ToolCall("a", "login", '{"user": "u", "password": "hunter2"}')],
+                {"advertised": ["echo"]},
+            ),
+        ],
+        ids=["surrogate-name", "surrogate-reason", "redacting-variant", "redacting-unadvertised"],
+    )
+    def test_escaped_and_redacted_unknown_calls(
+        self, calls: list[ToolCall], options: dict[str, object]
+    ) -> None:
+        """No false alarm where dispatch escapes a name or reason holding a lone surrogate
+        (every result encodes), or redacts the secrets of an unknown call that reaches a
+        redacting tool (the checker wanted them verbatim)."""
+
+        @tool
+        def echo(text: str) -> str:
+            """Echo."""
+            return text
+
+        @tool(policy=ToolPolicy(redact=("password",)))
+        def login(user: str, password: str) -> str:
+            """Log in."""
+            return user
+
+        tools = Registry.of(echo, login)
+        result = dispatch_sync(calls, tools, **options)  # type: ignore[arg-type]
+        assert msgspec.json.encode(result)
+        assert "hunter2" not in repr(result)
+        check_dispatch_invariants(calls, result, tools, **options)  # type: ignore[arg-type]
 
     def test_message_names_invariant_call_and_what_it_saw(self) -> None:
         """A failure names the invariant, the call id and what the checker saw."""

@@ -227,6 +227,8 @@ class TestValidation:
             (ToolRuntime, {"timeout": float("inf")}, ValueError, "got inf"),
             (ToolRuntime, {"timeout": float("nan")}, ValueError, "got nan"),
             (ToolRuntime, {"timeout": "5"}, ValueError, "got '5'"),
+            # past float range: no clock can add it (an OverflowError before)
+            (ToolRuntime, {"timeout": 10**400}, ValueError, "timeout must be a finite number"),
             (ToolRuntime, {"max_retries": -1}, ValueError, "(0 means no retries); got -1"),
             (ToolRuntime, {"max_retries": 1.0}, ValueError, "max_retries must be an int"),
             (ToolRuntime, {"max_result_bytes": -1}, ValueError, "or None for no limit; got -1"),

@@ -68,6 +68,15 @@ class TestToolResult:
         assert b'"type":"text"' in data
         assert result == msgspec.json.decode(data, type=ToolResult)
 
+    def test_cannot_be_subclassed(self) -> None:
+        """A subclass's results were answered as their JSON dump (an error as "ok") on the
+        plain path and as results where a hook saw them: subclassing is refused, saying
+        what to return instead."""
+        with pytest.raises(TypeError, match=r"ToolResult cannot be subclassed.*metadata"):
+
+            class Mine(ToolResult):
+                pass
+
 
 class TestToolMessage:
     def test_defaults(self) -> None:

@@ -44,7 +44,7 @@ from ._registry import AnyTool
 from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
 from ._validate import json_text, preview, printable
-from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult
+from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call
 from .errors import ToolArgumentsError
 from .events import (
     Event,
@@ -67,6 +67,7 @@ __all__ = [
     "Verdict",
     "admit_batch",
     "error_message",
+    "shown_name",
     "admit_batch_async",
 ]
 
@@ -134,7 +135,8 @@ _DIRECT = Exposure.Direct
 
 
 def error_message(call: ToolCall, content: str, status: MessageStatus = "error") -> ToolMessage:
-    """The error message answering ``call`` without running its tool."""
+    """The error message answering ``call`` without running its tool (where the call's
+    name may be no tool's, pass it through :func:`shown_name` first)."""
     return ToolMessage(
         tool_call_id=call.id, name=call.name, content=content, is_error=True, status=status
     )
@@ -222,9 +224,10 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
         index += 1
         if opens:  # repeated ids, discovery, a resume's decisions, limits
             opened = _opening(index, call, batch)
-            if type(opened) is not ToolCall:
+            # (a call of a ToolCall subclass goes on too: only a verdict is recorded)
+            if type(opened) is not ToolCall and not isinstance(opened, ToolCall):
                 batch.preflight = True  # dispatch answers it before anything runs
-                verdicts.append(opened)  # type: ignore[arg-type]
+                verdicts.append(opened)
                 continue
             call = opened
         if befores:  # while each hook hands the call back as it is, nothing else is read
@@ -280,8 +283,8 @@ def _repeated(index: int, call: ToolCall, batch: Admission) -> Answered:
         f"Tool call not run: its id `{call.id}` repeats an earlier call's id in this "
         "batch; every call needs its own id."
     )
-    batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=text))
-    return Answered(index, error_message(call, text))
+    batch.emit(ToolDenied(call_id=call.id, tool_name=printable(call.name), message=text))
+    return Answered(index, error_message(shown_name(call), text))
 
 
 def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict:
@@ -420,15 +423,17 @@ def _went(
     and its approval, or the verdict (``Deny``, ``Defer``)."""
     env = batch
     if isinstance(outcome, Deny):
-        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=outcome.message))
-        return Answered(index, error_message(call, outcome.message, "denied"))
+        batch.emit(
+            ToolDenied(call_id=call.id, tool_name=printable(call.name), message=outcome.message)
+        )
+        return Answered(index, error_message(shown_name(call), outcome.message, "denied"))
     if isinstance(outcome, Defer):
         return _defer(index, call, outcome.kind, outcome.metadata, batch)
     if isinstance(outcome, Allow):
         call = approved = _kept_id(hook, call, outcome.call or call)
         if call.id not in env.approved:
             env.approved.add(call.id)
-            batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
+            batch.emit(ToolApproved(call_id=call.id, tool_name=printable(call.name)))
         return call, approved
     if isinstance(outcome, ToolCall):
         return _adjusted(hook, call, outcome, approved, env)
@@ -463,9 +468,11 @@ def _decided(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         return _redeferred(index, call, decision, batch)
     answer = decision.answer
     if isinstance(answer, Deny):
-        batch.emit(ToolDenied(call_id=call.id, tool_name=call.name, message=answer.message))
+        batch.emit(
+            ToolDenied(call_id=call.id, tool_name=printable(call.name), message=answer.message)
+        )
         return Resolved(index, call, ToolResult.error(answer.message), "denied")
-    batch.emit(ToolApproved(call_id=call.id, tool_name=call.name))
+    batch.emit(ToolApproved(call_id=call.id, tool_name=printable(call.name)))
     if isinstance(answer, Respond):
         return Resolved(index, call, answer.result, "ok")
     if isinstance(answer, ApproveWithArgs):
@@ -488,9 +495,11 @@ def _redeferred(index: int, call: ToolCall, decision: Decision, batch: Admission
     )
     metadata: dict[str, object] = {"reason": reason}
     batch.emit(
-        ToolDeferred(call_id=call.id, tool_name=call.name, reason="approval", metadata=metadata)
+        ToolDeferred(
+            call_id=call.id, tool_name=printable(call.name), reason="approval", metadata=metadata
+        )
     )
-    return Deferred(index, call, "approval", metadata)
+    return Deferred(index, _carried(call), "approval", metadata)
 
 
 def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
@@ -531,6 +540,11 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
             if not isinstance(answer, dict):
                 return answer
             arguments = answer
+        except TypeError:  # msgspec reads no str subclass (an SDK's own string type)
+            plain = plain_call(call)
+            if plain is call:
+                raise
+            return _checked(index, plain, batch)
     else:
         answer = _arguments(index, call, found, batch)
         if not isinstance(answer, dict):
@@ -553,6 +567,7 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
 
 
 def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
+    call = shown_name(call)  # (opened before its name is resolved)
     if batch.cancelled is not None and batch.cancelled():
         return error_message(call, "Tool call not run: the batch was cancelled.", "interrupted")
     if batch.expired is not None and batch.expired():
@@ -574,14 +589,56 @@ def _defer(
 ) -> Deferred:
     if batch.used:  # slots are counted (each call has taken one by now)
         batch.used -= 1  # a deferred call takes a slot only when it runs
-    batch.emit(ToolDeferred(call_id=call.id, tool_name=call.name, reason=kind, metadata=metadata))
+    call = _carried(call)  # (a hook's deferral comes before any check of the call)
+    batch.emit(
+        ToolDeferred(
+            call_id=call.id, tool_name=printable(call.name), reason=kind, metadata=metadata
+        )
+    )
     return Deferred(index, call, kind, metadata)
+
+
+def _carried(call: ToolCall) -> ToolCall:
+    """``call`` as ``DeferredToolRequests`` carries it back to the host: as it is when a
+    result can encode it; else its name, raw text and provider reason with lone
+    surrogates escaped and arguments JSON cannot carry as printable JSON text (each reads
+    back as the same value — refused again when admitted — and no tool has such a
+    name). Only a call's id is never changed (the host matches answers by it)."""
+    try:
+        msgspec.json.encode(call)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        invalid = call.invalid
+        return msgspec.structs.replace(
+            call,
+            name=printable(call.name),
+            arguments=_encodable(call.arguments),
+            invalid=None if invalid is None else printable(invalid),
+        )
+    return call
+
+
+def shown_name(call: ToolCall) -> ToolCall:
+    """``call`` as a result carries it back to the host: its name with a lone surrogate
+    escaped (no tool has such a name, so the call stays unknown on resume)."""
+    name = printable(call.name)
+    return call if name == call.name else msgspec.structs.replace(call, name=name)
 
 
 def _resolve(
     index: int, call: ToolCall, batch: Admission
 ) -> tuple[ToolCall, AnyTool] | Answered | Abort:
-    """The tool ``call`` names, or the unknown-tool policy's answer."""
+    """The tool ``call`` names, or the unknown-tool policy's answer.
+
+    Raises:
+        TypeError: The call's name is not a ``str`` (a host's hand-built call: msgspec
+            does not check a ``ToolCall``'s fields when it is made).
+    """
+    if type(call.name) is not str and not isinstance(call.name, str):
+        raise TypeError(
+            f"ToolCall.name must be a str, got {type(call.name).__name__} in call "
+            f"{call.id!r}: build calls with a provider's parse_calls, or give the tool "
+            "name the model asked for ('' when it gave none)"
+        )
     found = batch.resolve(call.name)
     if found is not None:
         name, tool = found
@@ -671,8 +728,8 @@ def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:
     try:
         msgspec.json.encode(arguments)
     except (TypeError, ValueError, OverflowError, RecursionError):
-        if isinstance(arguments, str):
-            return printable(arguments)
+        if isinstance(arguments, str):  # a str subclass: msgspec encodes no subclass
+            return printable(str.__str__(arguments))
         return printable(json_text(arguments))
     return arguments
 

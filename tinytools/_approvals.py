@@ -201,7 +201,17 @@ class DeferredToolResults:
     def approve_with_args(
         self, call_id: str, arguments: Mapping[str, object]
     ) -> DeferredToolResults:
-        """Approve ``call_id`` with edited arguments (re-validated on resume)."""
+        """Approve ``call_id`` with edited arguments (re-validated on resume).
+
+        Raises:
+            TypeError: ``arguments`` is not a mapping.
+        """
+        if not isinstance(arguments, Mapping):
+            raise TypeError(
+                "approve_with_args takes the edited arguments as a mapping (a dict of "
+                f"argument names to values), got {type(arguments).__name__}; decode JSON "
+                "text first (json.loads)"
+            )
         return self._with(call_id, ApproveWithArgs(MappingProxyType(dict(arguments))))
 
     def deny(self, call_id: str, message: str) -> DeferredToolResults:

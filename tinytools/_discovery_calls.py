@@ -32,7 +32,7 @@ from . import repair
 from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
 from ._validate import preview, printable, text_problem
-from ._wire import ToolCall, ToolMessage
+from ._wire import ToolCall, ToolMessage, plain_call
 from .errors import ToolArgumentsError, ToolDefinitionError
 from .events import Event, ToolSearched
 from .toolsets._intrinsic import Intrinsic
@@ -115,9 +115,9 @@ def opening(call: ToolCall, batch: Admission) -> ToolCall | ToolMessage:
     assert intrinsics is not None
     name = call.name
     if name == intrinsics.call and env.lookup(name) is not None:
-        return _unwrapped(call, intrinsics, env)
+        return _unwrapped(plain_call(call), intrinsics, env)
     if name == intrinsics.search and env.lookup(name) is not None:
-        return _searched(call, intrinsics, env, batch.emit)
+        return _searched(plain_call(call), intrinsics, env, batch.emit)
     if batch.resume is not None and intrinsics.call is not None:
         target = env.tools.get(name)
         deferred = target is not None and target.exposure is Exposure.Deferred
@@ -127,8 +127,9 @@ def opening(call: ToolCall, batch: Admission) -> ToolCall | ToolMessage:
 
 
 def _error(call: ToolCall, text: str) -> ToolMessage:
+    # (a provider's reason quoted in the text may hold a lone surrogate: escaped)
     return ToolMessage(
-        tool_call_id=call.id, name=call.name, content=text, is_error=True, status="error"
+        tool_call_id=call.id, name=call.name, content=printable(text), is_error=True, status="error"
     )
 
 

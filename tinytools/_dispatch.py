@@ -38,7 +38,7 @@ from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._effects import EffectLedger, record_started, refusal
 from ._execute import run_inline
-from ._inject import Cancellation, Context, check_context
+from ._inject import Cancellation, Context, check_context, check_context_type
 from ._middleware import HookFailed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
@@ -73,7 +73,33 @@ def _expiry(deadline: float | None, clock: Callable[[], float]) -> Callable[[], 
 
 def _cancelled(run: Run) -> Callable[[], bool] | None:
     cancellation = run.cancellation
-    return None if cancellation is None else (lambda: cancellation.cancelled)
+    if cancellation is None:
+        return None
+    if not isinstance(cancellation, Cancellation):  # read before any call starts
+        raise TypeError(
+            "cancellation must be a Cancellation (make one with `Cancellation()` and call "
+            f"its `.cancel()`), got {type(cancellation).__name__}"
+        )
+    return lambda: cancellation.cancelled
+
+
+def _check_on_deferred(on_deferred: object, sync: bool) -> None:
+    """Refuse an ``on_deferred`` dispatch cannot call (``dispatch_sync``: nor await).
+
+    Raises:
+        TypeError: Saying what to pass, before anything runs.
+    """
+    if not callable(on_deferred):
+        raise TypeError(
+            "on_deferred must be a function of the deferred calls returning the host's "
+            "decisions, such as `lambda pending: pending.approve_all()`; got "
+            f"{type(on_deferred).__name__}"
+        )
+    if sync and is_async_function(on_deferred):
+        raise TypeError(
+            "on_deferred is an async function, which dispatch_sync cannot await: use "
+            "`await dispatch(...)`, or a synchronous handler"
+        )
 
 
 def _abort_for(run: Run, error: Exception) -> DispatchAborted:
@@ -139,8 +165,10 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
     """The ledger's started rows (one transaction where the ledger can), before any tool
     of the batch runs; a call already started elsewhere is answered and does not run."""
     assert run.ledger is not None
+    context = run.context
+    check_context_type(context)  # (the host's argument, not the ledger's failure)
     try:
-        refused = record_started(run.ledger, run.context.run_id, admitted)
+        refused = record_started(run.ledger, context.run_id, admitted)
     except Exception as error:
         run.fail(HostFailed("the effect ledger's started()", error))
         return
@@ -246,11 +274,8 @@ def dispatch_sync(
     """
     if backend != "asyncio":
         check_backend(backend)
-    if on_deferred is not None and is_async_function(on_deferred):
-        raise TypeError(
-            "on_deferred is an async function, which dispatch_sync cannot await: use "
-            "`await dispatch(...)`, or a synchronous handler"
-        )
+    if on_deferred is not None:
+        _check_on_deferred(on_deferred, sync=True)
     run = new_run(
         calls,
         tools,
@@ -390,6 +415,7 @@ async def dispatch(
         cancellation,
     )
     if on_deferred is not None:
+        _check_on_deferred(on_deferred, sync=False)  # (before anything runs)
         run.positioning = True  # the two passes are merged by position
     deadline = None if policy.deadline is None else current_time() + policy.deadline
     result = await _pass_async(run, deadline, 0)

@@ -34,6 +34,8 @@ from ._event_loops import wrong_loop
 from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
 from ._run import Run, Stop
+from ._validate import printable
+from ._wire import json_problem, nonfinite
 from ._workers import THREADS, Job
 from .errors import (
     ApprovalRequired,
@@ -65,11 +67,14 @@ PROPAGATE = (KeyboardInterrupt, SystemExit)
 
 
 def _text(error: BaseException) -> str:
-    """``str(error)``, even when the exception's ``__str__`` itself raises."""
+    """``str(error)``, even when the exception's ``__str__`` itself raises, with lone
+    surrogates escaped (a file name read with ``surrogateescape``, say): the message,
+    ``ToolFailed`` and ``ToolRetried`` events built from it must encode."""
     try:
-        return str(error)
+        text = str(error)
     except BaseException as broken:  # any failure of a tool's own __str__
         return f"<str() of the exception raised {type(broken).__name__}>"
+    return text if text.isascii() else printable(text)
 
 
 def _trace(error: BaseException, said: str | None = None) -> str:
@@ -127,6 +132,7 @@ def _frame_text(code: CodeType, lasti: int, lineno: int) -> str:
     line = linecache.getline(code.co_filename, lineno).strip()
     if line:
         text += f"    {line}\n"
+    text = printable(text)  # (a path read with surrogateescape: remembered escaped)
     if len(_FRAMES) >= 1024:
         _FRAMES.clear()
     _FRAMES[id(code), lasti] = (code, text)
@@ -153,9 +159,18 @@ def classify(error: BaseException, item: Admitted) -> object:
         if isinstance(error, FatalToolError):
             text = _scrub(item, f"Tool `{name}` failed fatally: {_text(error)}")
             return Fatal(text, _scrub(item, _trace(error)))
+        metadata = dict(error.metadata)
+        problem = json_problem(metadata)
+        if problem is not None:  # the result must carry it: the call's error instead
+            kind = type(error).__name__
+            text = (
+                f"Tool `{name}` failed: it raised {kind} with metadata JSON cannot carry "
+                f"({problem}); pass JSON-encodable metadata"
+            )
+            return Failed("TypeError", _scrub(item, printable(text)))
         if isinstance(error, ApprovalRequired):
-            return Postponed("approval", dict(error.metadata))
-        return Postponed("deferred", dict(error.metadata))
+            return Postponed("approval", metadata)
+        return Postponed("deferred", metadata)
     if (wrong := wrong_loop(error, name)) is not None:  # the host's mistake, not the model's
         return Fatal(_scrub(item, wrong), _scrub(item, _trace(error)))
     kind = type(error).__name__
@@ -232,12 +247,16 @@ def interrupted(stop: Stop) -> Failed:
 
 def _custom(call_id: str, name: object, data: object) -> Custom:
     """A tool's custom event, refused (to the tool, as a ``TypeError``) unless its name is
-    text and the event encodes as JSON — every result must."""
+    text and the event encodes as JSON — every result must — with no NaN or infinity in
+    its data (an encoder writes ``null`` for them, silently changing it)."""
     event = Custom(call_id=call_id, name=name, data=data)  # type: ignore[arg-type]
     try:
         if not isinstance(name, str):
             raise TypeError(f"the event name must be a str, not {type(name).__name__}")
-        msgspec.json.encode(event)
+        if msgspec.json.encode(event).find(b"null") >= 0 and (
+            where := nonfinite(msgspec.to_builtins(data))
+        ):
+            raise ValueError(f"its data holds NaN or an infinity at `{where}`")
     except (TypeError, ValueError, OverflowError, RecursionError, UnicodeError) as exc:
         raise TypeError(
             f"emit({name!r:.40}, ...) cannot be recorded: {exc}; emit a str name and "

@@ -338,15 +338,16 @@ def _hooks_result(afters: tuple[After, ...], result: object, given: ToolResult) 
     Raises:
         HookFailed: The last hook's result is not a well-formed ``ToolResult``.
     """
-    if type(result) is not ToolResult and not isinstance(result, ToolResult):
+    if type(result) is not ToolResult and not issubclass(type(result), ToolResult):
+        # (by its type: a value whose __class__ says ToolResult is not one)
         error = TypeError(f"after_tool hooks return a ToolResult, got {type(result).__name__}")
         raise HookFailed("after_tool", afters[-1], error)
     if result is not given or result.metadata:
         try:
-            check_result(result, "an after_tool hook")
+            check_result(result, "an after_tool hook")  # type: ignore[arg-type]
         except TypeError as error:
             raise HookFailed("after_tool", afters[-1], error) from error
-    return result
+    return result  # type: ignore[return-value]
 
 
 def _from_result(

@@ -56,6 +56,7 @@ __all__ = [
     "Store",
     "bind",
     "check_context",
+    "check_context_type",
     "plan_injection",
 ]
 
@@ -401,13 +402,32 @@ class _Injecting(Protocol):
     def injections(self) -> tuple[Injection, ...]: ...
 
 
+def check_context_type(context: object) -> None:
+    """Refuse a ``context`` that is no :class:`Context` (a dict of its fields, say),
+    saying how to make one, before any tool runs.
+
+    Raises:
+        TypeError: ``context`` is not a ``Context``.
+    """
+    if not isinstance(context, Context):
+        raise TypeError(
+            f"context must be a Context, got {type(context).__name__}: make one with "
+            "Context(store=..., state=..., values={...})"
+        )
+
+
 def check_context(tools: Iterable[_Injecting], context: Context) -> None:
     """Raise one ``ToolDefinitionError`` for every injection ``context`` cannot satisfy.
 
     Args:
         tools: The tools (``registry.tools()``, or any ``Tool`` values).
         context: The context the tools will run with.
+
+    Raises:
+        ToolDefinitionError: An injection cannot be satisfied.
+        TypeError: ``context`` is not a ``Context``.
     """
+    check_context_type(context)
     probe = CallRuntime(
         context=context,
         call=ToolCall("", "", {}),

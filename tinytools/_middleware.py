@@ -38,7 +38,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
 
 import attrs
 
-from ._wire import ToolCall, ToolResult
+from ._validate import printable
+from ._wire import ToolCall, ToolResult, json_problem
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
@@ -80,15 +81,33 @@ class Allow:
         return "Allow()" if self.call is None else f"Allow({self.call!r})"
 
 
+def _denial(message: object) -> str:
+    """A denial's message as the model and ``ToolDenied`` read it: a ``str`` (a subclass
+    as the text it holds), lone surrogates escaped so that every result encodes."""
+    if not issubclass(type(message), str):
+        raise TypeError(
+            f"Deny takes the message the model reads, a str; got {type(message).__name__}"
+        )
+    return printable(str.__str__(message))
+
+
 @attrs.frozen
 class Deny:
-    """Do not run the call; the model reads ``message`` (status ``denied``, ``ToolDenied``)."""
+    """Do not run the call; the model reads ``message`` (status ``denied``, ``ToolDenied``).
 
-    message: str
+    Raises:
+        TypeError: ``message`` is not a ``str``.
+    """
+
+    message: str = attrs.field(converter=_denial)
 
 
 def _freeze(value: Mapping[str, object]) -> dict[str, object]:
-    return dict(value)
+    metadata = dict(value)
+    problem = json_problem(metadata)
+    if problem is not None:  # a result carries it to the host: refused when made
+        raise TypeError(f"Defer's metadata must be JSON a result can carry: {problem}")
+    return metadata
 
 
 @attrs.frozen

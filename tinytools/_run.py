@@ -30,6 +30,7 @@ from ._admit import (
     Resolved,
     Skipped,
     error_message,
+    shown_name,
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
@@ -42,6 +43,7 @@ from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
 from ._tool_lists import registry_of
+from ._validate import printable
 from ._wire import ContentBlock, ToolCall, ToolMessage, ToolResult
 from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
 from .policies import RunPolicy
@@ -108,7 +110,11 @@ _LAST_SYNC_HANDLER: list[weakref.ref[object] | Callable[[], None]] = [lambda: No
 
 def _is_async_handler(handler: object) -> bool:
     """Whether ``on_event`` returns awaitables (remembering a synchronous one:
-    :data:`_LAST_SYNC_HANDLER`)."""
+    :data:`_LAST_SYNC_HANDLER`).
+
+    Raises:
+        TypeError: It cannot be called (see :func:`_reads_async`).
+    """
     answer = _reads_async(handler)
     kind = type(handler)
     if answer or kind is _METHOD or kind is _BUILTIN:
@@ -132,6 +138,10 @@ def _reads_async(handler: object) -> bool:
     carries attributes (``__wrapped__``, a coroutine mark), which
     :func:`is_async_function` reads. What that reads is remembered per object (a
     bounded memo, which changes nothing but speed).
+
+    Raises:
+        TypeError: The handler cannot be called (refused before any call runs: else the
+            first call would run before the handler failed on its event).
     """
     kind = type(handler)
     if kind is _FUNCTION:
@@ -143,12 +153,17 @@ def _reads_async(handler: object) -> bool:
         fn = handler.__func__  # type: ignore[attr-defined]
         if type(fn) is _FUNCTION and not fn.__dict__:
             return fn.__code__.co_flags & _CO_COROUTINE != 0
+    if not callable(handler):  # (else the first call would run before the handler failed)
+        raise TypeError(
+            "on_event must be a function of the event (sync or async), such as "
+            f"`events.append`; got {type(handler).__name__}: {handler!r:.80}"
+        )
     known = _HANDLERS.get(id(handler))
     if known is not None and known[0]() is handler:
         return known[1]
     answer = is_async_function(handler)
     try:
-        held = weakref.ref(handler)
+        held: weakref.ref[object] = weakref.ref(handler)
     except TypeError:  # not weakly referenceable: read again each time
         return answer
     if len(_HANDLERS) >= 64:
@@ -392,9 +407,9 @@ class Run(Admission):
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         if tool is not None:
             arguments = shown_arguments(tool, arguments)
-        self.emit(ToolStarted(call_id=call.id, tool_name=call.name, arguments=arguments))
+        name = tool.name if tool else printable(call.name)  # (a lone surrogate escaped)
+        self.emit(ToolStarted(call_id=call.id, tool_name=name, arguments=arguments))
         limit = (tool._plan.limit if tool else None) or self.policy.max_result_bytes
-        name = tool.name if tool else call.name
         result = verdict.result
         message, event, follow_up, metadata = self._fold(call, name, limit, result, result)
         if verdict.status == "denied":  # denied stays denied, whatever the hooks made of it
@@ -568,7 +583,7 @@ class Run(Admission):
                 continue
             answer = answers.get(index)
             if answer is None:
-                answer = error_message(call, stop.message(), "interrupted")
+                answer = error_message(shown_name(call), stop.message(), "interrupted")
                 if kind is Admitted and self.recorded:  # in the ledger, never ran
                     self._settle(call, answer)
             messages.append(answer)
@@ -671,7 +686,8 @@ def new_run(
         calls = tuple(calls)  # read an iterator once
     if len(calls) != 1 or type(calls[0]) is not ToolCall:  # (one call: no iterator made)
         for call in calls:
-            if type(call) is not ToolCall and not isinstance(call, ToolCall):
+            # (by its type: an object whose __class__ says ToolCall is not one)
+            if type(call) is not ToolCall and not issubclass(type(call), ToolCall):
                 raise TypeError(
                     f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}"
                 )

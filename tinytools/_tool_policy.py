@@ -21,8 +21,8 @@ is left out of both the encoding and equality: a decoded policy has none.
 # in `sys.modules[cls.__module__]`, and `tinytools/__init__` rewrites `__module__` to
 # `tinytools`, where names such as `ToolRuntime` or `Callable` do not exist.
 
-import math
 import re
+import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar, get_args, overload
@@ -83,11 +83,18 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+#: The most seconds a limit may be: a clock reading plus more is no float (an int past
+#: it raised OverflowError in dispatch).
+MOST_SECONDS = sys.float_info.max
+
+
 def _is_seconds(value: object) -> bool:
     if value is None:
         return True
     # Infinity and NaN are refused because JSON has neither: both would come back as null.
-    return isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= MOST_SECONDS
+    )
 
 
 # A name, or "$" then one or more ".segment": `password`, `$.auth.token`.
@@ -123,7 +130,10 @@ def _as_tuple(value: Iterable[str]) -> Iterable[str]:
 
 def _as_seconds(value: float | None) -> float | None:
     # Stored as a float, as JSON decoding gives it back: 10**30 != float(10**30).
-    return float(value) if type(value) is int else value
+    # (an int past float range is left for the validator to refuse)
+    if type(value) is int and abs(value) <= MOST_SECONDS:  # type: ignore[unreachable]
+        return float(value)  # type: ignore[unreachable]
+    return value
 
 
 def _evolve(part: _Part, changes: Mapping[str, Any]) -> _Part:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from ._validate import printable
 from ._wire import ToolCall
 from .errors import ToolArgumentsError
 
@@ -45,7 +46,7 @@ def _sentence(reason: str) -> str:
 def unnamed_text(call: ToolCall) -> str:
     """The answer to a fragment that names no tool."""
     return (
-        f"A tool call in your reply could not be read: {_sentence(str(call.invalid))} "
+        f"A tool call in your reply could not be read: {_sentence(printable(str(call.invalid)))} "
         "Nothing was run; write the call again."
     )
 

@@ -25,9 +25,10 @@ an ``int`` is expected, on a slow path taken only after the fast one failed.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
@@ -667,17 +668,23 @@ class _Token(str):
 
 
 def _scalar_text(item: object) -> str:
-    if item is None or isinstance(item, (bool, str)):
-        return _encode(printable(item) if isinstance(item, str) else item).decode()
-    if isinstance(item, int):
-        bits = item.bit_length()
-        return str(item) if bits <= 256 else f"<integer of {bits} bits>"
-    if isinstance(item, float):
-        return (
-            repr(item)
-            if item - item == 0
-            else {"nan": "NaN", "inf": "Infinity"}.get(repr(item), "-Infinity")
-        )
+    # Told by type and written by the base type's own methods: a subclass (a host's own
+    # str or int type, which msgspec does not encode) reads as the value it holds, and
+    # its overridden methods are never called.
+    kind = type(item)
+    if item is None or kind is bool:
+        return _encode(item).decode()
+    value: Any = item  # (its type tells below: a value posing as a str is none)
+    if issubclass(kind, str):
+        return _encode(printable(str.__str__(value))).decode()
+    if issubclass(kind, int):
+        bits = int.bit_length(value)
+        return int.__repr__(value) if bits <= 256 else f"<integer of {bits} bits>"
+    if issubclass(kind, float):
+        text = float.__repr__(value)
+        if math.isfinite(value):
+            return text
+        return {"nan": "NaN", "inf": "Infinity"}.get(text, "-Infinity")
     try:
         return printable(f"<{type(item).__qualname__}>")
     except Exception:  # a hostile __qualname__ must not crash a preview

@@ -15,6 +15,7 @@ from JSON at msgspec speed and can cross process boundaries unchanged.
 # annotations in the module named by `__module__`, which the facade rewrites
 # to `tinytools`; real (evaluated) annotations keep decoding independent of it.
 
+import inspect
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
@@ -31,6 +32,9 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolResult",
+    "json_problem",
+    "nonfinite",
+    "plain_call",
     "return_text",
     "wrap_return",
 ]
@@ -60,6 +64,16 @@ class ToolCall(msgspec.Struct, frozen=True):
     name: str
     arguments: dict[str, object] | str
     invalid: str | None = None
+
+
+def plain_call(call: ToolCall) -> ToolCall:
+    """``call``, with raw arguments of a ``str`` subclass (an SDK's own string type) as
+    the plain text they hold: msgspec neither decodes nor encodes a subclass, so such a
+    call could be neither validated nor carried by a result's events or deferrals."""
+    text = call.arguments
+    if type(text) is str or not issubclass(type(text), str):
+        return call
+    return msgspec.structs.replace(call, arguments=str.__str__(text))
 
 
 # --- content blocks ---------------------------------------------------------
@@ -124,6 +138,9 @@ def _blocks(
 class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     """What a tool may return for full control over its answer.
 
+    A final class: dispatch tells a returned result by its type, so defining a subclass
+    raises ``TypeError`` (put host-only data in ``metadata``).
+
     Attributes:
         content: Blocks the model reads, in order.
         structured: A JSON value for the host (and for providers that accept
@@ -141,6 +158,14 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     follow_up: tuple[ContentBlock, ...] = ()
     metadata: dict[str, object] = msgspec.field(default_factory=dict)
     is_error: bool = False
+
+    def __init_subclass__(cls, **options: object) -> None:
+        # dispatch tells a tool's ToolResult by its type (an identity test on the hot
+        # path), so a subclass's instance would be answered as a plain value's JSON.
+        raise TypeError(
+            "ToolResult cannot be subclassed: return a ToolResult itself (ToolResult.success"
+            "(...) or ToolResult.error(...)) and put host-only data in its metadata"
+        )
 
     @classmethod
     def success(
@@ -207,7 +232,7 @@ class ToolMessage(msgspec.Struct, frozen=True, kw_only=True):
 _encode = msgspec.json.encode
 
 
-def _nonfinite(value: object) -> str | None:
+def nonfinite(value: object) -> str | None:
     """Where a NaN or infinity sits in a plain JSON-like value (``$.a[0]``), if anywhere."""
     stack: list[tuple[object, str]] = [(value, "$")]
     while stack:
@@ -222,11 +247,42 @@ def _nonfinite(value: object) -> str | None:
     return None
 
 
+def json_problem(value: object) -> str | None:
+    """Why a result could not carry ``value`` as JSON, or None: msgspec cannot encode it,
+    or it holds a NaN or an infinity (which an encoder silently writes as ``null``)."""
+    try:
+        encoded = _encode(value)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    if encoded.find(b"null") >= 0:
+        where = nonfinite(msgspec.to_builtins(value))
+        if where is not None:
+            return f"it holds NaN or an infinity at `{where}`"
+    return None
+
+
 _BLOCKS = (TextBlock, JsonBlock, ImageBlock, FileBlock)
+#: The parts of a ToolResult whose own fields msgspec checks (it does not at init).
+_PARTS = tuple[tuple[ContentBlock, ...], tuple[ContentBlock, ...], tuple[Artifact, ...]]
+_RAW_BYTES = (bytes, bytearray, memoryview)
+
+
+def _shown(value: object) -> str:
+    """``value``'s repr, cut to 80 characters, or its type's name where that repr raises
+    (the value is a tool's: anything may be in it)."""
+    try:
+        return f"{value!r:.80}"
+    except Exception:
+        return f"a {type(value).__qualname__}"
 
 
 def check_result(result: ToolResult, source: str = "tool") -> None:
     """Refuse a ToolResult built with the wrong shapes (msgspec does not check at init).
+
+    Every part is told by its type, not ``isinstance`` (a value whose ``__class__``
+    says ``TextBlock`` is no block), and the blocks' and artifacts' own fields are
+    checked too (``TextBlock(5)``): a malformed result is its call's error, never the
+    batch's.
 
     Raises:
         TypeError: Saying which field is wrong and how to build it; ``source`` names
@@ -234,33 +290,66 @@ def check_result(result: ToolResult, source: str = "tool") -> None:
     """
     for field in ("content", "follow_up"):
         blocks = getattr(result, field)
-        if not isinstance(blocks, (tuple, list)) or not all(isinstance(b, _BLOCKS) for b in blocks):
+        if (type(blocks) is not tuple and type(blocks) is not list) or not all(
+            issubclass(type(b), _BLOCKS) for b in blocks
+        ):
             raise TypeError(
-                f"{source} returned a ToolResult whose `{field}` is {blocks!r:.80}, not a tuple "
-                "of content blocks; build it with ToolResult.success(text) or "
+                f"{source} returned a ToolResult whose `{field}` is {_shown(blocks)}, not a "
+                "tuple of content blocks; build it with ToolResult.success(text) or "
                 "ToolResult.error(text), or pass content=(TextBlock(...), ...)"
             )
-    artifacts = result.artifacts
-    if not isinstance(artifacts, (tuple, list)) or not all(
-        isinstance(a, Artifact) for a in artifacts
+    artifacts: object = result.artifacts
+    if (type(artifacts) is not tuple and type(artifacts) is not list) or not all(
+        issubclass(type(a), Artifact) for a in artifacts
     ):
         raise TypeError(
-            f"{source} returned a ToolResult whose `artifacts` is {artifacts!r:.80}, not a tuple "
-            "of Artifact; pass artifacts=(Artifact(name, data), ...)"
+            f"{source} returned a ToolResult whose `artifacts` is {_shown(artifacts)}, not a "
+            "tuple of Artifact; pass artifacts=(Artifact(name, data), ...)"
         )
-    if not isinstance(result.metadata, dict) or not isinstance(result.is_error, bool):
+    if type(result.metadata) is not dict or type(result.is_error) is not bool:
         raise TypeError(
             f"{source} returned a ToolResult whose `metadata` is not a dict or whose `is_error` is "
             "not a bool; pass metadata={...} and is_error=True/False"
         )
     for field in ("structured", "metadata"):  # both reach the result, which must encode
         try:
-            _encode(getattr(result, field))
+            encoded = _encode(getattr(result, field))
         except (TypeError, ValueError, OverflowError, RecursionError) as exc:
             raise TypeError(
                 f"{source} returned a ToolResult whose `{field}` cannot be encoded as JSON "
                 f"({type(exc).__name__}: {exc}); pass JSON-encodable values only"
             ) from None
+        if encoded.find(b"null") >= 0:  # NaN and infinities encode as null
+            _refusenonfinite(source, field, msgspec.to_builtins(getattr(result, field)))
+    try:  # the blocks' and artifacts' own fields (bytes kept as they are)
+        parts = msgspec.to_builtins(
+            (result.content, result.follow_up, artifacts), builtin_types=_RAW_BYTES
+        )
+        msgspec.convert(parts, _PARTS)
+    except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
+        raise TypeError(
+            f"{source} returned a ToolResult with a malformed block or artifact ({exc}); build "
+            "them as TextBlock(text), JsonBlock(value), ImageBlock(media_type, data=bytes), "
+            "FileBlock(name, data=bytes) and Artifact(name, data=bytes)"
+        ) from None
+    _refusenonfinite(source, "content", parts[0])  # a JsonBlock's value, read as null
+    _refusenonfinite(source, "follow_up", parts[1])
+
+
+def _refusenonfinite(source: str, field: str, value: object) -> None:
+    """Refuse a NaN or infinity in a ToolResult's ``field`` (its plain ``value``): JSON
+    has none, and an encoder writes ``null`` for them, silently changing the answer.
+
+    Raises:
+        TypeError: Saying where it is and what to return instead.
+    """
+    where = nonfinite(value)
+    if where is not None:
+        raise TypeError(
+            f"{source} returned a ToolResult whose `{field}` holds NaN or an infinity at "
+            f"`{where}`, which JSON cannot carry; return finite numbers (or None, or a "
+            'string such as "NaN")'
+        )
 
 
 def wrap_return(value: object) -> ToolResult:
@@ -281,9 +370,9 @@ def wrap_return(value: object) -> ToolResult:
         ValueError: The value holds a NaN or an infinity; return finite numbers
             (or ``None``, or a string such as ``"NaN"``).
     """
-    if isinstance(value, ToolResult):
-        check_result(value)
-        return value
+    if issubclass(type(value), ToolResult):  # (its type: a value posing as one is not)
+        check_result(value)  # type: ignore[arg-type]
+        return value  # type: ignore[return-value]
     if issubclass(type(value), str):  # a str subclass (a str Enum): its string value
         # (by its type: a value whose __class__ says str is not one)
         return ToolResult(content=(TextBlock(str.__str__(value)),))
@@ -304,12 +393,20 @@ def return_text(value: object) -> str:
     try:
         encoded = _encode(value)
     except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        if inspect.isawaitable(value):  # a wrapper hid an async function's mark
+            if inspect.iscoroutine(value):
+                value.close()  # never awaited: closed, not left to warn
+            raise TypeError(
+                f"tool returned a {type(value).__qualname__}, which dispatch does not await: "
+                "the tool reads as synchronous; declare it `async def` (a wrapper of an "
+                "async function keeps functools.wraps(fn))"
+            ) from None
         raise TypeError(
             f"tool returned a {type(value).__qualname__}, which cannot be encoded as JSON "
             f"({exc}); return a str, a JSON-encodable value or a ToolResult"
         ) from None
     if encoded.find(b"null") >= 0:  # NaN and infinities encode as null (`in` costs more)
-        where = _nonfinite(msgspec.to_builtins(value))
+        where = nonfinite(msgspec.to_builtins(value))
         if where is not None:
             raise ValueError(
                 f"tool returned a value holding NaN or an infinity at `{where}`, which JSON "

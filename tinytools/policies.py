@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._tool_policy import BYTES, SECONDS
+from ._tool_policy import BYTES, MOST_SECONDS, SECONDS
 
 __all__ = [
     "Fail",
@@ -78,7 +78,7 @@ def _at_least_one(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> N
 
 def _delay(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> None:
     finite = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not finite or not 0 <= value < float("inf"):
+    if not finite or not 0 <= value <= MOST_SECONDS:  # (an int past float range too)
         raise ValueError(
             f"{attribute.name} must be a finite number of seconds >= 0 "
             f"(0 retries at once); got {value!r}"

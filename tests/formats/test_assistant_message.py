@@ -180,3 +180,25 @@ class TestMcp:
         }
         assert expected == message
         types.SamplingMessage.model_validate(message)
+
+
+class _SdkText(str):
+    """An SDK's own string type."""
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        openai_chat.assistant_message,
+        openai_responses.assistant_items,
+        anthropic.assistant_message,
+        gemini.assistant_message,
+    ],
+    ids=["openai_chat", "openai_responses", "anthropic", "gemini"],
+)
+def test_raw_arguments_of_a_str_subclass_are_their_text(build: object) -> None:
+    """Raw arguments of a ``str`` subclass read as the text they hold, as dispatch reads
+    them (msgspec raised TypeError building the Anthropic and Gemini turns)."""
+    plain = ToolCall("call_2", "get_weather", '{"city": "Paris"}')
+    sdk = ToolCall("call_2", "get_weather", _SdkText('{"city": "Paris"}'))
+    assert build([plain]) == build([sdk])  # type: ignore[operator]

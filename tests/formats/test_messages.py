@@ -546,3 +546,38 @@ class TestUnreadableArguments:
             }
             result = coalesce_tool_results([turn])
             assert 1 == len(result)
+
+
+class _SdkMessage:
+    """An SDK's message object, passed where a message dict belongs."""
+
+    role = "assistant"
+    content = "hi"
+
+
+@pytest.mark.parametrize(
+    ("helper", "extra"),
+    [
+        (coalesce_tool_results, {}),
+        (ensure_resolvable_user_turn, {}),
+        (with_tool_instructions, {"catalogue": "tools"}),
+        (pair_tool_cycles, {}),
+    ],
+    ids=["coalesce", "ensure", "with_instructions", "pair"],
+)
+@pytest.mark.parametrize(
+    ("messages", "says"),
+    [
+        ([{"role": "user", "content": "hi"}, _SdkMessage()], "message 1 is a _SdkMessage"),
+        ([None], "message 0 is a NoneType"),
+        ({"role": "user", "content": "hi"}, "one message goes in a list"),
+    ],
+    ids=["sdk-object", "none", "one-message"],
+)
+def test_messages_that_are_no_dicts_are_refused_saying_so(
+    helper: object, extra: dict[str, object], messages: object, says: str
+) -> None:
+    """Each helper names what it takes and which message is not a dict (it failed deep
+    inside with an AttributeError such as "'_SdkMessage' object has no attribute 'get'")."""
+    with pytest.raises(TypeError, match=says):
+        helper(messages, **extra)  # type: ignore[operator]

@@ -81,7 +81,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools.events import Event
+from tinytools.events import Event, ToolCompleted, ToolFailed
 from tinytools.testing import check_dispatch_invariants
 from tinytools.testing._invariants import (
     _candidates,
@@ -192,9 +192,14 @@ def _has_surrogate(value: object) -> bool:
     return any("\ud800" <= c <= "\udfff" for c in text)
 
 
+class HostCall(ToolCall):
+    """A host's own call type: a ``ToolCall`` subclass is dispatched as any call."""
+
+
 @st.composite
 def calls(draw: st.DrawFn, index: int) -> ToolCall:
-    """A call from the invariant module's strategy, or one to an approval/cancel tool."""
+    """A call from the invariant module's strategy, or one to an approval/cancel tool;
+    now and then as a :class:`HostCall`."""
     if draw(st.integers(0, 3)) == 0:
         name = draw(st.sampled_from(EXTRA))
         arguments = draw(
@@ -202,8 +207,13 @@ def calls(draw: st.DrawFn, index: int) -> ToolCall:
             | st.sampled_from([{}, {"x": "1"}, {"x": 1, "y": 2}, "{x: 3,}"])
             | GARBAGE.filter(lambda g: not _has_surrogate(g))
         )
-        return ToolCall(f"call_{index}", name, arguments)  # type: ignore[arg-type]
-    call, _ = draw(tool_calls(index).filter(lambda drawn: not _has_surrogate(drawn[0].arguments)))
+        call = ToolCall(f"call_{index}", name, arguments)  # type: ignore[arg-type]
+    else:
+        call, _ = draw(
+            tool_calls(index).filter(lambda drawn: not _has_surrogate(drawn[0].arguments))
+        )
+    if draw(st.integers(0, 4)) == 0:
+        return HostCall(call.id, call.name, call.arguments, call.invalid)
     return call
 
 
@@ -632,7 +642,18 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
         assert len(started) <= most, f"{sorted(started)} started; max_tool_calls={most}"
     limit = policy.max_result_bytes
     if limit is not None:
-        for call_id in set(result.executed) - repeated:  # a repeat's refusal is not output
+        # A tool's output is limited, not admission's refusal: a call that ran in the first
+        # pass (it asked for approval) may be refused when resumed (edited arguments that
+        # break its schema); its answer is then the refusal, after the run's last event.
+        last_of: dict[str, object] = {}
+        for event in result.events:
+            last_of[getattr(event, "call_id", "")] = event
+        outputs = {
+            call_id
+            for call_id, event in last_of.items()
+            if isinstance(event, (ToolCompleted, ToolFailed))
+        }
+        for call_id in (set(result.executed) & outputs) - repeated:  # nor a repeat's refusal
             for message in messages.get(call_id, ()):
                 size = len(message.content.encode("utf-8", "surrogatepass"))
                 assert size <= limit, f"{call_id!r}: {size} bytes over max_result_bytes={limit}"

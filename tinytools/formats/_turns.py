@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tinytools._wire import ToolCall
+from tinytools._wire import ToolCall, plain_call
 
 from ._dialect import decode_strict
 from ._providers import json_text
@@ -42,7 +42,8 @@ def arguments_object(call: ToolCall) -> dict[str, object]:
 
 
 def checked_calls(calls: Iterable[ToolCall], function: str) -> list[ToolCall]:
-    """``calls`` as a list, or a ``TypeError`` naming ``function`` and what it takes.
+    """``calls`` as a list (raw arguments of a ``str`` subclass as plain text), or a
+    ``TypeError`` naming ``function`` and what it takes.
 
     Raises:
         TypeError: An item is not a ``ToolCall`` (for instance the SDK's own call
@@ -55,4 +56,6 @@ def checked_calls(calls: Iterable[ToolCall], function: str) -> list[ToolCall]:
                 f"{function} takes tinytools ToolCalls (from parse_calls or an accumulator's "
                 f"calls()), not {type(call).__name__}"
             )
-    return found
+    # Raw arguments of a str subclass (an SDK's own string type) as the text they hold,
+    # as dispatch reads them (msgspec decodes no subclass).
+    return [plain_call(call) for call in found]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Final, Literal, Protocol, cast
 
 from tinytools._wire import ToolCall
@@ -198,6 +198,29 @@ def _renderer(dialect: Dialect, tools: Tools) -> Callable[[ToolCall], str]:
     return render
 
 
+def _messages(messages: object, function: str) -> list[Mapping[str, object]]:
+    """``messages`` as a list of message mappings, or a ``TypeError`` saying what to pass
+    (an SDK's message object, or one message instead of the list, failed deep inside).
+
+    Raises:
+        TypeError: ``messages`` is not a sequence of mappings.
+    """
+    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
+        raise TypeError(
+            f"{function} takes a list of OpenAI-format message dicts, got "
+            f"{type(messages).__name__} (one message goes in a list: [message])"
+        )
+    found = list(messages)
+    for index, message in enumerate(found):
+        if not isinstance(message, Mapping):
+            raise TypeError(
+                f"{function} takes OpenAI-format message dicts; message {index} is a "
+                f"{type(message).__name__} (convert an SDK's message object to a dict first, "
+                "for example with its model_dump())"
+            )
+    return found
+
+
 def coalesce_tool_results(
     messages: Sequence[Mapping[str, object]],
     *,
@@ -236,6 +259,7 @@ def coalesce_tool_results(
     Raises:
         TypeError: Both ``render_call`` and ``dialect`` are given.
     """
+    messages = _messages(messages, "coalesce_tool_results")
     if render_call is not None and dialect is not None:
         raise TypeError("give coalesce_tool_results either render_call or dialect, not both")
     render = render_call or json_call_block
@@ -293,6 +317,7 @@ def ensure_resolvable_user_turn(
     Returns:
         A new list, equal to the input when it already had such a user turn.
     """
+    messages = _messages(messages, "ensure_resolvable_user_turn")
     out = [_copy(message) for message in messages]
     if any(_is_user_query(message) for message in out):
         return out
@@ -383,6 +408,7 @@ def with_tool_instructions(
             ``None``.
         ValueError: ``placement`` is neither of the two.
     """
+    messages = _messages(messages, "with_tool_instructions")
     if placement not in ("system", "first_user"):
         raise ValueError(f"placement must be 'system' or 'first_user', not {placement!r}")
     block = f"{BLOCK_BEGIN}\n{protocol}\n\n{catalogue}\n{BLOCK_END}"
@@ -453,6 +479,7 @@ def pair_tool_cycles(messages: Sequence[Mapping[str, object]]) -> list[dict[str,
     Returns:
         A new list of new messages.
     """
+    messages = _messages(messages, "pair_tool_cycles")
     owner_of, exact = _cycles(messages)
     out: list[dict[str, object]] = []
     for index, message in enumerate(messages):

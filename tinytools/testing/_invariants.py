@@ -24,6 +24,7 @@ import fastjsonschema
 import msgspec
 
 from tinytools._patterns import linear
+from tinytools._redact import Redactor
 from tinytools._registry import Registry
 from tinytools._result import DispatchResult
 from tinytools._spec import Exposure, Tool
@@ -426,7 +427,8 @@ def _check_message(
     )
     recoveries = (getattr(e, "recovery", "") for e in events)
     rewrites = {m[1] for m in map(_REWRITE.fullmatch, recoveries) if m}
-    assert message.name == call.name or message.name in rewrites, (
+    # (a name holding a lone surrogate is answered escaped: every result encodes)
+    assert message.name in (call.name, printable(call.name)) or message.name in rewrites, (
         f"call {call.id!r} to {call.name!r} is answered under the name {message.name!r}, "
         "which is neither the requested name nor a rewrite target"
     )
@@ -451,12 +453,12 @@ def _check_message(
     )
     if reasons and not call.name and call.invalid is not None:
         # A call that could not be read and names no tool: its reason is the answer.
-        assert call.invalid.strip()[:40] in message.content, (
+        assert printable(call.invalid.strip()[:40]) in message.content, (
             f"invariant 7: the refusal of unreadable call {call.id!r} does not give its "
             f"reason ({call.invalid!r}): {message.content!r}"
         )
     elif reasons:
-        named = {call.name, *(getattr(e, "tool_name", call.name) for e in reasons)}
+        named = {printable(call.name), *(getattr(e, "tool_name", call.name) for e in reasons)}
         assert any(f"`{name}`" in message.content for name in named), (
             f"invariant 7: the refusal of call {call.id!r} does not name the tool "
             f"({sorted(named)}): {message.content!r}"
@@ -513,7 +515,7 @@ def _check_events(
     for index, event in enumerate(recoveries):
         last = index == len(recoveries) - 1
         if isinstance(event, UnknownToolCall):
-            _check_unknown(call, event, callable_names, executed, message, last)
+            _check_unknown(call, event, callable_names, executed, message, last, registry)
         else:
             _check_invalid(call, event, registry, executed, message, events, last)
 
@@ -525,9 +527,10 @@ def _check_unknown(
     executed: bool,
     message: ToolMessage | None,
     last: bool,
+    registry: Registry,
 ) -> None:
     assert event.requested_name == printable(call.name), f"{event!r} does not name {call!r}"
-    assert event.arguments == _shown(call.arguments), (
+    assert event.arguments == _unknown_shown(call, event, registry), (
         f"invariant 7: call {call.id!r} sent {call.arguments!r}, but the checker saw "
         f"UnknownToolCall report {event.arguments!r} ({event!r})"
     )
@@ -551,6 +554,22 @@ def _check_unknown(
             f"call {call.id!r} was rewritten to {rewrite[1]!r} but neither ran, nor got a "
             f"further recovery event, nor was interrupted by an abort; message={message!r}"
         )
+
+
+def _unknown_shown(call: ToolCall, event: UnknownToolCall, registry: Registry) -> object:
+    """The arguments an unknown call's event shows: verbatim, but with the secrets of
+    every redacting tool the name reaches (itself, a case variant, a rewrite target)
+    redacted — a call never leaks a secret for having missed its tool's name."""
+    names = {call.name, *registry.name_index().variants(call.name)}
+    reached = [registry[name] for name in names if name in registry]
+    rewrite = _REWRITE.fullmatch(event.recovery)
+    if rewrite is not None and rewrite[1] in registry:
+        reached.append(registry[rewrite[1]])
+    paths = tuple(path for tool in reached for path in tool.policy.redact)
+    arguments = call.arguments
+    if paths:
+        arguments = Redactor(paths, loose=True).raw(arguments)[0]
+    return _shown(arguments)
 
 
 def _shown(arguments: object) -> object:
