@@ -74,10 +74,11 @@ class DispatchEnv:
     an instance would make its ``__dict__``, after which CPython 3.13 no longer
     specializes the run's method calls (``run.finish``, ``run.result``) — nor 3.11 and
     3.12 once the process has made many runs (the shared keys of the type's instances
-    then take no new name). What every batch may read is stored on every build; what
-    only admission's opening of calls reads — discovery, a resume's decisions, repeated
-    ids, limits — is stored when ``opens`` is first set (:meth:`_open_calls`), and read
-    only while it is.
+    then take no new name). Storing a slot costs each build, so only what every batch
+    may read is stored on every build; the rest — discovery tools, approvals, a
+    resume's decisions, repeated ids, limits — is stored when ``opens`` is first set
+    (:meth:`_open_calls`), and read only while it is (``discovery``, ``reached`` and
+    ``approved`` are properties that say so).
     """
 
     __slots__ = (

@@ -274,10 +274,13 @@ class Run(Admission):
     """One dispatch's state, filled as the batch goes through the stages (admission's
     own bookkeeping and the batch-wide inputs included: see :class:`Admission`).
 
-    :func:`new_run` builds one: it stores the batch's inputs, the few containers every
-    batch fills and what only an unusual batch sets (its failure, postponed calls), all
-    as slots (see :class:`DispatchEnv` for why no class-level defaults). A dispatch
-    given a synchronous ``on_event`` handler gets a :class:`Handled`.
+    Every attribute is a slot, and there are no class-level defaults (see
+    :class:`DispatchEnv` for why). :func:`new_run` builds one and stores the batch's
+    inputs and what every batch reads; what only an unusual batch reads is stored when
+    that batch needs it, and read only then: the failure and the fatal message once
+    ``halted`` is set, ``recorded`` with a ledger, the postponed calls with the
+    follow-ups and metadata (``extras``, made on first need). A dispatch given a
+    synchronous ``on_event`` handler gets a :class:`Handled`.
     """
 
     __slots__ = (
