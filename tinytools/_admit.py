@@ -204,9 +204,11 @@ class Admission(DispatchEnv):
         return self
 
     def _open_calls(self) -> None:
-        """Admission opens each call from now on: the state it reads then is stored."""
+        """Admission opens each call from now on: the state it reads then is stored
+        (:meth:`DispatchEnv._open_calls`'s too, written out: one frame fewer)."""
         if not self.opens:
-            DispatchEnv._open_calls(self)
+            self.opens = True
+            self._intrinsics = self._reached = self._approved = None
             self.seen = self.resume = self.cancelled = self.expired = None
             self.limited = False
 
@@ -214,7 +216,8 @@ class Admission(DispatchEnv):
         self, cancelled: Callable[[], bool] | None, expired: Callable[[], bool] | None, used: int
     ) -> None:
         """The stop checks and the slots already used, when a pass has any."""
-        self._open_calls()
+        if not self.opens:
+            self._open_calls()
         self.cancelled = cancelled
         self.expired = expired
         self.used = used

@@ -724,12 +724,18 @@ def new_run(
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
     if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
+    queued = None  # an async on_event handler, which the run's Sink awaits
     if on_event is None:
         run: Run = Run()
     elif _LAST_SYNC_HANDLER[0]() is on_event or not _is_async_handler(on_event):
-        run = Handled()  # a synchronous handler
+        # The run (a Handled) hands each event to the handler itself: no sink to build,
+        # no weak reference. A handler that raises halts the run, and no call starts
+        # after that (see dispatch).
+        run = Handled()
+        run.on_event = on_event  # type: ignore[attr-defined]  # a Handled's
     else:
-        run = Run()  # an async one, which a Sink awaits
+        run = Run()
+        queued = on_event
     # DispatchEnv.__init__, written out (one frame fewer per dispatch).
     run.tools = tools if type(tools) is Registry else _registry(tools, context, calls)
     run.policy = policy
@@ -759,13 +765,8 @@ def new_run(
     run.verdicts = run.admitted = []  # type: ignore[assignment]
     if on_event is None:
         run.emit = run.events.append
-    elif type(run) is Handled:
-        # The run (a Handled) hands each event to the handler itself: no sink to build,
-        # no weak reference. A handler that raises halts the run, and no call starts
-        # after that (see dispatch).
-        run.on_event = on_event  # type: ignore[attr-defined]  # a Handled's
-    else:  # an async handler needs the event loop
-        sink = run.sink = Sink(run, on_event)
+    elif queued is not None:  # an async handler needs the event loop
+        sink = run.sink = Sink(run, queued)
         run.emit = sink.queue
         run.preflight = True
     # One call cannot repeat an id, nor can a batch whose ids are all distinct (told
