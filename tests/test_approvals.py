@@ -6,17 +6,21 @@ import msgspec
 import pytest
 
 from tinytools import (
+    Allow,
     ApprovalRequired,
+    Cancellation,
     DeferredToolRequests,
     DeferredToolResults,
     Deny,
     Inject,
     Registry,
     RunContext,
+    RunPolicy,
     Tool,
     ToolCall,
     ToolPolicy,
     ToolResult,
+    after_tool,
     before_tool,
     dispatch,
     dispatch_sync,
@@ -349,6 +353,51 @@ class TestInlineHandler:
         assert {"1": "denied", "2": "denied", "3": "denied"} == {
             m.tool_call_id: m.status for m in result.messages
         }
+
+    def test_hooks_read_the_approved_ids(self) -> None:
+        """Hooks read which calls a human approved: none on a fresh batch (with a
+        deadline, limits and a cancellation), the resumed call on resume, and a call an
+        earlier hook allowed."""
+        seen: list[tuple[object, ...]] = []
+
+        def before(call: ToolCall, env: DispatchEnv) -> ToolCall:
+            seen.append(("before", call.id, sorted(env.approved), env.is_call_approved(call.id)))
+            return call
+
+        def after(call: ToolCall, result: ToolResult, env: DispatchEnv) -> ToolResult:
+            seen.append(("after", call.id, sorted(env.approved)))
+            return result
+
+        hooks = [before_tool(before), after_tool(after)]
+        policy = RunPolicy(deadline=30, max_tool_calls=5)
+        cancellation = Cancellation()
+        first = dispatch_sync(
+            [ToolCall("1", "pay", '{"amount": 5}')],
+            TOOLS,
+            middleware=hooks,
+            policy=policy,
+            cancellation=cancellation,
+        )
+        assert first.deferred is not None
+        assert [("before", "1", [], False)] == seen  # then deferred: no after_tool
+        seen.clear()
+        resumed = dispatch_sync(
+            first.deferred.approvals,
+            TOOLS,
+            middleware=hooks,
+            policy=policy,
+            cancellation=cancellation,
+            approvals=first.deferred.approve_all(),
+        )
+        assert ["paid 5"] == [m.content for m in resumed.messages]
+        assert [("before", "1", ["1"], True), ("after", "1", ["1"])] == seen
+        seen.clear()
+        allow = before_tool(lambda call, env: Allow())
+        allowed = dispatch_sync(
+            [ToolCall("2", "pay", '{"amount": 6}')], TOOLS, middleware=[allow, *hooks]
+        )
+        assert ["paid 6"] == [m.content for m in allowed.messages]
+        assert [("before", "2", ["2"], True), ("after", "2", ["2"])] == seen
 
     def test_async_handler_refused_by_dispatch_sync(self) -> None:
         """dispatch_sync cannot await an async handler and says so."""

@@ -17,9 +17,13 @@ from tinytools import (
     ToolCall,
     ToolDefinitionError,
     ToolPolicyMiddleware,
+    ToolResult,
+    after_tool,
+    before_tool,
     dispatch_sync,
     tool,
 )
+from tinytools._dispatch_env import DispatchEnv
 from tinytools.discovery import SEARCH_LIMIT, Catalog, Discovery, Match, declaration_bytes
 from tinytools.events import Event, ToolSearched, ToolStarted
 from tinytools.formats import openai_chat
@@ -322,6 +326,44 @@ class TestToolCall:
         )
         started = [e for e in result.events if isinstance(e, ToolStarted)]  # type: ignore[attr-defined]
         assert [("c", "convert_currency")] == [(e.call_id, e.tool_name) for e in started]
+
+    def test_hooks_see_discovery_and_the_reached_tool(self) -> None:
+        """A before_tool hook reads the registry's discovery tools and the deferred tool
+        the call reached through tool_call; an after_tool hook the discovery tools
+        (whatever else the batch sets: a deadline, limits, a repeated id). Without
+        discovery tools, both read None."""
+        seen: list[tuple[object, ...]] = []
+
+        def before(c: ToolCall, env: DispatchEnv) -> ToolCall:
+            found = env.discovery
+            seen.append(("before", c.id, found and found.call, env.reached))
+            return c
+
+        def after(c: ToolCall, result: ToolResult, env: DispatchEnv) -> ToolResult:
+            found = env.discovery
+            seen.append(("after", c.id, found and found.search))
+            return result
+
+        hooks = [before_tool(before), after_tool(after)]
+        wrapped = {"name": "convert_currency", "arguments": {"amount": 2, "currency": "EUR"}}
+        result = run(
+            ToolCall("c", "tool_call", wrapped),
+            ToolCall("w", "get_weather", {"city": "Oslo"}),
+            ToolCall("w", "get_weather", {"city": "Rome"}),
+            middleware=hooks,
+            policy=RunPolicy(deadline=30, max_tool_calls=1),
+        )
+        assert ["2.0 EUR", "error", "error"] == [
+            m.content if m.status == "ok" else m.status
+            for m in result.messages  # type: ignore[attr-defined]
+        ]
+        assert [
+            ("before", "c", "tool_call", "convert_currency"),
+            ("after", "c", "tool_search"),
+        ] == seen
+        seen.clear()
+        dispatch_sync([ToolCall("w", "get_weather", {"city": "Oslo"})], TOOLS, middleware=hooks)
+        assert [("before", "w", None, None), ("after", "w", None)] == seen
 
     def test_arguments_as_text(self) -> None:
         """String arguments are decoded (and repaired) like a direct call's."""

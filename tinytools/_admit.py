@@ -148,11 +148,26 @@ class Admission(DispatchEnv):
 
     ``dispatch``'s run state extends it (one object per dispatch: the env the hooks
     see, admission's bookkeeping and the run's state): the fields below are what
-    admission reads and fills. What a batch without limits leaves alone is a
-    class-level default; :meth:`admission` sets the stop checks and the slots used.
+    admission reads and fills, all slots (see :class:`DispatchEnv` for why). What
+    only the opening of calls reads (``seen``, ``resume``, the limits and stop checks)
+    is stored when ``opens`` is first set (:meth:`_open_calls`), and read only while it
+    is; the rest is stored when the run is built.
     """
 
-    __slots__ = ("admitted", "emit", "opens", "preflight", "stack", "used", "verdicts")
+    __slots__ = (
+        "admitted",
+        "cancelled",
+        "emit",
+        "expired",
+        "injecting",
+        "limited",
+        "preflight",
+        "resume",
+        "seen",
+        "stack",
+        "used",
+        "verdicts",
+    )
 
     stack: Stack
     emit: Emit
@@ -166,38 +181,47 @@ class Admission(DispatchEnv):
     #: ``Plan.plain``), or the run resumes, records to a ledger, hands events to an
     #: async handler or has a tool timeout.
     preflight: bool
-    # Class-level defaults: what admission reads only when ``opens`` says so.
+    # Stored, and read, only once ``opens`` is set:
     #: The host's decisions, on resume.
-    resume: DeferredToolResults | None = None
-    #: The ids of the calls admitted so far (made only for a batch of several calls).
-    seen: set[str] | None = None
-    cancelled: Callable[[], bool] | None = None
-    expired: Callable[[], bool] | None = None
+    resume: DeferredToolResults | None
+    #: The ids of the calls admitted so far (made only for a batch that repeats an id).
+    seen: set[str] | None
+    #: Whether the limits are checked as each call is opened (else skipped outright).
+    limited: bool
+    #: The stop checks.
+    cancelled: Callable[[], bool] | None
+    expired: Callable[[], bool] | None
     #: The ``max_tool_calls`` slots used: each call admission opens takes one when
     #: ``limited``; a batch that cannot reach its limit takes them all at once (see
-    #: ``_run.new_run``); a deferred call gives its slot back. A slot, not a class-level
-    #: default, though most batches leave it 0: a limited batch sets it, and setting a
-    #: default makes the run's ``__dict__``, after which CPython 3.12+ no longer
-    #: specializes the run's method calls (``run.finish(...)``) at all.
+    #: ``_run.new_run``); a deferred call gives its slot back.
     used: int
-    #: Whether the limits are checked as each call is opened (else skipped outright).
-    limited = False
     #: Whether an admitted tool injects (dispatch checks the context before any runs).
-    injecting = False
+    injecting: bool
 
     @property
     def env(self) -> DispatchEnv:
         """The batch-wide inputs: this object itself."""
         return self
 
+    def _open_calls(self) -> None:
+        """Admission opens each call from now on: the state it reads then is stored
+        (:meth:`DispatchEnv._open_calls`'s too, written out: one frame fewer)."""
+        if not self.opens:
+            self.opens = True
+            self._intrinsics = self._reached = self._approved = None
+            self.seen = self.resume = self.cancelled = self.expired = None
+            self.limited = False
+
     def admission(
         self, cancelled: Callable[[], bool] | None, expired: Callable[[], bool] | None, used: int
     ) -> None:
         """The stop checks and the slots already used, when a pass has any."""
+        if not self.opens:
+            self._open_calls()
         self.cancelled = cancelled
         self.expired = expired
         self.used = used
-        self.limited = self.opens = True
+        self.limited = True
 
 
 def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
@@ -298,7 +322,7 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         if call.id in seen:
             return _repeated(index, call, batch)
         seen.add(call.id)
-    if batch.discovery is not None:  # tool_call unwrapped, tool_search answered
+    if batch._intrinsics is not None:  # tool_call unwrapped, tool_search answered
         opened = discovery_opening(call, batch)
         if type(opened) is ToolMessage:
             return Answered(index, opened)
@@ -327,10 +351,11 @@ def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
     """Admit one call through the ``before_tool`` hooks, yielding what they return to be
     awaited (``dispatch``; :func:`admit_batch` runs the hooks itself for
     ``dispatch_sync``)."""
-    opened = _opening(index, call, batch)
-    if not isinstance(opened, ToolCall):
-        return opened
-    call = opened
+    if batch.opens:  # repeated ids, discovery, a resume's decisions, limits
+        opened = _opening(index, call, batch)
+        if not isinstance(opened, ToolCall):
+            return opened
+        call = opened
     env = batch
     approved = call if env.is_call_approved(call.id) else None
     for hook in batch.stack.befores:

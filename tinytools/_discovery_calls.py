@@ -110,8 +110,8 @@ def opening(call: ToolCall, batch: Admission) -> ToolCall | ToolMessage:
     host's decision binds it, as every resumed call does.
     """
     env = batch
-    env.reached = None
-    intrinsics = env.discovery
+    env._reached = None
+    intrinsics = env._intrinsics
     assert intrinsics is not None
     name = call.name
     if name == intrinsics.call and env.lookup(name) is not None:
@@ -122,7 +122,7 @@ def opening(call: ToolCall, batch: Admission) -> ToolCall | ToolMessage:
         target = env.tools.get(name)
         deferred = target is not None and target.exposure is Exposure.Deferred
         if deferred and env.lookup(intrinsics.call) is not None:
-            env.reached = name
+            env._reached = name
     return call
 
 
@@ -189,7 +189,7 @@ def _unwrapped(call: ToolCall, intrinsics: Intrinsics, env: DispatchEnv) -> Tool
             return _error(call, text)
     target = env.tools.get(name)
     if target is not None and target.exposure is Exposure.Deferred:
-        env.reached = name
+        env._reached = name
     return ToolCall(call.id, name, arguments)
 
 

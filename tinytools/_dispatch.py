@@ -122,7 +122,7 @@ def _begin(run: Run, answer: bool = True) -> bool:
         ToolDefinitionError: An admitted tool's injection cannot be satisfied.
     """
     verdicts = run.verdicts
-    if run.resume is not None:  # a decision for another call under a batch id re-defers it
+    if run.opens and run.resume is not None:  # a decision for another call's id re-defers it
         present = {call.id for call in run.calls}
         for call_id in run.resume.unmatched(run.calls):
             if call_id not in present:
@@ -155,9 +155,8 @@ def _begin(run: Run, answer: bool = True) -> bool:
         check_context(injecting, run.context)
     if run.ledger is not None and admitted:
         _started(run, admitted)
-    failure = run.failure
-    if failure is not None:
-        raise _abort_for(run, failure)
+    if run.halted and run.failure is not None:  # (no tool has run: it is not a fatal call)
+        raise _abort_for(run, run.failure)
     return needs_loop or (threaded > 1 and run.policy.max_concurrency > 1)
 
 
@@ -290,7 +289,7 @@ def dispatch_sync(
         cancellation,
     )
     if on_deferred is not None:
-        run.positioning = True  # the two passes are merged by position
+        run.keep_positions()  # the two passes are merged by position
     deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
     result = _pass_sync(run, deadline, 0, backend)
     if result.deferred is None or on_deferred is None:
@@ -416,7 +415,7 @@ async def dispatch(
     )
     if on_deferred is not None:
         _check_on_deferred(on_deferred, sync=False)  # (before anything runs)
-        run.positioning = True  # the two passes are merged by position
+        run.keep_positions()  # the two passes are merged by position
     deadline = None if policy.deadline is None else current_time() + policy.deadline
     result = await _pass_async(run, deadline, 0)
     if result.deferred is None or on_deferred is None:
@@ -499,7 +498,7 @@ def _resumed(
         run.store,
         run.cancellation,
     )
-    again.positioning = True
+    again.keep_positions()
     return again
 
 

@@ -69,29 +69,38 @@ class DispatchEnv:
             ``tool_call`` (callable for that call only), if any.
 
     A dispatch's own state extends this class (``_run.Run``): the hooks of a dispatch
-    receive that one object, whose other attributes are private. What the common
-    batch reads or sets is a slot, stored on every build; what most batches leave
-    unset — approvals, discovery tools — is a class-level default (reading one costs
-    more than reading a slot, and setting one makes the instance's ``__dict__``, which
-    on CPython 3.12+ leaves the run's method calls unspecialized: so only attributes
-    the common batch neither reads nor sets are defaults).
+    receive that one object, whose other attributes are private. It has slots only, no
+    ``__dict__`` (a hook keeps its own state elsewhere): a class-level default set on
+    an instance would make its ``__dict__``, after which CPython 3.13 no longer
+    specializes the run's method calls (``run.finish``, ``run.result``) — nor 3.11 and
+    3.12 once the process has made many runs (the shared keys of the type's instances
+    then take no new name). Storing a slot costs each build, so only what every batch
+    may read is stored on every build; the rest — discovery tools, approvals, a
+    resume's decisions, repeated ids, limits — is stored when ``opens`` is first set
+    (:meth:`_open_calls`), and read only while it is (``discovery``, ``reached`` and
+    ``approved`` are properties that say so).
     """
 
-    __slots__ = ("__dict__", "_context", "_open", "advertised", "policy", "tools")
+    __slots__ = (
+        "_approved",
+        "_context",
+        "_intrinsics",
+        "_open",
+        "_reached",
+        "advertised",
+        "opens",
+        "policy",
+        "tools",
+    )
 
-    #: A slot, though most batches have none: setting a class-level default makes the
-    #: instance's ``__dict__``, after which CPython 3.12+ no longer specializes method
-    #: calls on it, and a class-level default is never specialized where an instance
-    #: can have a ``__dict__`` (``_admit._checked`` reads it for an allow-listed call).
     advertised: Collection[str] | None
-
-    # Class-level defaults (an instance stores only what differs from them).
-    discovery: Intrinsics | None = None
-    reached: str | None = None
-    _approved: set[str] | None = None  # made on first use: most batches approve nothing
     #: Whether admission opens each call (repeated ids, discovery, a resume's decisions,
-    #: limits: see ``_admit``) before it checks the call.
-    opens = False
+    #: limits, approvals: see ``_admit``) before it checks the call.
+    opens: bool
+    # Stored, and read, only once ``opens`` is set (see the class docstring).
+    _intrinsics: Intrinsics | None
+    _reached: str | None
+    _approved: set[str] | None  # made on first use: most batches approve nothing
 
     def __init__(
         self,
@@ -105,11 +114,18 @@ class DispatchEnv:
         self._context = context
         # No allow-list and no advertised set: a lookup is the exposure's alone.
         self._open = True
-        self.advertised = None
+        self.advertised = self._approved = self._intrinsics = self._reached = None
+        self.opens = False
         if advertised is not None or policy.allowlist is not None:
             self._restrict(advertised)
         if tools._discovery is not None:  # type: ignore[attr-defined]
             self._discover()
+
+    def _open_calls(self) -> None:
+        """Admission opens each call from now on: the state it reads then is stored."""
+        if not self.opens:
+            self.opens = True
+            self._intrinsics = self._reached = self._approved = None
 
     def _restrict(self, advertised: Collection[str] | None) -> None:
         """An allow-list or advertised names: every lookup checks them."""
@@ -124,8 +140,20 @@ class DispatchEnv:
     def _discover(self) -> None:
         """The registry's discovery tools (found once per registry: its ``_discovery`` is
         None once the registry is known to hold none)."""
-        self.discovery = intrinsics_of(self.tools)
-        self.opens = True
+        found = intrinsics_of(self.tools)
+        if found is not None:
+            self._open_calls()
+            self._intrinsics = found
+
+    @property
+    def discovery(self) -> Intrinsics | None:
+        """The registry's discovery tools, if any (see the class docstring)."""
+        return self._intrinsics if self.opens else None
+
+    @property
+    def reached(self) -> str | None:
+        """The ``Deferred`` tool the call being admitted reached through ``tool_call``."""
+        return self._reached if self.opens else None
 
     @property
     def context(self) -> Context:
@@ -138,6 +166,7 @@ class DispatchEnv:
     @property
     def approved(self) -> set[str]:
         """Ids of the calls a human approved (see the class docstring)."""
+        self._open_calls()
         approved = self._approved
         if approved is None:
             approved = self._approved = set()
@@ -145,8 +174,7 @@ class DispatchEnv:
 
     def is_call_approved(self, call_id: str) -> bool:
         """Whether a human approved ``call_id``."""
-        approved = self._approved
-        return approved is not None and call_id in approved
+        return self.opens and (approved := self._approved) is not None and call_id in approved
 
     def lookup(self, name: str) -> AnyTool | None:
         """The tool ``name`` names, when the model may call it this turn (fail closed)."""

@@ -262,14 +262,25 @@ class Positions(NamedTuple):
     executed: tuple[int, ...]
 
 
+#: What a :meth:`Run.keep_positions` run's result recorded while it was the common one
+#: (every call admitted, ran and answered): :meth:`Run.positioned` makes it on demand.
+_COMMON = Positions((), (), ())
+
+#: A batch's follow-ups, metadata by call id, and postponed calls by index.
+_Extras = tuple[list[FollowUp], dict[str, dict[str, object]], dict[int, Postponed]]
+
+
 class Run(Admission):
     """One dispatch's state, filled as the batch goes through the stages (admission's
     own bookkeeping and the batch-wide inputs included: see :class:`Admission`).
 
-    :func:`new_run` builds one: it stores the batch's inputs and the few containers
-    every batch fills, as slots; what only an unusual batch reads — its failure,
-    postponed calls — is a class-level default until it is set. A dispatch given
-    ``on_event`` gets a :class:`Handled`.
+    Every attribute is a slot, and there are no class-level defaults (see
+    :class:`DispatchEnv` for why). :func:`new_run` builds one and stores the batch's
+    inputs and what every batch reads; what only an unusual batch reads is stored when
+    that batch needs it, and read only then: the failure and the fatal message once
+    ``halted`` is set, ``recorded`` with a ledger, the postponed calls with the
+    follow-ups and metadata (``extras``, made on first need). A dispatch given a
+    synchronous ``on_event`` handler gets a :class:`Handled`.
     """
 
     __slots__ = (
@@ -279,8 +290,12 @@ class Run(Admission):
         "cancellation",
         "events",
         "extras",
+        "failure",
+        "fatal",
         "halted",
         "ledger",
+        "positions",
+        "recorded",
         "sink",
         "store",
     )
@@ -290,24 +305,27 @@ class Run(Admission):
     #: A call's answer by index; None from its start until it is answered (a call that
     #: is postponed leaves it).
     answers: dict[int, ToolMessage | None]
-    #: The batch's follow-ups and metadata, made on first need (most batches have none).
-    extras: tuple[list[FollowUp], dict[str, dict[str, object]]] | None
+    #: The batch's follow-ups, metadata and postponed calls (by index), made on first
+    #: need (most batches have none).
+    extras: _Extras | None
     sink: Sink | None
     store: ArtifactStore | None
     ledger: EffectLedger | None
     cancellation: Cancellation | None
     #: Fatal or failed: no further call may start.
     halted: bool
-
-    failure: Exception | None = None  # a hook or host callback that raised
-    fatal: str | None = None
-    recorded = False  # the ledger holds the admitted calls' started rows
-    postponed: dict[int, Postponed] | None = None
-    #: Whether a result records where its calls went (``on_deferred`` merges two passes
-    #: by it), and what the last result that is not the common one (every call ran and
-    #: was answered) recorded.
-    positioning = False
-    positions: Positions | None = None
+    # Stored, and read, only once ``halted`` is set:
+    #: The first hook or host callback that raised.
+    failure: Exception | None
+    #: The first fatal call's message.
+    fatal: str | None
+    #: The ledger holds the admitted calls' started rows (stored, and read, only with a
+    #: ledger).
+    recorded: bool
+    #: None, or a result records where its calls went (``on_deferred`` merges two passes
+    #: by it): what the last result that is not the common one (every call ran and was
+    #: answered) recorded, or :data:`_COMMON` (see :meth:`keep_positions`).
+    positions: Positions | None
 
     # new_run calls ``Run()`` and fills the bare object: with object's own __init__
     # (not DispatchEnv's), the class call makes no argument tuple and goes through no
@@ -318,9 +336,16 @@ class Run(Admission):
 
     def fail(self, error: Exception) -> None:
         """Record the first hook or host callback that raised: the batch must abort."""
-        if self.failure is None:
+        if not self.halted:
+            self.halted = True
             self.failure = error
-        self.halted = True
+            self.fatal = None
+        elif self.failure is None:
+            self.failure = error
+
+    def keep_positions(self) -> None:
+        """Have each result record where the batch's calls went (see :meth:`positioned`)."""
+        self.positions = _COMMON
 
     # --- one call -----------------------------------------------------------------
 
@@ -378,16 +403,18 @@ class Run(Admission):
         self.emit(event)
         if self.ledger is not None:
             self._settle(call, message)
-        if kind is Fatal and self.fatal is None:
-            self.fatal = outcome.message  # type: ignore[attr-defined]
-            self.halted = True
+        if kind is Fatal:
+            if not self.halted:
+                self.halted = True
+                self.fatal = outcome.message  # type: ignore[attr-defined]
+                self.failure = None
+            elif self.fatal is None:
+                self.fatal = outcome.message  # type: ignore[attr-defined]
 
     def _postpone(self, item: Admitted, outcome: Postponed) -> None:
         """The tool raised ``ApprovalRequired`` or ``CallDeferred``: the call is deferred."""
         call = item.call
-        if self.postponed is None:
-            self.postponed = {}
-        self.postponed[item.index] = outcome
+        self._extra()[2][item.index] = outcome
         self.answers.pop(item.index, None)  # started, and answered by no message
         if self.ledger is not None:  # deferred before acting: it may start again
             self._release(call)
@@ -472,12 +499,12 @@ class Run(Admission):
         if metadata:
             self._extra()[1][call.id] = metadata
 
-    def _extra(self) -> tuple[list[FollowUp], dict[str, dict[str, object]]]:
-        """The batch's follow-ups and metadata (made on first need: most batches have
-        neither)."""
+    def _extra(self) -> _Extras:
+        """The batch's follow-ups, metadata and postponed calls (made on first need: most
+        batches have none)."""
         extras = self.extras
         if extras is None:
-            extras = self.extras = ([], {})
+            extras = self.extras = ([], {}, {})
         return extras
 
     def _settle(self, call: ToolCall, message: ToolMessage) -> None:
@@ -530,8 +557,9 @@ class Run(Admission):
         extras = self.extras
         follow_ups: tuple[FollowUp, ...] = ()
         metadata: dict[str, dict[str, object]] = {}
+        postponements: dict[int, Postponed] = {}
         if extras is not None:
-            follow_ups, metadata = tuple(extras[0]), extras[1]
+            follow_ups, metadata, postponements = tuple(extras[0]), extras[1], extras[2]
         if stop is None:
             stop = Stop.CANCELLED
         aborted = stop is Stop.ABORTED
@@ -546,7 +574,6 @@ class Run(Admission):
         calls_at: list[int] = []
         approvals_at: list[int] = []
         executed_at: list[int] = []
-        postponements = self.postponed or {}
         verdicts = self.verdicts
         for index, call in enumerate(calls):
             verdict = verdicts[index] if index < len(verdicts) else None
@@ -584,14 +611,15 @@ class Run(Admission):
             answer = answers.get(index)
             if answer is None:
                 answer = error_message(shown_name(call), stop.message(), "interrupted")
-                if kind is Admitted and self.recorded:  # in the ledger, never ran
+                if kind is Admitted and self.ledger is not None and self.recorded:
+                    # in the ledger, never ran
                     self._settle(call, answer)
             messages.append(answer)
             answered_at.append(index)
         deferred = None
         if deferred_calls or approvals:
             deferred = DeferredToolRequests(tuple(deferred_calls), tuple(approvals), deferred_meta)
-        if self.positioning:  # kept only for on_deferred's merge
+        if self.positions is not None:  # kept only for on_deferred's merge
             self.positions = Positions(
                 tuple(answered_at), tuple(calls_at + approvals_at), tuple(executed_at)
             )
@@ -601,9 +629,10 @@ class Run(Admission):
 
     def positioned(self) -> Positions:
         """Where the calls of the last :meth:`result` went, by position in the batch (a
-        run whose ``positioning`` is set)."""
-        if self.positions is not None:
-            return self.positions
+        run told to :meth:`keep_positions`)."""
+        positions = self.positions
+        if positions is not None and positions is not _COMMON:
+            return positions
         every = tuple(range(len(self.calls)))  # the common result: every call ran, answered
         return Positions(every, (), every)
 
@@ -613,12 +642,12 @@ class Run(Admission):
 
 
 class Handled(Run):
-    """The run of a dispatch given an ``on_event`` handler (a :class:`Run` is built only
-    without one): a synchronous handler gets each event as it happens.
+    """The run of a dispatch given a synchronous ``on_event`` handler, which gets each
+    event as it happens.
 
     Its :meth:`emit` is a method of the run itself — no sink object per dispatch, no
-    weak reference, and one frame per event. (An async handler's run keeps its
-    :class:`Sink`'s ``queue`` as its own ``emit``, which comes before the method.)
+    weak reference, and one frame per event. (An async handler's run is a plain
+    :class:`Run`, whose ``emit`` is its :class:`Sink`'s ``queue``.)
 
     No lock is held while the handler runs (a handler may cancel the batch, or be
     called from a tool's worker thread). An exception from the handler does not unwind
@@ -695,14 +724,26 @@ def new_run(
         raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
     if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
         raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
-    run: Run = (Run if on_event is None else Handled)()
+    queued = None  # an async on_event handler, which the run's Sink awaits
+    if on_event is None:
+        run: Run = Run()
+    elif _LAST_SYNC_HANDLER[0]() is on_event or not _is_async_handler(on_event):
+        # The run (a Handled) hands each event to the handler itself: no sink to build,
+        # no weak reference. A handler that raises halts the run, and no call starts
+        # after that (see dispatch).
+        run = Handled()
+        run.on_event = on_event  # type: ignore[attr-defined]  # a Handled's
+    else:
+        run = Run()
+        queued = on_event
     # DispatchEnv.__init__, written out (one frame fewer per dispatch).
     run.tools = tools if type(tools) is Registry else _registry(tools, context, calls)
     run.policy = policy
     run._context = context
     run._open = True
-    run.opens = run.preflight = False
-    run.advertised = None
+    # (what only an unusual batch reads is stored when it is needed: see DispatchEnv)
+    run.opens = run.preflight = run.injecting = False
+    run.advertised = run.positions = run.extras = run.sink = None
     if advertised is not None:
         run._restrict(advertised)
     if run.tools._discovery is not None:  # type: ignore[attr-defined]
@@ -722,30 +763,24 @@ def new_run(
     # The admitted calls are the verdicts themselves while every verdict is Admitted
     # (dispatch's preflight keeps a list of its own once one is not).
     run.verdicts = run.admitted = []  # type: ignore[assignment]
-    # Made on first need: most batches carry no extras.
-    run.extras = None
-    run.sink = None
     if on_event is None:
         run.emit = run.events.append
-    elif _LAST_SYNC_HANDLER[0]() is on_event or not _is_async_handler(on_event):
-        # The run (a Handled) hands each event to the handler itself: no sink to build,
-        # no weak reference. A handler that raises halts the run, and no call starts
-        # after that (see dispatch).
-        run.on_event = on_event  # type: ignore[attr-defined]  # a Handled's
-    else:  # an async handler needs the event loop
-        sink = run.sink = Sink(run, on_event)
-        run.emit = sink.queue  # (on a Handled, it comes before the class's method)
+    elif queued is not None:  # an async handler needs the event loop
+        sink = run.sink = Sink(run, queued)
+        run.emit = sink.queue
         run.preflight = True
     # One call cannot repeat an id, nor can a batch whose ids are all distinct (told
     # at once, in C): only a batch that repeats one checks each call's id.
     if len(calls) > 1 and len(set(map(_call_id, calls))) != len(calls):
+        run._open_calls()
         run.seen = set()
-        run.opens = True
     if resume is not None:
+        run._open_calls()
         run.resume = resume
-        run.opens = run.preflight = True
+        run.preflight = True
     if ledger is not None:
         run.preflight = True
+        run.recorded = False
     if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
         if policy.allowlist is not None:
             run._open = False
@@ -760,7 +795,8 @@ def new_run(
             # Admission.admission.)
             count = len(calls)
             if run.opens or count > most:
-                run.limited = run.opens = True
+                run._open_calls()
+                run.limited = True
             else:
                 run.used = count
     return run
