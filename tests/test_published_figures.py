@@ -26,17 +26,21 @@ def _text(path: Path) -> str:
     return " ".join(path.read_text(encoding="utf-8").split())
 
 
-@pytest.fixture(scope="module")
-def run() -> dict[tuple[str, str], dict[str, float]]:
-    """The dispatch benchmark's rows of the published run, by (section, row)."""
-    path = RESULTS / "latest.jsonl"
+def _dispatch_rows(path: Path) -> dict[tuple[str, str], dict[str, float]]:
+    """The dispatch benchmark's rows of the run in ``path``, by (section, row)."""
     if not path.is_file():
         pytest.skip(f"{path} is not here (an installed package?)")
     for line in path.read_text(encoding="utf-8").splitlines():
         document = json.loads(line)
         if document["benchmark"] == "dispatch":
             return {(r["section"], r["row"]): r for r in document["results"]}
-    pytest.fail("latest.jsonl holds no dispatch benchmark")
+    pytest.fail(f"{path} holds no dispatch benchmark")
+
+
+@pytest.fixture(scope="module")
+def run() -> dict[tuple[str, str], dict[str, float]]:
+    """The dispatch benchmark's rows of the published run."""
+    return _dispatch_rows(RESULTS / "latest.jsonl")
 
 
 def _row(run: dict[tuple[str, str], dict[str, float]], section: str, row: str) -> dict[str, float]:
@@ -183,14 +187,7 @@ def test_decisions_page_figures(run: dict[tuple[str, str], dict[str, float]]) ->
 
 
 def _kept(name: str) -> dict[tuple[str, str], dict[str, float]]:
-    path = RESULTS / "runs" / f"{name}.jsonl"
-    if not path.is_file():
-        pytest.skip(f"{path} is not here (an installed package?)")
-    for line in path.read_text(encoding="utf-8").splitlines():
-        document = json.loads(line)
-        if document["benchmark"] == "dispatch":
-            return {(r["section"], r["row"]): r for r in document["results"]}
-    pytest.fail(f"{path} holds no dispatch benchmark")
+    return _dispatch_rows(RESULTS / "runs" / f"{name}.jsonl")
 
 
 def test_benchmarks_page_other_runs() -> None:
