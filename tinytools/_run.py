@@ -336,12 +336,15 @@ class Run(Admission):
 
     def fail(self, error: Exception) -> None:
         """Record the first hook or host callback that raised: the batch must abort."""
+        self._halt()
+        if self.failure is None:
+            self.failure = error
+
+    def _halt(self) -> None:
+        """No further call may start; ``failure`` and ``fatal`` are stored from now on."""
         if not self.halted:
             self.halted = True
-            self.failure = error
-            self.fatal = None
-        elif self.failure is None:
-            self.failure = error
+            self.failure = self.fatal = None
 
     def keep_positions(self) -> None:
         """Have each result record where the batch's calls went (see :meth:`positioned`)."""
@@ -404,11 +407,8 @@ class Run(Admission):
         if self.ledger is not None:
             self._settle(call, message)
         if kind is Fatal:
-            if not self.halted:
-                self.halted = True
-                self.fatal = outcome.message  # type: ignore[attr-defined]
-                self.failure = None
-            elif self.fatal is None:
+            self._halt()
+            if self.fatal is None:
                 self.fatal = outcome.message  # type: ignore[attr-defined]
 
     def _postpone(self, item: Admitted, outcome: Postponed) -> None:
