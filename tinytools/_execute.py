@@ -27,15 +27,13 @@ import time
 from collections.abc import Callable
 from types import CodeType
 
-import msgspec
-
 from ._admit import Admitted
 from ._event_loops import wrong_loop
 from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
 from ._run import Run, Stop
 from ._validate import printable
-from ._wire import json_problem, nonfinite
+from ._wire import json_problem
 from ._workers import THREADS, Job
 from .errors import (
     ApprovalRequired,
@@ -249,20 +247,16 @@ def _custom(call_id: str, name: object, data: object) -> Custom:
     """A tool's custom event, refused (to the tool, as a ``TypeError``) unless its name is
     text and the event encodes as JSON — every result must — with no NaN or infinity in
     its data (an encoder writes ``null`` for them, silently changing it)."""
-    event = Custom(call_id=call_id, name=name, data=data)  # type: ignore[arg-type]
-    try:
-        if not isinstance(name, str):
-            raise TypeError(f"the event name must be a str, not {type(name).__name__}")
-        if msgspec.json.encode(event).find(b"null") >= 0 and (
-            where := nonfinite(msgspec.to_builtins(data))
-        ):
-            raise ValueError(f"its data holds NaN or an infinity at `{where}`")
-    except (TypeError, ValueError, OverflowError, RecursionError, UnicodeError) as exc:
+    if not isinstance(name, str):
+        problem: str | None = f"the event name must be a str, not {type(name).__name__}"
+    else:  # (the name too: a lone surrogate in it cannot be encoded)
+        problem = json_problem(name) or json_problem(data)
+    if problem is not None:
         raise TypeError(
-            f"emit({name!r:.40}, ...) cannot be recorded: {exc}; emit a str name and "
+            f"emit({name!r:.40}, ...) cannot be recorded: {problem}; emit a str name and "
             "JSON-encodable data"
-        ) from None
-    return event
+        )
+    return Custom(call_id=call_id, name=name, data=data)  # type: ignore[arg-type]  # a str
 
 
 def timed_out(item: Admitted, timeout: float) -> Failed:
