@@ -46,9 +46,14 @@ class TestWrapReturn:
         assert result is wrap_return(result)
 
     def test_unencodable_named(self) -> None:
-        """A value JSON cannot encode is refused, naming its type and the fix."""
-        with pytest.raises(TypeError, match=r"tool returned a object.*return a str"):
+        """A value JSON cannot encode is refused, naming its type (with no article to get
+        wrong: "a int") and the fix."""
+        with pytest.raises(
+            TypeError, match=r"tool returned a value of type `object`.*return a str"
+        ):
             wrap_return(object())
+        with pytest.raises(TypeError, match=r"tool returned a value of type `int`, which cannot"):
+            wrap_return(10**5000)
 
 
 class TestToolResult:

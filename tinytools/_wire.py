@@ -397,13 +397,13 @@ def return_text(value: object) -> str:
             if inspect.iscoroutine(value):
                 value.close()  # never awaited: closed, not left to warn
             raise TypeError(
-                f"tool returned a {type(value).__qualname__}, which dispatch does not await: "
-                "the tool reads as synchronous; declare it `async def` (a wrapper of an "
-                "async function keeps functools.wraps(fn))"
+                f"tool returned an awaitable (`{type(value).__qualname__}`), which dispatch "
+                "does not await: the tool reads as synchronous; declare it `async def` (a "
+                "wrapper of an async function keeps functools.wraps(fn))"
             ) from None
         raise TypeError(
-            f"tool returned a {type(value).__qualname__}, which cannot be encoded as JSON "
-            f"({exc}); return a str, a JSON-encodable value or a ToolResult"
+            f"tool returned a value of type `{type(value).__qualname__}`, which cannot be "
+            f"encoded as JSON ({exc}); return a str, a JSON-encodable value or a ToolResult"
         ) from None
     if encoded.find(b"null") >= 0:  # NaN and infinities encode as null (`in` costs more)
         where = nonfinite(msgspec.to_builtins(value))
