@@ -253,6 +253,30 @@ class TestTimeout:
         assert "Tool `hang` timed out after 9 seconds." == contents(result)["h"]
         assert 9 == elapsed
 
+    @pytest.mark.parametrize("limit", ["tool_timeout", "deadline"])
+    def test_a_tool_that_refuses_cancellation_is_waited_for(self, limit: str) -> None:
+        """An async tool that catches the cancellation at its timeout (or the batch's
+        deadline) and goes on is waited for — a coroutine cannot be stopped against its
+        will — and the value it then returns is its answer: nothing it did is lost."""
+
+        @tool
+        async def stubborn() -> str:
+            try:
+                await trio.sleep(10)
+            except trio.Cancelled:
+                await trio.lowlevel.cancel_shielded_checkpoint()
+                return "finished anyway"
+            return "never cancelled"
+
+        policy = RunPolicy(**{limit: 1})
+        result, elapsed = on_mock_clock(
+            lambda: dispatch([ToolCall("s", "stubborn", {})], [stubborn], policy=policy)
+        )
+
+        assert {"s": "finished anyway"} == contents(result)
+        assert [("s", "ok")] == statuses(result)
+        assert 1 == elapsed
+
     @pytest.mark.anyio
     async def test_timeout_under_each_backend(self) -> None:
         """Under trio and asyncio alike, a hanging call times out and its sibling is answered."""
