@@ -302,6 +302,16 @@ class TestReasoning:
         assert [{"q": "x"}] == [call.arguments for call in parsed.calls]
         assert f"<think>maybe {CALLS[dialect]}?</think>\n" == parsed.text
 
+    @DIALECTS
+    def test_reasoning_tags_do_not_nest(self, dialect: ModuleType) -> None:
+        """Reasoning ends at the first ``</think>`` after its ``<think>`` (as the serving
+        engines' reasoning parsers read it): a second ``<think>`` inside is text, and a
+        call after that first ``</think>`` is read even if a stray ``</think>`` follows."""
+        call = CALLS[dialect]
+        text = f"<think>a <think> b</think> {call} </think>"
+        parsed = dialect.parse(text, [search_tool()])
+        assert [{"q": "x"}] == [c.arguments for c in parsed.calls]
+
     def test_glm_in_reasoning(self) -> None:
         text = f"<think>{GLM}"
         assert ((), text, ()) == xml.parse(text, [search_tool()])

@@ -108,7 +108,10 @@ def hide_reasoning(text: str, tags: tuple[str, str] = (_THINK, _THINK_END)) -> s
     ``<think>`` never closed runs to the end of the text (a reply cut off
     while thinking); and a ``</think>`` before any ``<think>`` closes
     reasoning the chat template opened, so everything before it is reasoning
-    (Qwen 3, DeepSeek R1). ``tags`` gives another pair of reasoning tags
+    (Qwen 3, DeepSeek R1). Tags do not nest: reasoning ends at the first
+    closing tag after its opening one, as the serving engines' reasoning
+    parsers end it (a ``<think>`` inside reasoning is text, and a call after
+    that first ``</think>`` is a call). ``tags`` gives another pair of reasoning tags
     (Magistral's ``[THINK]``, ``[/THINK]``). Linear: one forward scan with
     ``str.find``.
     """
