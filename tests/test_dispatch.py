@@ -123,6 +123,19 @@ external = Tool.from_schema("lookup", "Host-executed.", {"type": "object", "prop
 TOOLS = Registry.of(add, admin, fallback, report, big, pay, needs_ok, later, stored, external)
 
 
+class _PutIsNoFunction:
+    """An artifact store whose ``put`` is an attribute that cannot be called."""
+
+    put = 3
+
+
+class _AsyncPut:
+    """An artifact store whose ``put`` is a coroutine function (never awaited by fold)."""
+
+    async def put(self, run_id: str, call_id: str, artifact: Artifact) -> object:
+        raise AssertionError("never called")
+
+
 @pytest.fixture(autouse=True)
 def _reset() -> None:
     ran.clear()
@@ -892,6 +905,34 @@ class TestInputs:
             dispatch_sync(calls, TOOLS, **{keyword: value})  # type: ignore[arg-type]
         with pytest.raises(TypeError, match=says):
             await dispatch(calls, TOOLS, **{keyword: value})  # type: ignore[arg-type]
+        assert [] == ran
+
+    @pytest.mark.parametrize(
+        ("store", "says"),
+        [
+            (object(), "got object, and it has no `put` method"),
+            ("/tmp/artifacts", "got str, and it has no `put` method"),
+            (_PutIsNoFunction(), "its `put` is int, which cannot be called"),
+            (_AsyncPut(), "its `put` is async, which dispatch does not await"),
+        ],
+        ids=["object", "a path", "put-not-callable", "async-put"],
+    )
+    @pytest.mark.anyio
+    async def test_an_artifact_store_without_a_put_to_call_is_refused_before_anything_runs(
+        self, store: object, says: str
+    ) -> None:
+        """Defect: a store without a usable ``put`` was found only once a tool had returned
+        artifacts, after the batch's tools ran (their side effects done, that tool's result
+        lost in the abort); now a TypeError saying what to pass, before any tool runs."""
+        calls = [call("1", "add", '{"a": 1}'), call("2", "report")]
+        refused = "artifacts must be an artifact store"
+        with pytest.raises(TypeError, match=refused) as synchronous:
+            dispatch_sync(calls, TOOLS, artifacts=store)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=refused) as awaited:
+            await dispatch(calls, TOOLS, artifacts=store)  # type: ignore[arg-type]
+        for info in (synchronous, awaited):
+            assert says in str(info.value)
+            assert "MemoryArtifactStore()" in str(info.value)
         assert [] == ran
 
     @pytest.mark.parametrize("context", [{"store": {"k": "v"}}, "run-1"], ids=["dict", "str"])

@@ -16,6 +16,7 @@ from typing import Protocol
 
 import msgspec
 
+from ._spec import is_async_function
 from ._wire import Artifact
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "DirectoryArtifactStore",
     "MemoryArtifactStore",
     "ToolOutput",
+    "check_store",
 ]
 
 
@@ -55,6 +57,40 @@ class ArtifactStore(Protocol):
     def put(self, run_id: str, call_id: str, artifact: Artifact) -> "ArtifactRef":
         """Store ``artifact`` of call ``call_id`` in run ``run_id``."""
         ...
+
+
+_STORE_HINT = (
+    "pass an object with a synchronous `put(run_id, call_id, artifact)` method returning "
+    "an ArtifactRef, such as MemoryArtifactStore() or DirectoryArtifactStore(path)"
+)
+
+
+def check_store(store: object) -> None:
+    """Refuse an ``artifacts`` store dispatch could not call, before any tool runs.
+
+    A store is used only once a tool has returned artifacts: a store without a working
+    ``put`` found then would lose that tool's result (the batch aborts with the tool's
+    side effects done), so it is refused up front, as a non-callable ``on_event`` is.
+    ``put`` is called while a result is folded, which awaits nothing: an ``async def``
+    ``put`` is refused too (its coroutine would never run).
+
+    Raises:
+        TypeError: ``store`` has no ``put``, its ``put`` cannot be called, or is an
+            ``async def`` function; saying what to pass.
+    """
+    put = getattr(store, "put", None)
+    if put is None:
+        problem = "it has no `put` method"
+    elif not callable(put):
+        problem = f"its `put` is {type(put).__name__}, which cannot be called"
+    elif is_async_function(put):
+        problem = "its `put` is async, which dispatch does not await (results fold synchronously)"
+    else:
+        return
+    raise TypeError(
+        f"artifacts must be an artifact store; got {type(store).__name__}, and {problem}: "
+        f"{_STORE_HINT}"
+    )
 
 
 class MemoryArtifactStore:

@@ -33,7 +33,7 @@ from ._admit import (
     shown_name,
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
-from ._artifacts import ArtifactStore
+from ._artifacts import ArtifactStore, check_store
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
 from ._inject import Cancellation, Context
@@ -708,8 +708,9 @@ def new_run(
     object's ``__init__``) and fills it.
 
     Raises:
-        TypeError: A call is not a ``ToolCall``, or ``policy``/``approvals`` has the
-            wrong type.
+        TypeError: A call is not a ``ToolCall``, ``policy``/``approvals`` has the
+            wrong type, ``on_event`` cannot be called, or ``store`` has no ``put`` to
+            call.
     """
     if type(calls) is not tuple:
         calls = tuple(calls)  # read an iterator once
@@ -751,6 +752,8 @@ def new_run(
     run.calls = calls
     # (any other empty sequence is found empty by composed)
     run.stack = NO_MIDDLEWARE if middleware is _NO_HOOKS else composed(middleware)
+    if store is not None:  # (used only once a tool returned artifacts: checked now)
+        check_store(store)
     run.store = store
     run.ledger = ledger
     run.cancellation = cancellation
