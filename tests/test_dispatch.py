@@ -14,6 +14,7 @@ from tinytools import (
     Allow,
     ApprovalRequired,
     Artifact,
+    ArtifactRef,
     CallDeferred,
     Context,
     Defer,
@@ -121,6 +122,10 @@ def stored(key: str, db: Inject[Store[dict[str, str]]]) -> str:
 external = Tool.from_schema("lookup", "Host-executed.", {"type": "object", "properties": {}})
 
 TOOLS = Registry.of(add, admin, fallback, report, big, pay, needs_ok, later, stored, external)
+
+
+async def _never_awaited() -> None:
+    """What an artifact store's ``put`` returns when it is not awaited."""
 
 
 class _PutIsNoFunction:
@@ -622,6 +627,49 @@ class TestFold:
         [ref] = result.messages[0].artifact.artifacts  # type: ignore[union-attr]
         assert ref.uri.startswith("file://")
         assert ref.uri.endswith("/r/_c/r.csv")
+
+    @pytest.mark.parametrize(
+        ("returned", "says"),
+        [
+            (lambda: None, "its put() returned NoneType"),
+            (lambda: "memory://r/c/r.csv", "its put() returned str"),
+            (lambda: _never_awaited(), "its put() returned coroutine"),
+            (
+                lambda: ArtifactRef("r.csv", "text/csv", "memory://x", "8"),  # type: ignore[arg-type]
+                "Expected `int`, got `str` - at `$.size`",
+            ),
+            (
+                lambda: ArtifactRef("r.csv", "text/csv", object(), 8),  # type: ignore[arg-type]
+                "Encoding objects of type object is unsupported",
+            ),
+        ],
+        ids=["none", "str", "coroutine", "size-str", "uri-object"],
+    )
+    def test_a_store_answering_without_a_reference_aborts_with_every_call_answered(
+        self, returned: object, says: str
+    ) -> None:
+        """Defect: what ``put`` returned went into the message as it was: a result holding
+        ``None`` or a coroutine (which then never ran) as its artifact reference, or one
+        that no longer encodes. A wrong answer found once the tool ran aborts the batch,
+        as a failing store does, every call answered and the result encoding."""
+
+        class Store:
+            def put(self, run_id: str, call_id: str, artifact: Artifact) -> object:
+                return returned()  # type: ignore[operator]
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(
+                [call("c", "report"), call("a", "add", '{"a": 1}')], TOOLS, artifacts=Store()
+            )
+        assert "the artifact store" in info.value.reason
+        assert isinstance(info.value.__cause__, TypeError)
+        assert says in str(info.value.__cause__)
+        assert "return ArtifactRef(name, media_type, uri, size)" in str(info.value.__cause__)
+        lost, skipped = info.value.result.messages
+        assert "ran, but its result was lost" in lost.content
+        assert "interrupted" == skipped.status
+        assert [] == ran  # the abort stops the batch: no call starts after it
+        msgspec.json.encode(info.value.result)
 
     def test_truncation(self) -> None:
         """Content over max_result_bytes is cut on a character boundary with a marker."""
