@@ -283,6 +283,8 @@ _WHERE = [
     "admission: on_event",
     "admission: before_tool",
     "start: on_event",
+    "during: on_event via Emit",
+    "during: on_event via Emit in a thread",
     "after: after_tool",
     "after: on_event",
     "after: async on_event",
@@ -303,7 +305,9 @@ class TestHostBaseExceptions:
         self, where: str, concurrency: int, raised: BaseException
     ) -> None:
         """Defect: under trio with max_concurrency above 1 it came out wrapped in a
-        BaseExceptionGroup (bare under asyncio, and serially)."""
+        BaseExceptionGroup (bare under asyncio, and serially); and raised by ``on_event``
+        inside a tool's ``Emit`` it became that call's error message, telling the model
+        the host's exception."""
         name, options = _host_raising(where, raised)
         calls = [call(str(n), name, {"n": n}) for n in range(3)]
         if where == "admission: on_event":

@@ -288,6 +288,7 @@ class Run(Admission):
         "answers",
         "calls",
         "cancellation",
+        "escaped",
         "events",
         "extras",
         "failure",
@@ -319,6 +320,10 @@ class Run(Admission):
     failure: Exception | None
     #: The first fatal call's message.
     fatal: str | None
+    #: What the host's ``on_event`` handler raised through a tool's ``Emit`` and the run
+    #: does not keep (a ``BaseException`` that is no ``Exception``): the tool's failure
+    #: handling re-raises it (stored, and read, only then: ``_execute.retry_wait``).
+    escaped: BaseException
     #: The ledger holds the admitted calls' started rows (stored, and read, only with a
     #: ledger).
     recorded: bool
