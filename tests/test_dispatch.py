@@ -128,6 +128,13 @@ async def _never_awaited() -> None:
     """What an artifact store's ``put`` returns when it is not awaited."""
 
 
+class _NoStore:
+    """An artifact store never reached (what it stores is not the point)."""
+
+    def put(self, run_id: str, call_id: str, artifact: Artifact) -> ArtifactRef:
+        raise AssertionError("never called")
+
+
 class _PutIsNoFunction:
     """An artifact store whose ``put`` is an attribute that cannot be called."""
 
@@ -988,9 +995,9 @@ class TestInputs:
     async def test_a_context_that_is_no_context_is_refused_before_anything_runs(
         self, context: object
     ) -> None:
-        """An injecting tool, or a ledger, reads the context: one that is no ``Context``
-        is a TypeError saying how to make one (it was an AttributeError, or blamed on the
-        ledger), before any tool runs."""
+        """An injecting tool, a ledger or an artifact store reads the context: one that is
+        no ``Context`` is a TypeError saying how to make one (it was an AttributeError, or
+        blamed on the ledger or the store), before any tool runs."""
 
         class Ledger:
             def started(self, *args: object) -> None:
@@ -1005,6 +1012,9 @@ class TestInputs:
         for calls, options in (
             ([call("1", "stored", '{"key": "k"}')], {}),
             ([call("1", "add", '{"a": 1}')], {"ledger": Ledger()}),
+            # the store is told the context's run_id: it was blamed on the store, the
+            # tool having run and its result lost
+            ([call("1", "add", '{"a": 1}'), call("2", "report")], {"artifacts": _NoStore()}),
         ):
             with pytest.raises(TypeError, match="context must be a Context"):
                 dispatch_sync(calls, TOOLS, context=context, **options)  # type: ignore[arg-type]

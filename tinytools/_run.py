@@ -36,7 +36,7 @@ from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore, check_store
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
-from ._inject import Cancellation, Context
+from ._inject import Cancellation, Context, check_context_type
 from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
@@ -715,7 +715,8 @@ def new_run(
     Raises:
         TypeError: A call is not a ``ToolCall``, ``policy``/``approvals`` has the
             wrong type, ``on_event`` cannot be called, or ``store`` has no ``put`` to
-            call.
+            call (or comes with a ``context`` that is no ``Context``: the store is told
+            its ``run_id``).
     """
     if type(calls) is not tuple:
         calls = tuple(calls)  # read an iterator once
@@ -759,6 +760,8 @@ def new_run(
     run.stack = NO_MIDDLEWARE if middleware is _NO_HOOKS else composed(middleware)
     if store is not None:  # (used only once a tool returned artifacts: checked now)
         check_store(store)
+        if context is not None:  # the store is told the context's run_id
+            check_context_type(context)
     run.store = store
     run.ledger = ledger
     run.cancellation = cancellation
