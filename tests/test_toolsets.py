@@ -593,6 +593,19 @@ class TestResolution:
             with pytest.raises(ToolDefinitionError, match="raised ConnectionError"):
                 dispatch_sync(calls, toolset)  # type: ignore[arg-type]
 
+    def test_a_toolset_answering_with_two_tools_of_one_name_is_named(self) -> None:
+        """Two tools of one name from a host's toolset are refused naming the toolset (the
+        error named a "Registry" the host never made)."""
+        again = attrs.evolve(search, description="Search again.")
+        with pytest.raises(ToolDefinitionError) as info:
+            dispatch_sync(
+                [ToolCall("1", "search", {"query": "q"})], _Answering(lambda: (search, again))
+            )  # type: ignore[arg-type]
+        assert str(info.value).startswith(
+            "toolset _Answering: in what tools(context) returned, two tools are named 'search'"
+        )
+        assert [] == RAN
+
     def test_a_toolsets_interrupt_propagates_as_it_is(self) -> None:
         """Only an ``Exception`` is the toolset's failure: an interrupt is not wrapped."""
 

@@ -311,6 +311,11 @@ def _of_foreign(toolset: object, context: Context | None) -> Resolution:
         if previous.same_tools(tools) and previous.explanations == explanations:
             return previous
     resolution = Resolution(tools, explanations)
+    try:
+        resolution.registry()  # (made now, once per new answer: dispatch needs it anyway)
+    except ToolDefinitionError as error:  # two tools of one name
+        problems = [f"in what tools(context) returned, {p}" for p in error.problems]
+        raise ToolDefinitionError(source, problems) from None
     if len(_FOREIGN) >= 64:
         _FOREIGN.pop(next(iter(_FOREIGN)))
     _FOREIGN[id(toolset)] = (toolset, resolution)
