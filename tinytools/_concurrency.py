@@ -272,7 +272,7 @@ async def _worker(
     except BaseException as error:
         if tasks is None or isinstance(error, PROPAGATE):
             raise
-        tasks.failed(error)
+        _failed(tasks, error)
     finally:
         if tasks is not None:
             tasks.ended()
@@ -333,11 +333,22 @@ async def _call(
         # (no worker frame per call); keep the two alike.
         if tasks is None or isinstance(error, PROPAGATE):
             raise
-        tasks.failed(error)
+        _failed(tasks, error)
         return False
     finally:
         if tasks is not None:
             tasks.ended()
+
+
+def _failed(tasks: Tasks, error: BaseException) -> None:
+    """Tell ``tasks`` that one of them ends with ``error``: an ``asyncio.CancelledError``
+    that is not this task's cancellation (a host callback raised it: a tool's own never
+    leaves its call) ends the batch as any other error would, as it does serially and
+    under trio."""
+    if isinstance(error, asyncio.CancelledError) and not _is_cancellation(error):
+        tasks.raised(error)
+    else:
+        tasks.failed(error)
 
 
 async def _spread(
