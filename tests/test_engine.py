@@ -223,6 +223,18 @@ async def exiting(n: int) -> int:
     raise GeneratorExit(f"tool {n}")
 
 
+@tool(blocking=True)
+def halting_in_a_thread(n: int) -> int:
+    """Raise a plain BaseException on a worker thread."""
+    raise Halt(f"tool {n}")
+
+
+@tool
+def halting_inline(n: int) -> int:
+    """Raise a plain BaseException on the calling thread."""
+    raise Halt(f"tool {n}")
+
+
 def _raising_on(kind: type[Event], raised: BaseException) -> Callable[[Event], None]:
     def handler(event: Event) -> None:
         if isinstance(event, kind):
@@ -290,7 +302,16 @@ _WHERE = [
     "after: async on_event",
     "after: ledger.settled",
 ]
-_TOOLS = [step, step_and_report, report_in_a_thread, halting, exiting]
+_TOOLS = [
+    step,
+    step_and_report,
+    report_in_a_thread,
+    halting,
+    exiting,
+    halting_in_a_thread,
+    halting_inline,
+]
+_OWN = ["halting", "exiting", "halting_in_a_thread", "halting_inline"]
 
 
 class TestHostBaseExceptions:
@@ -349,7 +370,7 @@ class TestHostBaseExceptions:
             assert info.value is raised
 
     @pytest.mark.parametrize("concurrency", [1, 4])
-    @pytest.mark.parametrize("name", ["halting", "exiting"])
+    @pytest.mark.parametrize("name", _OWN)
     @pytest.mark.anyio
     async def test_a_tools_own_is_its_calls_error(self, name: str, concurrency: int) -> None:
         """A tool raising such a BaseException itself is that call's error (documented in
@@ -360,7 +381,7 @@ class TestHostBaseExceptions:
         _assert_the_calls_error(result, name)
 
     @pytest.mark.parametrize("concurrency", [1, 4])
-    @pytest.mark.parametrize("name", ["halting", "exiting"])
+    @pytest.mark.parametrize("name", _OWN)
     def test_a_tools_own_is_its_calls_error_under_dispatch_sync(
         self, name: str, concurrency: int
     ) -> None:
@@ -375,7 +396,7 @@ class TestHostBaseExceptions:
 def _assert_the_calls_error(result: object, name: str) -> None:
     failed, answered = result.messages  # type: ignore[attr-defined]
     assert "error" == failed.status
-    raised = "Halt" if name == "halting" else "GeneratorExit"
+    raised = "GeneratorExit" if name == "exiting" else "Halt"
     assert f"Tool `{name}` failed: {raised}: tool 0" == failed.content
     assert "1" == answered.content
 
