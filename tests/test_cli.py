@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import importlib.metadata
 import importlib.util
 import json
@@ -279,25 +280,64 @@ class TestEntryPoints:
 
 
 #: The verbs docs/reference/cli.md documents (add a verb here when its section is written).
-DOCUMENTED_VERBS = ("demo", "inspect", "call", "check")
+DOCUMENTED_VERBS = ("demo", "inspect", "call", "check", "ledger")
+
+
+def _section(text: str, heading: str) -> str:
+    """The part of ``text`` under ``heading`` (a Markdown heading line), up to the next
+    heading of the same or a higher level; empty when ``heading`` is not there."""
+    start = text.find(f"\n{heading}\n")
+    if start < 0:
+        return ""
+    level = heading.split(" ", 1)[0]
+    rest = text[start + len(heading) + 2 :]
+    ends = [rest.find(f"\n{'#' * n} ") for n in range(2, len(level) + 1)]
+    found = [end for end in ends if end >= 0]
+    return rest[: min(found)] if found else rest
+
+
+def _options(parser: argparse.ArgumentParser) -> list[str]:
+    return [
+        option
+        for action in parser._actions
+        for option in action.option_strings
+        if option not in ("-h", "--help")
+    ]
+
+
+def _actions_of(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A verb's actions (``ledger list``...), by name; empty for a verb without any."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
 
 
 class TestReferencePage:
     def test_every_option_documented(self):
-        """docs/reference/cli.md names every verb and every option of each verb."""
+        """docs/reference/cli.md has a section for every verb, and one for each action of a
+        verb that has actions (``ledger list``), naming each of its options: a verb's own
+        in its section, an action's in its section or in the verb's introduction (the
+        options every action takes)."""
         page = Path(__file__).resolve().parents[1] / "docs" / "reference" / "cli.md"
         if not page.is_file():
             pytest.skip(f"the docs are not at {page} (an installed package?)")
         text = page.read_text(encoding="utf-8")
-        import argparse
 
         from tinytools._cli import _parser
 
         commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
+        assert set(DOCUMENTED_VERBS) == set(commands.choices)
         for verb in DOCUMENTED_VERBS:
             parser = commands.choices[verb]
-            assert f"## `tinytools {verb}`" in text
-            for action in parser._actions:
-                for option in action.option_strings:
-                    if option not in ("-h", "--help"):
-                        assert f"`{option}" in text, f"{verb} {option}"
+            section = _section(text, f"## `tinytools {verb}`")
+            assert section, f"no section for {verb}"
+            for option in _options(parser):
+                assert f"`{option}" in section, f"{verb} {option}"
+            actions = _actions_of(parser)
+            introduction = section.split("\n### ", 1)[0]
+            for name, action in actions.items():
+                part = _section(section, f"### `tinytools {verb} {name}`")
+                assert part, f"no section for {verb} {name}"
+                for option in _options(action):
+                    assert f"`{option}" in part + introduction, f"{verb} {name} {option}"

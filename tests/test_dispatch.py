@@ -14,6 +14,7 @@ from tinytools import (
     Allow,
     ApprovalRequired,
     Artifact,
+    ArtifactRef,
     CallDeferred,
     Context,
     Defer,
@@ -121,6 +122,30 @@ def stored(key: str, db: Inject[Store[dict[str, str]]]) -> str:
 external = Tool.from_schema("lookup", "Host-executed.", {"type": "object", "properties": {}})
 
 TOOLS = Registry.of(add, admin, fallback, report, big, pay, needs_ok, later, stored, external)
+
+
+async def _never_awaited() -> None:
+    """What an artifact store's ``put`` returns when it is not awaited."""
+
+
+class _NoStore:
+    """An artifact store never reached (what it stores is not the point)."""
+
+    def put(self, run_id: str, call_id: str, artifact: Artifact) -> ArtifactRef:
+        raise AssertionError("never called")
+
+
+class _PutIsNoFunction:
+    """An artifact store whose ``put`` is an attribute that cannot be called."""
+
+    put = 3
+
+
+class _AsyncPut:
+    """An artifact store whose ``put`` is a coroutine function (never awaited by fold)."""
+
+    async def put(self, run_id: str, call_id: str, artifact: Artifact) -> object:
+        raise AssertionError("never called")
 
 
 @pytest.fixture(autouse=True)
@@ -610,6 +635,49 @@ class TestFold:
         assert ref.uri.startswith("file://")
         assert ref.uri.endswith("/r/_c/r.csv")
 
+    @pytest.mark.parametrize(
+        ("returned", "says"),
+        [
+            (lambda: None, "its put() returned NoneType"),
+            (lambda: "memory://r/c/r.csv", "its put() returned str"),
+            (lambda: _never_awaited(), "its put() returned coroutine"),
+            (
+                lambda: ArtifactRef("r.csv", "text/csv", "memory://x", "8"),  # type: ignore[arg-type]
+                "Expected `int`, got `str` - at `$.size`",
+            ),
+            (
+                lambda: ArtifactRef("r.csv", "text/csv", object(), 8),  # type: ignore[arg-type]
+                "Encoding objects of type object is unsupported",
+            ),
+        ],
+        ids=["none", "str", "coroutine", "size-str", "uri-object"],
+    )
+    def test_a_store_answering_without_a_reference_aborts_with_every_call_answered(
+        self, returned: object, says: str
+    ) -> None:
+        """Defect: what ``put`` returned went into the message as it was: a result holding
+        ``None`` or a coroutine (which then never ran) as its artifact reference, or one
+        that no longer encodes. A wrong answer found once the tool ran aborts the batch,
+        as a failing store does, every call answered and the result encoding."""
+
+        class Store:
+            def put(self, run_id: str, call_id: str, artifact: Artifact) -> object:
+                return returned()  # type: ignore[operator]
+
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(
+                [call("c", "report"), call("a", "add", '{"a": 1}')], TOOLS, artifacts=Store()
+            )
+        assert "the artifact store" in info.value.reason
+        assert isinstance(info.value.__cause__, TypeError)
+        assert says in str(info.value.__cause__)
+        assert "return ArtifactRef(name, media_type, uri, size)" in str(info.value.__cause__)
+        lost, skipped = info.value.result.messages
+        assert "ran, but its result was lost" in lost.content
+        assert "interrupted" == skipped.status
+        assert [] == ran  # the abort stops the batch: no call starts after it
+        msgspec.json.encode(info.value.result)
+
     def test_truncation(self) -> None:
         """Content over max_result_bytes is cut on a character boundary with a marker."""
         result = dispatch_sync([call("c", "big")], TOOLS, policy=RunPolicy(max_result_bytes=120))
@@ -894,14 +962,42 @@ class TestInputs:
             await dispatch(calls, TOOLS, **{keyword: value})  # type: ignore[arg-type]
         assert [] == ran
 
+    @pytest.mark.parametrize(
+        ("store", "says"),
+        [
+            (object(), "got object, and it has no `put` method"),
+            ("/tmp/artifacts", "got str, and it has no `put` method"),
+            (_PutIsNoFunction(), "its `put` is int, which cannot be called"),
+            (_AsyncPut(), "its `put` is async, which dispatch does not await"),
+        ],
+        ids=["object", "a path", "put-not-callable", "async-put"],
+    )
+    @pytest.mark.anyio
+    async def test_an_artifact_store_without_a_put_to_call_is_refused_before_anything_runs(
+        self, store: object, says: str
+    ) -> None:
+        """Defect: a store without a usable ``put`` was found only once a tool had returned
+        artifacts, after the batch's tools ran (their side effects done, that tool's result
+        lost in the abort); now a TypeError saying what to pass, before any tool runs."""
+        calls = [call("1", "add", '{"a": 1}'), call("2", "report")]
+        refused = "artifacts must be an artifact store"
+        with pytest.raises(TypeError, match=refused) as synchronous:
+            dispatch_sync(calls, TOOLS, artifacts=store)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=refused) as awaited:
+            await dispatch(calls, TOOLS, artifacts=store)  # type: ignore[arg-type]
+        for info in (synchronous, awaited):
+            assert says in str(info.value)
+            assert "MemoryArtifactStore()" in str(info.value)
+        assert [] == ran
+
     @pytest.mark.parametrize("context", [{"store": {"k": "v"}}, "run-1"], ids=["dict", "str"])
     @pytest.mark.anyio
     async def test_a_context_that_is_no_context_is_refused_before_anything_runs(
         self, context: object
     ) -> None:
-        """An injecting tool, or a ledger, reads the context: one that is no ``Context``
-        is a TypeError saying how to make one (it was an AttributeError, or blamed on the
-        ledger), before any tool runs."""
+        """An injecting tool, a ledger or an artifact store reads the context: one that is
+        no ``Context`` is a TypeError saying how to make one (it was an AttributeError, or
+        blamed on the ledger or the store), before any tool runs."""
 
         class Ledger:
             def started(self, *args: object) -> None:
@@ -916,6 +1012,9 @@ class TestInputs:
         for calls, options in (
             ([call("1", "stored", '{"key": "k"}')], {}),
             ([call("1", "add", '{"a": 1}')], {"ledger": Ledger()}),
+            # the store is told the context's run_id: it was blamed on the store, the
+            # tool having run and its result lost
+            ([call("1", "add", '{"a": 1}'), call("2", "report")], {"artifacts": _NoStore()}),
         ):
             with pytest.raises(TypeError, match="context must be a Context"):
                 dispatch_sync(calls, TOOLS, context=context, **options)  # type: ignore[arg-type]

@@ -6,6 +6,7 @@ import attrs
 import pytest
 
 from tinytools import Registry, ToolCall, ToolDefinitionError, dispatch_sync, tool
+from tinytools.discovery import Catalog
 from tinytools.formats import openai_chat, xml
 
 
@@ -60,6 +61,26 @@ class TestRegistry:
             build(alpha)  # type: ignore[operator]
         with pytest.raises(TypeError, match="got int; pass a Registry, a toolset or a list"):
             build(3)  # type: ignore[operator]
+
+    @pytest.mark.parametrize(
+        "build",
+        [
+            Registry,
+            lambda t: dispatch_sync([ToolCall("1", "alpha", {})], t),
+            openai_chat.declarations,
+            xml.render,
+            Catalog,
+        ],
+        ids=["Registry", "dispatch_sync", "declarations", "render", "Catalog"],
+    )
+    def test_a_name_or_a_mapping_where_tools_go(self, build: object) -> None:
+        """Defect: a tool's name (a str) or a mapping of names to tools given as ``tools``
+        was read character by character, or key by key, into one "is not a Tool" problem
+        each. It is refused as no collection of tools, saying what to pass."""
+        with pytest.raises(TypeError, match="got str; a name is not a tool: pass the @tool"):
+            build("alpha")  # type: ignore[operator]
+        with pytest.raises(TypeError, match=r"got dict; pass its tools, such as list\(mapping"):
+            build({"alpha": alpha})  # type: ignore[operator]
 
     def test_thousand_tools(self) -> None:
         """A registry holds a thousand tools, each under its own name."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Generator, Iterable
 
 import attrs
 import pytest
@@ -73,6 +73,35 @@ FILES = Registry.of(read_file, delete_file)
 
 def names(toolset: Toolset, context: Context | None = None) -> list[str]:
     return [t.name for t in toolset.tools(context)]
+
+
+class _Answering:
+    """A toolset of the host's own whose answers come from functions (to make them fail)."""
+
+    def __init__(
+        self,
+        listed: Callable[[], object] = lambda: (search,),
+        explained: Callable[[], object] = tuple,
+    ) -> None:
+        self.listed, self.explained = listed, explained
+
+    def tools(self, context: Context | None = None) -> object:
+        return self.listed()
+
+    def explain(self, context: Context | None = None) -> object:
+        return self.explained()
+
+
+async def _lists_later() -> tuple[Tool[..., object], ...]:
+    """What an ``async def tools`` returns: a coroutine (closed by dispatch, unawaited)."""
+    return (search,)
+
+
+class _Later:
+    """An awaitable that is no coroutine (what an async client may hand back)."""
+
+    def __await__(self) -> Generator[object, None, tuple[Tool[..., object], ...]]:
+        return _lists_later().__await__()
 
 
 @pytest.fixture(autouse=True)
@@ -478,6 +507,113 @@ class TestResolution:
 
         with pytest.raises(ToolDefinitionError, match="is not a Tool"):
             dispatch_sync([ToolCall("1", "search", {})], Broken())  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize(
+        ("answer", "says"),
+        [
+            (None, "tools(context) returned NoneType None; return a list or tuple of tools"),
+            (5, "tools(context) returned int 5; return a list or tuple of tools"),
+            ("search", "tools(context) returned str 'search'; return a list or tuple"),
+            ({"search": search}, "tools(context) returned dict {'search'"),
+            (_lists_later, "returned coroutine <coroutine object _lists_later"),
+            (_Later, "resolving is synchronous: fetch what it lists beforehand"),
+        ],
+        ids=["none", "int", "str", "mapping", "coroutine", "awaitable"],
+    )
+    @pytest.mark.anyio
+    async def test_a_toolset_answering_with_no_tools_is_refused_naming_it(
+        self, answer: object, says: str
+    ) -> None:
+        """Defect: a host's toolset whose tools(context) returned None or a number surfaced
+        as "'NoneType' object is not iterable", and a str or a mapping as one problem per
+        character or key. Now a ToolDefinitionError naming the toolset and what it
+        returned, before any call runs."""
+        toolset = _Answering(answer if callable(answer) else lambda: answer)
+        calls = [ToolCall("1", "search", {"query": "q"})]
+        with pytest.raises(ToolDefinitionError) as synchronous:
+            dispatch_sync(calls, toolset)  # type: ignore[arg-type]
+        with pytest.raises(ToolDefinitionError) as awaited:
+            await dispatch(calls, toolset)  # type: ignore[arg-type]
+        for info in (synchronous, awaited):
+            assert str(info.value).startswith("toolset _Answering: ")
+            assert says in str(info.value)
+        assert [] == RAN
+
+    @pytest.mark.parametrize("method", ["tools", "explain"])
+    @pytest.mark.parametrize("halfway", [False, True], ids=["raises", "generator-halfway"])
+    @pytest.mark.anyio
+    async def test_a_toolset_that_raises_is_refused_naming_it_its_error_the_cause(
+        self, method: str, halfway: bool
+    ) -> None:
+        """Defect: a host's toolset whose tools() or explain() raised (or returned a
+        generator that raised halfway) surfaced its own raw error, with nothing naming
+        the toolset. Now a ToolDefinitionError naming it and the method, chained from the
+        toolset's own error, before any call runs; inside an adaptor too."""
+        error = ConnectionError("catalogue down")
+
+        def halfway_through() -> Iterable[object]:
+            yield search
+            raise error
+
+        def at_once() -> Iterable[object]:
+            raise error
+
+        failing = halfway_through if halfway else at_once
+
+        toolset = _Answering(failing) if method == "tools" else _Answering(explained=failing)
+        for given in (toolset, Prefixed(toolset, "web_")):
+            with pytest.raises(ToolDefinitionError) as info:
+                dispatch_sync([ToolCall("1", "web_search", {"query": "q"})], given)  # type: ignore[arg-type]
+            assert info.value.__cause__ is error
+            raised = f"{method}(context) raised ConnectionError('catalogue down')"
+            assert f"toolset _Answering: {raised}" in str(info.value)
+            assert halfway == str(info.value).endswith("while its answer was read")
+            with pytest.raises(ToolDefinitionError) as awaited:
+                await dispatch([ToolCall("1", "search", {"query": "q"})], given)  # type: ignore[arg-type]
+            assert awaited.value.__cause__ is error
+        assert [] == RAN
+
+    def test_a_failing_toolset_is_never_remembered_as_resolved(self) -> None:
+        """A toolset is asked on every dispatch: one that failed is not cached as a
+        success, nor one that succeeded served from the cache once it fails."""
+        answers: list[object] = [ConnectionError("down"), (search,), ConnectionError("down")]
+
+        def next_answer() -> object:
+            answer = answers.pop(0)
+            if isinstance(answer, Exception):
+                raise answer
+            return answer
+
+        for toolset in (_Answering(next_answer), Combined(_Answering(next_answer), FILES)):
+            answers[:] = [ConnectionError("down"), (search,), ConnectionError("down")]
+            calls = [ToolCall("1", "search", {"query": "q"})]
+            with pytest.raises(ToolDefinitionError, match="raised ConnectionError"):
+                dispatch_sync(calls, toolset)  # type: ignore[arg-type]
+            assert "results for q" == dispatch_sync(calls, toolset).messages[0].content  # type: ignore[arg-type]
+            with pytest.raises(ToolDefinitionError, match="raised ConnectionError"):
+                dispatch_sync(calls, toolset)  # type: ignore[arg-type]
+
+    def test_a_toolset_answering_with_two_tools_of_one_name_is_named(self) -> None:
+        """Two tools of one name from a host's toolset are refused naming the toolset (the
+        error named a "Registry" the host never made)."""
+        again = attrs.evolve(search, description="Search again.")
+        with pytest.raises(ToolDefinitionError) as info:
+            dispatch_sync(
+                [ToolCall("1", "search", {"query": "q"})], _Answering(lambda: (search, again))
+            )  # type: ignore[arg-type]
+        assert str(info.value).startswith(
+            "toolset _Answering: in what tools(context) returned, two tools are named 'search'"
+        )
+        assert [] == RAN
+
+    def test_a_toolsets_interrupt_propagates_as_it_is(self) -> None:
+        """Only an ``Exception`` is the toolset's failure: an interrupt is not wrapped."""
+
+        def interrupted() -> object:
+            raise KeyboardInterrupt
+
+        with pytest.raises(KeyboardInterrupt):
+            dispatch_sync([ToolCall("1", "search", {"query": "q"})], _Answering(interrupted))  # type: ignore[arg-type]
 
     @pytest.mark.anyio
     async def test_async_dispatch(self) -> None:

@@ -64,6 +64,12 @@ class Tasks:
         error cancels the rest and is raised by :meth:`wait`."""
         if isinstance(error, asyncio.CancelledError):
             return
+        self.raised(error)
+
+    def raised(self, error: BaseException) -> None:
+        """A task ends with ``error``, which ends the batch whatever its type (a
+        ``CancelledError`` the task raised of its own accord, not its cancellation): the
+        first such error cancels the rest and is raised by :meth:`wait`."""
         if self._error is None:
             self._error = error
         self.cancel()

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, TextIO
 
 from ._cli_output import printable
+from ._cli_target import put_cwd_on_path
 
 if TYPE_CHECKING:
     from ._registry import AnyTool
@@ -200,6 +201,7 @@ def _tools(target: str) -> tuple[AnyTool, ...]:
     from ._spec import Tool
 
     module_name, _, attribute = target.partition(":")
+    put_cwd_on_path()  # as for every TARGET (and python -m): a project's own module
     try:
         module = importlib.import_module(module_name)
     except Exception as error:

@@ -49,7 +49,7 @@ import attrs
 from ._registry import AnyTool
 from ._spec import Tool
 
-__all__ = ["Broken", "Found", "Loaded", "TargetError", "load", "target_help"]
+__all__ = ["Broken", "Found", "Loaded", "TargetError", "load", "put_cwd_on_path", "target_help"]
 
 #: What every "bad target" message ends with, so the user knows the accepted forms.
 target_help = (
@@ -115,7 +115,7 @@ def load(target: str) -> Loaded:
             single module or file that fails while importing is a
             ``TargetError`` too; in a folder it is a :class:`Broken` entry.
     """
-    _put_cwd_on_path()
+    put_cwd_on_path()
     location, attribute = _split(target)
     path = Path(location)
     if path.is_dir() and attribute is None:
@@ -136,7 +136,8 @@ def load(target: str) -> Loaded:
     return Loaded(tuple(collector.found), (), 1)
 
 
-def _put_cwd_on_path() -> None:
+def put_cwd_on_path() -> None:
+    """Put the current directory first on ``sys.path``, as ``python -m`` does."""
     cwd = os.getcwd()
     if cwd not in sys.path and "" not in sys.path:
         sys.path.insert(0, cwd)

@@ -18,7 +18,10 @@ answered as interrupted. An async tool that needs nothing but awaiting
 (``Plan.awaited``) is awaited in its task directly.
 
 ``KeyboardInterrupt`` and ``SystemExit`` raised by a tool propagate bare, never
-wrapped in an exception group. An ``asyncio.CancelledError`` a tool raises of its
+wrapped in an exception group; so does any exception a host callback (``on_event``, a
+middleware hook, the ledger) raises that dispatch does not catch (a ``BaseException``
+that is no ``Exception``): what comes out of a batch is the same on trio and asyncio,
+serial or concurrent (:func:`_bare`). An ``asyncio.CancelledError`` a tool raises of its
 own accord (its task was not cancelled) is that tool's failure, not the batch's
 cancellation.
 """
@@ -225,9 +228,11 @@ async def _run_all(
         await _spread(run, admitted, workers, deadline, stopped, scope, awaiting)
     except BaseException as error:
         found = _bare(error)
-        if found is not error and isinstance(found, PROPAGATE):
-            raise found from None
-        raise
+        if found is error:
+            raise
+    else:
+        return
+    raise found  # (out of the handler: the group is not chained onto it)
 
 
 def _stopped(run: Run, deadline: float | None) -> Callable[[], bool] | None:
@@ -267,7 +272,7 @@ async def _worker(
     except BaseException as error:
         if tasks is None or isinstance(error, PROPAGATE):
             raise
-        tasks.failed(error)
+        _failed(tasks, error)
     finally:
         if tasks is not None:
             tasks.ended()
@@ -328,11 +333,22 @@ async def _call(
         # (no worker frame per call); keep the two alike.
         if tasks is None or isinstance(error, PROPAGATE):
             raise
-        tasks.failed(error)
+        _failed(tasks, error)
         return False
     finally:
         if tasks is not None:
             tasks.ended()
+
+
+def _failed(tasks: Tasks, error: BaseException) -> None:
+    """Tell ``tasks`` that one of them ends with ``error``: an ``asyncio.CancelledError``
+    that is not this task's cancellation (a host callback raised it: a tool's own never
+    leaves its call) ends the batch as any other error would, as it does serially and
+    under trio."""
+    if isinstance(error, asyncio.CancelledError) and not _is_cancellation(error):
+        tasks.raised(error)
+    else:
+        tasks.failed(error)
 
 
 async def _spread(
@@ -373,12 +389,33 @@ _TASK_NAME = "tinytools.dispatch call"
 
 
 def _bare(error: BaseException) -> BaseException:
-    """The ``KeyboardInterrupt``/``SystemExit`` inside an exception group, else ``error``."""
+    """What a batch's tasks raised, out of the exception group trio's nursery wraps it in,
+    as it comes out of a serial batch and of asyncio's tasks: a ``KeyboardInterrupt`` or
+    ``SystemExit`` first, else the first other exception that is not the loop's
+    cancellation (a host callback's ``BaseException``, say: a tool's own failures never
+    leave its task). ``error`` itself when it is no group, or holds only cancellations
+    (which the cancel scope that caused them must see). Like asyncio's tasks, the batch
+    raises one exception: when several tasks raised, the others are dropped."""
     inner = getattr(error, "exceptions", None)
     if not isinstance(inner, tuple):
         return error
-    for member in inner:
-        found = _bare(member)
-        if isinstance(found, PROPAGATE):
-            return found
+    leaves: list[BaseException] = []
+    _leaves(inner, leaves)
+    for leaf in leaves:
+        if isinstance(leaf, PROPAGATE):
+            return leaf
+    cancelled = anyio.get_cancelled_exc_class()
+    for leaf in leaves:
+        if not isinstance(leaf, cancelled):
+            return leaf
     return error
+
+
+def _leaves(members: tuple[BaseException, ...], into: list[BaseException]) -> None:
+    """The exceptions inside nested exception groups, in order."""
+    for member in members:
+        inner = getattr(member, "exceptions", None)
+        if isinstance(inner, tuple):
+            _leaves(inner, into)
+        else:
+            into.append(member)

@@ -377,7 +377,9 @@ async def dispatch(
             answered) at the next stage boundary; so it is when a handler that is
             not ``async def`` returns an awaitable (``lambda e: queue.put(e)``),
             which nothing would await.
-        artifacts: Where tools' artifacts are persisted.
+        artifacts: Where tools' artifacts are persisted: an object with a synchronous
+            ``put(run_id, call_id, artifact)`` returning an ``ArtifactRef`` (one
+            without is refused with ``TypeError`` before any tool runs).
         cancellation: Cancel the batch with ``cancellation.cancel()``, from any
             thread.
         on_deferred: Resolves the batch's deferred calls inline, once: it gets
@@ -397,6 +399,7 @@ async def dispatch(
             every call.
         ToolDefinitionError: An admitted tool's injection cannot be satisfied
             by ``context`` (raised before any tool runs).
+        TypeError: An argument of the wrong kind (see each), before any tool runs.
     """
     from ._concurrency import current_time
 

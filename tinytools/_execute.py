@@ -188,8 +188,15 @@ def _scrub(item: Admitted, text: str) -> str:
 
 def retry_wait(run: Run, item: Admitted, error: BaseException, attempt: int) -> float | object:
     """The wait before retry ``attempt + 1`` after ``error``, or the call's outcome when it
-    is not retried (not a ``RetryableError``, or no retry left)."""
+    is not retried (not a ``RetryableError``, or no retry left).
+
+    Raises:
+        BaseException: ``error`` itself, when the host's ``on_event`` handler raised it
+            inside the tool (see :func:`_custom_sink`): not the tool's failure.
+    """
     if not isinstance(error, RetryableError) or attempt >= item.tool._plan.retries:
+        if not isinstance(error, Exception) and getattr(run, "escaped", None) is error:
+            raise error
         return classify(error, item)
     attempt += 1
     policy = run.policy
@@ -219,7 +226,6 @@ def kwargs_for(
         return item.arguments
     context = run.context
     call_id = item.call.id
-    emit = run.emit
     runtime = CallRuntime(
         context=context,
         call=item.call,
@@ -231,9 +237,32 @@ def kwargs_for(
             run.is_call_approved(call_id),
         ),
         cancellation=handle,
-        emit=Emit(lambda name, data: emit(_custom(call_id, name, data))),
+        emit=Emit(_custom_sink(run, call_id)),
     )
     return bind(dict(item.arguments), injections, runtime)
+
+
+def _custom_sink(run: Run, call_id: str) -> Callable[[str, object], None]:
+    """What a tool's injected ``Emit`` calls: the run's ``emit``, with the tool's custom
+    event.
+
+    The host's ``on_event`` handler runs inside the tool's frames here. What it raises
+    that the run does not keep as its failure (a ``BaseException`` that is no
+    ``Exception``) passes up through the tool: it is marked on the run, so that the
+    tool's failure handling (:func:`retry_wait`) re-raises it as the host's, as when the
+    handler raises it on any other event — never the call's error message.
+    """
+    emit = run.emit
+
+    def custom(name: str, data: object) -> None:
+        event = _custom(call_id, name, data)
+        try:
+            emit(event)
+        except BaseException as error:
+            run.escaped = error
+            raise
+
+    return custom
 
 
 def interrupted(stop: Stop) -> Failed:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
-from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput
+from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput, stored
 from ._middleware import After, HookFailed
 from ._validate import printable
 from ._wire import (
@@ -165,7 +165,7 @@ def _persist(
 ) -> tuple[ArtifactRef | Artifact, ...]:
     if store is None:
         return artifacts
-    return tuple(store.put(run_id, call_id, a) for a in artifacts)
+    return tuple(stored(store, run_id, call_id, a) for a in artifacts)
 
 
 def fold(

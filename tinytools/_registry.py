@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from ._inject import Context
     from ._wire import ToolCall
 
-__all__ = ["UNSCANNED", "AnyTool", "Registry", "not_tools"]
+__all__ = ["UNSCANNED", "AnyTool", "Registry", "not_tools", "tool_items"]
 
 #: A registry's ``_discovery`` before anything looked for discovery's intrinsic tools.
 UNSCANNED = object()
@@ -33,12 +33,30 @@ AnyTool = Tool[..., object]
 
 def not_tools(tools: object) -> TypeError:
     """The error for a ``tools`` argument that is not a collection of tools at all."""
-    hint = (
-        "wrap the one tool in a list ([tool]) or use Registry.of(tool)"
-        if isinstance(tools, Tool)
-        else "pass a Registry, a toolset or a list of @tool functions"
-    )
+    if isinstance(tools, Tool):
+        hint = "wrap the one tool in a list ([tool]) or use Registry.of(tool)"
+    elif isinstance(tools, (str, bytes)):
+        hint = "a name is not a tool: pass the @tool functions themselves, in a list"
+    elif isinstance(tools, Mapping):
+        hint = "pass its tools, such as list(mapping.values())"
+    else:
+        hint = "pass a Registry, a toolset or a list of @tool functions"
     return TypeError(f"tools must be a collection of tools, got {type(tools).__name__}; {hint}")
+
+
+def tool_items(tools: object) -> Iterator[object]:
+    """The items of ``tools``, a collection of tools (each item still to be checked).
+
+    Raises:
+        TypeError: ``tools`` is not iterable, or is text or a mapping (whose characters or
+            keys are no tools): :func:`not_tools`.
+    """
+    if isinstance(tools, (str, bytes, Mapping)):
+        raise not_tools(tools)
+    try:
+        return iter(tools)  # type: ignore[call-overload,no-any-return]
+    except TypeError:
+        raise not_tools(tools) from None
 
 
 class Registry(Mapping[str, AnyTool]):
@@ -50,7 +68,8 @@ class Registry(Mapping[str, AnyTool]):
     Raises:
         ToolDefinitionError: Every duplicate or unusable name and every item
             that is not a :class:`Tool`, at once.
-        TypeError: ``tools`` is not iterable (a single tool, for instance).
+        TypeError: ``tools`` is not iterable (a single tool, for instance), or is a
+            str or a mapping.
     """
 
     __slots__ = ("_discovery", "_name_index", "_resolution", "_tools")
@@ -61,11 +80,7 @@ class Registry(Mapping[str, AnyTool]):
     def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
         found: dict[str, AnyTool] = {}
         problems: list[str] = []
-        try:
-            candidates = iter(tools)
-        except TypeError:
-            raise not_tools(tools) from None
-        for candidate in candidates:
+        for candidate in tool_items(tools):
             item: object = candidate  # checked at run time too: callers may not type-check
             if not isinstance(item, Tool):
                 problems.append(f"{item!r} is not a Tool; decorate it with @tool first")

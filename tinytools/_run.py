@@ -33,10 +33,10 @@ from ._admit import (
     shown_name,
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
-from ._artifacts import ArtifactStore
+from ._artifacts import ArtifactStore, check_store
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
-from ._inject import Cancellation, Context
+from ._inject import Cancellation, Context, check_context_type
 from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
@@ -288,6 +288,7 @@ class Run(Admission):
         "answers",
         "calls",
         "cancellation",
+        "escaped",
         "events",
         "extras",
         "failure",
@@ -319,6 +320,10 @@ class Run(Admission):
     failure: Exception | None
     #: The first fatal call's message.
     fatal: str | None
+    #: What the host's ``on_event`` handler raised through a tool's ``Emit`` and the run
+    #: does not keep (a ``BaseException`` that is no ``Exception``): the tool's failure
+    #: handling re-raises it (stored, and read, only then: ``_execute.retry_wait``).
+    escaped: BaseException
     #: The ledger holds the admitted calls' started rows (stored, and read, only with a
     #: ledger).
     recorded: bool
@@ -708,8 +713,10 @@ def new_run(
     object's ``__init__``) and fills it.
 
     Raises:
-        TypeError: A call is not a ``ToolCall``, or ``policy``/``approvals`` has the
-            wrong type.
+        TypeError: A call is not a ``ToolCall``, ``policy``/``approvals`` has the
+            wrong type, ``on_event`` cannot be called, or ``store`` has no ``put`` to
+            call (or comes with a ``context`` that is no ``Context``: the store is told
+            its ``run_id``).
     """
     if type(calls) is not tuple:
         calls = tuple(calls)  # read an iterator once
@@ -751,6 +758,10 @@ def new_run(
     run.calls = calls
     # (any other empty sequence is found empty by composed)
     run.stack = NO_MIDDLEWARE if middleware is _NO_HOOKS else composed(middleware)
+    if store is not None:  # (used only once a tool returned artifacts: checked now)
+        check_store(store)
+        if context is not None:  # the store is told the context's run_id
+            check_context_type(context)
     run.store = store
     run.ledger = ledger
     run.cancellation = cancellation

@@ -34,7 +34,7 @@ import attrs
 import msgspec
 
 from ._exposure import ExposureExplanation
-from ._registry import AnyTool, not_tools
+from ._registry import AnyTool, tool_items
 from ._spec import Exposure, Tool
 from ._tool_policy import ToolPolicy
 from ._validate import printable
@@ -216,11 +216,7 @@ class Catalog:
         # the cheapest thing a Python loop can do; counts are taken per term, on first
         # use): word -> [tool number, ...], in tool order. Words are made terms once each.
         postings: defaultdict[str, list[int]] = defaultdict(list)
-        try:
-            items = iter(source)
-        except TypeError:
-            raise not_tools(tools) from None
-        for number, tool in enumerate(items):
+        for number, tool in enumerate(tool_items(source)):
             if not isinstance(tool, Tool):
                 raise TypeError(
                     f"Catalog indexes tools; {tool!r} is not a Tool: decorate it with @tool"

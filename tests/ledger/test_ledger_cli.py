@@ -95,6 +95,28 @@ class TestReconcile:
         assert 0 == main(["ledger", "reconcile", "--db", db, "--run", "r1"])
         assert "no unresolved calls" in capsys.readouterr().out
 
+    def test_tools_from_the_current_folder(
+        self,
+        db: str,
+        tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str],
+    ) -> None:
+        """Defect: ``--tools`` could not import a module of the current folder (the
+        project's own, as every other TARGET can, and ``python -m`` does): the console
+        script's import path does not hold it."""
+        project = tmp_path / "project"
+        project.mkdir()
+        (project / "ledger_cli_cwd_tools.py").write_text(TOOLS_MODULE)
+        monkeypatch.chdir(project)
+        monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(project))])
+        argv = ["ledger", "reconcile", "--db", db, "--run", "r1"]
+        try:
+            assert 0 == main([*argv, "--tools", "ledger_cli_cwd_tools:TOOLS", "--json"])
+        finally:
+            sys.modules.pop("ledger_cli_cwd_tools", None)
+        assert {"rerun": ["a"], "interrupted": ["b"]} == json.loads(capsys.readouterr().out)
+
     def test_bad_target_exits_1(self, db: str, capsys: pytest.CaptureFixture[str]) -> None:
         argv = ["ledger", "reconcile", "--db", db, "--run", "r1", "--tools", "no_such_mod_x"]
         assert 1 == main(argv)

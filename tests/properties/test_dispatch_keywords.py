@@ -6,7 +6,9 @@ together in one example:
 
 * ``on_event``: none, a synchronous recorder, an async one, one that raises at its k-th
   event (the batch must abort with ``DispatchAborted`` whose ``.result`` answers every
-  call), one that cancels the batch's ``Cancellation`` at its k-th event;
+  call), one that cancels the batch's ``Cancellation`` at its k-th event, and (in a test
+  of its own) one that raises a ``BaseException`` at its k-th event (it must come out of
+  dispatch bare);
 * ``middleware``: ``before_tool`` hooks (sync, or async under ``await dispatch``) that
   pass, rewrite the arguments, reject, defer (for the host or for approval), approve or
   raise, and ``after_tool`` hooks that keep or rewrite the result, or raise;
@@ -81,7 +83,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools.events import Event, ToolCompleted, ToolFailed
+from tinytools.events import Event, ToolCompleted, ToolFailed, ToolStarted
 from tinytools.testing import check_dispatch_invariants
 from tinytools.testing._invariants import (
     _candidates,
@@ -253,7 +255,7 @@ class Example:
     advertised: frozenset[str] | None
     retries: int
     hooks: Hooks
-    on_event: str  # none | sync | async | raise | cancel
+    on_event: str  # none | sync | async | raise | cancel | halt | ahalt (async)
     event_k: int
     cancellation: bool
     inline: bool  # on_deferred resolves the deferred calls inline
@@ -386,6 +388,10 @@ class HandlerFailed(Exception):
     """What the raising ``on_event`` handler and hooks raise."""
 
 
+class Halt(BaseException):
+    """What a halting ``on_event`` handler raises: the host's, never caught by dispatch."""
+
+
 @attrs.define
 class Log:
     """What the hooks and handlers saw (thread-safe: events may come from worker threads)."""
@@ -455,6 +461,10 @@ def middleware(example: Example, log: Log) -> list[object]:
     return stack
 
 
+#: The events a halting ``on_event`` handler counts.
+_LIFECYCLE = (ToolStarted, ToolCompleted, ToolFailed)
+
+
 def on_event(example: Example, log: Log, cancellation: Cancellation | None) -> Any:
     """The example's ``on_event`` handler (None, sync, async, raising or cancelling)."""
     kind, k = example.on_event, example.event_k
@@ -465,6 +475,12 @@ def on_event(example: Example, log: Log, cancellation: Cancellation | None) -> A
             count = len(log.events)
         if kind == "raise" and count == k:
             raise HandlerFailed(f"on_event refuses event {count}")
+        if kind in {"halt", "ahalt"} and isinstance(event, _LIFECYCLE):
+            # (counting a call's own events only: most then come while calls run at once)
+            with log._lock:
+                seen = sum(isinstance(e, _LIFECYCLE) for e in log.events)
+            if seen == k:
+                raise Halt(f"on_event halts at call event {k}")
         if kind == "cancel" and count == k and cancellation is not None:
             cancellation.cancel()
 
@@ -472,7 +488,7 @@ def on_event(example: Example, log: Log, cancellation: Cancellation | None) -> A
         record(event)  # the order the handler is called in
         await anyio.lowlevel.checkpoint()
 
-    return {"none": None, "async": arecord}.get(kind, record)
+    return {"none": None, "async": arecord, "ahalt": arecord}.get(kind, record)
 
 
 def dispatch_with(
@@ -727,6 +743,32 @@ class TestEveryKeyword:
     def test_any_mix(self, runner: str, data: st.DataObject) -> None:
         """Any mix: handlers and hooks that raise abort the batch, every call answered."""
         run_example(data.draw(examples(runner)), runner)
+
+
+class TestHostBaseException:
+    @_budget(0.3)
+    @given(data=st.data())
+    def test_a_halting_handler_comes_out_bare(self, runner: str, data: st.DataObject) -> None:
+        """Any mix: an ``on_event`` handler (sync or async) raising a BaseException that is
+        no Exception at the k-th event of a call's run (started, completed, failed) ends
+        dispatch with that very exception — never in a group, whatever the concurrency,
+        runner or stage; a batch that never reached that event is checked as any other."""
+        example = data.draw(examples(runner))
+        concurrency = data.draw(st.sampled_from([1, 4, 8]))  # (half the batches in a group)
+        example = attrs.evolve(
+            example,
+            on_event=data.draw(st.sampled_from(["halt", "ahalt"])),
+            event_k=data.draw(st.integers(1, 3)),
+            policy=attrs.evolve(example.policy, max_concurrency=concurrency),
+        )
+        halted: Halt | None = None
+        try:
+            run_example(example, runner)
+        except Halt as error:  # (a group holding it is not caught: the test fails)
+            halted = error
+        if halted is not None:
+            assert f"on_event halts at call event {example.event_k}" == str(halted)
+            hypothesis.event("halted")
 
 
 def _echo_registry() -> Registry:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol, TypeAlias, cast
 
-from tinytools._registry import AnyTool, not_tools
+from tinytools._registry import AnyTool, tool_items
 from tinytools._spec import Exposure, Tool
 
 if TYPE_CHECKING:
@@ -36,12 +36,8 @@ def all_tools(tools: Tools, context: Context | None = None) -> list[AnyTool]:
         return list(resolve(tools, context).tools)
     method = getattr(tools, "tools", None)
     source = cast("Iterable[object]", method() if callable(method) else tools)
-    try:
-        items = iter(source)
-    except TypeError:
-        raise not_tools(tools) from None
     found: list[AnyTool] = []
-    for item in items:
+    for item in tool_items(source):
         if not isinstance(item, Tool):
             raise TypeError(f"{item!r} is not a Tool; decorate it with @tool first")
         found.append(item)

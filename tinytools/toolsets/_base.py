@@ -18,8 +18,9 @@ against is made once per resolution.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 from tinytools._exposure import ExposureExplanation
 from tinytools._registry import AnyTool, Registry
@@ -52,7 +53,11 @@ class Toolset(Protocol):
     """What a run may expose and call, and why anything else is not there.
 
     ``Registry`` is a toolset; so is every adaptor in ``tinytools.toolsets``, and
-    any object of the host's own with these two methods.
+    any object of the host's own with these two methods (synchronous: dispatch
+    resolves a toolset before any call runs). One whose method raises, or answers
+    with anything but an iterable of tools (of explanations), is a
+    ``ToolDefinitionError`` naming it and what it did, raised from its own error,
+    before any call runs; it is asked again on the next dispatch.
     """
 
     def tools(self, context: Context | None = None) -> tuple[AnyTool, ...]:
@@ -292,23 +297,86 @@ def _of_foreign(toolset: object, context: Context | None) -> Resolution:
             "tinytools.toolsets, or an object with tools(context) and explain(context)"
         )
     source = f"toolset {label(type(toolset))}"
-    tools = checked_tools(source, tools_of(context))
-    explanations = tuple(explain(context))
-    for item in explanations:
+    tools = checked_tools(source, _asked(source, "tools", tools_of, context))
+    answer = _asked(source, "explain", explain, context)
+    for item in answer:
         if not isinstance(item, ExposureExplanation):
             raise ToolDefinitionError(
                 source, [f"explain() returned {item!r}, not an ExposureExplanation"]
             )
+    explanations = cast("tuple[ExposureExplanation, ...]", answer)  # (each checked above)
     known = _FOREIGN.get(id(toolset))
     if known is not None and known[0] is toolset:
         previous = known[1]
         if previous.same_tools(tools) and previous.explanations == explanations:
             return previous
     resolution = Resolution(tools, explanations)
+    try:
+        resolution.registry()  # (made now, once per new answer: dispatch needs it anyway)
+    except ToolDefinitionError as error:  # two tools of one name
+        problems = [f"in what tools(context) returned, {p}" for p in error.problems]
+        raise ToolDefinitionError(source, problems) from None
     if len(_FOREIGN) >= 64:
         _FOREIGN.pop(next(iter(_FOREIGN)))
     _FOREIGN[id(toolset)] = (toolset, resolution)
     return resolution
+
+
+def _asked(
+    source: str, method: str, ask: Callable[[Context | None], object], context: Context | None
+) -> tuple[object, ...]:
+    """What a toolset of the host's own answered to ``tools(context)`` or
+    ``explain(context)``, read into a tuple.
+
+    The toolset is the host's code: whatever goes wrong in it is said in the host's
+    terms, naming the toolset and the method, before any call of the batch runs; what
+    it raised is the ``__cause__`` (a ``ToolDefinitionError``, which says what is wrong
+    itself, an interrupt, or anything that is not an ``Exception``, propagates as it is).
+
+    Raises:
+        ToolDefinitionError: The method raised (also while its answer was read: a
+            generator failing halfway), or answered with something that is not an
+            iterable of items (``None``, a number, a str, a mapping, an awaitable).
+    """
+    try:
+        answer = ask(context)
+    except ToolDefinitionError:
+        raise  # it says what is wrong itself (McpToolset never listed, an adaptor's)
+    except Exception as error:
+        raise ToolDefinitionError(source, [f"{method}(context) raised {error!r}"]) from error
+    if (
+        isinstance(answer, (str, bytes, Mapping))
+        or not isinstance(answer, Iterable)
+        or inspect.isawaitable(answer)
+    ):
+        if inspect.iscoroutine(answer):
+            answer.close()  # (never awaited: without this, a RuntimeWarning later)
+        what = "a list or tuple of tools" if method == "tools" else "ExposureExplanations"
+        hint = (
+            "; resolving is synchronous: fetch what it lists beforehand (as "
+            "McpToolset.refresh() does)"
+            if inspect.isawaitable(answer)
+            else ""
+        )
+        raise ToolDefinitionError(
+            source,
+            [f"{method}(context) returned {_shown(answer)}; return {what}{hint}"],
+        )
+    try:
+        return tuple(answer)
+    except Exception as error:
+        raise ToolDefinitionError(
+            source, [f"{method}(context) raised {error!r} while its answer was read"]
+        ) from error
+
+
+def _shown(value: object) -> str:
+    """``value``'s type and repr, cut short (the repr of a host's object may raise)."""
+    try:
+        shown = f"{value!r:.60}"
+    except Exception:
+        shown = "?"
+    return f"{type(value).__name__} {shown}"
 
 
 def registry_for(tools: object, context: Context | None) -> Registry:
