@@ -38,6 +38,7 @@ from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
+from ._host_calls import plain_text
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
@@ -469,12 +470,25 @@ def _went(
 
 
 def _kept_id(hook: object, call: ToolCall, returned: ToolCall) -> ToolCall:
-    """``returned``, when it keeps ``call``'s id (answers and approvals are keyed by it)."""
+    """``returned``, when it keeps ``call``'s id (answers and approvals are keyed by it),
+    its id and name plain ``str`` (as dispatch reads a host's calls: ``_host_calls``).
+
+    Raises:
+        TypeError: The hook changed the id, or gave the call a name that is no text.
+    """
     if returned.id != call.id:
         raise TypeError(
             f"before_tool hook {hook!r} changed the call id from {call.id!r} to "
             f"{returned.id!r}; a hook may change a call's name or arguments, never its id"
         )
+    if type(returned.id) is not str or type(returned.name) is not str:
+        name = plain_text(returned.name)
+        if name is None:
+            raise TypeError(
+                f"before_tool hook {hook!r} returned a call whose name is a "
+                f"{type(returned.name).__name__}; give it the tool's name as a str"
+            )
+        returned = msgspec.structs.replace(returned, id=call.id, name=name)
     return returned
 
 
@@ -652,18 +666,8 @@ def shown_name(call: ToolCall) -> ToolCall:
 def _resolve(
     index: int, call: ToolCall, batch: Admission
 ) -> tuple[ToolCall, AnyTool] | Answered | Abort:
-    """The tool ``call`` names, or the unknown-tool policy's answer.
-
-    Raises:
-        TypeError: The call's name is not a ``str`` (a host's hand-built call: msgspec
-            does not check a ``ToolCall``'s fields when it is made).
-    """
-    if type(call.name) is not str and not isinstance(call.name, str):
-        raise TypeError(
-            f"ToolCall.name must be a str, got {type(call.name).__name__} in call "
-            f"{call.id!r}: build calls with a provider's parse_calls, or give the tool "
-            "name the model asked for ('' when it gave none)"
-        )
+    """The tool ``call`` names (a plain ``str``: dispatch refused any other up front, see
+    ``_host_calls``), or the unknown-tool policy's answer."""
     found = batch.resolve(call.name)
     if found is not None:
         name, tool = found

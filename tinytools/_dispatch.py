@@ -399,7 +399,8 @@ async def dispatch(
             every call.
         ToolDefinitionError: An admitted tool's injection cannot be satisfied
             by ``context`` (raised before any tool runs).
-        TypeError: An argument of the wrong kind (see each), before any tool runs.
+        TypeError: An argument of the wrong kind (see each; a call whose id or name
+            is not a ``str`` included), before any tool runs.
     """
     from ._concurrency import current_time
 

@@ -36,6 +36,7 @@ from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore, check_store
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
+from ._host_calls import host_calls
 from ._inject import Cancellation, Context, check_context_type
 from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._redact import shown_arguments
@@ -713,24 +714,26 @@ def new_run(
     object's ``__init__``) and fills it.
 
     Raises:
-        TypeError: A call is not a ``ToolCall``, ``policy``/``approvals`` has the
-            wrong type, ``on_event`` cannot be called, or ``store`` has no ``put`` to
-            call (or comes with a ``context`` that is no ``Context``: the store is told
-            its ``run_id``).
+        TypeError: ``calls`` is not a sequence of ``ToolCall`` values, a call's id or
+            name is not a ``str`` (see ``_host_calls``), ``policy``/``approvals`` has
+            the wrong type, ``on_event`` cannot be called, or ``store`` has no ``put``
+            to call (or comes with a ``context`` that is no ``Context``: the store is
+            told its ``run_id``).
     """
     if type(calls) is not tuple:
         calls = tuple(calls)  # read an iterator once
-    if len(calls) != 1 or type(calls[0]) is not ToolCall:  # (one call: no iterator made)
-        for call in calls:
-            # (by its type: an object whose __class__ says ToolCall is not one)
-            if type(call) is not ToolCall and not issubclass(type(call), ToolCall):
-                raise TypeError(
-                    f"dispatch takes ToolCall values, got {type(call).__name__}: {call!r}"
-                )
-    if resume is not None and not isinstance(resume, DeferredToolResults):
-        raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
-    if policy is not DEFAULT_POLICY and not isinstance(policy, RunPolicy):
-        raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
+    if (  # (one call of plain text: no iterator made)
+        len(calls) != 1
+        or type(call := calls[0]) is not ToolCall
+        or type(call.id) is not str
+        or type(call.name) is not str
+    ):
+        calls = host_calls(calls)
+        # One call cannot repeat an id, nor can a batch whose ids are all distinct
+        # (told at once, in C): only a batch that repeats one checks each call's id.
+        repeats = len(calls) > 1 and len(set(map(_call_id, calls))) != len(calls)
+    else:
+        repeats = False
     queued = None  # an async on_event handler, which the run's Sink awaits
     if on_event is None:
         run: Run = Run()
@@ -780,12 +783,12 @@ def new_run(
         sink = run.sink = Sink(run, queued)
         run.emit = sink.queue
         run.preflight = True
-    # One call cannot repeat an id, nor can a batch whose ids are all distinct (told
-    # at once, in C): only a batch that repeats one checks each call's id.
-    if len(calls) > 1 and len(set(map(_call_id, calls))) != len(calls):
+    if repeats:
         run._open_calls()
         run.seen = set()
     if resume is not None:
+        if not isinstance(resume, DeferredToolResults):  # (here: no cost without one)
+            raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
         run._open_calls()
         run.resume = resume
         run.preflight = True
@@ -793,6 +796,8 @@ def new_run(
         run.preflight = True
         run.recorded = False
     if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
+        if not isinstance(policy, RunPolicy):  # (here: the default policy pays nothing)
+            raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
         if policy.allowlist is not None:
             run._open = False
         if policy.tool_timeout is not None:

@@ -51,8 +51,11 @@ class ToolCall(msgspec.Struct, frozen=True):
             ``DispatchResult`` that is not escaped, so such a result encodes with
             ``json.dumps`` (which writes the escape back) but not with
             ``msgspec.json.encode``. Everything the model wrote elsewhere (names,
-            arguments, previews) is escaped and always encodes.
-        name: The tool name the model asked for (not yet checked).
+            arguments, previews) is escaped and always encodes. It must be a ``str``
+            (a ``str`` subclass is read as the text it holds): dispatch refuses any
+            other id with ``TypeError`` before anything runs.
+        name: The tool name the model asked for (not yet checked); a ``str``, as
+            the id is.
         arguments: The decoded arguments object, or the raw text exactly as
             the provider sent it (decoding, repair and validation happen at
             admission, never here).

@@ -1,0 +1,69 @@
+"""The batch a host hands ``dispatch``, checked before anything runs.
+
+A host builds the batch (with a provider's ``parse_calls``, or by hand; msgspec does
+not check a ``ToolCall``'s fields when one is made), so a batch that is not a sequence
+of ``ToolCall`` values, or a call whose id or name is not text, is the host's mistake:
+a ``TypeError`` before any hook or tool runs, naming the call and what to pass. It is
+never answered to the model, which did not make it (an answer keyed by a list could not
+even be matched to its call). Text of a ``str`` subclass (an SDK's own string type) is
+read as the plain text it holds, as raw arguments are (:func:`_wire.plain_call`):
+msgspec encodes no subclass, so a result or event carrying one could not be encoded.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+import msgspec
+
+from ._validate import preview
+from ._wire import ToolCall
+
+__all__ = ["host_calls", "plain_text"]
+
+
+def host_calls(calls: tuple[object, ...]) -> tuple[ToolCall, ...]:
+    """``calls`` as dispatch reads them: every one a ``ToolCall`` whose id and name are
+    plain ``str`` (text of a subclass read as the text it holds).
+
+    Raises:
+        TypeError: An item is not a ``ToolCall``, or a call's id or name is not text.
+    """
+    plain: list[ToolCall] = []
+    for position, call in enumerate(calls):
+        # (by its type: an object whose __class__ says ToolCall is not one)
+        if type(call) is not ToolCall and not issubclass(type(call), ToolCall):
+            # (a str or a dict given as the batch is read as its characters or keys)
+            given = " (is the batch a str or a dict?)" if isinstance(call, str) else ""
+            raise TypeError(
+                f"dispatch takes ToolCall values, got {type(call).__name__} at position "
+                f"{position}: {preview(call)}{given}; read a provider's calls with its "
+                "parse_calls (tinytools.formats), or build `ToolCall(id, name, arguments)`"
+            )
+        call = cast(ToolCall, call)
+        call_id, name = plain_text(call.id), plain_text(call.name)
+        if call_id is None:
+            raise TypeError(
+                f"ToolCall.id must be a str, got {type(call.id).__name__} in the call at "
+                f"position {position} (name {preview(call.name)}): give the id the "
+                "provider sent with the call (every answer carries it back)"
+            )
+        if name is None:
+            raise TypeError(
+                f"ToolCall.name must be a str, got {type(call.name).__name__} in call "
+                f"{call_id!r}: build calls with a provider's parse_calls, or give the tool "
+                "name the model asked for ('' when it gave none)"
+            )
+        if call_id is not call.id or name is not call.name:
+            call = msgspec.structs.replace(call, id=call_id, name=name)
+        plain.append(call)
+    return tuple(plain)
+
+
+def plain_text(value: object) -> str | None:
+    """``value`` as a plain ``str`` (a subclass's text), or None when it is no text."""
+    if type(value) is str:
+        return value
+    if issubclass(type(value), str):
+        return str.__str__(value)
+    return None
