@@ -143,3 +143,40 @@ async def _answered_async(calls: list[ToolCall], options: dict[str, object]) -> 
     except DispatchAborted as aborted:
         result = aborted.result
     return msgspec.json.encode(result)
+
+
+class TestNoBatch:
+    @pytest.mark.anyio
+    async def test_one_call_not_in_a_list_says_to_wrap_it(self) -> None:
+        """It was "'ToolCall' object is not iterable"."""
+        one = ToolCall("1", "search", '{"query": "a"}')
+        with pytest.raises(TypeError, match=r"got one ToolCall: wrap it in a list, `\[call\]`"):
+            dispatch_sync(one, TOOLS)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"got one ToolCall: wrap it in a list, `\[call\]`"):
+            await dispatch(one, TOOLS)  # type: ignore[arg-type]
+        assert ran == []
+
+    @pytest.mark.parametrize("calls", [None, 5, search], ids=["none", "int", "tool"])
+    @pytest.mark.anyio
+    async def test_nothing_iterable_says_what_to_pass(self, calls: object) -> None:
+        says = rf"dispatch takes a list of ToolCall values, got {type(calls).__name__}"
+        with pytest.raises(TypeError, match=says):
+            dispatch_sync(calls, TOOLS)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=says):
+            await dispatch(calls, TOOLS)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("calls", ["abc", {"id": "1", "name": "search"}], ids=["str", "dict"])
+    def test_text_or_a_dict_as_the_batch_says_so(self, calls: object) -> None:
+        with pytest.raises(TypeError, match=r"got str at position 0: .* \(is the batch a str"):
+            dispatch_sync(calls, TOOLS)  # type: ignore[arg-type]
+
+    def test_a_type_error_while_reading_the_calls_stands(self) -> None:
+        """A generator that raises TypeError itself is not told it is no batch."""
+
+        def calls():  # type: ignore[no-untyped-def]
+            yield ToolCall("1", "search", '{"query": "a"}')
+            raise TypeError("the host's own mistake")
+
+        with pytest.raises(TypeError, match="the host's own mistake"):
+            dispatch_sync(calls(), TOOLS)
+        assert ran == []

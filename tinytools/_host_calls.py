@@ -19,7 +19,25 @@ import msgspec
 from ._validate import preview
 from ._wire import ToolCall
 
-__all__ = ["host_calls", "plain_text"]
+__all__ = ["host_calls", "plain_text", "refuse_non_batch"]
+
+
+def refuse_non_batch(calls: object) -> None:
+    """Raise the ``TypeError`` for ``calls`` that are no batch at all (one ``ToolCall``,
+    or nothing iterable); return when they are iterable (the ``TypeError`` in hand was
+    raised by iterating them: it stands)."""
+    if issubclass(type(calls), ToolCall):
+        raise TypeError(
+            "dispatch takes a list of calls, got one ToolCall: wrap it in a list, `[call]`"
+        )
+    try:
+        iter(calls)  # type: ignore[call-overload]
+    except TypeError:
+        raise TypeError(
+            f"dispatch takes a list of ToolCall values, got {type(calls).__name__}; read a "
+            "provider's calls with its parse_calls (tinytools.formats), or pass "
+            "`[ToolCall(id, name, arguments)]`"
+        ) from None
 
 
 def host_calls(calls: tuple[object, ...]) -> tuple[ToolCall, ...]:

@@ -36,7 +36,7 @@ from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore, check_store
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
-from ._host_calls import host_calls
+from ._host_calls import host_calls, refuse_non_batch
 from ._inject import Cancellation, Context, check_context_type
 from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._redact import shown_arguments
@@ -714,14 +714,18 @@ def new_run(
     object's ``__init__``) and fills it.
 
     Raises:
-        TypeError: ``calls`` is not a sequence of ``ToolCall`` values, a call's id or
-            name is not a ``str`` (see ``_host_calls``), ``policy``/``approvals`` has
-            the wrong type, ``on_event`` cannot be called, or ``store`` has no ``put``
-            to call (or comes with a ``context`` that is no ``Context``: the store is
-            told its ``run_id``).
+        TypeError: ``calls`` is not a sequence of ``ToolCall`` values (one call not in a
+            list included), a call's id or name is not a ``str`` (see ``_host_calls``),
+            ``policy``/``approvals`` has the wrong type, ``on_event`` cannot be called,
+            or ``store`` has no ``put`` to call (or comes with a ``context`` that is no
+            ``Context``: the store is told its ``run_id``).
     """
     if type(calls) is not tuple:
-        calls = tuple(calls)  # read an iterator once
+        try:
+            calls = tuple(calls)  # read an iterator once
+        except TypeError:
+            refuse_non_batch(calls)  # one ToolCall, or nothing iterable: say so
+            raise
     if (  # (one call of plain text: no iterator made)
         len(calls) != 1
         or type(call := calls[0]) is not ToolCall
