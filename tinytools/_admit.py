@@ -67,6 +67,7 @@ __all__ = [
     "Skipped",
     "Verdict",
     "admit_batch",
+    "carried",
     "error_message",
     "shown_name",
     "admit_batch_async",
@@ -538,7 +539,7 @@ def _redeferred(index: int, call: ToolCall, decision: Decision, batch: Admission
             call_id=call.id, tool_name=printable(call.name), reason="approval", metadata=metadata
         )
     )
-    return Deferred(index, _carried(call), "approval", metadata)
+    return Deferred(index, carried(call), "approval", metadata)
 
 
 def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
@@ -575,17 +576,14 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
         try:
             arguments = found.validate(call.arguments)
         except ToolArgumentsError as error:
-            answer = _refused(index, call, found, error, batch)
+            # (raw text of a str subclass, an SDK's own string type, is answered as its
+            # text: events and deferrals carry it, and msgspec encodes no subclass)
+            answer = _refused(index, plain_call(call), found, error, batch)
             if not isinstance(answer, dict):
                 return answer
             arguments = answer
-        except TypeError:  # msgspec reads no str subclass (an SDK's own string type)
-            plain = plain_call(call)
-            if plain is call:
-                raise
-            return _checked(index, plain, batch)
     else:
-        answer = _arguments(index, call, found, batch)
+        answer = _arguments(index, plain_call(call), found, batch)
         if not isinstance(answer, dict):
             return answer
         arguments = answer
@@ -628,7 +626,7 @@ def _defer(
 ) -> Deferred:
     if batch.used:  # slots are counted (each call has taken one by now)
         batch.used -= 1  # a deferred call takes a slot only when it runs
-    call = _carried(call)  # (a hook's deferral comes before any check of the call)
+    call = carried(call)  # (a hook's deferral comes before any check of the call)
     batch.emit(
         ToolDeferred(
             call_id=call.id, tool_name=printable(call.name), reason=kind, metadata=metadata
@@ -637,7 +635,7 @@ def _defer(
     return Deferred(index, call, kind, metadata)
 
 
-def _carried(call: ToolCall) -> ToolCall:
+def carried(call: ToolCall) -> ToolCall:
     """``call`` as ``DeferredToolRequests`` carries it back to the host: as it is when a
     result can encode it; else its name, raw text and provider reason with lone
     surrogates escaped and arguments JSON cannot carry as printable JSON text (each reads

@@ -29,6 +29,7 @@ from ._admit import (
     Deferred,
     Resolved,
     Skipped,
+    carried,
     error_message,
     shown_name,
 )
@@ -590,11 +591,12 @@ class Run(Admission):
                     executed.append(call.id)
                     executed_at.append(index)
                 if postponed is not None:
+                    carry = carried(call)  # (as admission defers a call: it encodes)
                     if postponed.kind == "approval":
-                        approvals.append(call)
+                        approvals.append(carry)
                         approvals_at.append(index)
                     else:
-                        deferred_calls.append(call)
+                        deferred_calls.append(carry)
                         calls_at.append(index)
                     deferred_meta[call.id] = postponed.metadata
                     continue

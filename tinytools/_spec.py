@@ -178,7 +178,8 @@ class Tool(Generic[P, R]):
 
         Args:
             arguments: The arguments as a mapping, or the raw JSON text a
-                provider sent.
+                provider sent (text of a ``str`` subclass, an SDK's own string
+                type, is read as the text it holds, as dispatch reads it).
 
         Returns:
             A new dict. For a tool built from a signature the values are
@@ -202,7 +203,12 @@ class Tool(Generic[P, R]):
             except (msgspec.MsgspecError, RecursionError, UnicodeError) as error:
                 # Only a StructValidator has a decode; it goes on from this failure.
                 return self._validator.refused(self.name, arguments, error)  # type: ignore[union-attr]
-        return self._validator.validate(self.name, arguments)
+        try:
+            return self._validator.validate(self.name, arguments)
+        except TypeError:  # msgspec decodes no str subclass: read it as its text
+            if type(arguments) is str or not isinstance(arguments, str):
+                raise
+            return self._validator.validate(self.name, str.__str__(arguments))
 
     def __repr__(self) -> str:
         kind = "external" if self.fn is None else ("async" if self.is_async else "sync")
