@@ -4,6 +4,10 @@ every route, so the tool gets plain values and every result encodes."""
 
 from __future__ import annotations
 
+import enum
+import json
+from typing import Any
+
 import msgspec
 import pytest
 
@@ -85,3 +89,114 @@ class TestRawTextOfAStrSubclass:
             assert result.deferred is not None
             assert [type(c.arguments) for c in result.deferred.calls] == [str]
             assert msgspec.json.encode(result) == msgspec.json.encode(expected)
+
+
+class SdkInt(int):
+    """An SDK's own integer type, whose methods must not be trusted."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("repr raised")
+
+
+class SdkFloat(float):
+    """An SDK's own float type."""
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+
+
+def _sdk(value: object) -> object:
+    """``value`` (decoded JSON) with every key and scalar of an SDK's own type."""
+    if isinstance(value, dict):
+        return {SdkText(k): _sdk(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sdk(v) for v in value]
+    if type(value) is str:
+        return SdkText(value)
+    if type(value) is int:
+        return SdkInt(value)
+    if type(value) is float:
+        return SdkFloat(value)
+    return value
+
+
+@tool
+def anything(query: str, limit: int = 3, extra: Any = None) -> dict[str, object]:
+    """Takes any extra value."""
+    seen.append({"query": query, "limit": limit, "extra": extra})
+    return {"query": query, "limit": limit, "extra": extra}
+
+
+MORE = Registry.of(anything, later, SCHEMA)
+
+
+def _types(value: object) -> set[type]:
+    if isinstance(value, dict):
+        return {dict}.union(*map(_types, value), *map(_types, value.values()))
+    if isinstance(value, list):
+        return {list}.union(*map(_types, value))
+    return {type(value)}
+
+
+class TestDictArgumentsOfSubclasses:
+    @pytest.mark.parametrize(
+        "arguments",
+        [
+            {"query": "a", "limit": 2},
+            {"query": "a", "limit": 2.0},
+            {"query": "a", "limit": 2, "extra": [1, [2.5, "x"], {"k": 2**80}]},
+            {"query": "a", "limit": "2"},  # invalid
+            {"limit": 2},  # invalid
+        ],
+        ids=["flat", "integral-float", "nested", "invalid-type", "missing"],
+    )
+    @pytest.mark.parametrize("name", ["anything", "find", "later", "nope"])
+    @pytest.mark.anyio
+    async def test_are_read_as_the_plain_values_they_hold(
+        self, arguments: dict[str, object], name: str
+    ) -> None:
+        """A schema tool ran with the subclasses and its result then failed to encode
+        (a signature tool's ``Any`` parameter too, and its ``float`` parameter refused
+        "got `SdkFloat`"): every route reads them as their plain values, so the call is
+        answered exactly as the plain arguments are, and the tool gets plain values."""
+        expected = msgspec.json.encode(dispatch_sync([ToolCall("c", name, arguments)], MORE))
+        plain_seen = list(seen)
+        seen.clear()
+        calls = [ToolCall("c", name, _sdk(arguments))]  # type: ignore[arg-type]
+        for result in (dispatch_sync(calls, MORE), await dispatch(calls, MORE)):
+            assert msgspec.json.encode(result) == expected
+        assert seen == plain_seen * 2
+        assert all(_types(s) <= {dict, list, str, int, float, type(None)} for s in seen)
+
+    @pytest.mark.parametrize("name", ["anything", "find"])
+    def test_an_int_enum_is_its_value_for_the_model(self, name: str) -> None:
+        """Enum members stay (msgspec encodes them as their values): the result encodes."""
+        result = dispatch_sync([ToolCall("c", name, {"query": "a", "limit": Level.LOW})], MORE)
+        assert [m.status for m in result.messages] == ["ok"]
+        assert json.loads(result.messages[0].content)["limit"] == 1
+        msgspec.json.encode(result)
+
+    @pytest.mark.parametrize(
+        ("value", "says"),
+        [
+            (SdkInt(int("f" * 5000, 16)), "Integer value out of range"),
+            (SdkFloat("nan"), "Expected a finite `number`, got `NaN`"),
+            (SdkText("a\ud800"), "String holds a lone surrogate"),
+        ],
+        ids=["huge-int", "nan", "lone-surrogate"],
+    )
+    @pytest.mark.parametrize("name", ["anything", "find"])
+    def test_values_json_cannot_carry_are_refused_as_plain_ones_are(
+        self, value: object, says: str, name: str
+    ) -> None:
+        for where in (
+            {"query": "a", "limit": 1, "extra": value},
+            {"query": "a", "extra": [[value]]},
+        ):
+            result = dispatch_sync([ToolCall("c", name, where)], MORE)
+            [message] = result.messages
+            assert message.is_error
+            assert says in message.content
+            msgspec.json.encode(result)
+        assert seen == []

@@ -44,7 +44,7 @@ from ._redact import Redactor
 from ._registry import AnyTool
 from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
-from ._validate import json_text, preview, printable
+from ._validate import json_text, plain_values, preview, printable
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call
 from .errors import ToolArgumentsError
 from .events import (
@@ -749,7 +749,9 @@ def _reached(name: str, env: DispatchEnv, target: AnyTool | None) -> list[AnyToo
 
 
 def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:
-    """``arguments`` as they are when JSON can carry them, else as printable text."""
+    """``arguments`` as they are when JSON can carry them (values of a ``str``, ``int``
+    or ``float`` subclass as the plain values they hold, as validation reads them),
+    else as printable text."""
     if type(arguments) is str:  # text fails to encode only for a lone surrogate
         return arguments if arguments.isascii() else printable(arguments)
     try:
@@ -757,7 +759,12 @@ def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:
     except (TypeError, ValueError, OverflowError, RecursionError):
         if isinstance(arguments, str):  # a str subclass: msgspec encodes no subclass
             return printable(str.__str__(arguments))
-        return printable(json_text(arguments))
+        try:
+            plain = plain_values(arguments)
+            msgspec.json.encode(plain)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return printable(json_text(arguments))
+        return plain  # type: ignore[return-value]  # a dict, as arguments was
     return arguments
 
 

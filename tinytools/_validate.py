@@ -24,6 +24,7 @@ an ``int`` is expected, on a slow path taken only after the fast one failed.
 
 from __future__ import annotations
 
+import enum
 import json
 import math
 import re
@@ -286,7 +287,8 @@ class StructValidator:
             if isinstance(arguments, (str, bytes)):
                 value = self.decode(arguments)
             else:
-                _refuse_values(tool_name, arguments)
+                # (refused below as the plain values the tool would get)
+                arguments = _json_values(tool_name, arguments)  # type: ignore[assignment]
                 value = msgspec.convert(arguments, self._decode_struct)
                 if self._checks is not None:
                     value = self._checks(value)
@@ -369,27 +371,34 @@ def _refuse_text(tool_name: str, text: str | bytes) -> None:
         raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
 
 
-def _refuse_values(tool_name: str, value: object) -> None:
-    """Raise the schema error for a decoded value JSON text cannot carry (see ``json_problem``).
+def _json_values(tool_name: str, value: object) -> object:
+    """Decoded arguments a host passed, as the tool gets them: values of a ``str``,
+    ``int`` or ``float`` subclass (an SDK's own types, which msgspec does not encode) as
+    the plain values they hold (see :func:`plain_values`), as raw text of a ``str``
+    subclass is read as its text; a value JSON text cannot carry is the schema error
+    ``json_problem`` names.
 
-    A cheap gate first: msgspec encodes the value in C, failing on lone surrogates and
-    huge integers and writing ``null`` for NaN and infinities; only then is it walked.
+    A cheap gate first: msgspec encodes the value in C, failing on subclasses, lone
+    surrogates and huge integers and writing ``null`` for NaN and infinities; only then
+    is it walked (arguments it encodes as they are cost nothing more).
     """
     try:
         suspect = _encode(value).find(b"null") >= 0  # `in` costs more than find here
     except RecursionError:
         raise _too_deep(tool_name) from None  # no event or message could carry it either
     except (TypeError, ValueError, OverflowError):
+        value = plain_values(value)  # (walked as plain values: no method of theirs runs)
         suspect = True
     if suspect:
         problem = json_problem(value)
         if problem is not None:
             raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
+    return value
 
 
 def _suspect(value: object) -> bool:
     """Whether decoded ``value`` may hold something JSON text cannot carry (see
-    :func:`_refuse_values`: msgspec's encoder fails on lone surrogates and huge integers
+    :func:`_json_values`: msgspec's encoder fails on lone surrogates and huge integers
     and writes ``null`` for NaN and infinities)."""
     try:
         return _encode(value).find(b"null") >= 0
@@ -531,8 +540,7 @@ class SchemaValidator:
             if isinstance(value, dict) and _repeats_possible(arguments, value):
                 _refuse_text(tool_name, arguments)
         else:
-            value = arguments
-            _refuse_values(tool_name, value)
+            value = _json_values(tool_name, arguments)
         if not isinstance(value, Mapping):
             raise ToolArgumentsError(tool_name, f"Expected `object`, got `{json_type(value)}`")
         value = dict(value)
@@ -880,6 +888,54 @@ def json_problem(value: object) -> tuple[str, str] | None:
             if problem is not None:
                 return path, problem
     return None
+
+
+def plain_values(value: object) -> object:
+    """``value`` with each ``str``, ``int`` and ``float`` of a subclass, keys included,
+    replaced by the plain value it holds; containers are copied (a ``Mapping`` as a
+    ``dict``, a tuple as a list: JSON has arrays). Enum members stay: msgspec encodes
+    them as their values. Anything else is left as it is, for the schema to accept or
+    refuse. Walks without recursion.
+    """
+    stack: list[dict[object, object] | list[object]] = []
+
+    def plain(item: object) -> object:
+        if isinstance(item, Mapping):
+            stack.append({_plain_scalar(key): child for key, child in item.items()})
+            return stack[-1]
+        if isinstance(item, (list, tuple)):
+            stack.append(list(item))
+            return stack[-1]
+        return _plain_scalar(item)
+
+    root = plain(value)
+    while stack:
+        container = stack.pop()
+        if isinstance(container, dict):
+            for key, child in container.items():
+                container[key] = plain(child)
+        else:
+            for index, child in enumerate(container):
+                container[index] = plain(child)
+    return root
+
+
+def _plain_scalar(item: object) -> object:
+    # Told by type and written by the base type's own method (as `_scalar_text` does): no
+    # method of the subclass runs, and a value posing as a str (by __class__) is none.
+    kind = type(item)
+    if kind is str or kind is int or kind is float or kind is bool or item is None:
+        return item
+    if isinstance(item, enum.Enum):
+        return item
+    found: Any = item
+    if issubclass(kind, str):
+        return str.__str__(found)
+    if issubclass(kind, int):
+        return int.__index__(found)
+    if issubclass(kind, float):
+        return float.__float__(found)
+    return item
 
 
 class _Pairs(list[tuple[str, object]]):
