@@ -44,7 +44,7 @@ from ._redact import Redactor
 from ._registry import AnyTool
 from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
-from ._validate import json_text, plain_values, preview, printable
+from ._validate import json_text, plain_values, preview, printable, text_problem
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call
 from .errors import ToolArgumentsError
 from .events import (
@@ -875,6 +875,12 @@ def _repaired(
             return arguments
     fixed = None if strict is None else repair.decode_rewritten(strict)
     if fixed is None:
+        # Repaired into JSON that holds what no arguments can (a lone surrogate escape,
+        # a number beyond range): that is what the model hears, as for strict text.
+        problem = None if strict is None else text_problem(strict)
+        if problem is not None:
+            refusal = ToolArgumentsError(tool.name, problem[1], path=problem[0])
+            return _invalid(index, call, tool, refusal, strict, batch)
         batch.emit(_invalid_event(call, tool, error, "tool_error"))
         return _error_answer(index, call, tool, error)
     text, value = fixed

@@ -314,8 +314,7 @@ class StructValidator:
             ToolArgumentsError: Otherwise, always.
         """
         if type(error) is msgspec.DecodeError:  # not JSON: the common way to fail
-            detail = str(error).removeprefix("JSON is malformed: ")
-            raise ToolArgumentsError(tool_name, detail, malformed=True) from None
+            raise _malformed(tool_name, arguments, error) from None
         if isinstance(error, _Refused):
             raise ToolArgumentsError(tool_name, error.detail, path=error.path) from None
         if not isinstance(error, msgspec.ValidationError):  # before DecodeError, its base
@@ -360,8 +359,31 @@ def _decode_json(tool_name: str, text: str | bytes) -> object:
         if problem is not None:
             raise ToolArgumentsError(tool_name, problem[1], path=problem[0]) from None
         raise _from_msgspec(tool_name, error) from None
-    except (msgspec.DecodeError, UnicodeError, RecursionError) as error:
+    except msgspec.DecodeError as error:
+        raise _malformed(tool_name, text, error) from None
+    except (UnicodeError, RecursionError) as error:
         raise _not_json(tool_name, error) from None
+
+
+def _malformed(tool_name: str, text: Arguments, error: msgspec.DecodeError) -> ToolArgumentsError:
+    """The error for text msgspec cannot decode: ``malformed``, with msgspec's reason,
+    unless the text is JSON holding a lone surrogate escape (``"\\ud800"``: no valid
+    text, which msgspec reports as truncated input or an invalid surrogate pair). That
+    is the schema error at its path, as for decoded arguments holding a lone surrogate
+    (see ``json_problem``): the model hears what is wrong, not that its JSON was cut.
+    """
+    detail = _decode_detail(error)
+    if ("truncated" in detail or "surrogate" in detail) and _has_escape(text):
+        problem = text_problem(text)  # type: ignore[arg-type]  # (text, as _has_escape said)
+        if problem is not None:  # (the slow, exact scan: only on this failure)
+            return ToolArgumentsError(tool_name, problem[1], path=problem[0])
+    return ToolArgumentsError(tool_name, detail, malformed=True)
+
+
+def _has_escape(text: Arguments) -> bool:
+    if isinstance(text, str):
+        return "\\u" in text
+    return isinstance(text, bytes) and b"\\u" in text
 
 
 def _refuse_text(tool_name: str, text: str | bytes) -> None:
