@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Final, cast
@@ -42,6 +43,7 @@ __all__ = [
     "convert_text",
     "decode_relaxed",
     "decode_strict",
+    "decode_written",
     "describe",
     "hide_reasoning",
     "json_string_literal",
@@ -87,9 +89,37 @@ def skip_space(text: str, pos: int) -> int:
     return match.end()
 
 
-def decode_relaxed(text: str) -> object:
-    """The text's JSON value, else the object relaxed repair makes of it, else :data:`NOTHING`."""
+def _not_a_json_number(word: str) -> object:
+    raise ValueError(f"{word} is not JSON")
+
+
+#: Python's decoder, which reads a lone surrogate escape as the surrogate (NaN refused).
+_KEEPS_SURROGATES: Final = json.JSONDecoder(parse_constant=_not_a_json_number)
+
+
+def decode_written(text: str) -> object:
+    """:func:`decode_strict` for text a model wrote as a call or its arguments.
+
+    JSON that msgspec refuses for a lone surrogate escape (``"\\ud800"``, which it
+    reports as truncated input) is read as Python's ``json`` reads it, the surrogate
+    kept (as ``json_in_tag``'s decoder always did): the call reaches dispatch, which
+    tells the model the string at that path is not valid text, instead of the call
+    being lost to prose or answered as JSON that is not valid. Only failing text with
+    an escape pays for the second decoder.
+    """
     value = decode_strict(text)
+    if value is NOTHING and "\\u" in text:
+        try:
+            return _KEEPS_SURROGATES.decode(text)
+        except (ValueError, RecursionError):
+            return NOTHING
+    return value
+
+
+def decode_relaxed(text: str) -> object:
+    """The text's JSON value (a model's: see :func:`decode_written`), else the object
+    relaxed repair makes of it, else :data:`NOTHING`."""
+    value = decode_written(text)
     if value is NOTHING:
         repaired = recover_relaxed_object(text)
         return NOTHING if repaired is None else repaired
@@ -284,7 +314,7 @@ def schema_types(schema: object, depth: int = 0) -> frozenset[str]:
 
 
 def _decode(text: str, types: frozenset[str]) -> object:
-    value = decode_strict(text)
+    value = decode_written(text)
     if value is not NOTHING:
         return value
     words: dict[str, object] = {"True": True, "False": False, "None": None}
@@ -301,7 +331,7 @@ def json_string_literal(text: str) -> str | None:
     stripped = text.strip(" \t\r\n")
     if len(stripped) < 2 or stripped[0] != '"' or stripped[-1] != '"':
         return None
-    value = decode_strict(stripped)
+    value = decode_written(stripped)
     return value if isinstance(value, str) else None
 
 
@@ -335,7 +365,11 @@ def arguments_of(call: ToolCall) -> dict[str, object] | None:
     """The call's arguments as an object, decoding raw JSON text; ``None`` if not an object."""
     if isinstance(call.arguments, dict):
         return call.arguments
-    value = decode_relaxed(call.arguments)
+    # (strictly, then repaired: a lone surrogate escape stays in the raw text, which a
+    # prompt can carry, and is never decoded into a surrogate no text can)
+    value = decode_strict(call.arguments)
+    if value is NOTHING:
+        value = recover_relaxed_object(call.arguments)
     return value if isinstance(value, dict) else None
 
 

@@ -19,6 +19,7 @@ import msgspec
 
 from tinytools._wire import ToolCall
 
+from ._dialect import NOTHING, decode_written
 from ._parsed import SyntheticIds
 from ._providers import cut_off, json_text, make_call
 
@@ -70,8 +71,12 @@ def finish(slot: Slot, ids: SyntheticIds, index: int, *, decode: bool) -> ToolCa
         try:
             value = msgspec.json.decode(text)
         except (msgspec.MsgspecError, RecursionError, UnicodeError) as error:
-            problem = f"the streamed arguments are not valid JSON ({error})"
-        else:
+            # (JSON holding a lone surrogate escape is read as the provider's final
+            # response reads it: dispatch tells the model what is wrong with it)
+            value = decode_written(text)
+            if value is NOTHING:
+                problem = f"the streamed arguments are not valid JSON ({error})"
+        if problem is None:
             # An unfinished call keeps its text: admission reads it like any raw text.
             arguments = value if decode and slot.done else text
     raw = problem is not None or not decode or not slot.done
