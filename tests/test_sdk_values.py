@@ -200,3 +200,30 @@ class TestDictArgumentsOfSubclasses:
             assert says in message.content
             msgspec.json.encode(result)
         assert seen == []
+
+
+class TestDictArgumentsNoJsonCanWrite:
+    @pytest.mark.parametrize(
+        ("arguments", "path", "says"),
+        [
+            ({"query": "a", "extra": object()}, "$.extra", "Expected a JSON value, got `object`"),
+            ({"query": "a", "extra": [1, {"k": print}]}, "$.extra[1].k", "got `builtin_function"),
+            ({"query": "a", "extra": {(1, 2): "x"}}, "$.extra[[1,2]]", "object key, got `tuple`"),
+            ({"query": "a", "extra": {None: 1}}, "$.extra[null]", "object key, got `NoneType`"),
+        ],
+        ids=["object", "function", "tuple-key", "none-key"],
+    )
+    @pytest.mark.parametrize("name", ["anything", "find"])
+    def test_are_refused_at_their_path(
+        self, arguments: dict[str, object], path: str, says: str, name: str
+    ) -> None:
+        """A host's own object in dict arguments reached a schema tool (or an ``Any``
+        parameter), and the result then failed to encode (its ``ToolStarted`` event
+        carried the object): it is refused as that call's error, the tool not run."""
+        result = dispatch_sync([ToolCall("c", name, arguments)], MORE)
+        [message] = result.messages
+        assert message.is_error
+        assert f"at `{path}`: " in message.content
+        assert says in message.content
+        msgspec.json.encode(result)
+        assert seen == []

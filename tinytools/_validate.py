@@ -872,6 +872,22 @@ def _value_problem(item: object) -> str | None:
         isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > _LONGEST_INT
     ):
         return "Integer value out of range; send an integer of at most 4,000 digits"
+    elif item is not None and not isinstance(item, (int, _Huge)):  # a host's own object
+        try:
+            _encode(item)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return f"Expected a JSON value, got `{type(item).__name__}`"
+    return None
+
+
+def _key_problem(key: object) -> str | None:
+    """Why one object key cannot be JSON text, or None (msgspec writes a number as text)."""
+    if isinstance(key, str):
+        return _value_problem(key)
+    try:
+        _encode({key: None})
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return f"Expected a `string` object key, got `{type(key).__name__}`"
     return None
 
 
@@ -880,7 +896,9 @@ def json_problem(value: object) -> tuple[str, str] | None:
 
     Lone surrogates (in keys or strings), NaN and infinities, integers msgspec cannot
     read (more than 4,300 characters): raw text holding them is refused by msgspec, so
-    decoded arguments are refused too, whichever route they took. Walks without recursion.
+    decoded arguments are refused too, whichever route they took. So are a host's own
+    objects no JSON text can write (a key or value msgspec cannot encode), which no
+    event or result could carry. Walks without recursion.
     """
     stack: list[tuple[object, str]] = [(value, "$")]
     while stack:
@@ -898,8 +916,12 @@ def json_problem(value: object) -> tuple[str, str] | None:
                 stack.append((child, where))
         elif isinstance(item, Mapping):
             for key, child in item.items():
-                where = _child(path, printable(str(key)))
-                problem = _value_problem(key)
+                where = (
+                    _child(path, printable(key))
+                    if isinstance(key, str)
+                    else f"{path}[{preview(key)}]"
+                )
+                problem = _key_problem(key)
                 if problem is not None:
                     return where, problem
                 stack.append((child, where))
