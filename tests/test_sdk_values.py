@@ -8,15 +8,20 @@ import enum
 import json
 from typing import Any
 
+import attrs
 import msgspec
 import pytest
 
 from tinytools import (
     CallDeferred,
+    DeferredToolResults,
     Registry,
     Tool,
+    ToolAccess,
     ToolArgumentsError,
     ToolCall,
+    ToolPolicy,
+    ToolResult,
     dispatch,
     dispatch_sync,
     tool,
@@ -227,3 +232,50 @@ class TestDictArgumentsNoJsonCanWrite:
         assert says in message.content
         msgspec.json.encode(result)
         assert seen == []
+
+
+class Mood(str, enum.Enum):
+    """A str Enum, as tools and hosts return them."""
+
+    CALM = "calm"
+
+
+class TestResultsAndDecisionsOfAStrSubclass:
+    @pytest.mark.parametrize(
+        "result",
+        [
+            ToolResult.success(Mood.CALM),
+            ToolResult.error(SdkText("calm")),
+            ToolResult.success(SdkText("calm")),
+        ],
+        ids=["success-enum", "error", "success"],
+    )
+    def test_a_tool_result_built_from_one_holds_its_text(self, result: ToolResult) -> None:
+        """``ToolResult.success(Mood.CALM)`` made a text block msgspec could not encode,
+        and the call was answered "returned a bad value"."""
+
+        @tool
+        def mood() -> ToolResult:
+            """The mood."""
+            return result
+
+        found = dispatch_sync([ToolCall("c", "mood", "{}")], Registry.of(mood))
+        assert [m.content for m in found.messages] == ["calm"]
+        msgspec.json.encode(found)
+
+    def test_decisions_by_an_id_of_a_str_subclass(self) -> None:
+        """A decision under an SDK's string id is the decision for that id; one for no
+        call of the batch is reported in an event that encodes (it did not)."""
+        gated = Tool.from_schema("gated", "Gated.", {"type": "object"}, fn=lambda: "ran")
+        gated = attrs.evolve(gated, policy=ToolPolicy(access=ToolAccess(approval_required=True)))
+        tools = Registry.of(gated)
+        calls = [ToolCall("c", "gated", "{}")]
+        decided = DeferredToolResults().approve(SdkText("c")).respond(SdkText("x"), SdkText("y"))
+        assert [type(i) for i in decided.decisions] == [str, str]
+        result = dispatch_sync(calls, tools, approvals=decided)
+        assert [m.content for m in result.messages] == ["ran"]
+        msgspec.json.encode(result)
+
+    def test_a_decision_id_that_is_no_text_is_refused(self) -> None:
+        with pytest.raises(TypeError, match="a call id is a str, got int"):
+            DeferredToolResults().approve(3)  # type: ignore[arg-type]

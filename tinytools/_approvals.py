@@ -142,9 +142,21 @@ class Decision:
 
 
 def _decisions(value: Mapping[str, Decision | Answer] | None) -> Mapping[str, Decision]:
-    """A read-only copy; a bare answer becomes a decision bound by id alone."""
+    """A read-only copy; a bare answer becomes a decision bound by id alone; an id of a
+    ``str`` subclass (an SDK's own string type) is its text, as dispatch reads call ids.
+
+    Raises:
+        TypeError: A call id is not a ``str``, or a decision is not one.
+    """
     decisions: dict[str, Decision] = {}
     for call_id, decision in (value or {}).items():
+        if type(call_id) is not str:
+            if not issubclass(type(call_id), str):
+                raise TypeError(
+                    f"a call id is a str, got {type(call_id).__name__}: decide calls by the "
+                    "ids of the deferred calls (DeferredToolRequests)"
+                )
+            call_id = str.__str__(call_id)
         if isinstance(decision, _ANSWERS):
             decision = Decision(decision)
         if not isinstance(decision, Decision):

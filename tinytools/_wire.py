@@ -126,13 +126,19 @@ class Artifact(msgspec.Struct, frozen=True, tag="artifact"):
     media_type: str = "application/octet-stream"
 
 
+def _text(text: str) -> str:
+    """``text`` as a plain ``str``: a subclass (a str Enum, an SDK's string type) as the
+    text it holds, which msgspec can encode."""
+    return text if type(text) is str or not issubclass(type(text), str) else str.__str__(text)
+
+
 def _blocks(
     content: str | ContentBlock | Sequence[ContentBlock] | None,
 ) -> tuple[ContentBlock, ...]:
     if content is None:
         return ()
     if isinstance(content, str):
-        return (TextBlock(content),)
+        return (TextBlock(_text(content)),)
     if isinstance(content, (TextBlock, JsonBlock, ImageBlock, FileBlock)):
         return (content,)
     return tuple(content)
@@ -199,7 +205,7 @@ class ToolResult(msgspec.Struct, frozen=True, kw_only=True):
     ) -> "ToolResult":
         """A failed result whose message the model reads (say what to change)."""
         return cls(
-            content=(TextBlock(message),),
+            content=(TextBlock(_text(message)),),
             structured=structured,
             metadata=dict(metadata or {}),
             is_error=True,
