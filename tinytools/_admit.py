@@ -568,7 +568,7 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     ):
         found = env.lookup(call.name)
     if found is None:
-        resolved = _resolve(index, call, batch)
+        resolved = _resolve(index, plain_call(call), batch)  # (its text, if a subclass's)
         if not isinstance(resolved, tuple):
             return resolved
         call, found = resolved

@@ -334,7 +334,13 @@ class StructValidator:
             if _compiled_bound is None or _compiled_bound(arguments) or _suspect(decoded):
                 _refuse_text(tool_name, arguments)
         else:
-            decoded = arguments
+            # Keys of a str subclass: msgspec encodes them (so `_json_values` let them
+            # pass) but does not convert them. Tried once more as plain keys, on failure.
+            decoded = plain_values(arguments)
+            try:
+                return msgspec.structs.asdict(self._convert(decoded))
+            except msgspec.ValidationError as error:
+                detail, path, got_float = _msgspec_detail(str(error))
         if got_float:  # JSON Schema's rule: integral floats are integers
             try:
                 value = self._convert(_integral_floats_to_int(decoded))

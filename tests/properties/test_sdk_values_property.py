@@ -1,0 +1,128 @@
+"""Property: a call is answered the same whether its id, name, raw text and argument
+values are plain ``str``/``int``/``float`` values or of subclasses (an SDK's own types,
+which msgspec does not encode), on every route, and every result encodes.
+
+Admission reads such text and values as the plain ones they hold (``_host_calls``,
+``Tool.validate``, ``_validate.plain_values``); any route that kept one would leave a
+message, event or deferred call msgspec cannot encode, or answer differently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tests.json_strategies import json_objects
+from tinytools import (
+    DispatchAborted,
+    Registry,
+    RunPolicy,
+    Tool,
+    ToolAccess,
+    ToolCall,
+    ToolPolicy,
+    dispatch_sync,
+    tool,
+)
+from tinytools.policies import Fail, NormalizeThenReturnToolError
+
+
+class SdkText(str):
+    pass
+
+
+class SdkInt(int):
+    pass
+
+
+class SdkFloat(float):
+    pass
+
+
+@tool
+def search(query: str = "", limit: int = 3, extra: Any = None) -> dict[str, object]:
+    """Search."""
+    return {"query": query, "limit": limit, "extra": extra}
+
+
+@tool(policy=ToolPolicy(redact=("query",)))
+def secret(query: str = "") -> str:
+    """Redacts its query."""
+    return "found"
+
+
+@tool(policy=ToolPolicy(access=ToolAccess(approval_required=True)))
+def gated(limit: int = 0) -> int:
+    """Needs approval."""
+    return limit
+
+
+FIND = Tool.from_schema(
+    "find", "Find.", {"type": "object", "properties": {"limit": {"type": "integer"}}}, fn=dict
+)
+LOOKUP = Tool.from_schema("lookup", "Host-executed.", {"type": "object"})
+TOOLS = Registry.of(search, secret, gated, FIND, LOOKUP)
+NAMES = st.sampled_from(["search", "secret", "gated", "find", "lookup", "nope", "Search"])
+POLICIES = st.sampled_from(
+    [
+        RunPolicy(),
+        RunPolicy(invalid_args=NormalizeThenReturnToolError()),
+        RunPolicy(invalid_args=Fail(), unknown_tool=Fail()),
+        RunPolicy(allowlist=frozenset({"search", "find"})),
+    ]
+)
+
+
+def _sdk(value: object) -> object:
+    if isinstance(value, dict):
+        return {SdkText(k): _sdk(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_sdk(v) for v in value]
+    if type(value) is str:
+        return SdkText(value)
+    if type(value) is int:
+        return SdkInt(value)
+    if type(value) is float:
+        return SdkFloat(value)
+    return value
+
+
+def _answer(calls: list[ToolCall], policy: RunPolicy) -> bytes:
+    try:
+        result = dispatch_sync(calls, TOOLS, policy=policy)
+    except DispatchAborted as aborted:
+        return b"aborted " + msgspec.json.encode(aborted.result)
+    return msgspec.json.encode(result)
+
+
+@given(
+    arguments=json_objects()
+    | st.fixed_dictionaries({"query": st.text(), "limit": st.integers() | st.floats()}),
+    name=NAMES,
+    as_text=st.booleans(),
+    policy=POLICIES,
+)
+def test_subclasses_are_answered_as_their_plain_values(
+    arguments: dict[str, object], name: str, as_text: bool, policy: RunPolicy
+) -> None:
+    try:
+        text = msgspec.json.encode(arguments).decode()
+    except (TypeError, ValueError, OverflowError):  # NaN or infinity: dict arguments only
+        as_text = False
+        text = ""
+    plain = [
+        ToolCall("a", "search", '{"query": "x"}'),
+        ToolCall("c", name, text if as_text else arguments),
+    ]
+    sdk = [
+        plain[0],
+        ToolCall(
+            SdkText("c"),
+            SdkText(name),
+            SdkText(text) if as_text else _sdk(arguments),  # type: ignore[arg-type]
+        ),
+    ]
+    assert _answer(sdk, policy) == _answer(plain, policy)
