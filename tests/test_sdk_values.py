@@ -16,6 +16,7 @@ from tinytools import (
     CallDeferred,
     DeferredToolResults,
     Registry,
+    RunPolicy,
     Tool,
     ToolAccess,
     ToolArgumentsError,
@@ -279,3 +280,26 @@ class TestResultsAndDecisionsOfAStrSubclass:
     def test_a_decision_id_that_is_no_text_is_refused(self) -> None:
         with pytest.raises(TypeError, match="a call id is a str, got int"):
             DeferredToolResults().approve(3)  # type: ignore[arg-type]
+
+
+@tool(policy=ToolPolicy(redact=("query",)))
+def secret(query: str = "") -> str:
+    """Redacts its query."""
+    return "found"
+
+
+class TestUnknownRouteOfAStrSubclass:
+    @pytest.mark.parametrize(
+        "policy", [RunPolicy(allowlist=frozenset()), RunPolicy()], ids=["disallowed", "case"]
+    )
+    def test_a_redacting_tool_reached_by_the_name_is_answered(self, policy: RunPolicy) -> None:
+        """Raw text of a str subclass to a disallowed (or case-variant) name of a redacting
+        tool crashed dispatch: the unknown-tool event's redaction decoded it with msgspec."""
+        name = "secret" if policy.allowlist is not None else "Secret"
+        text = '{"query": "hunter2"}'
+        plain = dispatch_sync([ToolCall("c", name, text)], Registry.of(secret), policy=policy)
+        sdk = dispatch_sync(
+            [ToolCall("c", name, SdkText(text))], Registry.of(secret), policy=policy
+        )
+        assert msgspec.json.encode(sdk) == msgspec.json.encode(plain)
+        assert b"hunter2" not in msgspec.json.encode(sdk)
