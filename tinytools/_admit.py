@@ -578,7 +578,9 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
         except ToolArgumentsError as error:
             # (raw text of a str subclass, an SDK's own string type, is answered as its
             # text: events and deferrals carry it, and msgspec encodes no subclass)
-            answer = _refused(index, plain_call(call), found, error, batch)
+            if type(call.arguments) is not str:  # (the common text costs no call)
+                call = plain_call(call)
+            answer = _refused(index, call, found, error, batch)
             if not isinstance(answer, dict):
                 return answer
             arguments = answer

@@ -314,7 +314,10 @@ class StructValidator:
             ToolArgumentsError: Otherwise, always.
         """
         if type(error) is msgspec.DecodeError:  # not JSON: the common way to fail
-            raise _malformed(tool_name, arguments, error) from None
+            detail = str(error).removeprefix("JSON is malformed: ")
+            if "truncated" in detail or "surrogate" in detail:  # a lone surrogate escape?
+                raise _malformed(tool_name, arguments, detail) from None
+            raise ToolArgumentsError(tool_name, detail, malformed=True) from None
         if isinstance(error, _Refused):
             raise ToolArgumentsError(tool_name, error.detail, path=error.path) from None
         if not isinstance(error, msgspec.ValidationError):  # before DecodeError, its base
@@ -366,19 +369,18 @@ def _decode_json(tool_name: str, text: str | bytes) -> object:
             raise ToolArgumentsError(tool_name, problem[1], path=problem[0]) from None
         raise _from_msgspec(tool_name, error) from None
     except msgspec.DecodeError as error:
-        raise _malformed(tool_name, text, error) from None
+        raise _malformed(tool_name, text, _decode_detail(error)) from None
     except (UnicodeError, RecursionError) as error:
         raise _not_json(tool_name, error) from None
 
 
-def _malformed(tool_name: str, text: Arguments, error: msgspec.DecodeError) -> ToolArgumentsError:
-    """The error for text msgspec cannot decode: ``malformed``, with msgspec's reason,
+def _malformed(tool_name: str, text: Arguments, detail: str) -> ToolArgumentsError:
+    """The error for text msgspec cannot decode (``detail``, its reason): ``malformed``,
     unless the text is JSON holding a lone surrogate escape (``"\\ud800"``: no valid
     text, which msgspec reports as truncated input or an invalid surrogate pair). That
     is the schema error at its path, as for decoded arguments holding a lone surrogate
     (see ``json_problem``): the model hears what is wrong, not that its JSON was cut.
     """
-    detail = _decode_detail(error)
     if ("truncated" in detail or "surrogate" in detail) and _has_escape(text):
         problem = text_problem(text)  # type: ignore[arg-type]  # (text, as _has_escape said)
         if problem is not None:  # (the slow, exact scan: only on this failure)
