@@ -165,6 +165,11 @@ class TestNoBatch:
         with pytest.raises(TypeError, match=says):
             await dispatch(calls, TOOLS)  # type: ignore[arg-type]
 
+    def test_deferred_requests_as_the_batch_say_how_to_resume(self) -> None:
+        pending = dispatch_sync([ToolCall("1", "lookup", "{}")], TOOLS).deferred
+        with pytest.raises(TypeError, match=r"pass `pending.all` as the calls"):
+            dispatch_sync(pending, TOOLS)  # type: ignore[arg-type]
+
     @pytest.mark.parametrize("calls", ["abc", {"id": "1", "name": "search"}], ids=["str", "dict"])
     def test_text_or_a_dict_as_the_batch_says_so(self, calls: object) -> None:
         with pytest.raises(TypeError, match=r"got str at position 0: .* \(is the batch a str"):

@@ -16,6 +16,7 @@ from typing import cast
 
 import msgspec
 
+from ._approvals import DeferredToolRequests
 from ._validate import preview
 from ._wire import ToolCall
 
@@ -29,6 +30,12 @@ def refuse_non_batch(calls: object) -> None:
     if issubclass(type(calls), ToolCall):
         raise TypeError(
             "dispatch takes a list of calls, got one ToolCall: wrap it in a list, `[call]`"
+        )
+    if issubclass(type(calls), DeferredToolRequests):
+        raise TypeError(
+            "dispatch takes a list of calls, got DeferredToolRequests: to resume the "
+            "deferred calls pass `pending.all` as the calls, with the host's decisions as "
+            "`approvals=`"
         )
     try:
         iter(calls)  # type: ignore[call-overload]
