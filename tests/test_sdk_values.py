@@ -303,3 +303,28 @@ class TestUnknownRouteOfAStrSubclass:
         )
         assert msgspec.json.encode(sdk) == msgspec.json.encode(plain)
         assert b"hunter2" not in msgspec.json.encode(sdk)
+
+
+@tool(policy=ToolPolicy(redact=("password",)))
+def login(password: str = "", extra: Any = None) -> str:
+    """Redacts the password."""
+    return "ran"
+
+
+class TestDictArgumentsHoldingThemselves:
+    @pytest.mark.parametrize("leaf", [SdkText("x"), "x", float("nan")], ids=["sdk", "str", "nan"])
+    @pytest.mark.parametrize("name", ["anything", "find", "login", "nope", "Login"])
+    def test_are_answered_as_nested_too_deeply(self, leaf: object, name: str) -> None:
+        """A host's dict arguments that hold themselves hung dispatch (the walks that
+        look for values JSON cannot carry, and redaction, never ended): answered as
+        nested too deeply, and the result encodes."""
+        arguments: dict[str, object] = {"extra": {"a": leaf}}
+        arguments["extra"]["self"] = arguments  # type: ignore[index]
+        result = dispatch_sync(
+            [ToolCall("c", name, arguments)], Registry.of(anything, SCHEMA, login)
+        )
+        [message] = result.messages
+        assert message.is_error
+        assert "nested too deeply" in message.content or "Unknown tool" in message.content
+        msgspec.json.encode(result)
+        assert seen == []

@@ -29,6 +29,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+import sys
 from collections.abc import Mapping
 
 import msgspec
@@ -80,12 +81,16 @@ class Redactor:
         return False
 
     def arguments(self, value: Mapping[str, object]) -> tuple[dict[str, object], list[object]]:
-        """A redacted copy of ``value`` and the secret values it held (no recursion)."""
+        """A redacted copy of ``value`` and the secret values it held (no recursion).
+
+        A container deeper than JSON text can be read (a host's value holding itself,
+        say) is the marker: nothing below it is shown, and the walk ends.
+        """
         secrets: list[object] = []
         root: dict[str, object] = dict(value)
-        stack: list[tuple[object, str]] = [(root, "$")]
+        stack: list[tuple[object, str, int]] = [(root, "$", 0)]
         while stack:
-            node, path = stack.pop()
+            node, path, depth = stack.pop()
             if isinstance(node, dict):
                 for key, item in list(node.items()):
                     child = f"{path}.{key}"
@@ -93,14 +98,16 @@ class Redactor:
                         secrets.append(item)
                         node[key] = MARKER
                     else:
-                        node[key] = self._descend(item, child, stack)
+                        node[key] = self._descend(item, child, stack, depth + 1)
             elif isinstance(node, list):
                 for index, item in enumerate(node):
-                    node[index] = self._descend(item, f"{path}[{index}]", stack)
+                    node[index] = self._descend(item, f"{path}[{index}]", stack, depth + 1)
         return root, secrets
 
     @staticmethod
-    def _descend(item: object, path: str, stack: list[tuple[object, str]]) -> object:
+    def _descend(
+        item: object, path: str, stack: list[tuple[object, str, int]], depth: int
+    ) -> object:
         """A copy of a container to walk later (so the caller's value is never changed)."""
         if isinstance(item, dict):
             item = dict(item)
@@ -108,7 +115,9 @@ class Redactor:
             item = list(item)
         else:
             return item
-        stack.append((item, path))
+        if depth > sys.getrecursionlimit():
+            return MARKER
+        stack.append((item, path, depth))
         return item
 
     def raw(

@@ -28,6 +28,7 @@ import enum
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -412,15 +413,20 @@ def _json_values(tool_name: str, value: object) -> object:
     surrogates and huge integers and writing ``null`` for NaN and infinities; only then
     is it walked (arguments it encodes as they are cost nothing more).
     """
+    plain = False
     try:
         suspect = _encode(value).find(b"null") >= 0  # `in` costs more than find here
     except RecursionError:
         raise _too_deep(tool_name) from None  # no event or message could carry it either
     except (TypeError, ValueError, OverflowError):
-        value = plain_values(value)  # (walked as plain values: no method of theirs runs)
-        suspect = True
+        suspect = plain = True
     if suspect:
-        problem = json_problem(value)
+        try:
+            if plain:  # (walked as plain values: no method of theirs runs)
+                value = plain_values(value)
+            problem = json_problem(value)
+        except RecursionError:  # deeper than JSON text can be read (a value holding itself)
+            raise _too_deep(tool_name) from None
         if problem is not None:
             raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
     return value
@@ -730,30 +736,35 @@ def _scalar_text(item: object) -> str:
 
 
 def _pieces(value: object, limit: int | None) -> Iterator[str]:
-    """JSON-like text for ``value``, piece by piece, without recursion."""
-    stack: list[object] = [value]
+    """JSON-like text for ``value``, piece by piece, without recursion; a container
+    deeper than JSON text can be read (a value holding itself, say) is ``…``."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    deepest = sys.getrecursionlimit()
     size = 0
     while stack and (limit is None or size <= limit):
-        item = stack.pop()
+        item, depth = stack.pop()
         if isinstance(item, _Token):
             piece = str(item)
+        elif depth > deepest and isinstance(item, (Mapping, list, tuple)):
+            piece = "…"
         elif isinstance(item, Mapping):
             piece = "{"
-            stack.append(_Token("}"))
+            stack.append((_Token("}"), 0))
             entries = list(item.items())
             for index in range(len(entries) - 1, -1, -1):
                 key, child = entries[index]
-                stack.append(child)
-                stack.append(_Token(_scalar_text(key if isinstance(key, str) else str(key)) + ":"))
+                stack.append((child, depth + 1))
+                text = _scalar_text(key if isinstance(key, str) else str(key))
+                stack.append((_Token(text + ":"), 0))
                 if index:
-                    stack.append(_Token(","))
+                    stack.append((_Token(","), 0))
         elif isinstance(item, (list, tuple)):
             piece = "["
-            stack.append(_Token("]"))
+            stack.append((_Token("]"), 0))
             for index in range(len(item) - 1, -1, -1):
-                stack.append(item[index])
+                stack.append((item[index], depth + 1))
                 if index:
-                    stack.append(_Token(","))
+                    stack.append((_Token(","), 0))
         else:
             piece = _scalar_text(item)
         size += len(piece)
@@ -907,10 +918,17 @@ def json_problem(value: object) -> tuple[str, str] | None:
     decoded arguments are refused too, whichever route they took. So are a host's own
     objects no JSON text can write (a key or value msgspec cannot encode), which no
     event or result could carry. Walks without recursion.
+
+    Raises:
+        RecursionError: ``value`` nests deeper than JSON text can be read (msgspec's
+            and Python's limit; a value holding itself does).
     """
-    stack: list[tuple[object, str]] = [(value, "$")]
+    stack: list[tuple[object, str, int]] = [(value, "$", 0)]
+    deepest = sys.getrecursionlimit()
     while stack:
-        item, path = stack.pop()
+        item, path, depth = stack.pop()
+        if depth > deepest and isinstance(item, (Mapping, list, tuple)):
+            raise RecursionError("the arguments nest too deeply")
         if isinstance(item, _Pairs):
             seen: set[str] = set()
             for key, child in item:
@@ -921,7 +939,7 @@ def json_problem(value: object) -> tuple[str, str] | None:
                 problem = _value_problem(key)
                 if problem is not None:
                     return where, problem
-                stack.append((child, where))
+                stack.append((child, where, depth + 1))
         elif isinstance(item, Mapping):
             for key, child in item.items():
                 where = (
@@ -932,9 +950,9 @@ def json_problem(value: object) -> tuple[str, str] | None:
                 problem = _key_problem(key)
                 if problem is not None:
                     return where, problem
-                stack.append((child, where))
+                stack.append((child, where, depth + 1))
         elif isinstance(item, (list, tuple)):
-            stack.extend((child, f"{path}[{index}]") for index, child in enumerate(item))
+            stack.extend((child, f"{path}[{i}]", depth + 1) for i, child in enumerate(item))
         else:
             problem = _value_problem(item)
             if problem is not None:
@@ -948,27 +966,36 @@ def plain_values(value: object) -> object:
     ``dict``, a tuple as a list: JSON has arrays). Enum members stay: msgspec encodes
     them as their values. Anything else is left as it is, for the schema to accept or
     refuse. Walks without recursion.
-    """
-    stack: list[dict[object, object] | list[object]] = []
 
-    def plain(item: object) -> object:
-        if isinstance(item, Mapping):
-            stack.append({_plain_scalar(key): child for key, child in item.items()})
-            return stack[-1]
-        if isinstance(item, (list, tuple)):
-            stack.append(list(item))
-            return stack[-1]
+    Raises:
+        RecursionError: ``value`` nests deeper than JSON text can be read (a value
+            holding itself does).
+    """
+    stack: list[tuple[dict[object, object] | list[object], int]] = []
+    deepest = sys.getrecursionlimit()
+
+    def plain(item: object, depth: int) -> object:
+        if isinstance(item, (Mapping, list, tuple)):
+            if depth > deepest:
+                raise RecursionError("the arguments nest too deeply")
+            copied: dict[object, object] | list[object] = (
+                {_plain_scalar(key): child for key, child in item.items()}
+                if isinstance(item, Mapping)
+                else list(item)
+            )
+            stack.append((copied, depth))
+            return copied
         return _plain_scalar(item)
 
-    root = plain(value)
+    root = plain(value, 0)
     while stack:
-        container = stack.pop()
+        container, depth = stack.pop()
         if isinstance(container, dict):
             for key, child in container.items():
-                container[key] = plain(child)
+                container[key] = plain(child, depth + 1)
         else:
             for index, child in enumerate(container):
-                container[index] = plain(child)
+                container[index] = plain(child, depth + 1)
     return root
 
 
