@@ -860,8 +860,12 @@ def printable(text: str) -> str:
 
     A model's ``"\\udc80"`` decodes to a lone surrogate, which no UTF-8 or JSON
     encoder can write: names and previews echoed into messages and events go
-    through here so that every ``DispatchResult`` encodes.
+    through here so that every ``DispatchResult`` encodes. Always a plain ``str``:
+    text of a subclass (an SDK's own string type) is read as the text it holds, and
+    none of its methods runs.
     """
+    if type(text) is not str:
+        text = str.__str__(text)
     if text.isascii():
         return text
     try:
@@ -878,6 +882,8 @@ def _child(path: str, key: str) -> str:
 def _value_problem(item: object) -> str | None:
     """Why one scalar cannot be JSON text, or None."""
     if isinstance(item, str):
+        if type(item) is not str:  # (read as the text it holds, as printable reads it)
+            item = str.__str__(item)
         if printable(item) is not item:
             return (
                 "String holds a lone surrogate (an unpaired `\\ud800`-`\\udfff` escape), "
