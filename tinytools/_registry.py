@@ -63,7 +63,10 @@ class Registry(Mapping[str, AnyTool]):
     """An immutable set of tools, looked up by exact name.
 
     Args:
-        tools: The tools; names must be unique.
+        tools: The tools; names must be unique. Another ``Registry`` counts as the
+            collection of its tools: ``Registry(registry)`` is a new registry of the
+            same tools, in the same order (as ``Registry(registry.values())`` is),
+            although a registry is a mapping and other mappings are refused.
 
     Raises:
         ToolDefinitionError: Every duplicate or unusable name and every item
@@ -80,6 +83,8 @@ class Registry(Mapping[str, AnyTool]):
     def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
         found: dict[str, AnyTool] = {}
         problems: list[str] = []
+        if isinstance(tools, Registry):  # a mapping of its tools: read as its tools
+            tools = tools._tools.values()
         for candidate in tool_items(tools):
             item: object = candidate  # checked at run time too: callers may not type-check
             if not isinstance(item, Tool):
