@@ -39,6 +39,11 @@ def not_tools(tools: object) -> TypeError:
         hint = "a name is not a tool: pass the @tool functions themselves, in a list"
     elif isinstance(tools, Mapping):
         hint = "pass its tools, such as list(mapping.values())"
+    elif callable(getattr(tools, "tools", None)):  # half a toolset
+        hint = (
+            "it has tools() but no explain(context): a toolset answers both "
+            "(explain may return () when it leaves nothing out)"
+        )
     else:
         hint = "pass a Registry, a toolset or a list of @tool functions"
     return TypeError(f"tools must be a collection of tools, got {type(tools).__name__}; {hint}")
@@ -80,7 +85,7 @@ class Registry(Mapping[str, AnyTool]):
     _tools: Mapping[str, AnyTool]
     _name_index: NameIndex
 
-    def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
+    def __init__(self, tools: Iterable[AnyTool] | Registry = ()) -> None:
         found: dict[str, AnyTool] = {}
         problems: list[str] = []
         if isinstance(tools, Registry):  # a mapping of its tools: read as its tools
