@@ -600,6 +600,10 @@ class TestHandlerReturningAnAwaitable:
             dispatch_sync(calls, TOOLS, on_event=handler)
         assert [m.status for m in raised.value.result.messages] == ["ok", "interrupted"]
         assert seen == []
+        # Nothing raised: the reason says what the handler returned (it read "raised").
+        assert raised.value.reason.startswith("the on_event handler <lambda> failed: ")
+        assert "it returned coroutine, which dispatch does not await" in raised.value.reason
+        assert "raised" not in raised.value.reason
 
     @pytest.mark.anyio
     async def test_dispatch(self) -> None:

@@ -142,3 +142,19 @@ class TestRepairedTextJsonCannotCarry:
         assert message.is_error
         assert says in message.content
         assert ran == []
+
+
+class _Text(str):
+    """A host's own string type (an SDK's); its methods must never be asked."""
+
+    def isascii(self) -> bool:
+        raise AssertionError("a method of the subclass ran")
+
+
+@pytest.mark.parametrize("text", ["plain ascii", "café", "bad \udc80 half"])
+def test_escaped_text_is_always_a_plain_str(text: str) -> None:
+    from tinytools._validate import printable
+
+    shown = printable(_Text(text))
+    assert type(shown) is str
+    assert shown == printable(text)

@@ -102,3 +102,19 @@ class TestNames:
     def test_accepted(self, name: str) -> None:
         """Names every provider accepts are kept as given."""
         assert name == attrs.evolve(alpha, name=name).name
+
+
+def test_a_registry_built_from_a_registry() -> None:
+    """Defect: ``Registry(registry)`` was refused as a mapping of names. A registry is
+    read as the collection of its tools: a new registry of the same tools, in order;
+    ``Registry.of`` and a registry passed to dispatch are unchanged."""
+    first = Registry.of(alpha, beta)
+    again = Registry(first)
+    assert again is not first
+    assert again.tools() == (alpha, beta)
+    assert dict(again) == dict(first)
+    assert Registry(Registry.of(alpha)).names == ("alpha",)
+    result = dispatch_sync([ToolCall("1", "alpha", {})], tools=again)
+    assert not result.messages[0].is_error
+    with pytest.raises(ToolDefinitionError, match="two tools are named 'alpha'"):
+        Registry([*first.values(), *Registry(first).values()])

@@ -216,8 +216,11 @@ class TestDictArgumentsNoJsonCanWrite:
             ({"query": "a", "extra": [1, {"k": print}]}, "$.extra[1].k", "got `builtin_function"),
             ({"query": "a", "extra": {(1, 2): "x"}}, "$.extra[[1,2]]", "object key, got `tuple`"),
             ({"query": "a", "extra": {None: 1}}, "$.extra[null]", "object key, got `NoneType`"),
+            ({"query": "a", "extra": {1: "x"}}, "$.extra[1]", "object key, got `int`"),
+            ({"query": "a", "extra": [{2.5: "x"}]}, "$.extra[0][2.5]", "object key, got `float`"),
+            ({"query": "a", 7: "x"}, "$[7]", "object key, got `int`"),
         ],
-        ids=["object", "function", "tuple-key", "none-key"],
+        ids=["object", "function", "tuple-key", "none-key", "int-key", "float-key", "top-int-key"],
     )
     @pytest.mark.parametrize("name", ["anything", "find"])
     def test_are_refused_at_their_path(
@@ -328,3 +331,137 @@ class TestDictArgumentsHoldingThemselves:
         assert "nested too deeply" in message.content or "Unknown tool" in message.content
         msgspec.json.encode(result)
         assert seen == []
+
+
+class _Key(str):
+    """A host's own key type (an SDK's str subclass)."""
+
+
+class _HostileKey(str):
+    """A key whose own methods raise: dispatch must never need them."""
+
+    __hash__ = str.__hash__
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("__eq__ of a key")
+
+    def __str__(self) -> str:
+        raise RuntimeError("__str__ of a key")
+
+    def __format__(self, spec: str) -> str:
+        raise RuntimeError("__format__ of a key")
+
+
+class _KeyObject:
+    """A hashable object of the host's as a key, whose own methods raise."""
+
+    def __hash__(self) -> int:
+        return 1
+
+    def __eq__(self, other: object) -> bool:
+        raise RuntimeError("__eq__ of a key")
+
+    def __str__(self) -> str:
+        raise RuntimeError("__str__ of a key")
+
+    __repr__ = __str__
+
+
+@tool(policy=ToolPolicy(redact=("token",)))
+def guarded(
+    query: str, extra: dict[str, object] | None = None, token: str = ""
+) -> dict[str, object]:
+    """A redacting tool with an open mapping parameter."""
+    seen.append({"query": query, "extra": extra, "token": token})
+    return {"query": query}
+
+
+GUARDED = Tool.from_schema(
+    "guarded_schema",
+    "A redacting schema tool.",
+    {"type": "object", "properties": {"query": {"type": "string"}, "token": {"type": "string"}}},
+    fn=_schema_fn,
+    policy=ToolPolicy(redact=("token",)),
+)
+KEYED = Registry.of(anything, SCHEMA, guarded, GUARDED)
+
+
+def _key_types(value: object) -> set[type]:
+    found: set[type] = set()
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            found.update(type(k) for k in item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return found
+
+
+class TestKeysJsonHasNoTextFor:
+    @pytest.mark.parametrize("name", ["anything", "find", "guarded", "guarded_schema"])
+    @pytest.mark.parametrize(
+        ("arguments", "path", "says"),
+        [
+            ({1: "x"}, "$[1]", "got `int`"),
+            ({"query": "a", 2.5: "x"}, "$[2.5]", "got `float`"),
+            ({"query": "a", "extra": {"k": {3: "x"}}}, "$.extra.k[3]", "got `int`"),
+            ({"query": "a", _KeyObject(): "x"}, "$[<_KeyObject>]", "got `_KeyObject`"),
+        ],
+        ids=["int", "float", "nested-int", "object"],
+    )
+    def test_a_key_that_is_no_string_is_that_calls_invalid_arguments(
+        self, name: str, arguments: dict[object, object], path: str, says: str
+    ) -> None:
+        """Defect: an int key in dict arguments reached a schema tool's function as a
+        keyword ("Tool `find` failed: TypeError: keywords must be strings"), a signature
+        tool's answer read "at `key` in `$`", and an int key below an open parameter
+        reached the function. JSON object keys are strings: every route answers the
+        call's invalid arguments at the key's path, the tool not run."""
+        result = dispatch_sync([ToolCall("c", name, arguments)], KEYED)
+        [message] = result.messages
+        assert message.is_error
+        assert message.content.startswith(f"Invalid arguments for tool `{name}` at `{path}`: ")
+        assert f"Expected a `string` object key, {says}" in message.content
+        msgspec.json.encode(result)
+        assert seen == []
+
+    @pytest.mark.parametrize("name", ["Guarded", "guarded"])
+    def test_unknown_or_disallowed_names_of_a_redacting_tool_answer_and_hide_it(
+        self, name: str
+    ) -> None:
+        """The same arguments under a name that only nearly reaches a redacting tool, or
+        one the allow-list refuses: the call is answered as unknown, the secret hidden,
+        the result encodes; a hostile key's own methods never run."""
+        for arguments in (
+            {1: "x", "token": "hunter2-secret"},
+            {_HostileKey("query"): "a", "token": "hunter2-secret"},
+            {_KeyObject(): "x", "token": "hunter2-secret"},
+        ):
+            result = dispatch_sync(
+                [ToolCall("c", name, arguments)],
+                KEYED,
+                policy=RunPolicy(allowlist=frozenset({"find"})),
+            )
+            [message] = result.messages
+            assert message.content.startswith(f"Unknown tool `{name}`")
+            assert "hunter2-secret" not in msgspec.json.encode(result).decode()
+        assert seen == []
+
+
+class TestKeysOfAStrSubclass:
+    @pytest.mark.parametrize("name", ["anything", "find", "guarded", "guarded_schema"])
+    @pytest.mark.parametrize("key", [_Key, _HostileKey], ids=["subclass", "hostile"])
+    def test_every_tool_gets_plain_str_keys(self, name: str, key: type[str]) -> None:
+        """Defect: a schema tool received keys of a str subclass unchanged (at every
+        depth; a signature tool's were converted), and a redacting tool's redaction
+        called a key's own ``__str__``, so a key whose methods raise ended dispatch.
+        Every tool now gets plain ``str`` keys; no method of the key runs."""
+        arguments = {key("query"): "a", key("extra"): {key("k"): [{key("deep"): 1}]}}
+        result = dispatch_sync([ToolCall("c", name, arguments)], KEYED)
+        [message] = result.messages
+        assert not message.is_error, message.content
+        [got] = seen
+        assert _key_types(got) == {str}
+        msgspec.json.encode(result)

@@ -657,3 +657,49 @@ def test_reconcile_takes_the_toolset(tmp_path: object) -> None:
         ledger.started("run", "1", "kb_lookup", {"key": "k"})  # the crash came before settled()
         decided = reconcile([call], toolset, ledger, "run")
     assert ([call], ()) == (list(decided.rerun), decided.messages)
+
+
+def _down() -> object:
+    raise ConnectionError("catalogue down")
+
+
+class _OnlyLists:
+    """An object that lists tools (``tools()``) but explains nothing: the formats read it."""
+
+    def __init__(self, listed: Callable[[], object]) -> None:
+        self.listed = listed
+
+    def tools(self) -> object:
+        return self.listed()
+
+
+@pytest.mark.parametrize("declare", [openai_chat.declarations, anthropic.declarations])
+@pytest.mark.parametrize(
+    "listed",
+    [_down, lambda: None],
+    ids=["raises", "none"],
+)
+def test_the_formats_say_what_dispatch_says_of_a_failing_toolset(
+    declare: Callable[[object], object], listed: Callable[[], object]
+) -> None:
+    """Defect: ``declarations``/``render`` called ``tools()`` of an object without
+    ``explain`` themselves, so what it raised surfaced raw (nothing naming it). They now
+    read it as dispatch reads a toolset of the host's own: the same ToolDefinitionError
+    naming it, from its own error."""
+    with pytest.raises(ToolDefinitionError) as dispatched:
+        dispatch_sync([ToolCall("1", "search", {"query": "q"})], _Answering(listed))  # type: ignore[arg-type]
+    for toolset in (_Answering(listed), _OnlyLists(listed)):
+        with pytest.raises(ToolDefinitionError) as declared:
+            declare(toolset)
+        said = str(declared.value).replace(type(toolset).__name__, "_Answering")
+        assert said == str(dispatched.value)
+        assert type(declared.value.__cause__) is type(dispatched.value.__cause__)
+    listing = _OnlyLists(lambda: [search])
+    assert ["search"] == [t["function"]["name"] for t in openai_chat.declarations(listing)]  # type: ignore[arg-type,index]
+
+
+def test_dispatch_says_what_half_a_toolset_lacks() -> None:
+    """An object with ``tools()`` but no ``explain`` given to dispatch is refused saying
+    what a toolset also answers (it read as any non-collection did)."""
+    with pytest.raises(TypeError, match=r"has tools\(\) but no explain\(context\)"):
+        dispatch_sync([ToolCall("1", "search", {"query": "q"})], _OnlyLists(lambda: [search]))  # type: ignore[arg-type]

@@ -100,12 +100,17 @@ def check_store(store: object) -> None:
     )
 
 
+class PutReturned(TypeError):
+    """A store's ``put`` returned something a result cannot carry (it raised nothing):
+    dispatch says the store returned it, not that it raised."""
+
+
 def stored(store: "ArtifactStore", run_id: str, call_id: str, artifact: Artifact) -> ArtifactRef:
     """What ``store.put`` returned for ``artifact``, once it is an ``ArtifactRef`` a result
     can carry (a result must encode, and decode back, whatever the store returned).
 
     Raises:
-        TypeError: ``put`` returned something else (an awaitable among them, closed: no
+        PutReturned: ``put`` returned something else (an awaitable among them, closed: no
             one would run it), or a reference with fields of the wrong type; saying what
             to return. (What ``put`` raises propagates: dispatch aborts either way, the
             tool's result lost, as for any failing host callback.)
@@ -123,7 +128,7 @@ def stored(store: "ArtifactStore", run_id: str, call_id: str, artifact: Artifact
         if inspect.iscoroutine(returned) and close is not None:
             close()  # (never awaited: without this, a RuntimeWarning later)
         problem = type(returned).__name__
-    raise TypeError(
+    raise PutReturned(
         f"its put() returned {problem} for artifact {artifact.name!r:.80}; return "
         "ArtifactRef(name, media_type, uri, size) with str name, media_type and uri "
         "and an int size"

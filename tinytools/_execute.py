@@ -72,7 +72,7 @@ def _text(error: BaseException) -> str:
         text = str(error)
     except BaseException as broken:  # any failure of a tool's own __str__
         return f"<str() of the exception raised {type(broken).__name__}>"
-    return text if text.isascii() else printable(text)
+    return text if type(text) is str and text.isascii() else printable(text)
 
 
 def _trace(error: BaseException, said: str | None = None) -> str:

@@ -93,8 +93,9 @@ class Redactor:
             node, path, depth = stack.pop()
             if isinstance(node, dict):
                 for key, item in list(node.items()):
-                    child = f"{path}.{key}"
-                    if self._hit(str(key), child):
+                    name = _key_text(key)
+                    child = f"{path}.{name}"
+                    if self._hit(name, child):
                         secrets.append(item)
                         node[key] = MARKER
                     else:
@@ -155,6 +156,20 @@ class Redactor:
                 elif form:
                     text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
         return text
+
+
+def _key_text(key: object) -> str:
+    """An object key as a redaction path reads it, never by the key's own methods (a
+    host's key of a ``str`` subclass is its text; one whose ``__str__`` raises must not
+    end the dispatch that reports it)."""
+    if type(key) is str:
+        return key
+    if issubclass(type(key), str):
+        return str.__str__(key)  # (a str, by its type)
+    try:
+        return str(key)
+    except Exception:  # a host's own key object
+        return f"<{type(key).__name__}>"
 
 
 def _json_form(value: object) -> str:

@@ -39,6 +39,11 @@ def not_tools(tools: object) -> TypeError:
         hint = "a name is not a tool: pass the @tool functions themselves, in a list"
     elif isinstance(tools, Mapping):
         hint = "pass its tools, such as list(mapping.values())"
+    elif callable(getattr(tools, "tools", None)):  # half a toolset
+        hint = (
+            "it has tools() but no explain(context): a toolset answers both "
+            "(explain may return () when it leaves nothing out)"
+        )
     else:
         hint = "pass a Registry, a toolset or a list of @tool functions"
     return TypeError(f"tools must be a collection of tools, got {type(tools).__name__}; {hint}")
@@ -63,7 +68,10 @@ class Registry(Mapping[str, AnyTool]):
     """An immutable set of tools, looked up by exact name.
 
     Args:
-        tools: The tools; names must be unique.
+        tools: The tools; names must be unique. Another ``Registry`` counts as the
+            collection of its tools: ``Registry(registry)`` is a new registry of the
+            same tools, in the same order (as ``Registry(registry.values())`` is),
+            although a registry is a mapping and other mappings are refused.
 
     Raises:
         ToolDefinitionError: Every duplicate or unusable name and every item
@@ -77,9 +85,11 @@ class Registry(Mapping[str, AnyTool]):
     _tools: Mapping[str, AnyTool]
     _name_index: NameIndex
 
-    def __init__(self, tools: Iterable[AnyTool] = ()) -> None:
+    def __init__(self, tools: Iterable[AnyTool] | Registry = ()) -> None:
         found: dict[str, AnyTool] = {}
         problems: list[str] = []
+        if isinstance(tools, Registry):  # a mapping of its tools: read as its tools
+            tools = tools._tools.values()
         for candidate in tool_items(tools):
             item: object = candidate  # checked at run time too: callers may not type-check
             if not isinstance(item, Tool):

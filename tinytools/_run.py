@@ -34,7 +34,7 @@ from ._admit import (
     shown_name,
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
-from ._artifacts import ArtifactStore, check_store
+from ._artifacts import ArtifactStore, PutReturned, check_store
 from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
 from ._host_calls import host_calls, refuse_non_batch
@@ -81,11 +81,13 @@ class Stop(enum.Enum):
 
 
 class HostFailed(Exception):
-    """One of the host's callbacks raised (``on_event``, the ledger, the artifact store)."""
+    """One of the host's callbacks raised (``on_event``, the ledger, the artifact store),
+    or, ``raised`` False, returned what dispatch cannot use: ``error`` says what it
+    returned (nothing raised, so the reason does not say so)."""
 
-    def __init__(self, where: str, error: Exception) -> None:
+    def __init__(self, where: str, error: Exception, *, raised: bool = True) -> None:
         self.error = error
-        super().__init__(f"{where} raised {error!r}")
+        super().__init__(f"{where} raised {error!r}" if raised else f"{where} failed: {error}")
 
 
 #: What :func:`is_async_function` said of a handler, by id, held weakly (a memo must
@@ -468,7 +470,11 @@ class Run(Admission):
         the failure is recorded (the batch aborts) and the call is still answered — with
         ``fallback`` as no hook saw it, or, for a call whose tool ran, an error saying its
         result was lost."""
-        failed = error if isinstance(error, HookFailed) else HostFailed("the artifact store", error)
+        failed = (
+            error
+            if isinstance(error, HookFailed)
+            else HostFailed("the artifact store", error, raised=not isinstance(error, PutReturned))
+        )
         self.fail(failed)
         if fallback is None:  # the model hears what happened, not the host's internals
             where = "an after_tool hook" if isinstance(error, HookFailed) else "storing it"
@@ -691,7 +697,7 @@ class Handled(Run):
             f"it returned {type(returned).__name__}, which dispatch does not await: "
             "make the handler an `async def` function (or `await` inside one)"
         )
-        self.fail(HostFailed(f"the on_event handler {_name(self.on_event)}", error))
+        self.fail(HostFailed(f"the on_event handler {_name(self.on_event)}", error, raised=False))
 
 
 def new_run(

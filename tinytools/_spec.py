@@ -186,7 +186,9 @@ class Tool(Generic[P, R]):
             converted to the parameters' types (a dataclass parameter arrives
             as that dataclass, a ``datetime`` as a ``datetime``) and omitted
             parameters hold their defaults. For a schema-built tool it is the
-            arguments unchanged.
+            arguments as JSON reads them: unchanged, but for decoded arguments of an
+            SDK's own types (a key or value of a ``str`` subclass arrives as a plain
+            ``str``, at every depth).
 
         Raises:
             ToolArgumentsError: Malformed JSON or a schema violation; its

@@ -243,10 +243,48 @@ def _refuse_repeats(text: str | bytes) -> None:
         raise _Refused(*problem)
 
 
+def _takes_any_keys(struct: type[msgspec.Struct]) -> bool:
+    """Whether a value of ``struct`` may hold a mapping whose keys msgspec's ``convert``
+    passes as they are (an ``Any`` or ``object`` part, a ``dict`` keyed by anything but
+    ``str``, a type msgspec does not describe): decoded arguments for such a tool are
+    read as JSON reads them (:func:`_json_tree`), so that a key JSON has no text for as
+    a key (an ``int``) is refused there too. For every other tool msgspec refuses such
+    a key itself, and its error path says where (no cost on the common path)."""
+    import msgspec.inspect as mi
+
+    seen: set[int] = set()
+    try:
+        stack: list[mi.Type] = [mi.type_info(struct)]
+    except Exception:  # a type msgspec cannot describe: assume the worst
+        return True
+    while stack:
+        kind = stack.pop()
+        if id(kind) in seen:
+            continue
+        seen.add(id(kind))
+        if isinstance(kind, (mi.AnyType, mi.CustomType)):
+            return True
+        if isinstance(kind, (mi.DictType, mi.FrozenDictType)):
+            if not isinstance(kind.key_type, mi.StrType):
+                return True
+            stack.append(kind.value_type)
+        elif isinstance(
+            kind, (mi.StructType, mi.DataclassType, mi.TypedDictType, mi.NamedTupleType)
+        ):
+            stack.extend(field.type for field in kind.fields)
+        elif isinstance(kind, (mi.ListType, mi.SetType, mi.FrozenSetType, mi.VarTupleType)):
+            stack.append(kind.item_type)
+        elif isinstance(kind, mi.TupleType):
+            stack.extend(kind.item_types)
+        elif isinstance(kind, mi.UnionType):
+            stack.extend(kind.types)
+    return False
+
+
 class StructValidator:
     """Validates and converts arguments through a generated msgspec ``Struct``."""
 
-    __slots__ = ("_checks", "_decode_struct", "_struct", "decode")
+    __slots__ = ("_checks", "_decode_struct", "_read", "_struct", "decode")
 
     def __init__(
         self,
@@ -260,6 +298,10 @@ class StructValidator:
         # same struct without them, checked after decoding with RE2 (`_signature_patterns`).
         self._decode_struct = struct if decoding is None else decoding[0]
         self._checks = None if decoding is None else decoding[1]
+        #: How decoded arguments are read: as JSON reads them only where msgspec would
+        #: pass a key JSON cannot carry as a key (see `_takes_any_keys`; decided on first
+        #: use, which then replaces this method).
+        self._read: Callable[[str, object], object] = self._first_read
         #: Decode raw JSON straight into the Struct (raises msgspec's errors as they are;
         #: a repeated field or a pattern mismatch raises a ``ValidationError`` too).
         self.decode = _struct_decoder(self._decode_struct)
@@ -271,6 +313,10 @@ class StructValidator:
                 return checks(decode(text))
 
             self.decode = checked
+
+    def _first_read(self, tool_name: str, value: object) -> object:
+        self._read = _json_tree if _takes_any_keys(self._struct) else _json_values
+        return self._read(tool_name, value)
 
     def _convert(self, value: object) -> msgspec.Struct:
         decoded = msgspec.convert(value, self._decode_struct)
@@ -289,7 +335,7 @@ class StructValidator:
                 value = self.decode(arguments)
             else:
                 # (refused below as the plain values the tool would get)
-                arguments = _json_values(tool_name, arguments)  # type: ignore[assignment]
+                arguments = self._read(tool_name, arguments)  # type: ignore[assignment]
                 value = msgspec.convert(arguments, self._decode_struct)
                 if self._checks is not None:
                     value = self._checks(value)
@@ -341,6 +387,11 @@ class StructValidator:
             # Keys of a str subclass: msgspec encodes them (so `_json_values` let them
             # pass) but does not convert them. Tried once more as plain keys, on failure.
             decoded = plain_values(arguments)
+            # A key JSON has no text for as a key (an int, a float: msgspec writes them
+            # as text, so `_json_values` let them pass) is refused at its path.
+            problem = json_problem(decoded)
+            if problem is not None:
+                raise ToolArgumentsError(tool_name, problem[1], path=problem[0]) from None
             try:
                 return msgspec.structs.asdict(self._convert(decoded))
             except msgspec.ValidationError as error:
@@ -430,6 +481,43 @@ def _json_values(tool_name: str, value: object) -> object:
         if problem is not None:
             raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
     return value
+
+
+def _json_tree(tool_name: str, value: object) -> object:
+    """Decoded arguments a host passed, as a schema-built tool gets them: read back from
+    the JSON text msgspec writes for them, when that reads back equal — a copy whose
+    keys are plain ``str`` at every depth (msgspec writes a key of a ``str`` subclass
+    as its text, and the tool must not get the SDK's type, nor the key's own methods).
+
+    Otherwise (an ``int`` key, which JSON writes as text but which is no JSON key; a
+    value msgspec writes differently or not at all; a key whose ``__eq__`` raised) the
+    arguments are walked: the first value or key JSON cannot carry is the schema error
+    ``json_problem`` names, and the tool gets them as :func:`plain_values` makes them.
+    All of this is C work (one encode, one decode, one comparison) unless the walk is
+    needed: schema validation itself costs far more.
+    """
+    try:
+        encoded = _encode(value)
+    except RecursionError:
+        raise _too_deep(tool_name) from None
+    except (TypeError, ValueError, OverflowError):
+        pass  # a subclass value, a lone surrogate, a huge integer: walked below
+    else:
+        if encoded.find(b"null") < 0:  # (NaN and infinities are written as null)
+            try:
+                tree = _decode(encoded)
+                if tree == value:
+                    return tree
+            except Exception:  # a key's own __eq__, or text too deep to read
+                pass
+    try:
+        plain = plain_values(value)
+        problem = json_problem(plain)
+    except RecursionError:
+        raise _too_deep(tool_name) from None
+    if problem is not None:
+        raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
+    return plain
 
 
 def _suspect(value: object) -> bool:
@@ -565,18 +653,19 @@ class SchemaValidator:
         return self._check
 
     def validate(self, tool_name: str, arguments: Arguments) -> dict[str, object]:
-        """The arguments as a new dict, unchanged, once they pass the schema.
+        """The arguments as a new dict, unchanged (decoded ones as JSON reads them:
+        see :func:`_json_tree`), once they pass the schema.
 
         Raises:
             ToolArgumentsError: The arguments are not valid JSON, not an
-                object, or break the schema.
+                object, hold a key that is not a string, or break the schema.
         """
         if isinstance(arguments, (str, bytes)):
             value = _decode_json(tool_name, arguments)
             if isinstance(value, dict) and _repeats_possible(arguments, value):
                 _refuse_text(tool_name, arguments)
         else:
-            value = _json_values(tool_name, arguments)
+            value = _json_tree(tool_name, arguments)
         if not isinstance(value, Mapping):
             raise ToolArgumentsError(tool_name, f"Expected `object`, got `{json_type(value)}`")
         value = dict(value)
@@ -754,7 +843,10 @@ def _pieces(value: object, limit: int | None) -> Iterator[str]:
             for index in range(len(entries) - 1, -1, -1):
                 key, child = entries[index]
                 stack.append((child, depth + 1))
-                text = _scalar_text(key if isinstance(key, str) else str(key))
+                # (a key that is no str is shown as the text of what it is, quoted; its
+                # own __str__ never runs)
+                text = _scalar_text(key)
+                text = text if issubclass(type(key), str) else _scalar_text(text)
                 stack.append((_Token(text + ":"), 0))
                 if index:
                     stack.append((_Token(","), 0))
@@ -860,8 +952,12 @@ def printable(text: str) -> str:
 
     A model's ``"\\udc80"`` decodes to a lone surrogate, which no UTF-8 or JSON
     encoder can write: names and previews echoed into messages and events go
-    through here so that every ``DispatchResult`` encodes.
+    through here so that every ``DispatchResult`` encodes. Always a plain ``str``:
+    text of a subclass (an SDK's own string type) is read as the text it holds, and
+    none of its methods runs.
     """
+    if type(text) is not str:
+        text = str.__str__(text)
     if text.isascii():
         return text
     try:
@@ -878,6 +974,8 @@ def _child(path: str, key: str) -> str:
 def _value_problem(item: object) -> str | None:
     """Why one scalar cannot be JSON text, or None."""
     if isinstance(item, str):
+        if type(item) is not str:  # (read as the text it holds, as printable reads it)
+            item = str.__str__(item)
         if printable(item) is not item:
             return (
                 "String holds a lone surrogate (an unpaired `\\ud800`-`\\udfff` escape), "
@@ -900,14 +998,12 @@ def _value_problem(item: object) -> str | None:
 
 
 def _key_problem(key: object) -> str | None:
-    """Why one object key cannot be JSON text, or None (msgspec writes a number as text)."""
+    """Why one object key cannot be JSON text, or None. JSON's object keys are strings:
+    a key of any other type is refused, a number too (msgspec would write it as text,
+    but a tool would be handed the number, and ``**arguments`` refuses it)."""
     if isinstance(key, str):
         return _value_problem(key)
-    try:
-        _encode({key: None})
-    except (TypeError, ValueError, OverflowError, RecursionError):
-        return f"Expected a `string` object key, got `{type(key).__name__}`"
-    return None
+    return f"Expected a `string` object key, got `{type(key).__name__}`"
 
 
 def json_problem(value: object) -> tuple[str, str] | None:

@@ -126,3 +126,41 @@ def test_subclasses_are_answered_as_their_plain_values(
         ),
     ]
     assert _answer(sdk, policy) == _answer(plain, policy)
+
+
+def _with_key(value: object, key: object, depth: int) -> object:
+    """``value`` with ``key`` added to the object ``depth`` objects down (or the deepest)."""
+    if not isinstance(value, dict):
+        return value
+    copied: dict[object, object] = dict(value)
+    inner = [k for k, v in copied.items() if isinstance(v, dict)]
+    if depth and inner:
+        copied[inner[0]] = _with_key(copied[inner[0]], key, depth - 1)
+    else:
+        copied[key] = "x"
+    return copied
+
+
+@given(
+    arguments=json_objects(),
+    key=st.integers() | st.floats(allow_nan=False) | st.tuples(st.integers()),
+    depth=st.integers(0, 3),
+    name=NAMES,
+    policy=POLICIES,
+)
+def test_a_key_that_is_no_string_is_never_handed_to_a_tool(
+    arguments: dict[str, object], key: object, depth: int, name: str, policy: RunPolicy
+) -> None:
+    """JSON object keys are strings: dict arguments holding any other key, at any depth,
+    never run a tool (a known name answers the call's invalid arguments naming the key;
+    any other is unknown, deferred or aborted), and every result encodes."""
+    call = ToolCall("c", name, _with_key(arguments, key, depth))  # type: ignore[arg-type]
+    try:
+        result = dispatch_sync([call], TOOLS, policy=policy)
+    except DispatchAborted as aborted:
+        result = aborted.result
+    msgspec.json.encode(result)
+    for message in result.messages:
+        assert message.is_error or message.status == "interrupted", message
+        if message.content.startswith("Invalid arguments"):
+            assert "Expected a `string` object key" in message.content

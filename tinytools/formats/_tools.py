@@ -28,14 +28,22 @@ def all_tools(tools: Tools, context: Context | None = None) -> list[AnyTool]:
 
     Raises:
         TypeError: ``tools`` is not iterable, or an item is not a ``Tool``.
-        ToolDefinitionError: The toolset cannot be resolved.
+        ToolDefinitionError: The toolset cannot be resolved; an object that only lists
+            tools (``tools()``, no ``explain``) raised, answered with no tools or with
+            a non-tool (said as dispatch says it for a toolset of the host's own).
     """
     if callable(getattr(tools, "explain", None)) and callable(getattr(tools, "tools", None)):
         from tinytools.toolsets._base import resolve
 
         return list(resolve(tools, context).tools)
     method = getattr(tools, "tools", None)
-    source = cast("Iterable[object]", method() if callable(method) else tools)
+    if callable(method):  # an object that only lists tools: read as dispatch reads a toolset
+        from tinytools.toolsets._base import host_tools
+
+        # (asked as `tools()`, as `_HasTools` declares it, when no context was given)
+        ask = method if context is not None else lambda _none: method()
+        return list(host_tools(tools, ask, context))
+    source = cast("Iterable[object]", tools)
     found: list[AnyTool] = []
     for item in tool_items(source):
         if not isinstance(item, Tool):

@@ -297,7 +297,7 @@ def _of_foreign(toolset: object, context: Context | None) -> Resolution:
             "tinytools.toolsets, or an object with tools(context) and explain(context)"
         )
     source = f"toolset {label(type(toolset))}"
-    tools = checked_tools(source, _asked(source, "tools", tools_of, context))
+    tools = host_tools(toolset, tools_of, context)
     answer = _asked(source, "explain", explain, context)
     for item in answer:
         if not isinstance(item, ExposureExplanation):
@@ -320,6 +320,21 @@ def _of_foreign(toolset: object, context: Context | None) -> Resolution:
         _FOREIGN.pop(next(iter(_FOREIGN)))
     _FOREIGN[id(toolset)] = (toolset, resolution)
     return resolution
+
+
+def host_tools(
+    toolset: object, ask: Callable[[Context | None], object], context: Context | None
+) -> tuple[AnyTool, ...]:
+    """What a toolset of the host's own lists: ``ask`` (its ``tools`` method) answered
+    for ``context``, checked. Dispatch and the formats' ``declarations``/``render`` read
+    a host's toolset through here, so both say the same when it fails.
+
+    Raises:
+        ToolDefinitionError: Naming the toolset, as :func:`_asked` and
+            :func:`checked_tools` say.
+    """
+    source = f"toolset {label(type(toolset))}"
+    return checked_tools(source, _asked(source, "tools", ask, context))
 
 
 def _asked(
