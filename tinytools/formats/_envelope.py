@@ -40,6 +40,7 @@ import json
 import re
 from typing import Final
 
+from tinytools._validate import printable
 from tinytools._wire import ToolCall
 
 from ._writable import JSON_DEPTH, refusal, unwritable
@@ -147,9 +148,14 @@ def json_call_block(call: ToolCall) -> str:
     JSON cannot carry faithfully (see :mod:`tinytools.formats._writable`)
     give its refusal note instead of a block.
     """
-    if isinstance(call.arguments, dict):
-        problem = unwritable(call.arguments, JSON_DEPTH)
+    if printable(call.name) is not call.name:
+        return refusal("its tool name holds a lone surrogate, which text cannot carry")
+    arguments = call.arguments
+    if isinstance(arguments, dict):
+        problem = unwritable(arguments, JSON_DEPTH)
         if problem is not None:
             return refusal(problem)
-    payload = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    else:  # raw text holding a lone surrogate is written with its escape
+        arguments = printable(str(arguments))
+    payload = json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)
     return f"<tool_call>\n{escape_json(payload)}\n</tool_call>"
