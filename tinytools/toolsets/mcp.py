@@ -9,9 +9,13 @@ changed. Each MCP tool becomes a schema-built ``Tool`` whose arguments are
 validated locally against the server's ``inputSchema`` (all of JSON Schema draft
 7) before anything is sent; its calls go to ``session.call_tool`` under the
 server's own name, whatever ``Prefixed`` or ``Renamed`` made of it. An MCP
-result with ``isError`` is answered as an error message; structured content is
-kept as the result's ``structured`` value; text, image and resource blocks
-become content blocks.
+result with ``isError`` is answered as an error message (one with no text says
+the server gave none); structured content is kept as the result's
+``structured`` value, and is also the model's text, as compact JSON, when the
+server sent no content blocks (the spec asks servers to send both); text, image
+and resource blocks become content blocks. An answer that is not a
+``CallToolResult`` at all (no ``content``, no ``structuredContent``) is the
+call's error, never an empty success.
 
 The tools are async: dispatch them with ``await dispatch(...)`` on the event
 loop the session runs on (``dispatch_sync`` would run them on another loop).
@@ -24,14 +28,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
+
+import msgspec
 
 from tinytools._exposure import ExposureExplanation
 from tinytools._registry import AnyTool
 from tinytools._spec import Tool, check_name
 from tinytools._tool_policy import ToolPolicy
+from tinytools._validate import preview
 from tinytools._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolResult
 from tinytools.errors import ToolDefinitionError
 
@@ -126,22 +134,31 @@ def _content(item: object) -> ContentBlock:
         blob = _field(resource, "blob")
         media = str(_field(resource, "mimeType", "mime_type") or "application/octet-stream")
         return FileBlock(uri, media, _base64(blob), uri)
-    return TextBlock(f"[unsupported MCP content of type {kind!r}]")
+    return TextBlock(f"[unsupported MCP content of type {preview(kind, 80)}]")
 
 
 def _result(result: object) -> ToolResult:
     """An MCP ``CallToolResult`` as a ``ToolResult``."""
     content = _field(result, "content")
-    if isinstance(content, str):  # off the spec, but seen: the text itself, not its letters
-        blocks: tuple[ContentBlock, ...] = (TextBlock(content),)
-    elif isinstance(content, Sequence):
-        blocks = tuple(_block(item) for item in content)
-    else:
-        blocks = ()
     structured = _field(result, "structuredContent", "structured_content")
     is_error = bool(_field(result, "isError", "is_error"))
-    if is_error and not blocks:
-        blocks = (TextBlock("The MCP server reported an error without a message."),)
+    if isinstance(content, str):  # off the spec, but seen: the text itself, not its letters
+        blocks: tuple[ContentBlock, ...] = (TextBlock(content),)
+    elif isinstance(content, Mapping):  # off the spec: one block, not in a list
+        blocks = (_block(content),)
+    elif isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
+        blocks = tuple(_block(item) for item in content)
+    elif content is None and structured is None and not is_error:
+        return ToolResult.error(
+            f"The MCP server's answer is not a tool result (found {preview(result, 80)})."
+        )
+    else:
+        blocks = ()
+    if not blocks and structured is not None:  # the model reads it as the text
+        with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
+            blocks = (TextBlock(msgspec.json.encode(structured).decode()),)
+    if is_error and not any(isinstance(b, TextBlock) and b.text.strip() for b in blocks):
+        blocks = (TextBlock("The MCP server reported an error without a message."), *blocks)
     return ToolResult(content=blocks, structured=structured, is_error=is_error)
 
 
