@@ -237,3 +237,65 @@ def test_hostile_server_answers(answer: object, status: str, expected: str) -> N
     assert (status, True) == (message.status, message.content.startswith(expected))
     assert len(message.content) < 1000
     assert msgspec.json.encode(result)
+
+
+def _nested(depth: int) -> object:
+    value: object = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class _Listing:
+    """A session that lists ``tools`` as a hostile server would."""
+
+    def __init__(self, tools: object) -> None:
+        self.listed = tools
+
+    async def list_tools(self) -> dict[str, object]:
+        return {"tools": self.listed}
+
+    async def call_tool(self, name: str, arguments: dict[str, object]) -> object:
+        return {"content": [{"type": "text", "text": "ran"}]}
+
+
+@pytest.mark.parametrize(
+    ("listed", "kept", "explained"),
+    [
+        ([{"name": _nested(5000)}], [], ["left out: a tool name must be a str, not list"]),
+        ([{"name": "f\ud800"}], [], ["left out: tool name 'f\\ud800' is not accepted"]),
+        ([{"name": "x" * 1_000_000}], [], ["left out: tool name 'xxxxxxxxxxxxxxxxxxxx'…"]),
+        ([{"name": "f", "inputSchema": "garbage"}], [], ["left out: its input schema is not"]),
+        ([{"name": "f", "inputSchema": [1]}], [], ["left out: its input schema is not"]),
+        ([{"name": "f", "inputSchema": True}], ["f"], []),
+        ([{"name": "f", "description": _nested(5000)}], ["f"], []),
+        ("fetch", [], []),
+    ],
+    ids=[
+        "nested-name",
+        "surrogate-name",
+        "huge-name",
+        "string-schema",
+        "array-schema",
+        "true-schema",
+        "nested-description",
+        "tools-as-text",
+    ],
+)
+def test_hostile_tool_lists(listed: object, kept: list[str], explained: list[str]) -> None:
+    """A nested name or description raised RecursionError out of refresh(); a lone
+    surrogate in a left-out name made the explanation unencodable; a schema that is no
+    object schema gave a tool taking any arguments; tools sent as text were its letters."""
+    import anyio
+
+    async def run() -> McpToolset:
+        return await McpToolset(_Listing(listed)).refresh()  # type: ignore[arg-type]
+
+    toolset = anyio.run(run)
+    assert kept == [t.name for t in toolset.tools()]
+    reasons = toolset.explain()
+    assert len(explained) == len(reasons)
+    for expected, reason in zip(explained, reasons, strict=True):
+        assert reason.reason.startswith(expected)
+        assert len(reason.name) <= 80
+    assert msgspec.json.encode([(r.name, r.reason) for r in reasons])

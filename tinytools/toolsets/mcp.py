@@ -162,6 +162,11 @@ def _result(result: object) -> ToolResult:
     return ToolResult(content=blocks, structured=structured, is_error=is_error)
 
 
+def _description(value: object) -> str:
+    """A listed tool's description: its text, else none (a server may send anything)."""
+    return value if isinstance(value, str) else ""
+
+
 def _policy(annotations: object) -> ToolPolicy:
     """The server's hints, as an unclassified policy (a remote server's claims are
     not a review: ``ToolPolicyMiddleware`` still treats the tool as unclassified)."""
@@ -199,7 +204,8 @@ class McpToolset:
         for _ in range(_PAGES):
             page = await self._page(cursor)
             found = _field(page, "tools")
-            listed += list(found) if isinstance(found, Sequence) else []
+            if isinstance(found, Sequence) and not isinstance(found, (str, bytes, bytearray)):
+                listed += list(found)
             cursor = _field(page, "nextCursor", "next_cursor")
             if not cursor:
                 break
@@ -218,28 +224,44 @@ class McpToolset:
 
     def load(self, listed: Sequence[object]) -> None:
         """Keep ``listed`` (MCP ``Tool`` values, or dicts in their JSON shape) as the
-        toolset's tools; a tool that cannot be used is left out and explained."""
+        toolset's tools; a tool that cannot be used is left out and explained.
+
+        A tool without an ``inputSchema`` (or with the schema ``true``) takes any
+        arguments object; one whose schema is no JSON object schema is left out,
+        never given a schema that accepts anything. An explanation names a
+        left-out tool by a short printable preview of what the server sent.
+        """
         tools: list[AnyTool] = []
         explained: list[ExposureExplanation] = []
         seen: set[str] = set()
         for item in listed:
             name = _field(item, "name")
-            label = str(name)
             problem = check_name(name)
+            # (a name the server sent may be anything: huge, nested, a lone surrogate)
+            label = (
+                name
+                if isinstance(name, str) and problem is None
+                else preview(name, 80, raw_text=True)
+            )
             if problem is None and label in seen:
                 problem = "the server listed two tools of this name"
+            schema = _field(item, "inputSchema", "input_schema")
+            if schema is None or schema is True:
+                schema = {"type": "object"}
+            if problem is None and not isinstance(schema, Mapping):
+                problem = f"its input schema is not a JSON object schema: {preview(schema, 60)}"
             if problem is not None:
                 reason = f"left out: {problem}"
                 explained.append(ExposureExplanation(label, reason, "McpToolset"))
                 continue
+            assert isinstance(schema, Mapping)
             seen.add(label)
-            schema = _field(item, "inputSchema", "input_schema")
             try:
                 tools.append(
                     Tool.from_schema(
                         label,
-                        str(_field(item, "description") or ""),
-                        schema if isinstance(schema, Mapping) else {"type": "object"},
+                        _description(_field(item, "description")),
+                        schema,
                         _Call(self.session, label),
                         policy=_policy(_field(item, "annotations")),
                     )
