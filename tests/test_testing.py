@@ -775,3 +775,21 @@ def add_tool() -> Tool[..., object]:
         return a + b
 
     return add
+
+
+class TestInvariantsReadTheSchemaAsEnforced:
+    """The independent schema check read a 2020-12 schema as draft 7: `contains` without
+    the `minContains` it qualifies (dispatch documents not enforcing either), so a tool
+    rightly run was reported as breaking invariant 3."""
+
+    def _run(self, schema: dict[str, object], arguments: dict[str, object]) -> None:
+        item = Tool.from_schema("pick", "Pick.", schema, fn=_anything)
+        calls = [ToolCall("c", "pick", arguments)]
+        check_dispatch_invariants(calls, dispatch_sync(calls, [item]), [item])
+
+    def test_a_documented_loosening_is_no_violation(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {"a": {"type": "array", "contains": {"const": 7}, "minContains": 2}},
+        }
+        self._run(schema, {"a": []})  # raised "invariant 3"
