@@ -793,3 +793,47 @@ class TestInvariantsReadTheSchemaAsEnforced:
             "properties": {"a": {"type": "array", "contains": {"const": 7}, "minContains": 2}},
         }
         self._run(schema, {"a": []})  # raised "invariant 3"
+
+
+class TestValidArgumentsAreValid:
+    """``valid_arguments`` drew values the tool refuses: Python's Unicode ``\\d`` where
+    RE2 (and ECMA-262) match ASCII digits, an ``anyOf`` of ``required`` drawn without
+    the ``properties`` beside it (``{}``), and it raised on ``prefixItems`` with
+    ``items: false``."""
+
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            {
+                "type": "object",
+                "properties": {"code": {"type": "string", "pattern": "^[a-z]{3}\\d+$"}},
+                "required": ["code"],
+            },
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "pair": {
+                        "type": "array",
+                        "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                        "items": False,
+                    }
+                },
+                "required": ["pair"],
+            },
+        ],
+        ids=["ascii-digits", "anyOf-required", "prefixItems"],
+    )
+    def test_every_draw_is_accepted(self, schema: dict[str, object]) -> None:
+        item = Tool.from_schema("pick", "Pick.", schema, fn=_anything)
+
+        @settings(max_examples=60, database=None, deadline=None)
+        @given(valid_arguments(item))
+        def prop(arguments: dict[str, object]) -> None:
+            item.validate(arguments)
+
+        prop()
