@@ -799,7 +799,7 @@ class TestValidArgumentsAreValid:
     """``valid_arguments`` drew values the tool refuses: Python's Unicode ``\\d`` where
     RE2 (and ECMA-262) match ASCII digits, an ``anyOf`` of ``required`` drawn without
     the ``properties`` beside it (``{}``), and it raised on ``prefixItems`` with
-    ``items: false``."""
+    ``items: false`` and on an integer bound past the 64-bit range."""
 
     @pytest.mark.parametrize(
         "schema",
@@ -825,8 +825,18 @@ class TestValidArgumentsAreValid:
                 },
                 "required": ["pair"],
             },
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer", "minimum": 10**30, "multipleOf": 7}},
+                "required": ["a"],
+            },
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer", "exclusiveMaximum": -(10**30)}},
+                "required": ["a"],
+            },
         ],
-        ids=["ascii-digits", "anyOf-required", "prefixItems"],
+        ids=["ascii-digits", "anyOf-required", "prefixItems", "past-64-bits", "below-64-bits"],
     )
     def test_every_draw_is_accepted(self, schema: dict[str, object]) -> None:
         item = Tool.from_schema("pick", "Pick.", schema, fn=_anything)

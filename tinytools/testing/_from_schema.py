@@ -235,19 +235,17 @@ class _Drawer:
         low, low_open = _bound(schema, "minimum", "exclusiveMinimum")
         high, high_open = _bound(schema, "maximum", "exclusiveMaximum")
         if integral:
-            first = -(2**63) if low is None else math.floor(low) + 1 if low_open else math.ceil(low)
-            last = (
-                2**64 - 1
-                if high is None
-                else math.ceil(high) - 1
-                if high_open
-                else math.floor(high)
-            )
+            # (one bound alone may lie past the 64-bit range, which JSON numbers can: the
+            # other end follows it; multiples by integer division, exact at any size)
+            first = None if low is None else math.floor(low) + 1 if low_open else math.ceil(low)
+            last = None if high is None else math.ceil(high) - 1 if high_open else math.floor(high)
+            if first is None:
+                first = -(2**63) if last is None else min(-(2**63), last - 2**64)
+            if last is None:
+                last = max(2**64 - 1, first + 2**64)
             step = schema.get("multipleOf")
             if isinstance(step, int) and step > 0:
-                return st.integers(math.ceil(first / step), math.floor(last / step)).map(
-                    lambda k: k * step
-                )
+                return st.integers(-(-first // step), last // step).map(lambda k: k * step)
             return st.integers(first, last) if (low, high) != (None, None) else INTEGERS
         floats = st.floats(
             min_value=low,
