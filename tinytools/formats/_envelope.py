@@ -133,6 +133,9 @@ def result_block(call_id: str, name: str, status: str, body: str) -> str:
     The body sits on its own lines: the opening tag, a newline, the escaped
     body, a newline, then ``</tool_result>``.
     """
+    # A lone surrogate (a provider's id may hold one; see ``ToolCall.id``) is written as
+    # its escape: no prompt text can carry it.
+    call_id, name, body = printable(call_id), printable(name), printable(body)
     return (
         f'<tool_result id="{escape_attr(call_id)}" name="{escape_attr(name)}" '
         f'status="{escape_attr(status)}">\n{escape_body(body)}\n</tool_result>'
