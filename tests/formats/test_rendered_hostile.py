@@ -134,3 +134,24 @@ def test_coalesced_results_with_a_surrogate_id_encode(dialect: Any) -> None:
     last: Any = turns[-1]["content"]
     assert (1, 1) == (last.count("<tool_result "), last.count("</tool_result>"))
     assert 'id="c\\ud800"' in last
+
+
+def test_declarations_of_a_description_with_a_lone_surrogate_encode() -> None:
+    """A description holding a lone surrogate (an MCP server's JSON can carry one; tool
+    definitions accept it, as discovery does): every provider's declarations failed to
+    encode, so no request could be sent at all."""
+    from tinytools import Tool
+
+    odd = Tool.from_schema("odd", "Find \ud800 here.", {"type": "object"}, fn=lambda: "")
+    for declared in (
+        openai_chat.declarations([odd]),
+        openai_chat.declarations([odd], strict=True),
+        openai_responses.declarations([odd]),
+        anthropic.declarations([odd]),
+        gemini.declarations([odd]),
+        mcp.declarations([odd]),
+    ):
+        assert b"Find \\\\ud800 here." in msgspec.json.encode(declared)
+    for prompt in (xml.render([odd]), json_in_tag.render([odd]), ptype.render([odd])):
+        assert "Find \\ud800 here." in prompt
+        assert prompt.encode()

@@ -261,7 +261,8 @@ def openai_function(tool: AnyTool, *, strict: bool) -> dict[str, object]:
     tool whose schema strict mode cannot express is declared non-strict, with
     its schema unchanged, rather than narrowed to something else.
     """
-    spec: dict[str, object] = {"name": tool.name, "description": tool.description}
+    # (a description may hold a lone surrogate, as a server's JSON can: its escape)
+    spec: dict[str, object] = {"name": tool.name, "description": printable(tool.description)}
     if strict:
         try:
             spec["parameters"] = strict_schema(tool.parameters)
