@@ -676,3 +676,18 @@ class TestRefusedTextCrashes:
         policy = RunPolicy(invalid_args=getattr(tinytools.policies, invalid_args)())
         [message] = _answered([ToolCall("c", "login", arguments)], policy=policy).messages
         assert message.is_error
+
+
+def test_an_enum_of_many_values_is_listed_in_part() -> None:
+    """A schema (an MCP server's, say) with 100,000 enum values: each invalid call's
+    message listed all of them before the schema echoed them again (1.3 MB per call)."""
+    picker = Tool.from_schema(
+        "pick",
+        "Pick one.",
+        {"type": "object", "properties": {"x": {"enum": list(range(100_000))}}},
+        fn=lambda **_: "ok",
+    )
+    [message] = dispatch_sync([ToolCall("c", "pick", {"x": "no"})], [picker]).messages
+    error, _schema = message.content.split(" Expected arguments (JSON schema): ")
+    assert error.endswith('19, … and 99980 more], got "no".')
+    assert len(error) < 200

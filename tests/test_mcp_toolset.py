@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 pytest.importorskip("mcp.server.mcpserver", reason="needs the mcp extra (SDK 2.x)")
@@ -156,13 +157,13 @@ class _Scripted:
     """A session that lists one tool and answers every call with ``answer`` (no server: the
     shapes a careless server sends)."""
 
-    def __init__(self, answer: dict[str, object]) -> None:
+    def __init__(self, answer: object) -> None:
         self.answer = answer
 
     async def list_tools(self) -> dict[str, object]:
         return {"tools": [{"name": "fetch", "inputSchema": {"type": "object"}}]}
 
-    async def call_tool(self, name: str, arguments: dict[str, object]) -> dict[str, object]:
+    async def call_tool(self, name: str, arguments: dict[str, object]) -> object:
         return self.answer
 
 
@@ -188,3 +189,113 @@ def test_careless_server_results(answer: dict[str, object], expected: str) -> No
 
     [message] = anyio.run(run).messages
     assert message.content.startswith(expected)
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "expected"),
+    [
+        (None, "error", "The MCP server's answer is not a tool result (found null)"),
+        ([1, 2], "error", "The MCP server's answer is not a tool result (found [1,2])"),
+        ({"result": "x"}, "error", "The MCP server's answer is not a tool result"),
+        ({"content": [], "structuredContent": {"a": 1}}, "ok", '{"a":1}'),
+        ({"structuredContent": [1, 2]}, "ok", "[1,2]"),
+        ({"content": {"type": "text", "text": "one block"}}, "ok", "one block"),
+        ({"content": b"abc"}, "ok", ""),
+        ({"isError": True, "content": [{"type": "text", "text": " "}]}, "error", "The MCP server"),
+        (
+            {"isError": True, "content": [{"type": "image", "data": "", "mimeType": "image/png"}]},
+            "error",
+            "The MCP server reported an error without a message.",
+        ),
+        ({"content": [{"type": "x" * 100_000}]}, "ok", "[unsupported MCP content of type"),
+    ],
+    ids=[
+        "none",
+        "list",
+        "no-result-fields",
+        "structured-only",
+        "structured-array-only",
+        "one-block-unlisted",
+        "bytes",
+        "error-blank-text",
+        "error-image-only",
+        "huge-type",
+    ],
+)
+def test_hostile_server_answers(answer: object, status: str, expected: str) -> None:
+    """What a hostile or broken server answers: an answer that is no tool result was an
+    empty success, structured content alone reached the model as nothing, an error with
+    blank text said nothing, and an unknown content type was echoed whole."""
+    import anyio
+
+    async def run() -> Any:
+        toolset = await McpToolset(_Scripted(answer)).refresh()  # type: ignore[arg-type]
+        return await dispatch([ToolCall("1", "fetch", {})], toolset)
+
+    result = anyio.run(run)
+    [message] = result.messages
+    assert (status, True) == (message.status, message.content.startswith(expected))
+    assert len(message.content) < 1000
+    assert msgspec.json.encode(result)
+
+
+def _nested(depth: int) -> object:
+    value: object = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class _Listing:
+    """A session that lists ``tools`` as a hostile server would."""
+
+    def __init__(self, tools: object) -> None:
+        self.listed = tools
+
+    async def list_tools(self) -> dict[str, object]:
+        return {"tools": self.listed}
+
+    async def call_tool(self, name: str, arguments: dict[str, object]) -> object:
+        return {"content": [{"type": "text", "text": "ran"}]}
+
+
+@pytest.mark.parametrize(
+    ("listed", "kept", "explained"),
+    [
+        ([{"name": _nested(5000)}], [], ["left out: a tool name must be a str, not list"]),
+        ([{"name": "f\ud800"}], [], ["left out: tool name 'f\\ud800' is not accepted"]),
+        ([{"name": "x" * 1_000_000}], [], ["left out: tool name 'xxxxxxxxxxxxxxxxxxxx'…"]),
+        ([{"name": "f", "inputSchema": "garbage"}], [], ["left out: its input schema is not"]),
+        ([{"name": "f", "inputSchema": [1]}], [], ["left out: its input schema is not"]),
+        ([{"name": "f", "inputSchema": True}], ["f"], []),
+        ([{"name": "f", "description": _nested(5000)}], ["f"], []),
+        ("fetch", [], []),
+    ],
+    ids=[
+        "nested-name",
+        "surrogate-name",
+        "huge-name",
+        "string-schema",
+        "array-schema",
+        "true-schema",
+        "nested-description",
+        "tools-as-text",
+    ],
+)
+def test_hostile_tool_lists(listed: object, kept: list[str], explained: list[str]) -> None:
+    """A nested name or description raised RecursionError out of refresh(); a lone
+    surrogate in a left-out name made the explanation unencodable; a schema that is no
+    object schema gave a tool taking any arguments; tools sent as text were its letters."""
+    import anyio
+
+    async def run() -> McpToolset:
+        return await McpToolset(_Listing(listed)).refresh()  # type: ignore[arg-type]
+
+    toolset = anyio.run(run)
+    assert kept == [t.name for t in toolset.tools()]
+    reasons = toolset.explain()
+    assert len(explained) == len(reasons)
+    for expected, reason in zip(explained, reasons, strict=True):
+        assert reason.reason.startswith(expected)
+        assert len(reason.name) <= 80
+    assert msgspec.json.encode([(r.name, r.reason) for r in reasons])

@@ -775,3 +775,75 @@ def add_tool() -> Tool[..., object]:
         return a + b
 
     return add
+
+
+class TestInvariantsReadTheSchemaAsEnforced:
+    """The independent schema check read a 2020-12 schema as draft 7: `contains` without
+    the `minContains` it qualifies (dispatch documents not enforcing either), so a tool
+    rightly run was reported as breaking invariant 3."""
+
+    def _run(self, schema: dict[str, object], arguments: dict[str, object]) -> None:
+        item = Tool.from_schema("pick", "Pick.", schema, fn=_anything)
+        calls = [ToolCall("c", "pick", arguments)]
+        check_dispatch_invariants(calls, dispatch_sync(calls, [item]), [item])
+
+    def test_a_documented_loosening_is_no_violation(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {"a": {"type": "array", "contains": {"const": 7}, "minContains": 2}},
+        }
+        self._run(schema, {"a": []})  # raised "invariant 3"
+
+
+class TestValidArgumentsAreValid:
+    """``valid_arguments`` drew values the tool refuses: Python's Unicode ``\\d`` where
+    RE2 (and ECMA-262) match ASCII digits, an ``anyOf`` of ``required`` drawn without
+    the ``properties`` beside it (``{}``), and it raised on ``prefixItems`` with
+    ``items: false`` and on an integer bound past the 64-bit range."""
+
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            {
+                "type": "object",
+                "properties": {"code": {"type": "string", "pattern": "^[a-z]{3}\\d+$"}},
+                "required": ["code"],
+            },
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "anyOf": [{"required": ["a"]}, {"required": ["b"]}],
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "pair": {
+                        "type": "array",
+                        "prefixItems": [{"type": "integer"}, {"type": "string"}],
+                        "items": False,
+                    }
+                },
+                "required": ["pair"],
+            },
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer", "minimum": 10**30, "multipleOf": 7}},
+                "required": ["a"],
+            },
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer", "exclusiveMaximum": -(10**30)}},
+                "required": ["a"],
+            },
+        ],
+        ids=["ascii-digits", "anyOf-required", "prefixItems", "past-64-bits", "below-64-bits"],
+    )
+    def test_every_draw_is_accepted(self, schema: dict[str, object]) -> None:
+        item = Tool.from_schema("pick", "Pick.", schema, fn=_anything)
+
+        @settings(max_examples=60, database=None, deadline=None)
+        @given(valid_arguments(item))
+        def prop(arguments: dict[str, object]) -> None:
+            item.validate(arguments)
+
+        prop()

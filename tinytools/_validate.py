@@ -892,8 +892,7 @@ def _from_fastjsonschema(
         extra = sorted(k for k in value if k not in allowed)
         detail = f"Object contains unknown field `{extra[0] if extra else '?'}`"
     elif rule == "enum":
-        options = ", ".join(preview(v) for v in definition.get("enum", ()))
-        detail = f"Expected one of [{options}], got {preview(value)}"
+        detail = f"Expected one of [{_options(definition.get('enum'))}], got {preview(value)}"
     elif rule == "const":
         detail = f"Expected {preview(definition.get('const'))}, got {preview(value)}"
     else:
@@ -965,6 +964,20 @@ def printable(text: str) -> str:
     except UnicodeEncodeError:
         return text.encode("utf-8", "backslashreplace").decode()
     return text
+
+
+#: How many of an ``enum``'s values an error message lists (the schema, echoed after it,
+#: holds them all).
+_LISTED_OPTIONS = 20
+
+
+def _options(values: object) -> str:
+    """An ``enum``'s values for an error message: the first :data:`_LISTED_OPTIONS`,
+    then how many more (a server's schema may list 100,000; each bad call echoed all)."""
+    found = list(values) if isinstance(values, (list, tuple)) else []
+    listed = ", ".join(preview(v) for v in found[:_LISTED_OPTIONS])
+    more = len(found) - _LISTED_OPTIONS
+    return listed if more <= 0 else f"{listed}, … and {more} more"
 
 
 def _child(path: str, key: str) -> str:

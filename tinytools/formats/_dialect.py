@@ -24,7 +24,7 @@ from typing import Final, cast
 import msgspec
 
 from tinytools._registry import AnyTool
-from tinytools._validate import json_type
+from tinytools._validate import json_type, printable
 from tinytools._wire import ToolCall
 from tinytools.repair import recover_relaxed_object
 
@@ -383,7 +383,7 @@ def catalogue(protocol: str, tools: Tools, head: Callable[[AnyTool], str], label
     (and ``: description``) and :func:`parameter_lines`; ``""`` with no tool."""
     entries = []
     for tool in exposed_tools(tools):
-        about = one_line(tool.description)
+        about = one_line(printable(tool.description))  # a lone surrogate: its escape
         lines = [f"{head(tool)}: {about}" if about else head(tool), *parameter_lines(tool, label)]
         entries.append("\n".join(lines))
     return f"{protocol}\n\nAvailable tools:\n" + "\n".join(entries) if entries else ""

@@ -40,6 +40,7 @@ import json
 import re
 from typing import Final
 
+from tinytools._validate import printable
 from tinytools._wire import ToolCall
 
 from ._writable import JSON_DEPTH, refusal, unwritable
@@ -132,6 +133,9 @@ def result_block(call_id: str, name: str, status: str, body: str) -> str:
     The body sits on its own lines: the opening tag, a newline, the escaped
     body, a newline, then ``</tool_result>``.
     """
+    # A lone surrogate (a provider's id may hold one; see ``ToolCall.id``) is written as
+    # its escape: no prompt text can carry it.
+    call_id, name, body = printable(call_id), printable(name), printable(body)
     return (
         f'<tool_result id="{escape_attr(call_id)}" name="{escape_attr(name)}" '
         f'status="{escape_attr(status)}">\n{escape_body(body)}\n</tool_result>'
@@ -147,9 +151,14 @@ def json_call_block(call: ToolCall) -> str:
     JSON cannot carry faithfully (see :mod:`tinytools.formats._writable`)
     give its refusal note instead of a block.
     """
-    if isinstance(call.arguments, dict):
-        problem = unwritable(call.arguments, JSON_DEPTH)
+    if printable(call.name) is not call.name:
+        return refusal("its tool name holds a lone surrogate, which text cannot carry")
+    arguments = call.arguments
+    if isinstance(arguments, dict):
+        problem = unwritable(arguments, JSON_DEPTH)
         if problem is not None:
             return refusal(problem)
-    payload = json.dumps({"name": call.name, "arguments": call.arguments}, ensure_ascii=False)
+    else:  # raw text holding a lone surrogate is written with its escape
+        arguments = printable(str(arguments))
+    payload = json.dumps({"name": call.name, "arguments": arguments}, ensure_ascii=False)
     return f"<tool_call>\n{escape_json(payload)}\n</tool_call>"

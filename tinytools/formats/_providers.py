@@ -23,7 +23,7 @@ from typing import Final
 import msgspec
 
 from tinytools._registry import AnyTool
-from tinytools._validate import json_type
+from tinytools._validate import json_type, printable
 from tinytools._wire import ToolCall
 
 from ._parsed import SyntheticIds
@@ -71,6 +71,8 @@ def _leaf_text(value: object) -> str:
         # Hexadecimal has no digit limit and takes linear time; it is not JSON,
         # which is what it should look like: admission cannot read it either.
         return hex(value)
+    if isinstance(value, str):  # a lone surrogate: written as its escape's text
+        return msgspec.json.encode(printable(value)).decode()
     try:
         return msgspec.json.encode(value).decode()
     except (TypeError, ValueError, OverflowError):
@@ -88,7 +90,7 @@ def _walk_text(value: object) -> str:
         elif isinstance(item, Mapping):
             parts: list[object] = [_Raw("{")]
             for index, (key, child) in enumerate(item.items()):
-                key_text = key if isinstance(key, str) else _leaf_text(key)
+                key_text = printable(key) if isinstance(key, str) else _leaf_text(key)
                 comma = "," if index else ""
                 parts += [_Raw(comma + msgspec.json.encode(key_text).decode() + ":"), child]
             todo += reversed([*parts, _Raw("}")])
@@ -259,7 +261,8 @@ def openai_function(tool: AnyTool, *, strict: bool) -> dict[str, object]:
     tool whose schema strict mode cannot express is declared non-strict, with
     its schema unchanged, rather than narrowed to something else.
     """
-    spec: dict[str, object] = {"name": tool.name, "description": tool.description}
+    # (a description may hold a lone surrogate, as a server's JSON can: its escape)
+    spec: dict[str, object] = {"name": tool.name, "description": printable(tool.description)}
     if strict:
         try:
             spec["parameters"] = strict_schema(tool.parameters)

@@ -12,12 +12,26 @@ functions say how a call's arguments are written there:
   is not one (a malformed call) cannot be written as it was; it becomes ``{}``,
   and the call's error result (dispatch answers every invalid call) tells the
   model what was wrong with what it sent.
+
+Both always encode as JSON (``msgspec.json.encode`` too): a lone surrogate in
+the arguments (Python's ``json`` decodes a model's ``"\\ud800"`` escape into
+one, and dispatch answers such a call as not valid text) is written as its
+escape — in raw text that is the same JSON string; in an object it is the
+escape's text — and an object holding what JSON cannot carry at all (an integer
+past Python's digit limit, nesting past the recursion limit, a host's object)
+is written as :func:`~tinytools.formats._providers.json_text` makes it.
+:func:`checked_calls` escapes a lone surrogate in a call's name the same way.
+The id is kept verbatim: the host matches answers to calls by it (see
+``ToolCall.id``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
+import msgspec
+
+from tinytools._validate import printable
 from tinytools._wire import ToolCall, plain_call
 
 from ._dialect import decode_strict
@@ -29,15 +43,20 @@ __all__ = ["arguments_object", "arguments_text", "checked_calls"]
 def arguments_text(call: ToolCall) -> str:
     """The call's arguments as JSON text (raw text verbatim)."""
     arguments = call.arguments
-    return arguments if isinstance(arguments, str) else json_text(arguments)
+    return printable(arguments) if isinstance(arguments, str) else json_text(arguments)
 
 
 def arguments_object(call: ToolCall) -> dict[str, object]:
     """The call's arguments as an object (``{}`` for text that is not a JSON object)."""
     arguments = call.arguments
     if isinstance(arguments, dict):
+        try:
+            msgspec.json.encode(arguments)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            decoded = decode_strict(json_text(arguments))  # what JSON cannot carry, as text
+            return decoded if isinstance(decoded, dict) else {}
         return dict(arguments)
-    decoded = decode_strict(arguments)
+    decoded = decode_strict(printable(arguments))
     return decoded if isinstance(decoded, dict) else {}
 
 
@@ -58,4 +77,9 @@ def checked_calls(calls: Iterable[ToolCall], function: str) -> list[ToolCall]:
             )
     # Raw arguments of a str subclass (an SDK's own string type) as the text they hold,
     # as dispatch reads them (msgspec decodes no subclass).
-    return [plain_call(call) for call in found]
+    return [_printable_name(plain_call(call)) for call in found]
+
+
+def _printable_name(call: ToolCall) -> ToolCall:
+    name = printable(call.name)
+    return call if name is call.name else msgspec.structs.replace(call, name=name)

@@ -23,6 +23,8 @@ import sys
 from collections.abc import Mapping
 from typing import Final
 
+from tinytools._validate import printable
+
 __all__ = ["JSON_DEPTH", "REFUSAL_PREFIX", "refusal", "unwritable"]
 
 #: How deep the JSON-based dialects (``xml``, ``json_in_tag``) write arguments:
@@ -55,8 +57,13 @@ def _too_long(value: int) -> bool:
     return False
 
 
+_SURROGATE: Final = "a string in its arguments holds a lone surrogate, which text cannot carry"
+
+
 def _leaf_problem(value: object, huge_ints: bool) -> str | None:
-    if value is None or isinstance(value, (str, bool)):
+    if isinstance(value, str):
+        return None if printable(value) is value else _SURROGATE
+    if value is None or isinstance(value, bool):
         return None
     if isinstance(value, int):
         if not huge_ints and _too_long(value):
@@ -86,6 +93,8 @@ def unwritable(
             if isinstance(value, Mapping):
                 if not all(isinstance(key, str) for key in value):
                     return "its arguments hold an object key that is not a string"
+                if not all(printable(key) is key for key in value):
+                    return _SURROGATE
                 todo += [(child, depth + 1) for child in value.values()]
             else:
                 todo += [(child, depth + 1) for child in value]

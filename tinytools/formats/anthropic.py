@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from tinytools._inject import Context
+from tinytools._validate import printable
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._anthropic_stream import ToolCallAccumulator
@@ -52,7 +53,11 @@ def declarations(tools: Tools, *, context: Context | None = None) -> list[dict[s
     """The ``tools`` list of a Messages request (new dicts; only ``Direct`` tools: hidden
     and deferred ones are skipped). A toolset is resolved with ``context``."""
     return [
-        {"name": t.name, "description": t.description, "input_schema": copy_schema(t.parameters)}
+        {
+            "name": t.name,
+            "description": printable(t.description),  # a lone surrogate: its escape
+            "input_schema": copy_schema(t.parameters),
+        }
         for t in exposed_tools(tools, context)
     ]
 

@@ -38,6 +38,7 @@ from typing import Final, Literal
 import msgspec
 
 from tinytools._spec import NAME_PATTERN
+from tinytools._validate import printable
 from tinytools._wire import ToolCall
 
 from ._dialect import (
@@ -93,7 +94,8 @@ def render_call(call: ToolCall, tools: Tools = (), *, style: Literal["v3", "v3.1
     if NAME_PATTERN.fullmatch(call.name) is None:
         return refusal("its tool name cannot be written as a DeepSeek call")
     arguments = arguments_of(call)
-    payload: object = str(call.arguments) if arguments is None else arguments
+    # (raw text holding a lone surrogate is written with its escape: no text carries it)
+    payload: object = printable(str(call.arguments)) if arguments is None else arguments
     if arguments is not None and (problem := unwritable(arguments, JSON_DEPTH)) is not None:
         return refusal(problem)
     body = quiet_json(msgspec.json.encode(payload).decode())

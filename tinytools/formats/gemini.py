@@ -53,6 +53,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from tinytools._inject import Context
+from tinytools._validate import printable
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._dialect import decode_strict
@@ -118,7 +119,8 @@ def declarations(
     """
     found: list[object] = []
     for tool in exposed_tools(tools, context):
-        declaration: dict[str, object] = {"name": tool.name, "description": tool.description}
+        description = printable(tool.description)  # a lone surrogate: its escape
+        declaration: dict[str, object] = {"name": tool.name, "description": description}
         if json_schema:
             declaration["parametersJsonSchema"] = copy_schema(tool.parameters)
         elif (parameters := subset_schema(tool.parameters)).get("properties"):

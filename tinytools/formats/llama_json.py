@@ -45,6 +45,7 @@ from collections.abc import Container
 from typing import Final
 
 from tinytools._spec import NAME_PATTERN
+from tinytools._validate import printable
 from tinytools._wire import ToolCall
 
 from . import ptype
@@ -113,7 +114,8 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     if NAME_PATTERN.fullmatch(call.name) is None:
         return refusal("its tool name cannot be written as a Llama JSON call")
     arguments = arguments_of(call)
-    payload: object = str(call.arguments) if arguments is None else arguments
+    # (raw text holding a lone surrogate is written with its escape: no text carries it)
+    payload: object = printable(str(call.arguments)) if arguments is None else arguments
     if arguments is not None and (problem := unwritable(arguments, JSON_DEPTH)) is not None:
         return refusal(problem)
     return quiet_json(json.dumps({"name": call.name, "parameters": payload}, ensure_ascii=False))

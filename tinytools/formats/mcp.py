@@ -47,6 +47,7 @@ import msgspec
 from tinytools._artifacts import ToolOutput
 from tinytools._inject import Context
 from tinytools._registry import AnyTool
+from tinytools._validate import printable
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._parsed import SyntheticIds
@@ -116,7 +117,7 @@ def declarations(tools: Tools, *, context: Context | None = None) -> list[dict[s
     for tool in exposed_tools(tools, context):
         declaration: dict[str, object] = {
             "name": tool.name,
-            "description": tool.description,
+            "description": printable(tool.description),  # a lone surrogate: its escape
             "inputSchema": copy_schema(tool.parameters),
         }
         if (schema := output_schema(tool)) is not None:

@@ -62,6 +62,7 @@ from typing import Final, TypeAlias
 import msgspec
 
 from tinytools._spec import NAME_PATTERN
+from tinytools._validate import printable
 from tinytools._wire import ToolCall
 
 from ._dialect import (
@@ -157,7 +158,7 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     if not _name_ok(call.name):
         return refusal("its tool name cannot be written as an XML call")
     if arguments is None:
-        raw = msgspec.json.encode(str(call.arguments)).decode().replace("<", "\\u003c")
+        raw = msgspec.json.encode(printable(str(call.arguments))).decode().replace("<", "\\u003c")
         return f"{_FUNCTION}{call.name}>\n{raw}\n{_FUNCTION_CLOSE}"
     problem = unwritable(arguments, JSON_DEPTH)
     if problem is not None:
@@ -256,7 +257,11 @@ def _field_ok(name: str) -> bool:
 
 def _name_ok(name: str) -> bool:
     """A ``<function=…>`` or ``<parameter=…>`` name (parsing reads it up to the first ``>``)."""
-    return 0 < len(name) <= _MAX_NAME and not any(c in name for c in "<>\n")
+    return (
+        0 < len(name) <= _MAX_NAME
+        and not any(c in name for c in "<>\n")
+        and printable(name) is name  # (a lone surrogate: no text carries it)
+    )
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:

@@ -5,6 +5,14 @@ PostgreSQL, NUL, yet a call id is whatever the provider sent. :func:`key` stores
 such a text as ``~json:`` and its ASCII JSON form, and escapes a text that
 already starts with that prefix the same way, so the mapping stays one-to-one
 (two different ids never share a row).
+
+Reading is as forgiving as writing is strict: a row that another version, a
+hand edit or a broken disk left odd (arguments that are not JSON, a malformed
+``~json:`` text, a number or bytes where text belongs, a ``started_at`` that is
+no number) is still read, so one such row never keeps ``unresolved`` — and so
+``reconcile`` — from answering the run's other calls: text is kept as it is
+stored, unreadable arguments as ``{"arguments": <their text>}``, an unreadable
+time as ``0.0``.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from collections.abc import Mapping
 import msgspec
 
 from tinytools._effects import LedgerEntry
+from tinytools._validate import json_text, printable
 
 __all__ = ["RELEASED", "arguments_text", "entry", "key", "now", "unkey"]
 
@@ -36,31 +45,62 @@ def key(text: str) -> str:
     return _PREFIX + json.dumps(text, ensure_ascii=True)
 
 
-def unkey(stored: str) -> str:
-    """The text :func:`key` stored."""
-    if stored.startswith(_PREFIX):
-        return str(json.loads(stored[len(_PREFIX) :]))
-    return stored
+def unkey(stored: object) -> str:
+    """The text :func:`key` stored (an odd cell: as it is stored, as text)."""
+    text = _text(stored)
+    if text.startswith(_PREFIX):
+        try:
+            value = json.loads(text[len(_PREFIX) :])
+        except (ValueError, RecursionError):
+            return text
+        return value if isinstance(value, str) else text
+    return text
+
+
+def _text(stored: object) -> str:
+    if isinstance(stored, str):
+        return stored
+    if isinstance(stored, (bytes, bytearray, memoryview)):
+        return bytes(stored).decode("utf-8", "backslashreplace")
+    return str(stored)
 
 
 def arguments_text(arguments: Mapping[str, object]) -> str:
-    """The arguments as JSON text (values JSON cannot hold are stored as their repr)."""
+    """The arguments as JSON text (values JSON cannot hold are stored as their repr);
+    never raises (what even that cannot write, such as a key that is not text, nesting
+    past the recursion limit or an integer past the digit limit, is stored as the
+    printable text dispatch previews such arguments with)."""
     try:
         return msgspec.json.encode(arguments).decode()
     except (TypeError, ValueError, UnicodeError, OverflowError, RecursionError):
+        pass
+    try:
         return json.dumps(dict(arguments), ensure_ascii=True, default=repr)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return printable(json_text(arguments))
 
 
-def _arguments(text: str) -> dict[str, object]:
+def _arguments(stored: object) -> dict[str, object]:
+    text = _text(stored)
     try:
         value = msgspec.json.decode(text)
     except (msgspec.DecodeError, UnicodeError, RecursionError):
-        value = json.loads(text)
+        try:
+            value = json.loads(text)
+        except (ValueError, RecursionError):
+            value = text
     return value if isinstance(value, dict) else {"arguments": value}
 
 
+def _time(stored: object) -> float:
+    try:
+        return float(stored)  # type: ignore[arg-type]
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+
+
 def entry(
-    run_id: str, call_id: str, tool_name: str, arguments: str, started_at: float
+    run_id: object, call_id: object, tool_name: object, arguments: object, started_at: object
 ) -> LedgerEntry:
     """A stored row as a :class:`LedgerEntry`."""
     return LedgerEntry(
@@ -68,7 +108,7 @@ def entry(
         call_id=unkey(call_id),
         tool_name=unkey(tool_name),
         arguments=_arguments(arguments),
-        started_at=float(started_at),
+        started_at=_time(started_at),
     )
 
 

@@ -7,8 +7,10 @@ removed, so with a current hypothesis every object schema fails to draw with an
 Tool schemas use a small part of JSON Schema (``type``, ``properties``,
 ``required``, ``additionalProperties``, ``items``, ``enum``, ``const``, bounds,
 lengths, ``pattern``, a few ``format``\\s, ``anyOf``, ``$ref``), which this module
-draws directly. :func:`needs_check` says when a schema uses anything else; the
-caller then keeps only the values the tool's own validator accepts.
+draws directly. :func:`needs_check` says when a schema uses anything else. Drawing
+is exact keyword by keyword, not for every combination (an ``anyOf`` of
+``required`` beside ``properties``), so ``valid_arguments`` keeps only the values
+the tool's own validator accepts, always.
 """
 
 from __future__ import annotations
@@ -163,7 +165,8 @@ class _Drawer:
             return st.sampled_from(values) if values else st.nothing()
         branches = schema.get("anyOf", schema.get("oneOf"))
         if isinstance(branches, list):  # oneOf's overlaps are left to the validator's check
-            return st.one_of([self.of(branch) for branch in branches])
+            siblings = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+            return st.one_of([self.of(_merged(siblings, branch)) for branch in branches])
         if not isinstance(allowed, list):
             return json_values()
         return st.one_of([self._typed(schema, t) for t in allowed if t in _TYPED])
@@ -194,6 +197,12 @@ class _Drawer:
         high = _int(schema.get("maxItems"), low + _MAX_EXTRA_ITEMS)
         high = min(high, low + _MAX_EXTRA_ITEMS)
         items = schema.get("items", {})
+        prefix = schema.get("prefixItems")
+        if isinstance(prefix, list):  # 2020-12's tuple form: these (the rest is left out)
+            head = st.tuples(*(self.of(item) for item in prefix)).map(list)
+            return head.filter(lambda v: low <= len(v) <= max(high, len(prefix)))
+        if items is False:  # no item at all
+            return st.just([]) if low == 0 else st.nothing()
         if isinstance(items, list):  # draft 7's tuple form: these first, any after
             head = st.tuples(*(self.of(item) for item in items)).map(list)
             return head.filter(lambda v: low <= len(v) <= max(high, len(items)))
@@ -213,7 +222,9 @@ class _Drawer:
             base = _FORMATS[fmt]
         elif isinstance(pattern, str):
             matches = linear(pattern) or re.compile(pattern)  # RE2: linear in the text
-            base = st.from_regex(pattern).map(functools.partial(_ecma_end, matches))
+            # ASCII classes: `\d`, `\w` and `\b` are ASCII in RE2 and ECMA-262, not in `re`
+            written = re.compile(pattern, re.ASCII)
+            base = st.from_regex(written).map(functools.partial(_ecma_end, matches))
         else:
             return st.text(min_size=low, max_size=high)
         return base.filter(
@@ -224,19 +235,17 @@ class _Drawer:
         low, low_open = _bound(schema, "minimum", "exclusiveMinimum")
         high, high_open = _bound(schema, "maximum", "exclusiveMaximum")
         if integral:
-            first = -(2**63) if low is None else math.floor(low) + 1 if low_open else math.ceil(low)
-            last = (
-                2**64 - 1
-                if high is None
-                else math.ceil(high) - 1
-                if high_open
-                else math.floor(high)
-            )
+            # (one bound alone may lie past the 64-bit range, which JSON numbers can: the
+            # other end follows it; multiples by integer division, exact at any size)
+            first = None if low is None else math.floor(low) + 1 if low_open else math.ceil(low)
+            last = None if high is None else math.ceil(high) - 1 if high_open else math.floor(high)
+            if first is None:
+                first = -(2**63) if last is None else min(-(2**63), last - 2**64)
+            if last is None:
+                last = max(2**64 - 1, first + 2**64)
             step = schema.get("multipleOf")
             if isinstance(step, int) and step > 0:
-                return st.integers(math.ceil(first / step), math.floor(last / step)).map(
-                    lambda k: k * step
-                )
+                return st.integers(-(-first // step), last // step).map(lambda k: k * step)
             return st.integers(first, last) if (low, high) != (None, None) else INTEGERS
         floats = st.floats(
             min_value=low,
@@ -247,6 +256,21 @@ class _Drawer:
             allow_infinity=False,
         )
         return floats | self._number(schema, integral=True)
+
+
+def _merged(siblings: Mapping[str, object], branch: object) -> object:
+    """An ``anyOf``/``oneOf`` branch drawn with the keywords beside it (its own win;
+    ``required`` lists and ``properties`` joined), since a value must meet both."""
+    if not siblings or not isinstance(branch, Mapping) or "$ref" in branch:
+        return branch
+    out = {**siblings, **branch}
+    listed = [siblings.get("required"), branch.get("required")]
+    if any(isinstance(r, list) for r in listed):
+        out["required"] = list(dict.fromkeys(n for r in listed if isinstance(r, list) for n in r))
+    shared = [siblings.get("properties"), branch.get("properties")]
+    if all(isinstance(p, Mapping) for p in shared):
+        out["properties"] = {**shared[0], **shared[1]}  # type: ignore[dict-item]
+    return out
 
 
 def _ecma_end(pattern: Pattern | re.Pattern[str], text: str) -> str:

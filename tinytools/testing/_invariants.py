@@ -27,8 +27,9 @@ from tinytools._patterns import linear
 from tinytools._redact import Redactor
 from tinytools._registry import Registry
 from tinytools._result import DispatchResult
+from tinytools._schema_dialect import Dialect, Enforce, local_schema
 from tinytools._spec import Exposure, Tool
-from tinytools._validate import json_text, printable
+from tinytools._validate import SchemaValidator, json_text, printable
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.errors import ToolArgumentsError
 from tinytools.events import (
@@ -146,8 +147,14 @@ def validate(item: Tool[..., object], value: object) -> dict[str, object]:
 
 
 @functools.lru_cache(maxsize=256)
-def _schema_check(schema: bytes) -> Any:
-    check = fastjsonschema.compile(msgspec.json.decode(schema))
+def _schema_check(schema: bytes, enforce: Enforce, dialect: Dialect) -> Any:
+    # The schema as tinytools documents enforcing it (``_schema_dialect``): 2020-12 spelt
+    # the draft-7 way fastjsonschema reads (read raw, `prefixItems` and `dependentRequired`
+    # were ignored, and `contains` was read without its `minContains`), and what is never
+    # enforced locally left out: a tool running on what the schema allows only through
+    # that documented loosening broke no promise.
+    local = local_schema(msgspec.json.decode(schema), enforce, dialect)
+    check = fastjsonschema.compile(local)  # type: ignore[arg-type]
     _match_linearly(check)
     return check
 
@@ -177,8 +184,13 @@ def _match_linearly(check: object) -> None:
 
 
 def _satisfies_schema(arguments: Mapping[str, object], item: Tool[..., object]) -> str | None:
-    """Why ``arguments`` break the tool's advertised schema (an independent check), or None."""
-    check = _schema_check(msgspec.json.encode(item.parameters))
+    """Why ``arguments`` break the tool's schema as enforced (an independent check), or None."""
+    validator = item._validator
+    if isinstance(validator, SchemaValidator):
+        enforce, dialect = validator.enforce, validator.dialect
+    else:  # a signature tool's schema is generated in 2020-12, enforced whole
+        enforce, dialect = "full", "draft2020-12"
+    check = _schema_check(msgspec.json.encode(item.parameters), enforce, dialect)
     try:
         check(msgspec.to_builtins(dict(arguments)))
     except fastjsonschema.JsonSchemaValueException as error:

@@ -9,9 +9,13 @@ changed. Each MCP tool becomes a schema-built ``Tool`` whose arguments are
 validated locally against the server's ``inputSchema`` (all of JSON Schema draft
 7) before anything is sent; its calls go to ``session.call_tool`` under the
 server's own name, whatever ``Prefixed`` or ``Renamed`` made of it. An MCP
-result with ``isError`` is answered as an error message; structured content is
-kept as the result's ``structured`` value; text, image and resource blocks
-become content blocks.
+result with ``isError`` is answered as an error message (one with no text says
+the server gave none); structured content is kept as the result's
+``structured`` value, and is also the model's text, as compact JSON, when the
+server sent no content blocks (the spec asks servers to send both); text, image
+and resource blocks become content blocks. An answer that is not a
+``CallToolResult`` at all (no ``content``, no ``structuredContent``) is the
+call's error, never an empty success.
 
 The tools are async: dispatch them with ``await dispatch(...)`` on the event
 loop the session runs on (``dispatch_sync`` would run them on another loop).
@@ -24,14 +28,18 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import importlib
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
+
+import msgspec
 
 from tinytools._exposure import ExposureExplanation
 from tinytools._registry import AnyTool
 from tinytools._spec import Tool, check_name
 from tinytools._tool_policy import ToolPolicy
+from tinytools._validate import preview
 from tinytools._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolResult
 from tinytools.errors import ToolDefinitionError
 
@@ -126,23 +134,37 @@ def _content(item: object) -> ContentBlock:
         blob = _field(resource, "blob")
         media = str(_field(resource, "mimeType", "mime_type") or "application/octet-stream")
         return FileBlock(uri, media, _base64(blob), uri)
-    return TextBlock(f"[unsupported MCP content of type {kind!r}]")
+    return TextBlock(f"[unsupported MCP content of type {preview(kind, 80)}]")
 
 
 def _result(result: object) -> ToolResult:
     """An MCP ``CallToolResult`` as a ``ToolResult``."""
     content = _field(result, "content")
-    if isinstance(content, str):  # off the spec, but seen: the text itself, not its letters
-        blocks: tuple[ContentBlock, ...] = (TextBlock(content),)
-    elif isinstance(content, Sequence):
-        blocks = tuple(_block(item) for item in content)
-    else:
-        blocks = ()
     structured = _field(result, "structuredContent", "structured_content")
     is_error = bool(_field(result, "isError", "is_error"))
-    if is_error and not blocks:
-        blocks = (TextBlock("The MCP server reported an error without a message."),)
+    if isinstance(content, str):  # off the spec, but seen: the text itself, not its letters
+        blocks: tuple[ContentBlock, ...] = (TextBlock(content),)
+    elif isinstance(content, Mapping):  # off the spec: one block, not in a list
+        blocks = (_block(content),)
+    elif isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
+        blocks = tuple(_block(item) for item in content)
+    elif content is None and structured is None and not is_error:
+        return ToolResult.error(
+            f"The MCP server's answer is not a tool result (found {preview(result, 80)})."
+        )
+    else:
+        blocks = ()
+    if not blocks and structured is not None:  # the model reads it as the text
+        with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
+            blocks = (TextBlock(msgspec.json.encode(structured).decode()),)
+    if is_error and not any(isinstance(b, TextBlock) and b.text.strip() for b in blocks):
+        blocks = (TextBlock("The MCP server reported an error without a message."), *blocks)
     return ToolResult(content=blocks, structured=structured, is_error=is_error)
+
+
+def _description(value: object) -> str:
+    """A listed tool's description: its text, else none (a server may send anything)."""
+    return value if isinstance(value, str) else ""
 
 
 def _policy(annotations: object) -> ToolPolicy:
@@ -182,7 +204,8 @@ class McpToolset:
         for _ in range(_PAGES):
             page = await self._page(cursor)
             found = _field(page, "tools")
-            listed += list(found) if isinstance(found, Sequence) else []
+            if isinstance(found, Sequence) and not isinstance(found, (str, bytes, bytearray)):
+                listed += list(found)
             cursor = _field(page, "nextCursor", "next_cursor")
             if not cursor:
                 break
@@ -201,28 +224,44 @@ class McpToolset:
 
     def load(self, listed: Sequence[object]) -> None:
         """Keep ``listed`` (MCP ``Tool`` values, or dicts in their JSON shape) as the
-        toolset's tools; a tool that cannot be used is left out and explained."""
+        toolset's tools; a tool that cannot be used is left out and explained.
+
+        A tool without an ``inputSchema`` (or with the schema ``true``) takes any
+        arguments object; one whose schema is no JSON object schema is left out,
+        never given a schema that accepts anything. An explanation names a
+        left-out tool by a short printable preview of what the server sent.
+        """
         tools: list[AnyTool] = []
         explained: list[ExposureExplanation] = []
         seen: set[str] = set()
         for item in listed:
             name = _field(item, "name")
-            label = str(name)
             problem = check_name(name)
+            # (a name the server sent may be anything: huge, nested, a lone surrogate)
+            label = (
+                name
+                if isinstance(name, str) and problem is None
+                else preview(name, 80, raw_text=True)
+            )
             if problem is None and label in seen:
                 problem = "the server listed two tools of this name"
+            schema = _field(item, "inputSchema", "input_schema")
+            if schema is None or schema is True:
+                schema = {"type": "object"}
+            if problem is None and not isinstance(schema, Mapping):
+                problem = f"its input schema is not a JSON object schema: {preview(schema, 60)}"
             if problem is not None:
                 reason = f"left out: {problem}"
                 explained.append(ExposureExplanation(label, reason, "McpToolset"))
                 continue
+            assert isinstance(schema, Mapping)
             seen.add(label)
-            schema = _field(item, "inputSchema", "input_schema")
             try:
                 tools.append(
                     Tool.from_schema(
                         label,
-                        str(_field(item, "description") or ""),
-                        schema if isinstance(schema, Mapping) else {"type": "object"},
+                        _description(_field(item, "description")),
+                        schema,
                         _Call(self.session, label),
                         policy=_policy(_field(item, "annotations")),
                     )
