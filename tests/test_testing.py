@@ -159,12 +159,20 @@ PER_TOOL = settings(
 )
 
 
+#: How the shrinking tests search: how far hypothesis shrinks depends on the first example
+#: it finds, and from some it stops short (one run in about ten of the one-call batch
+#: stopped at three calls), so each searches from the same start every run.
+SHRINK = settings(database=None, derandomize=True)
+
+
 def comes(strategy: st.SearchStrategy[T], condition: Callable[[T], bool]) -> None:
     """Some drawn value meets ``condition`` (searched without shrinking: it is slow)."""
     find(
         strategy,
         condition,
-        settings=settings(database=None, max_examples=1000, phases=[Phase.generate]),
+        settings=settings(
+            database=None, max_examples=1000, phases=[Phase.generate], derandomize=True
+        ),
     )
 
 
@@ -247,7 +255,7 @@ class TestValidArguments:
     def test_shrinks_to_readable(self) -> None:
         """A failing value shrinks to the smallest one: here, the first 8-character room."""
         assert {"room": "00000000", "window": {"start": "2000-01-01"}, "guests": []} == find(
-            valid_arguments(book), lambda a: len(a["room"]) == 8
+            valid_arguments(book), lambda a: len(a["room"]) == 8, settings=SHRINK
         )
 
     def test_not_a_tool(self) -> None:
@@ -280,8 +288,10 @@ class TestInvalidArguments:
 
     def test_shrinks_to_one_break(self) -> None:
         """Invalid dicts shrink to the smallest valid dict broken in one readable place."""
-        assert {} == find(invalid_arguments(echo), lambda a: True)
-        assert {"text": "", "unexpected": 1} == find(invalid_arguments(echo), lambda a: "text" in a)
+        assert {} == find(invalid_arguments(echo), lambda a: True, settings=SHRINK)
+        assert {"text": "", "unexpected": 1} == find(
+            invalid_arguments(echo), lambda a: "text" in a, settings=SHRINK
+        )
         past_the_bound = find(
             invalid_arguments(book),
             lambda a: (
@@ -289,6 +299,7 @@ class TestInvalidArguments:
                 and isinstance(a["window"].get("days"), int)
                 and a["window"]["days"] > 14
             ),
+            settings=settings(SHRINK, max_examples=1000),
         )
         assert {"room": "0", "window": {"start": "2000-01-01", "days": 15}, "guests": []} == (
             past_the_bound
@@ -425,11 +436,13 @@ class TestToolCalls:
             tool_calls(KNOB_TOOLS, min_size=3, max_size=2)
 
     def test_shrinks_to_the_one_call(self) -> None:
-        """A batch with an unknown call shrinks to that call alone."""
+        """A batch with an unknown call shrinks to that call alone. (Derandomized: how far
+        hypothesis shrinks depends on the first example found; from some it stopped at
+        three calls, one run in about ten.)"""
         found = find(
             tool_calls([echo], repeated_ids=0),
             lambda calls: any(c.name not in CALLABLE for c in calls),
-            settings=settings(database=None, max_examples=200),
+            settings=settings(SHRINK, max_examples=200),
         )
         assert 1 == len(found)
 
