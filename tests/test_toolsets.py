@@ -19,6 +19,7 @@ from tinytools import (
     Tool,
     ToolCall,
     ToolDefinitionError,
+    discovery,
     dispatch,
     dispatch_sync,
     tool,
@@ -673,7 +674,11 @@ class _OnlyLists:
         return self.listed()
 
 
-@pytest.mark.parametrize("declare", [openai_chat.declarations, anthropic.declarations])
+@pytest.mark.parametrize(
+    "declare",
+    [openai_chat.declarations, anthropic.declarations, discovery.Catalog],
+    ids=["openai_chat", "anthropic", "Catalog"],
+)
 @pytest.mark.parametrize(
     "listed",
     [_down, lambda: None],
@@ -682,8 +687,8 @@ class _OnlyLists:
 def test_the_formats_say_what_dispatch_says_of_a_failing_toolset(
     declare: Callable[[object], object], listed: Callable[[], object]
 ) -> None:
-    """Defect: ``declarations``/``render`` called ``tools()`` of an object without
-    ``explain`` themselves, so what it raised surfaced raw (nothing naming it). They now
+    """Defect: ``declarations``/``render`` (and ``discovery.Catalog``) called ``tools()``
+    of a toolset themselves, so what it raised surfaced raw (nothing naming it). They now
     read it as dispatch reads a toolset of the host's own: the same ToolDefinitionError
     naming it, from its own error."""
     with pytest.raises(ToolDefinitionError) as dispatched:

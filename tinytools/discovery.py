@@ -200,16 +200,23 @@ class Catalog:
     descriptions.
 
     Args:
-        tools: The tools to index (a ``Registry`` or any iterable of tools).
+        tools: The tools to index (a ``Registry``, a toolset, or any iterable of tools).
 
     Raises:
         TypeError: ``tools`` is not iterable, or an item is not a ``Tool``.
+        ToolDefinitionError: A toolset's ``tools()`` raised or listed no tools (as
+            dispatch says it: naming the toolset, from its own error).
     """
 
     __slots__ = ("_average", "_by_term", "_lengths", "_names", "_postings", "_weights")
 
     def __init__(self, tools: Iterable[AnyTool]) -> None:
-        source = tools.tools() if callable(getattr(tools, "tools", None)) else tools  # type: ignore[attr-defined]
+        method = getattr(tools, "tools", None)
+        source: Iterable[object] = tools
+        if callable(method):  # a toolset: read as dispatch and the formats read one
+            from .toolsets._base import host_tools
+
+            source = host_tools(tools, lambda _none: method(), None)
         names: list[str] = []
         lengths: list[int] = []
         # Postings by lower-cased word as written, one entry per occurrence (appending is
