@@ -7,6 +7,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from tests.sdk_types import SdkText
 from tinytools import (
     DispatchAborted,
     Registry,
@@ -37,10 +38,6 @@ TOOLS = Registry.of(search, lookup)
 @pytest.fixture(autouse=True)
 def _reset() -> None:
     ran.clear()
-
-
-class SdkText(str):
-    """An SDK's own string type."""
 
 
 NOT_TEXT = [["search"], ("search",), {"search": 1}, None, b"search", 3]

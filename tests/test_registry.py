@@ -18,6 +18,17 @@ def alpha() -> None: ...
 def beta() -> None: ...
 
 
+#: What takes ``tools`` and must refuse what is no collection of tools, saying what to pass.
+TAKERS = [
+    Registry,
+    lambda t: dispatch_sync([ToolCall("1", "alpha", {})], t),
+    openai_chat.declarations,
+    xml.render,
+    Catalog,
+]
+TAKER_IDS = ["Registry", "dispatch_sync", "declarations", "render", "Catalog"]
+
+
 class TestRegistry:
     def test_lookup_by_exact_name(self) -> None:
         """Tools are found by their exact name, in registration order."""
@@ -45,16 +56,7 @@ class TestRegistry:
         assert "two tools are named 'alpha'" in info.value.problems[0]
         assert "'gamma' is not a Tool" in info.value.problems[1]
 
-    @pytest.mark.parametrize(
-        "build",
-        [
-            Registry,
-            lambda t: dispatch_sync([ToolCall("1", "alpha", {})], t),
-            openai_chat.declarations,
-            xml.render,
-        ],
-        ids=["Registry", "dispatch_sync", "declarations", "render"],
-    )
+    @pytest.mark.parametrize("build", TAKERS, ids=TAKER_IDS)
     def test_one_tool_where_tools_go(self, build: object) -> None:
         """A single tool given as ``tools`` is refused with the fix, not "not iterable"."""
         with pytest.raises(TypeError, match=r"got Tool; wrap the one tool in a list \(\[tool\]\)"):
@@ -62,17 +64,7 @@ class TestRegistry:
         with pytest.raises(TypeError, match="got int; pass a Registry, a toolset or a list"):
             build(3)  # type: ignore[operator]
 
-    @pytest.mark.parametrize(
-        "build",
-        [
-            Registry,
-            lambda t: dispatch_sync([ToolCall("1", "alpha", {})], t),
-            openai_chat.declarations,
-            xml.render,
-            Catalog,
-        ],
-        ids=["Registry", "dispatch_sync", "declarations", "render", "Catalog"],
-    )
+    @pytest.mark.parametrize("build", TAKERS, ids=TAKER_IDS)
     def test_a_name_or_a_mapping_where_tools_go(self, build: object) -> None:
         """Defect: a tool's name (a str) or a mapping of names to tools given as ``tools``
         was read character by character, or key by key, into one "is not a Tool" problem

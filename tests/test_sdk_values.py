@@ -12,6 +12,7 @@ import attrs
 import msgspec
 import pytest
 
+from tests.sdk_types import SdkFloat, SdkInt, SdkText, sdk_typed
 from tinytools import (
     CallDeferred,
     DeferredToolResults,
@@ -67,10 +68,6 @@ def _reset() -> None:
     seen.clear()
 
 
-class SdkText(str):
-    """An SDK's own string type."""
-
-
 class TestRawTextOfAStrSubclass:
     @pytest.mark.parametrize("built", [search, SCHEMA], ids=["signature", "schema"])
     def test_validate_reads_it_as_its_text(self, built: Tool) -> None:
@@ -97,34 +94,8 @@ class TestRawTextOfAStrSubclass:
             assert msgspec.json.encode(result) == msgspec.json.encode(expected)
 
 
-class SdkInt(int):
-    """An SDK's own integer type, whose methods must not be trusted."""
-
-    def __repr__(self) -> str:
-        raise RuntimeError("repr raised")
-
-
-class SdkFloat(float):
-    """An SDK's own float type."""
-
-
 class Level(enum.IntEnum):
     LOW = 1
-
-
-def _sdk(value: object) -> object:
-    """``value`` (decoded JSON) with every key and scalar of an SDK's own type."""
-    if isinstance(value, dict):
-        return {SdkText(k): _sdk(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_sdk(v) for v in value]
-    if type(value) is str:
-        return SdkText(value)
-    if type(value) is int:
-        return SdkInt(value)
-    if type(value) is float:
-        return SdkFloat(value)
-    return value
 
 
 @tool
@@ -169,7 +140,7 @@ class TestDictArgumentsOfSubclasses:
         expected = msgspec.json.encode(dispatch_sync([ToolCall("c", name, arguments)], MORE))
         plain_seen = list(seen)
         seen.clear()
-        calls = [ToolCall("c", name, _sdk(arguments))]  # type: ignore[arg-type]
+        calls = [ToolCall("c", name, sdk_typed(arguments))]  # type: ignore[arg-type]
         for result in (dispatch_sync(calls, MORE), await dispatch(calls, MORE)):
             assert msgspec.json.encode(result) == expected
         assert seen == plain_seen * 2

@@ -16,6 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.json_strategies import json_objects
+from tests.sdk_types import SdkText, sdk_typed
 from tinytools import (
     DispatchAborted,
     Registry,
@@ -28,18 +29,6 @@ from tinytools import (
     tool,
 )
 from tinytools.policies import Fail, NormalizeThenReturnToolError
-
-
-class SdkText(str):
-    pass
-
-
-class SdkInt(int):
-    pass
-
-
-class SdkFloat(float):
-    pass
 
 
 @tool
@@ -76,20 +65,6 @@ POLICIES = st.sampled_from(
 )
 
 
-def _sdk(value: object) -> object:
-    if isinstance(value, dict):
-        return {SdkText(k): _sdk(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_sdk(v) for v in value]
-    if type(value) is str:
-        return SdkText(value)
-    if type(value) is int:
-        return SdkInt(value)
-    if type(value) is float:
-        return SdkFloat(value)
-    return value
-
-
 def _answer(calls: list[ToolCall], policy: RunPolicy) -> bytes:
     try:
         result = dispatch_sync(calls, TOOLS, policy=policy)
@@ -122,7 +97,7 @@ def test_subclasses_are_answered_as_their_plain_values(
         ToolCall(
             SdkText("c"),
             SdkText(name),
-            SdkText(text) if as_text else _sdk(arguments),  # type: ignore[arg-type]
+            SdkText(text) if as_text else sdk_typed(arguments),  # type: ignore[arg-type]
         ),
     ]
     assert _answer(sdk, policy) == _answer(plain, policy)
