@@ -5,6 +5,7 @@ never raises, so ``reconcile`` answers every unresolved call of the run."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import msgspec
@@ -43,13 +44,13 @@ def test_an_odd_row_is_read_and_reconciled(
     """Such a row raised JSONDecodeError or TypeError out of ``unresolved`` and
     ``reconcile``, and so kept every other call of the run unanswered."""
     path = tmp_path / "ledger.db"
-    ledger = SqliteLedger(path)
-    ledger.started("r", "fine", "lookup", {"n": 1})
-    with sqlite3.connect(path) as connection:
-        connection.execute(_INSERT, row)
-    entries = {entry.call_id: entry for entry in ledger.unresolved("r")}
+    with SqliteLedger(path) as ledger:
+        ledger.started("r", "fine", "lookup", {"n": 1})
+        with closing(sqlite3.connect(path)) as connection, connection:
+            connection.execute(_INSERT, row)
+        entries = {entry.call_id: entry for entry in ledger.unresolved("r")}
+        reconciled = reconcile([], Registry.of(lookup), ledger, "r")
     assert (tool_name, arguments) == (entries[call_id].tool_name, entries[call_id].arguments)
-    reconciled = reconcile([], Registry.of(lookup), ledger, "r")
     assert {"c", "fine"} == {m.tool_call_id for m in reconciled.messages} | {
         c.id for c in reconciled.rerun
     }
@@ -71,7 +72,7 @@ def _nested(depth: int) -> object:
 def test_started_with_arguments_no_fallback_writes(tmp_path: Path, arguments: object) -> None:
     """The documented fallback (``json.dumps`` with ``repr``) raised TypeError,
     RecursionError or ValueError for these: the call is recorded all the same."""
-    ledger = SqliteLedger(tmp_path / "ledger.db")
-    ledger.started("r", "c", "lookup", arguments)  # type: ignore[arg-type]
-    [entry] = ledger.unresolved("r")
+    with SqliteLedger(tmp_path / "ledger.db") as ledger:
+        ledger.started("r", "c", "lookup", arguments)  # type: ignore[arg-type]
+        [entry] = ledger.unresolved("r")
     assert "c" == entry.call_id
