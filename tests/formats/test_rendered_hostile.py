@@ -104,6 +104,19 @@ def test_a_rendered_call_is_text_and_never_raises(dialect: str, case: str) -> No
     assert text.encode()
 
 
+@pytest.mark.parametrize("raw", [b"\xff\xfe", b"not json", b"{'q': 1,}"])
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_bytes_arguments_are_rendered_without_raising(dialect: str, raw: bytes) -> None:
+    """Arguments given as bytes (the type says str; dispatch reads them) that are not a
+    JSON object raised ``TypeError: a bytes-like object is required`` from relaxed
+    repair; they are read strictly only, and the call is still written. Bytes holding a
+    JSON object are written as that object, as its text would be."""
+    text = DIALECTS[dialect](ToolCall("c", "search", raw))  # type: ignore[arg-type]
+    assert text.encode()
+    as_text = DIALECTS[dialect](ToolCall("c", "search", '{"q": "x"}'))
+    assert as_text == DIALECTS[dialect](ToolCall("c", "search", b'{"q": "x"}'))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("case", ["value", "nested value", "key", "name"])
 @pytest.mark.parametrize("dialect", list(DIALECTS))
 def test_a_surrogate_in_decoded_arguments_is_refused_as_a_note(dialect: str, case: str) -> None:

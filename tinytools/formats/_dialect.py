@@ -368,7 +368,9 @@ def arguments_of(call: ToolCall) -> dict[str, object] | None:
     # (strictly, then repaired: a lone surrogate escape stays in the raw text, which a
     # prompt can carry, and is never decoded into a surrogate no text can)
     value = decode_strict(call.arguments)
-    if value is NOTHING:
+    # (bytes, which the type does not admit but dispatch reads, are read strictly only:
+    # relaxed repair reads text)
+    if value is NOTHING and isinstance(call.arguments, str):
         value = recover_relaxed_object(call.arguments)
     return value if isinstance(value, dict) else None
 
