@@ -471,16 +471,8 @@ def _json_values(tool_name: str, value: object) -> object:
         raise _too_deep(tool_name) from None  # no event or message could carry it either
     except (TypeError, ValueError, OverflowError):
         suspect = plain = True
-    if suspect:
-        try:
-            if plain:  # (walked as plain values: no method of theirs runs)
-                value = plain_values(value)
-            problem = json_problem(value)
-        except RecursionError:  # deeper than JSON text can be read (a value holding itself)
-            raise _too_deep(tool_name) from None
-        if problem is not None:
-            raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
-    return value
+    # (walked as plain values when the encoder refused them: no method of theirs runs)
+    return _walked(tool_name, value, copy=plain) if suspect else value
 
 
 def _json_tree(tool_name: str, value: object) -> object:
@@ -510,14 +502,26 @@ def _json_tree(tool_name: str, value: object) -> object:
                     return tree
             except Exception:  # a key's own __eq__, or text too deep to read
                 pass
+    return _walked(tool_name, value, copy=True)
+
+
+def _walked(tool_name: str, value: object, *, copy: bool) -> object:
+    """``value`` (with ``copy``: as :func:`plain_values` makes it) once :func:`json_problem`
+    finds nothing in it JSON text cannot carry.
+
+    Raises:
+        ToolArgumentsError: Naming the first such value at its path, or saying the
+            arguments nest deeper than JSON text can be read (a value holding itself).
+    """
     try:
-        plain = plain_values(value)
-        problem = json_problem(plain)
+        if copy:
+            value = plain_values(value)
+        problem = json_problem(value)
     except RecursionError:
         raise _too_deep(tool_name) from None
     if problem is not None:
         raise ToolArgumentsError(tool_name, problem[1], path=problem[0])
-    return plain
+    return value
 
 
 def _suspect(value: object) -> bool:
