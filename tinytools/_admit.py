@@ -38,14 +38,13 @@ from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
-from ._host_calls import plain_text
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
 from ._redact import Redactor
 from ._registry import AnyTool
 from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
 from ._validate import json_text, plain_values, preview, printable, text_problem
-from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call
+from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call, plain_text
 from .errors import ToolArgumentsError
 from .events import (
     Event,

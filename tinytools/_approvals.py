@@ -58,7 +58,7 @@ import attrs
 import msgspec
 
 from ._middleware import Deny
-from ._wire import ToolCall, ToolResult
+from ._wire import ToolCall, ToolResult, plain_text
 
 __all__ = [
     "Answer",
@@ -151,12 +151,13 @@ def _decisions(value: Mapping[str, Decision | Answer] | None) -> Mapping[str, De
     decisions: dict[str, Decision] = {}
     for call_id, decision in (value or {}).items():
         if type(call_id) is not str:
-            if not issubclass(type(call_id), str):
+            plain = plain_text(call_id)
+            if plain is None:
                 raise TypeError(
                     f"a call id is a str, got {type(call_id).__name__}: decide calls by the "
                     "ids of the deferred calls (DeferredToolRequests)"
                 )
-            call_id = str.__str__(call_id)
+            call_id = plain
         if isinstance(decision, _ANSWERS):
             decision = Decision(decision)
         if not isinstance(decision, Decision):

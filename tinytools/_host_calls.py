@@ -19,9 +19,9 @@ import msgspec
 
 from ._approvals import DeferredToolRequests
 from ._validate import preview
-from ._wire import ToolCall
+from ._wire import ToolCall, plain_text
 
-__all__ = ["host_calls", "plain_text", "refuse_non_batch"]
+__all__ = ["host_calls", "refuse_non_batch"]
 
 
 def refuse_non_batch(calls: object) -> None:
@@ -98,12 +98,3 @@ _CALLS: Final = {ToolCall}
 _TEXT: Final = {str}
 _ID: Final = operator.attrgetter("id")
 _NAME: Final = operator.attrgetter("name")
-
-
-def plain_text(value: object) -> str | None:
-    """``value`` as a plain ``str`` (a subclass's text), or None when it is no text."""
-    if type(value) is str:
-        return value
-    if issubclass(type(value), str):
-        return str.__str__(value)
-    return None

@@ -35,6 +35,7 @@ __all__ = [
     "json_problem",
     "nonfinite",
     "plain_call",
+    "plain_text",
     "return_text",
     "wrap_return",
 ]
@@ -124,6 +125,15 @@ class Artifact(msgspec.Struct, frozen=True, tag="artifact"):
     name: str
     data: bytes
     media_type: str = "application/octet-stream"
+
+
+def plain_text(value: object) -> str | None:
+    """``value`` as a plain ``str`` (a subclass's text), or None when it is no text."""
+    if type(value) is str:
+        return value
+    if issubclass(type(value), str):
+        return str.__str__(value)
+    return None
 
 
 def _text(text: str) -> str:
