@@ -58,7 +58,6 @@ DeferredToolHandler = (
     | Callable[[DeferredToolRequests], Awaitable[DeferredToolResults]]
 )
 
-_REMEMBERED = 64
 _UNMATCHED = {"reason": "no call of the batch has this decision's id; it was ignored"}
 
 

@@ -11,6 +11,7 @@ from collections.abc import Collection
 
 from ._discovery_calls import Intrinsics, intrinsics_of
 from ._inject import Context
+from ._memo import remember
 from ._registry import AnyTool, Registry
 from ._spec import Exposure
 from .policies import Rewrite, RunPolicy
@@ -46,9 +47,7 @@ def advertised_names(advertised: Collection[str] | None) -> Collection[str] | No
     if known is not None and known[0] is advertised:
         return known[1]
     names = frozenset(advertised)
-    if len(_ADVERTISED) >= 64:
-        _ADVERTISED.pop(next(iter(_ADVERTISED)))
-    _ADVERTISED[id(advertised)] = (advertised, names)
+    remember(_ADVERTISED, id(advertised), (advertised, names))
     return names
 
 

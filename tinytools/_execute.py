@@ -31,6 +31,7 @@ from ._admit import Admitted
 from ._event_loops import wrong_loop
 from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
+from ._memo import remember
 from ._run import Run, Stop
 from ._validate import printable
 from ._wire import json_problem
@@ -131,9 +132,7 @@ def _frame_text(code: CodeType, lasti: int, lineno: int) -> str:
     if line:
         text += f"    {line}\n"
     text = printable(text)  # (a path read with surrogateescape: remembered escaped)
-    if len(_FRAMES) >= 1024:
-        _FRAMES.clear()
-    _FRAMES[id(code), lasti] = (code, text)
+    remember(_FRAMES, (id(code), lasti), (code, text), 1024)
     return text
 
 

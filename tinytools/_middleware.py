@@ -34,18 +34,17 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
 import attrs
 
+from ._memo import remember
 from ._validate import printable
 from ._wire import ToolCall, ToolResult, json_problem
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
 
-_K = TypeVar("_K")
-_V = TypeVar("_V")
 
 __all__ = [
     "After",
@@ -217,7 +216,6 @@ _BY_SEQUENCE: dict[int, tuple[object, object, Stack]] = {}
 _BY_ITEMS: dict[tuple[int, ...], tuple[tuple[object, ...], Stack]] = {}
 #: The last entry of ``_BY_SEQUENCE`` found or made (most hosts pass one sequence).
 _last: tuple[object, object, Stack] = (None, None, NO_MIDDLEWARE)
-_REMEMBERED = 64
 
 
 def composed(middleware: Iterable[object] | Stack) -> Stack:
@@ -259,15 +257,9 @@ def composed(middleware: Iterable[object] | Stack) -> Stack:
         stack = found[1]
     else:
         stack = compose(items)
-        _remember(_BY_ITEMS, key, (items, stack))
+        remember(_BY_ITEMS, key, (items, stack))
     if kind is tuple or kind is list:
         snapshot = items if kind is tuple else list(items)
         _last = (middleware, snapshot, stack)
-        _remember(_BY_SEQUENCE, id(middleware), _last)
+        remember(_BY_SEQUENCE, id(middleware), _last)
     return stack
-
-
-def _remember(memo: dict[_K, _V], key: _K, value: _V) -> None:
-    if len(memo) >= _REMEMBERED:
-        memo.pop(next(iter(memo)))
-    memo[key] = value

@@ -39,6 +39,7 @@ from ._effects import EffectLedger, release
 from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
 from ._host_calls import host_calls, refuse_non_batch
 from ._inject import Cancellation, Context, check_context_type
+from ._memo import remember
 from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
@@ -170,9 +171,7 @@ def _reads_async(handler: object) -> bool:
         held: weakref.ref[object] = weakref.ref(handler)
     except TypeError:  # not weakly referenceable: read again each time
         return answer
-    if len(_HANDLERS) >= 64:
-        _HANDLERS.pop(next(iter(_HANDLERS)))
-    _HANDLERS[id(handler)] = (held, answer)
+    remember(_HANDLERS, id(handler), (held, answer))
     return answer
 
 

@@ -23,13 +23,12 @@ a ``Registry``, after editing one in place.
 
 from __future__ import annotations
 
+from ._memo import remember
 from ._registry import AnyTool, Registry
 from ._wire import ToolCall
 from .toolsets._intrinsic import Intrinsic
 
 __all__ = ["registry_of"]
-
-_REMEMBERED = 64
 
 
 class _Known:
@@ -69,9 +68,7 @@ def registry_of(
     index: dict[str, int] | None = {tool.name: at for at, tool in enumerate(snapshot)}
     if any(type(tool.fn) is Intrinsic for tool in snapshot):
         index = None
-    if len(_KNOWN) >= _REMEMBERED:
-        _KNOWN.pop(next(iter(_KNOWN)))
-    _KNOWN[id(tools)] = _Known(tools, snapshot, registry, index)
+    remember(_KNOWN, id(tools), _Known(tools, snapshot, registry, index))
     return registry
 
 

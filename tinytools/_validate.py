@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
+from ._memo import remember
 from ._patterns import linear
 from ._schema_check import subschemas
 from ._schema_dialect import (
@@ -98,9 +99,7 @@ def _msgspec_detail(message: str) -> tuple[str, str, bool]:
     got_float = message.split(" - at ", 1)[0].endswith("got `float`")
     known = (_TYPE_NAMES.sub(_json_names, detail), path[:-1], got_float)
     if len(message) <= 400:  # a path through long keys is not worth remembering
-        if len(_DETAILS) >= 512:
-            _DETAILS.clear()
-        _DETAILS[message] = known
+        remember(_DETAILS, message, known, 512)
     return known
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
 from tinytools._exposure import ExposureExplanation
+from tinytools._memo import remember
 from tinytools._registry import AnyTool, Registry
 from tinytools._spec import Tool
 from tinytools.errors import ToolDefinitionError
@@ -316,9 +317,7 @@ def _of_foreign(toolset: object, context: Context | None) -> Resolution:
     except ToolDefinitionError as error:  # two tools of one name
         problems = [f"in what tools(context) returned, {p}" for p in error.problems]
         raise ToolDefinitionError(source, problems) from None
-    if len(_FOREIGN) >= 64:
-        _FOREIGN.pop(next(iter(_FOREIGN)))
-    _FOREIGN[id(toolset)] = (toolset, resolution)
+    remember(_FOREIGN, id(toolset), (toolset, resolution))
     return resolution
 
 

@@ -1,0 +1,34 @@
+"""Bounded memos: what the engine remembers between dispatches, safe to share between threads.
+
+The engine keeps a few small module-level memos that change nothing but speed (the
+middleware composed from a sequence, the registry made from a tool list, a frozenset of
+``advertised`` names, what a handler's code said, a traceback line's text). Hosts call
+``dispatch_sync`` from several threads at once (a web server's worker pool), so the memos
+are shared between threads: reading one is a single ``dict.get`` (atomic), and every
+write goes through :func:`remember`, which holds one lock while it evicts the oldest
+entry and stores the new one. The lock is taken only when something new is remembered,
+never on a hit.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TypeVar
+
+__all__ = ["remember"]
+
+_K = TypeVar("_K")
+_V = TypeVar("_V")
+
+#: Serialises the writes of every memo (eviction reads the oldest key, then deletes it:
+#: two threads evicting at once would both pick it).
+_WRITING = threading.Lock()
+
+
+def remember(memo: dict[_K, _V], key: _K, value: _V, limit: int = 64) -> None:
+    """Store ``value`` under ``key``, first forgetting the oldest entries when ``memo``
+    holds ``limit`` of them (first in, first out)."""
+    with _WRITING:
+        while len(memo) >= limit:
+            del memo[next(iter(memo))]
+        memo[key] = value
