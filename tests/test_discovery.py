@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
 
 import attrs
 import msgspec
@@ -124,6 +125,27 @@ class TestCatalog:
         """A 1 MB query is searched by its beginning, quickly."""
         catalog = Catalog([get_weather, convert_currency])
         assert "get_weather" == catalog.search("weather " * 150_000)[0].name
+
+    def test_long_words_are_not_kept(self) -> None:
+        """Searching keeps no memory per long word a model wrote: 500 queries of one distinct
+        2,000-character word (each the longest a query is read to) leave under 200 KB
+        allocated behind them (they kept 2 MB)."""
+        catalog = Catalog([get_weather, convert_currency])
+        queries = [
+            "".join("abcdefghij"[int(d)] for d in f"{n:04d}") + "q" * 1_996 for n in range(500)
+        ]
+        catalog.search(queries[0])
+        tracemalloc.start()
+        try:
+            before = tracemalloc.take_snapshot()
+            for query in queries[1:]:
+                assert () == catalog.search(query)
+            grown = sum(
+                s.size_diff for s in tracemalloc.take_snapshot().compare_to(before, "filename")
+            )
+        finally:
+            tracemalloc.stop()
+        assert grown < 200_000
 
     def test_not_a_string(self) -> None:
         """A query that is not a string is a TypeError."""

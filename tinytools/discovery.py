@@ -139,14 +139,22 @@ def _stem(word: str) -> str:
     return word
 
 
-_TERMS: dict[str, str] = {}  # lower-cased word → its term ("" for a common word); bounded
+#: Lower-cased word → its term ("" for a common word): bounded in entries, and holding only
+#: words of at most ``_KEPT_WORD`` characters (a model's query may hold a word of any
+#: length; a longer one is stemmed each time it is read). Cleared when full: ``clear`` and
+#: a single store are each atomic, so threads share it safely.
+_TERMS: dict[str, str] = {}
+_KEPT_WORD = 40
+#: What a term no tool holds weighs (the same empty mapping every time: never changed).
+_NO_WEIGHTS: tuple[dict[int, float], float] = ({}, 0.0)
 
 
 def _term(word: str) -> str:
     term = "" if word in _STOP or len(word) < 2 else _stem(word)
-    if len(_TERMS) >= 200_000:
-        _TERMS.clear()
-    _TERMS[word] = term
+    if len(word) <= _KEPT_WORD:
+        if len(_TERMS) >= 200_000:
+            _TERMS.clear()
+        _TERMS[word] = term
     return term
 
 
@@ -258,12 +266,16 @@ class Catalog:
 
     def _weighted(self, term: str) -> tuple[dict[int, float], float]:
         """The term's BM25 contribution to each tool holding it, and the largest one
-        (computed once per term)."""
+        (computed once per term the catalog holds: a term no tool holds, which a model's
+        query can make without end, is answered without being remembered)."""
         known = self._weights.get(term)
         if known is not None:
             return known
+        words = self._by_term.get(term)
+        if not words:
+            return _NO_WEIGHTS
         counts: Counter[int] = Counter()
-        for word in self._by_term.get(term, ()):
+        for word in words:
             counts.update(self._postings[word])
         total = len(self._names)
         idf = math.log(1.0 + (total - len(counts) + 0.5) / (len(counts) + 0.5))
@@ -273,8 +285,7 @@ class Catalog:
             for doc, tf in sorted(counts.items())
         }
         found = (weights, max(weights.values(), default=0.0))
-        if len(self._weights) < 100_000:
-            self._weights[term] = found
+        self._weights[term] = found
         return found
 
     def _query(self, query: str) -> list[tuple[dict[int, float], float]]:
