@@ -1,11 +1,12 @@
 """``tinytools ledger list|reconcile|prune``: the effect ledger from a shell.
 
 ``--db`` is a SQLite file, or a PostgreSQL conninfo (``postgresql://…`` or
-``key=value`` pairs). ``list`` shows the calls started and never settled, with
-their tool, age and arguments as stored (redacted). ``reconcile`` settles one
-run's unresolved calls after a crash, as :func:`tinytools.ledger.reconcile`
-does, reading replay safety from the tools named by ``--tools``. ``prune``
-deletes rows settled long ago.
+``key=value`` pairs); a SQLite file must exist (opening a mistyped path would make
+an empty ledger and report nothing unresolved, so it is refused: exit 1). ``list``
+shows the calls started and never settled, with their tool, age and arguments as
+stored (redacted). ``reconcile`` settles one run's unresolved calls after a crash,
+as :func:`tinytools.ledger.reconcile` does, reading replay safety from the tools
+named by ``--tools``. ``prune`` deletes rows settled long ago.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from collections.abc import Iterable
@@ -98,7 +100,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         ledger = _open(args.db)
     except ValueError as error:
         print(f"tinytools ledger: {error}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(error, _NoLedger) else 2
     try:
         if args.action == "list":
             return _list(ledger, args, out)
@@ -119,7 +121,19 @@ def _open(db: str) -> SqliteLedger | PostgresLedger:
         return PostgresLedger(db)
     if not db:
         raise ValueError("--db is empty: give a SQLite file or a PostgreSQL conninfo")
+    if not os.path.isfile(db):
+        # Opening would make a new, empty ledger and report nothing unresolved (a typo, or
+        # a relative path read from another folder than the workers'): refuse instead.
+        raise _NoLedger(
+            f"no ledger file at {os.path.abspath(db)}: give the path the workers' "
+            "SqliteLedger uses (a relative path is read from the current folder); nothing "
+            "was created"
+        )
     return SqliteLedger(db)
+
+
+class _NoLedger(ValueError):
+    """``--db`` names no SQLite file (exit 1, as for a ledger that cannot be read)."""
 
 
 def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:

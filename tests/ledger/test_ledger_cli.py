@@ -70,8 +70,10 @@ class TestList:
     def test_unreadable_ledger_exits_1(
         self, tmp_path: Path, capsys: pytest.CaptureFixture[str]
     ) -> None:
-        assert 1 == main(["ledger", "list", "--db", str(tmp_path / "no" / "l.db")])
-        assert "does its folder exist" in capsys.readouterr().err
+        garbage = tmp_path / "l.db"
+        garbage.write_bytes(b"not a database" * 100)
+        assert 1 == main(["ledger", "list", "--db", str(garbage)])
+        assert "not a database" in capsys.readouterr().err
 
 
 class TestReconcile:

@@ -15,7 +15,7 @@ from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
 from tinytools._wire import MessageStatus
 
 from ._connected import Connected
-from ._errors import LedgerError
+from ._errors import UNSETTLED, LedgerError
 from ._rows import RELEASED, arguments_text, entry, key
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ RETURNING call_id
 """
 _SETTLE = (
     f"UPDATE tinytools_effects SET status = %s, settled_at = {_EPOCH} "
-    "WHERE run_id = %s AND call_id = %s AND status IS NULL"
+    "WHERE run_id = %s AND call_id = %s AND (status IS NULL OR status = 'released')"
 )
 _RELEASE = (
     f"UPDATE tinytools_effects SET status = %s, settled_at = {_EPOCH} "
@@ -74,6 +74,7 @@ _OPEN = (
     "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
     "WHERE (status IS NULL OR status = 'released')"
 )
+_SETTLING = "settle a call"
 # Settings that keep a lost server or network from hanging a worker; the conninfo's
 # own values win.
 _CONNECT_DEFAULTS = {
@@ -188,13 +189,14 @@ class PostgresLedger(Connected):
         return frozenset(refused_ids)
 
     def settled(self, run_id: str, call_id: str, status: MessageStatus) -> None:
-        """Record how a claimed call ended (a call not claimed, or already settled, is
-        left as it is).
+        """Record how a claimed call ended. A released call (waiting to be claimed again)
+        is settled too, and is never claimed again; a call never claimed, or already
+        settled, is left as it is.
 
         Raises:
             LedgerError: The database could not be reached or written.
         """
-        self._write("settle a call", _SETTLE, (str(status), key(run_id), key(call_id)))
+        self._write(_SETTLING, _SETTLE, (str(status), key(run_id), key(call_id)))
 
     def release(self, run_id: str, call_id: str) -> None:
         """Let a claimed (or settled) call be claimed once more (``reconcile`` found it
@@ -273,7 +275,7 @@ class PostgresLedger(Connected):
         except Exception as error:
             raise LedgerError(
                 f"PostgresLedger {_safe(self.conninfo)!r}: could not connect to {doing}: "
-                f"{_first_line(error)}"
+                f"{_first_line(error)}{UNSETTLED if doing == _SETTLING else ''}"
             ) from error
         try:
             _create_schema(connection)
@@ -311,8 +313,10 @@ class PostgresLedger(Connected):
                     connection.execute("ROLLBACK")
                 except Exception:
                     self._connection = None
+        after = UNSETTLED if doing == _SETTLING else ""
         return LedgerError(
-            f"PostgresLedger {_safe(self.conninfo)!r}: could not {doing}: {_first_line(error)}"
+            f"PostgresLedger {_safe(self.conninfo)!r}: could not {doing}: "
+            f"{_first_line(error)}{after}"
         )
 
 

@@ -1,0 +1,263 @@
+"""The ledger's promise under attack: a call runs at most once, and reconcile answers each
+call once, also when the host answers deferred calls, the database is locked or lost, and
+the ledger file is deleted or replaced under a running worker."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import make_ledger
+
+from tinytools import (
+    ApprovalRequired,
+    CallDeferred,
+    Context,
+    DispatchAborted,
+    Inject,
+    RunContext,
+    ToolCall,
+    dispatch_sync,
+    tool,
+)
+from tinytools._cli import main
+from tinytools.ledger import LedgerError, SqliteLedger, reconcile
+
+
+def deferring_tools(ran: list[str]) -> list[Any]:
+    @tool
+    def wire(ctx: Inject[RunContext], amount: int) -> str:
+        """Wire money: asks for approval from inside, unless approved."""
+        if not ctx.approved:
+            raise ApprovalRequired({"amount": amount})
+        ran.append(f"wire:{amount}")
+        return "sent"
+
+    @tool
+    def ship(parcel: str) -> str:
+        """Ship a parcel: the host does it (the tool hands it over)."""
+        ran.append(f"ship:{parcel}")
+        raise CallDeferred({"parcel": parcel})
+
+    return [wire, ship]
+
+
+class TestHostAnsweredDeferrals:
+    """A call its tool deferred leaves a released row; the host then answers it (deny, or
+    its own result). Before the fix the row stayed released: it was listed as unresolved
+    for ever, reconcile answered it a second time, and the same call dispatched again ran
+    its tool again (a ``CallDeferred`` call handed to the host a second time)."""
+
+    def test_answered_call_is_settled_and_never_runs_again(
+        self, kind_and_place: tuple[str, str], run_id: str
+    ) -> None:
+        ran: list[str] = []
+        tools = deferring_tools(ran)
+        calls = [ToolCall("a", "wire", {"amount": 5}), ToolCall("b", "ship", {"parcel": "p1"})]
+        context = Context(run_id=run_id)
+        ledger = make_ledger(*kind_and_place)
+        try:
+            first = dispatch_sync(calls, tools, ledger=ledger, context=context)
+            assert first.deferred is not None
+            decided = first.deferred.deny("a", "not today").respond("b", "shipped by hand")
+            second = dispatch_sync(calls, tools, ledger=ledger, context=context, approvals=decided)
+            assert ["denied", "ok"] == [m.status for m in second.messages]
+            assert () == ledger.unresolved(run_id)
+
+            # A later crash of the run: reconcile answers only the interrupted batch.
+            later = [ToolCall("c", "wire", {"amount": 1})]
+            decided_later = reconcile(later, tools, ledger, run_id)
+            assert [] == [m.tool_call_id for m in decided_later.messages]
+
+            # The same calls dispatched again: refused, no tool runs, nothing deferred.
+            again = dispatch_sync(calls, tools, ledger=ledger, context=context)
+            assert ["error", "error"] == [m.status for m in again.messages]
+            assert again.deferred is None
+            assert ["ship:p1"] == ran  # (ship ran once, handing the call over)
+        finally:
+            ledger.close()
+
+    def test_reconcile_settles_a_released_call_it_answers(self, ledger: Any, run_id: str) -> None:
+        """A released call of a tool that is not replay-safe (its tool deferred it, and the
+        host died waiting for a decision) is answered as interrupted: it must then never
+        start again, as the message tells the model."""
+        ledger.started(run_id, "x", "wire", {"amount": 5})
+        ledger.release(run_id, "x")
+        decided = reconcile([ToolCall("x", "wire", {"amount": 5})], [], ledger, run_id)
+        assert ["interrupted"] == [m.status for m in decided.messages]
+        assert () == ledger.unresolved(run_id)
+        assert {"x"} == ledger.started_batch(run_id, [("x", "wire", {"amount": 5})])
+
+
+class AlwaysFailingSettle:
+    """A ledger whose every ``settled`` fails, as a locked database or a server that is
+    down fails each write after waiting out its timeout."""
+
+    def __init__(self) -> None:
+        self.settles = 0
+
+    def started(self, run_id: str, call_id: str, tool_name: str, arguments: object) -> None:
+        pass
+
+    def started_batch(self, run_id: str, calls: Sequence[Any]) -> frozenset[str]:
+        return frozenset()
+
+    def settled(self, run_id: str, call_id: str, status: str) -> None:
+        self.settles += 1
+        raise LedgerError("could not settle a call: database is locked")
+
+    def unresolved(self, run_id: str | None = None) -> tuple[Any, ...]:
+        return ()
+
+
+def test_a_failing_ledger_is_not_waited_out_once_per_call() -> None:
+    """Before the fix an aborting batch settled each call that never ran, each write
+    waiting out the same lock (a 20-call batch with the default 30 s timeout: ten
+    minutes). Now a write that fails while the batch is already aborting is its last."""
+    ran: list[int] = []
+
+    @tool
+    def note(n: int) -> int:
+        """Note."""
+        ran.append(n)
+        return n
+
+    ledger = AlwaysFailingSettle()
+    calls = [ToolCall(f"c{n}", "note", {"n": n}) for n in range(20)]
+    with pytest.raises(DispatchAborted) as info:
+        dispatch_sync(calls, [note], ledger=ledger)
+    assert [0] == ran
+    assert [c.id for c in calls] == [m.tool_call_id for m in info.value.result.messages]
+    assert 2 == ledger.settles
+    assert "database is locked" in info.value.reason
+
+
+def test_a_locked_settle_says_what_became_of_the_call(tmp_path: Path) -> None:
+    """The abort names the lock, the timeout, and that the call is left for reconcile."""
+    path = tmp_path / "l.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+
+    @tool
+    def step(n: int) -> int:
+        """Take the database's lock from another connection, then return."""
+        holder.execute("BEGIN IMMEDIATE")
+        return n
+
+    try:
+        with SqliteLedger(path, timeout=0.05) as ledger, pytest.raises(DispatchAborted) as info:
+            dispatch_sync([ToolCall("c", "step", {"n": 1})], [step], ledger=ledger)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    reason = info.value.reason
+    assert "timeout=0.05s" in reason
+    assert "stays unresolved" in reason
+    assert "reconcile the run" in reason
+    assert ["ok"] == [m.status for m in info.value.result.messages]
+
+
+class TestLedgerFileUnderTheWorker:
+    """Before the fix a worker whose ledger file was deleted kept claiming calls in the
+    unlinked file, which no other worker sees: a second worker opening the path made a
+    new, empty ledger and ran the same call again."""
+
+    @staticmethod
+    def tools(ran: list[int]) -> list[Any]:
+        @tool
+        def charge(n: int) -> str:
+            """Charge once."""
+            ran.append(n)
+            return "charged"
+
+        return [charge]
+
+    def test_deleted_file_refuses_the_batch(self, tmp_path: Path) -> None:
+        ran: list[int] = []
+        tools = self.tools(ran)
+        path = tmp_path / "l.db"
+        context = Context(run_id="r")
+        call = [ToolCall("c1", "charge", {"n": 1})]
+        with SqliteLedger(path) as worker:
+            dispatch_sync(
+                [ToolCall("c0", "charge", {"n": 0})], tools, ledger=worker, context=context
+            )
+            for leftover in tmp_path.glob("l.db*"):
+                leftover.unlink()
+            with pytest.raises(DispatchAborted) as info:
+                dispatch_sync(call, tools, ledger=worker, context=context)
+            assert "deleted or replaced" in info.value.reason
+            assert "put the ledger file back" in info.value.reason
+            with SqliteLedger(path) as other:  # a new empty file: it runs the call
+                dispatch_sync(call, tools, ledger=other, context=context)
+            with pytest.raises(DispatchAborted):  # still not the file it opened
+                dispatch_sync(call, tools, ledger=worker, context=context)
+        assert [0, 1] == ran
+
+    def test_replaced_file_refuses_until_put_back(self, tmp_path: Path) -> None:
+        ran: list[int] = []
+        tools = self.tools(ran)
+        path, aside = tmp_path / "l.db", tmp_path / "aside.db"
+        context = Context(run_id="r")
+        with SqliteLedger(path) as worker:
+            dispatch_sync(
+                [ToolCall("c0", "charge", {"n": 0})], tools, ledger=worker, context=context
+            )
+            with sqlite3.connect(path) as raw:  # checkpoint the WAL into the file
+                raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            os.rename(path, aside)
+            shutil.copy(aside, path)  # an equal copy, but not the file the worker opened
+            with pytest.raises(DispatchAborted, match="deleted or replaced"):
+                dispatch_sync(
+                    [ToolCall("c1", "charge", {"n": 1})], tools, ledger=worker, context=context
+                )
+            os.replace(aside, path)  # put back: the worker goes on
+            done = dispatch_sync(
+                [ToolCall("c0", "charge", {"n": 0}), ToolCall("c1", "charge", {"n": 1})],
+                tools,
+                ledger=worker,
+                context=context,
+            )
+        assert ["error", "ok"] == [m.status for m in done.messages]
+        assert [0, 1] == ran
+
+    def test_closed_ledger_starts_over_with_the_file_at_its_path(self, tmp_path: Path) -> None:
+        path = tmp_path / "l.db"
+        worker = SqliteLedger(path)
+        worker.started("r", "a", "t", {})
+        for leftover in tmp_path.glob("l.db*"):
+            leftover.unlink()
+        with pytest.raises(LedgerError, match="deleted or replaced"):
+            worker.started("r", "b", "t", {})
+        worker.close()
+        worker.started("r", "b", "t", {})
+        assert ["b"] == [e.call_id for e in worker.unresolved("r")]
+        worker.close()
+
+    def test_path_is_fixed_when_made(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """A relative path names one file, whatever folder the process moves to later
+        (before, a worker that changed folders reopened another, empty ledger)."""
+        monkeypatch.chdir(tmp_path)
+        ledger = SqliteLedger("l.db")
+        (tmp_path / "elsewhere").mkdir()
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        ledger.started("r", "a", "t", {})
+        ledger.close()
+        assert str(tmp_path / "l.db") == ledger.path
+        assert not (tmp_path / "elsewhere" / "l.db").exists()
+
+
+def test_cli_refuses_a_ledger_file_that_is_not_there(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before the fix `tinytools ledger list --db typo.db` made an empty ledger and said
+    "No unresolved calls." — after a crash, the operator concluded nothing was uncertain."""
+    missing = tmp_path / "typo.db"
+    assert 1 == main(["ledger", "list", "--db", str(missing)])
+    assert f"no ledger file at {missing}" in capsys.readouterr().err
+    assert 1 == main(["ledger", "reconcile", "--db", str(missing), "--run", "r"])
+    assert not missing.exists()
