@@ -6,6 +6,8 @@ blocks until the parent kills it. ``python ledger_children.py worker KIND WHERE 
 EFFECTS INDEX`` prints ``READY`` once connected, waits for a line on stdin, dispatches
 the 50 ``charge`` calls in batches of 5 (rotated by INDEX, so workers interleave) and
 prints the ids it ran as JSON. Every side effect is a line appended to EFFECTS.
+``python ledger_children.py fork-during-write PATH`` forks while another thread is inside
+a ledger write, and prints the child's exit status and the rows written, as JSON.
 """
 
 from __future__ import annotations
@@ -137,9 +139,45 @@ def worker(kind: str, where: str, run_id: str, effects_path: str, index: int) ->
     print(json.dumps(work(ledger, run_id, effects_path, index)), flush=True)
 
 
+def fork_during_write(where: str) -> None:
+    """Fork while another thread is inside a write (its transaction open), let the
+    write end, and write from the child; print the child's exit status."""
+    import signal
+    import warnings
+
+    warnings.simplefilter("ignore", DeprecationWarning)  # (fork with threads, 3.12+)
+    inside, finish = threading.Event(), threading.Event()
+
+    class Pausing(SqliteLedger):
+        def _commit(self, connection: Any) -> None:
+            if threading.current_thread() is not threading.main_thread():
+                inside.set()
+                finish.wait()
+            super()._commit(connection)
+
+    ledger = Pausing(where)
+    writer = threading.Thread(target=ledger.started, args=("r", "parent", "t", {}))
+    writer.start()
+    inside.wait()
+    # Let the write go on as the fork begins. (Hooks registered later run first: this one
+    # runs before the ledger's own, which waits for the write to end; without that, the
+    # fork happens in the middle of the transaction.)
+    os.register_at_fork(before=finish.set)
+    child = os.fork()
+    if child == 0:
+        signal.alarm(10)  # a child whose write hangs dies of SIGALRM
+        ledger.started("r", "child", "t", {})
+        os._exit(0)
+    writer.join()
+    _, status = os.waitpid(child, 0)
+    print(json.dumps([status, sorted(e.call_id for e in ledger.unresolved("r"))]), flush=True)
+
+
 if __name__ == "__main__":
     role, *rest = sys.argv[1:]
     if role == "crash":
         crash(*rest)
+    elif role == "fork-during-write":
+        fork_during_write(*rest)
     else:
         worker(*rest[:4], int(rest[4]))

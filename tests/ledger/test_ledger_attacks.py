@@ -4,13 +4,17 @@ the ledger file is deleted or replaced under a running worker."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import ledger_children
 import pytest
 from conftest import make_ledger
 
@@ -27,6 +31,8 @@ from tinytools import (
 )
 from tinytools._cli import main
 from tinytools.ledger import LedgerError, SqliteLedger, reconcile
+
+CHILDREN = str(Path(ledger_children.__file__))
 
 
 def deferring_tools(ran: list[str]) -> list[Any]:
@@ -261,3 +267,23 @@ def test_cli_refuses_a_ledger_file_that_is_not_there(
     assert f"no ledger file at {missing}" in capsys.readouterr().err
     assert 1 == main(["ledger", "reconcile", "--db", str(missing), "--run", "r"])
     assert not missing.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+def test_a_child_forked_during_a_write_can_write(tmp_path: Path) -> None:
+    """Before the fix a fork taken while another thread was inside a ledger write gave a
+    child whose first write hung: it inherited the lock held, and SQLite's state of the
+    open transaction (its own process holding the write lock). Now the fork waits for the
+    write to end, and the child writes. (In a process of its own: the test's fork hook
+    stays registered.)"""
+    child = subprocess.run(
+        [sys.executable, CHILDREN, "fork-during-write", str(tmp_path / "l.db")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    status, rows = json.loads(child.stdout)
+    assert os.WIFEXITED(status), f"the child's write hung (status {status}): {child.stderr}"
+    assert 0 == os.WEXITSTATUS(status)
+    assert ["child", "parent"] == rows
