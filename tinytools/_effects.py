@@ -75,7 +75,9 @@ class EffectLedger(Protocol):
     the batch runs, and ``settled`` once each started call is answered. A ledger may
     also define ``started_batch(run_id, calls)`` (see :class:`DurableLedger`): dispatch
     then records the whole batch with that one call, in one transaction; and
-    ``release(run_id, call_id)``, which dispatch calls for a call its tool deferred.
+    ``release(run_id, call_id)``, which dispatch calls for a call its tool deferred. To
+    a ledger with ``release``, dispatch also reports (``settled``) a deferred call the host
+    answered on resume (denied, or its own result), which may have no row.
     """
 
     def started(
