@@ -6,6 +6,8 @@ blocks until the parent kills it. ``python ledger_children.py worker KIND WHERE 
 EFFECTS INDEX`` prints ``READY`` once connected, waits for a line on stdin, dispatches
 the 50 ``charge`` calls in batches of 5 (rotated by INDEX, so workers interleave) and
 prints the ids it ran as JSON. Every side effect is a line appended to EFFECTS.
+``python ledger_children.py resume KIND WHERE RUN_ID EFFECTS`` resumes the 10 deferred
+``wire`` calls, all approved, once a line arrives on stdin, and prints the ids it ran.
 ``python ledger_children.py fork-during-write PATH`` forks while another thread is inside
 a ledger write, and prints the child's exit status and the rows written, as JSON.
 """
@@ -18,7 +20,17 @@ import sys
 import threading
 from typing import Any
 
-from tinytools import Context, ToolCall, ToolPolicy, dispatch_sync, tool
+from tinytools import (
+    ApprovalRequired,
+    Context,
+    DeferredToolRequests,
+    Inject,
+    RunContext,
+    ToolCall,
+    ToolPolicy,
+    dispatch_sync,
+    tool,
+)
 from tinytools.ledger import PostgresLedger, SqliteLedger
 
 POINTS = ("before-commit", "after-commit", "in-tool", "before-settle")
@@ -139,6 +151,40 @@ def worker(kind: str, where: str, run_id: str, effects_path: str, index: int) ->
     print(json.dumps(work(ledger, run_id, effects_path, index)), flush=True)
 
 
+APPROVAL_CALLS = tuple(ToolCall(f"a{n}", "wire", {"n": n}) for n in range(10))
+
+
+def approval_tools(effects_path: str) -> list[Any]:
+    @tool
+    def wire(ctx: Inject[RunContext], n: int) -> str:
+        """Wire money once approved (asks from inside, before acting)."""
+        if not ctx.approved:
+            raise ApprovalRequired({"n": n})
+        effect(effects_path, f"a{n}")
+        return "sent"
+
+    return [wire]
+
+
+def resume(kind: str, where: str, run_id: str, effects_path: str) -> None:
+    """Resume the deferred approval batch, every call approved (the same decisions in every
+    worker); print the ids that ran."""
+    ledger = SqliteLedger(where) if kind == "sqlite" else PostgresLedger(where)
+    ledger.unresolved(run_id)
+    decided = DeferredToolRequests((), APPROVAL_CALLS, {}).approve_all()
+    print("READY", flush=True)
+    sys.stdin.readline()
+    result = dispatch_sync(
+        APPROVAL_CALLS,
+        approval_tools(effects_path),
+        ledger=ledger,
+        context=Context(run_id=run_id),
+        approvals=decided,
+    )
+    assert [m.tool_call_id for m in result.messages] == [c.id for c in APPROVAL_CALLS]
+    print(json.dumps([m.tool_call_id for m in result.messages if m.status == "ok"]), flush=True)
+
+
 def fork_during_write(where: str) -> None:
     """Fork while another thread is inside a write (its transaction open), let the
     write end, and write from the child; print the child's exit status."""
@@ -179,5 +225,7 @@ if __name__ == "__main__":
         crash(*rest)
     elif role == "fork-during-write":
         fork_during_write(*rest)
+    elif role == "resume":
+        resume(*rest)
     else:
         worker(*rest[:4], int(rest[4]))

@@ -287,3 +287,140 @@ def test_a_child_forked_during_a_write_can_write(tmp_path: Path) -> None:
     assert os.WIFEXITED(status), f"the child's write hung (status {status}): {child.stderr}"
     assert 0 == os.WEXITSTATUS(status)
     assert ["child", "parent"] == rows
+
+
+def test_postgres_crashed_mid_batch_and_restarted(own_postgres: Any, run_id: str) -> None:
+    """The server crashes (``pg_ctl stop -m immediate``) while a batch runs: the batch aborts
+    at the next settle with every call answered and a reason saying what to do; once the
+    server is back, the same ledger object connects again, no call of the batch runs
+    again, and reconcile answers the ones left unresolved."""
+    from tinytools.ledger import PostgresLedger
+
+    ran: list[int] = []
+
+    @tool
+    def pay(n: int) -> str:
+        """Pay (not idempotent); the second payment crashes the server after it."""
+        ran.append(n)
+        if n == 1:
+            own_postgres.crash()
+        return "paid"
+
+    calls = [ToolCall(f"c{n}", "pay", {"n": n}) for n in range(4)]
+    context = Context(run_id=run_id)
+    with PostgresLedger(own_postgres.conninfo) as ledger:
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(calls, [pay], ledger=ledger, context=context)
+        assert [c.id for c in calls] == [m.tool_call_id for m in info.value.result.messages]
+        assert ["ok", "ok", "interrupted", "interrupted"] == [
+            m.status for m in info.value.result.messages
+        ]
+        assert "could not settle a call" in info.value.reason
+        assert "reconcile the run" in info.value.reason
+        with pytest.raises(DispatchAborted, match="could not connect"):  # still down
+            dispatch_sync(calls, [pay], ledger=ledger, context=context)
+
+        own_postgres.restart()
+        again = dispatch_sync(calls, [pay], ledger=ledger, context=context)
+        assert ["error"] * 4 == [m.status for m in again.messages]
+        assert [0, 1] == ran
+        decided = reconcile(calls, [pay], ledger, run_id)
+        # c0's settle may or may not have survived the crash (it commits without waiting
+        # for the WAL flush): settled, it is listed to re-dispatch, which refuses it.
+        interrupted = [m.tool_call_id for m in decided.messages]
+        assert ["c1", "c2", "c3"] == [c for c in interrupted if c != "c0"]
+        assert sorted(interrupted + [c.id for c in decided.rerun]) == [c.id for c in calls]
+        assert () == ledger.unresolved(run_id)
+        resumed = dispatch_sync(decided.rerun, [pay], ledger=ledger, context=context)
+        assert all(m.status == "error" for m in resumed.messages)
+        assert [0, 1] == ran
+
+
+def test_a_call_past_its_timeout_is_not_run_by_another_worker(
+    kind_and_place: tuple[str, str], run_id: str
+) -> None:
+    """A sync tool outlives its ``tool_timeout``: the call is answered as timed out and
+    settled while its thread still runs; another worker dispatching the same call does
+    not run it a second time (the thread's late effect is the documented limit)."""
+    import threading
+
+    from tinytools import RunPolicy
+
+    entered: list[int] = []
+    hold = threading.Event()
+
+    @tool
+    def transfer(n: int) -> str:
+        """Transfer (slow)."""
+        entered.append(n)
+        hold.wait(30)
+        return "moved"
+
+    calls = [ToolCall("t", "transfer", {"n": 1})]
+    context = Context(run_id=run_id)
+    policy = RunPolicy(tool_timeout=0.05)
+    first, second = make_ledger(*kind_and_place), make_ledger(*kind_and_place)
+    try:
+        timed_out = dispatch_sync(calls, [transfer], ledger=first, context=context, policy=policy)
+        assert "timed out" in str(timed_out.messages[0].content)
+        assert () == first.unresolved(run_id)
+        other = dispatch_sync(calls, [transfer], ledger=second, context=context, policy=policy)
+        assert ["error"] == [m.status for m in other.messages]
+        assert "already started" in str(other.messages[0].content)
+        assert [1] == entered
+    finally:
+        hold.set()
+        first.close()
+        second.close()
+
+
+def test_approvals_resumed_by_many_workers_at_once_run_once(
+    kind_and_place: tuple[str, str], run_id: str, tmp_path: Path
+) -> None:
+    """Ten calls their tool deferred for approval; four processes resume the same approved
+    batch at the same moment: each call runs exactly once between them."""
+    from collections import Counter
+
+    kind, where = kind_and_place
+    effects = str(tmp_path / "effects")
+    with make_ledger(kind, where) as ledger:
+        first = dispatch_sync(
+            ledger_children.APPROVAL_CALLS,
+            ledger_children.approval_tools(effects),
+            ledger=ledger,
+            context=Context(run_id=run_id),
+        )
+    assert first.deferred is not None
+    assert 10 == len(first.deferred.approvals)
+    command = [sys.executable, CHILDREN, "resume", kind, where, run_id, effects]
+    workers = [
+        subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
+    ran: list[str] = []
+    try:
+        for worker in workers:  # every one connected before any resumes: a real race
+            assert worker.stdout is not None
+            assert "READY\n" == worker.stdout.readline(), worker.communicate()[1]
+        for worker in workers:
+            assert worker.stdin is not None
+            worker.stdin.write("go\n")
+            worker.stdin.flush()
+        for worker in workers:
+            out, err = worker.communicate(timeout=60)
+            assert 0 == worker.returncode, err
+            ran.extend(json.loads(out))
+    finally:
+        for worker in workers:
+            if worker.poll() is None:
+                worker.kill()
+                worker.communicate()
+    every = Counter(call.id for call in ledger_children.APPROVAL_CALLS)
+    assert every == Counter(ledger_children.effects(effects))
+    assert every == Counter(ran)
