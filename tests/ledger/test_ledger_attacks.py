@@ -424,3 +424,34 @@ def test_approvals_resumed_by_many_workers_at_once_run_once(
     every = Counter(call.id for call in ledger_children.APPROVAL_CALLS)
     assert every == Counter(ledger_children.effects(effects))
     assert every == Counter(ran)
+
+
+def test_postgres_table_dropped_under_the_workers(fresh_postgres: str, run_id: str) -> None:
+    """The ledger's table is dropped while a worker uses it: the batch is refused (nothing
+    runs), and keeps being refused after a reconnect — the rows that kept calls from
+    running twice are gone, and the message says how to go on."""
+    import psycopg
+
+    from tinytools.ledger import PostgresLedger
+
+    ran: list[int] = []
+
+    @tool
+    def pay(n: int) -> str:
+        """Pay."""
+        ran.append(n)
+        return "paid"
+
+    context = Context(run_id=run_id)
+    with PostgresLedger(fresh_postgres) as ledger:
+        dispatch_sync([ToolCall("c0", "pay", {"n": 0})], [pay], ledger=ledger, context=context)
+        with psycopg.connect(fresh_postgres, autocommit=True) as admin:
+            admin.execute("DROP TABLE tinytools_effects")
+        for _ in range(2):
+            with pytest.raises(DispatchAborted) as info:
+                dispatch_sync(
+                    [ToolCall("c0", "pay", {"n": 0})], [pay], ledger=ledger, context=context
+                )
+            assert "the table tinytools_effects is gone" in info.value.reason
+            ledger.close()
+    assert [0] == ran

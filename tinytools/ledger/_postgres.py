@@ -314,6 +314,13 @@ class PostgresLedger(Connected):
                 except Exception:
                     self._connection = None
         after = UNSETTLED if doing == _SETTLING else ""
+        if isinstance(error, psycopg.errors.UndefinedTable):
+            after = (
+                "; the table tinytools_effects is gone (dropped by hand?), and with it the "
+                "rows that keep calls from running twice: restore it from a backup, or drop "
+                "the table tinytools_ledger_version too, so that the next connection makes an "
+                "empty ledger (whose calls may then run again)"
+            )
         return LedgerError(
             f"PostgresLedger {_safe(self.conninfo)!r}: could not {doing}: "
             f"{_first_line(error)}{after}"
