@@ -72,6 +72,9 @@ def crash_tools(effects_path: str, point: str | None) -> list[Any]:
     return [lookup, pay]
 
 
+#: The crash batch's tools for ``tinytools ledger reconcile --tools`` (never run there).
+RECONCILE_TOOLS = crash_tools(os.devnull, None)
+
 CRASH_CALLS = (
     ToolCall("c1", "lookup", {"key": "a"}),
     ToolCall("c2", "pay", {"amount": 5}),

@@ -98,3 +98,49 @@ def test_killed_at_each_point(
         assert (1 if point != "after-commit" else 0) == len(pays())
     finally:
         ledger.close()
+
+
+@pytest.mark.parametrize("point", ["after-commit", "in-tool", "before-settle"])
+def test_operator_reconciles_from_the_command_line(
+    point: str,
+    kind_and_place: tuple[str, str],
+    run_id: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """After a SIGKILL, `tinytools ledger list` shows the calls whose effect is uncertain,
+    `tinytools ledger reconcile` settles the payment as interrupted and releases the
+    replay-safe lookup, and the payment never runs again."""
+    import json
+
+    from tinytools._cli import main
+
+    kind, where = kind_and_place
+    effects = str(tmp_path / "effects")
+    run_until(point, kind, where, run_id, effects)
+    unresolved, rerun_ids, interrupted_ids, paid = EXPECTED[point]
+
+    assert 0 == main(["ledger", "list", "--db", where, "--run", run_id, "--json"])
+    assert unresolved == {row["call_id"] for row in json.loads(capsys.readouterr().out)}
+    target = "ledger_children:RECONCILE_TOOLS"
+    command = ["ledger", "reconcile", "--db", where, "--run", run_id, "--tools", target]
+    assert 0 == main([*command, "--json"])
+    decided = json.loads(capsys.readouterr().out)
+    assert {"rerun": [c for c in rerun_ids if c in unresolved], "interrupted": interrupted_ids} == (
+        decided
+    )
+    assert 0 == main(["ledger", "list", "--db", where, "--run", run_id, "--json"])
+    released = [row["call_id"] for row in json.loads(capsys.readouterr().out)]
+    assert [c for c in rerun_ids if c in unresolved] == released  # waits for its re-run
+
+    ledger = make_ledger(kind, where)
+    try:
+        tools = children.crash_tools(effects, None)
+        again = dispatch_sync(
+            children.CRASH_CALLS, tools, ledger=ledger, context=Context(run_id=run_id)
+        )
+        assert paid == len([e for e in children.effects(effects) if e.startswith("pay")])
+        assert "error" == again.messages[1].status  # the payment: never again
+        assert () == ledger.unresolved(run_id)
+    finally:
+        ledger.close()
