@@ -88,16 +88,63 @@ class TestHostAnsweredDeferrals:
         finally:
             ledger.close()
 
-    def test_reconcile_settles_a_released_call_it_answers(self, ledger: Any, run_id: str) -> None:
-        """A released call of a tool that is not replay-safe (its tool deferred it, and the
-        host died waiting for a decision) is answered as interrupted: it must then never
-        start again, as the message tells the model."""
-        ledger.started(run_id, "x", "wire", {"amount": 5})
-        ledger.release(run_id, "x")
-        decided = reconcile([ToolCall("x", "wire", {"amount": 5})], [], ledger, run_id)
-        assert ["interrupted"] == [m.status for m in decided.messages]
-        assert () == ledger.unresolved(run_id)
-        assert {"x"} == ledger.started_batch(run_id, [("x", "wire", {"amount": 5})])
+    def test_reconcile_leaves_a_pending_approval_to_the_host(
+        self, kind_and_place: tuple[str, str], run_id: str
+    ) -> None:
+        """A call its tool deferred waits for a human's decision when another batch of the
+        run crashes. Reconciling that batch (or the whole run, as `tinytools ledger
+        reconcile` does) must not answer the pending call as interrupted: before the
+        fix it did (and, its row released, the approval later ran it anyway: two answers
+        for one call). It is left for the host's resume, which runs it once."""
+        ran: list[str] = []
+        tools = deferring_tools(ran)
+        pending = [ToolCall("a", "wire", {"amount": 5})]
+        context = Context(run_id=run_id)
+        ledger = make_ledger(*kind_and_place)
+        try:
+            first = dispatch_sync(pending, tools, ledger=ledger, context=context)
+            assert first.deferred is not None
+            ledger.started(run_id, "b", "wire", {"amount": 9})  # a later batch, crashed
+            decided = reconcile([], tools, ledger, run_id)
+            assert ["b"] == [m.tool_call_id for m in decided.messages]
+            assert () == decided.rerun
+            assert ["b"] == [e.call_id for e in decided.events]  # type: ignore[attr-defined]
+            resumed = dispatch_sync(
+                pending,
+                tools,
+                ledger=ledger,
+                context=context,
+                approvals=first.deferred.approve_all(),
+            )
+            assert ["ok"] == [m.status for m in resumed.messages]
+            assert ["wire:5"] == ran
+            assert () == ledger.unresolved(run_id)
+        finally:
+            ledger.close()
+
+    def test_a_pending_call_the_host_passes_is_asked_again(
+        self, kind_and_place: tuple[str, str], run_id: str
+    ) -> None:
+        """The host lost its pending decisions in the crash and passes the deferred call to
+        reconcile: it has not acted (its tool deferred it before acting), so it is listed
+        to dispatch again — which asks for the approval again — not answered as
+        interrupted."""
+        ran: list[str] = []
+        tools = deferring_tools(ran)
+        pending = [ToolCall("a", "wire", {"amount": 5})]
+        context = Context(run_id=run_id)
+        ledger = make_ledger(*kind_and_place)
+        try:
+            dispatch_sync(pending, tools, ledger=ledger, context=context)
+            decided = reconcile(pending, tools, ledger, run_id)
+            assert () == decided.messages
+            assert pending == list(decided.rerun)
+            again = dispatch_sync(decided.rerun, tools, ledger=ledger, context=context)
+            assert again.deferred is not None
+            assert ["a"] == [c.id for c in again.deferred.approvals]
+            assert [] == ran
+        finally:
+            ledger.close()
 
 
 class AlwaysFailingSettle:

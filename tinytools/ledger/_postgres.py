@@ -16,7 +16,7 @@ from tinytools._wire import MessageStatus
 
 from ._connected import Connected
 from ._errors import UNSETTLED, LedgerError
-from ._rows import RELEASED, arguments_text, entry, key
+from ._rows import RELEASED, arguments_text, entry, key, unkey
 
 if TYPE_CHECKING:
     import psycopg
@@ -70,6 +70,7 @@ _PRUNE = (
     "DELETE FROM tinytools_effects WHERE status IS NOT NULL AND status <> 'released' "
     f"AND settled_at < {_EPOCH} - %s"
 )
+_RELEASED = "SELECT call_id FROM tinytools_effects WHERE run_id = %s AND status = 'released'"
 _OPEN = (
     "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
     "WHERE (status IS NULL OR status = 'released')"
@@ -240,6 +241,21 @@ class PostgresLedger(Connected):
                 return tuple(entry(*row) for row in rows.fetchall())
             except Exception as error:
                 raise self._failed("read unresolved calls", error) from error
+
+    def _released_ids(self, run_id: str) -> frozenset[str]:
+        """The ids of ``run_id``'s released calls (``reconcile`` reads them: such a call
+        has not acted since it was released).
+
+        Raises:
+            LedgerError: The database could not be reached or read.
+        """
+        with self._lock:
+            connection = self._open("read released calls")
+            try:
+                rows = connection.execute(_RELEASED, (key(run_id),)).fetchall()
+            except Exception as error:
+                raise self._failed("read released calls", error) from error
+        return frozenset(unkey(row[0]) for row in rows)
 
     # --- the connection ---------------------------------------------------------
 

@@ -13,7 +13,7 @@ from tinytools._wire import MessageStatus
 
 from ._connected import Connected
 from ._errors import UNSETTLED, LedgerError
-from ._rows import RELEASED, arguments_text, entry, key, now
+from ._rows import RELEASED, arguments_text, entry, key, now, unkey
 
 __all__ = ["SqliteLedger"]
 
@@ -59,6 +59,7 @@ _PRUNE = (
     "DELETE FROM tinytools_effects WHERE status IS NOT NULL AND status <> 'released' "
     "AND settled_at < ?"
 )
+_RELEASED = "SELECT call_id FROM tinytools_effects WHERE run_id = ? AND status = 'released'"
 _OPEN = (
     "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
     "WHERE (status IS NULL OR status = 'released')"
@@ -221,6 +222,20 @@ class SqliteLedger(Connected):
                 return tuple(entry(*row) for row in rows.fetchall())
             except sqlite3.Error as error:
                 raise self._failed("read unresolved calls", error) from error
+
+    def _released_ids(self, run_id: str) -> frozenset[str]:
+        """The ids of ``run_id``'s released calls (``reconcile`` reads them: such a call
+        has not acted since it was released).
+
+        Raises:
+            LedgerError: The database could not be read.
+        """
+        with self._lock:
+            try:
+                rows = self._open().execute(_RELEASED, (key(run_id),)).fetchall()
+            except sqlite3.Error as error:
+                raise self._failed("read released calls", error) from error
+        return frozenset(unkey(row[0]) for row in rows)
 
     # --- the connection ---------------------------------------------------------
 
