@@ -138,6 +138,11 @@ class _NoLedger(ValueError):
 
 def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
     entries = ledger.unresolved(args.run)
+    released = {
+        (run, call_id)
+        for run in sorted({e.run_id for e in entries})
+        for call_id in ledger._released_ids(run)
+    }
     now = time.time()
     if args.json:
         rows = [
@@ -147,6 +152,7 @@ def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: 
                 "tool_name": e.tool_name,
                 "age_seconds": round(max(0.0, now - e.started_at), 3),
                 "arguments": e.arguments,
+                "released": (e.run_id, e.call_id) in released,
             }
             for e in entries
         ]
@@ -158,14 +164,20 @@ def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: 
     out.write(f"{len(entries)} unresolved call(s), oldest first:\n")
     for e in entries:
         arguments = json.dumps(e.arguments, ensure_ascii=False, default=repr)
+        waits = (e.run_id, e.call_id) in released
         out.write(
             printable(
                 f"  run {e.run_id}  call {e.call_id}  tool {e.tool_name}  "
-                f"age {_age(now - e.started_at)}\n    arguments {arguments}"
+                f"age {_age(now - e.started_at)}{_RELEASED if waits else ''}\n"
+                f"    arguments {arguments}"
             )
             + "\n"
         )
     return 0
+
+
+#: How ``list`` marks a released call: it has not acted since, and may start again.
+_RELEASED = "  released: waits to start again (its tool deferred it, or reconcile released it)"
 
 
 def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
@@ -173,14 +185,18 @@ def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, 
 
     tools = _tools(args.tools) if args.tools else ()
     decided = reconcile((), tools, ledger, args.run)
+    rerun = {c.id for c in decided.rerun}
+    # Left as they were: calls their tool deferred, waiting for the host's decision.
+    waiting = [e for e in ledger.unresolved(args.run) if e.call_id not in rerun]
     if args.json:
         document = {
             "rerun": [c.id for c in decided.rerun],
             "interrupted": [m.tool_call_id for m in decided.messages],
+            "waiting": [e.call_id for e in waiting],
         }
         out.write(json.dumps(document, ensure_ascii=False) + "\n")
         return 0
-    if not decided.events:
+    if not decided.events and not waiting:
         out.write(f"Run {args.run}: no unresolved calls.\n")
         return 0
     out.write(f"Run {args.run}: {len(decided.events)} unresolved call(s) reconciled:\n")
@@ -188,6 +204,11 @@ def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, 
         out.write(f"  {call.id} ({call.name}): replay-safe, released to run again\n")
     for message in decided.messages:
         out.write(f"  {message.tool_call_id} ({message.name}): interrupted, will not run again\n")
+    for entry in waiting:
+        out.write(
+            f"  {entry.call_id} ({entry.tool_name}): deferred by its tool, waits for the "
+            "host's decision (left as it is)\n"
+        )
     if not args.tools:
         out.write("No --tools given: no call was treated as replay-safe.\n")
     return 0

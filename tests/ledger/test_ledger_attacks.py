@@ -147,6 +147,38 @@ class TestHostAnsweredDeferrals:
             ledger.close()
 
 
+def test_cli_shows_a_pending_approval_and_leaves_it(
+    kind_and_place: tuple[str, str], run_id: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tinytools ledger list` marks a call its tool deferred as released (it waits to
+    start again), and `tinytools ledger reconcile` leaves it for the host's resume."""
+    kind, where = kind_and_place
+    tools = deferring_tools([])
+    with make_ledger(kind, where) as ledger:
+        dispatch_sync(
+            [ToolCall("a", "wire", {"amount": 5})],
+            tools,
+            ledger=ledger,
+            context=Context(run_id=run_id),
+        )
+        ledger.started(run_id, "b", "wire", {"amount": 9})  # crashed
+    assert 0 == main(["ledger", "list", "--db", where, "--run", run_id])
+    listed = capsys.readouterr().out
+    assert "call a  tool wire" in listed
+    assert "released: waits to start again" in listed.split("call b")[0]
+    assert "released" not in listed.split("call b")[1]
+    assert 0 == main(["ledger", "list", "--db", where, "--run", run_id, "--json"])
+    rows = json.loads(capsys.readouterr().out)
+    assert {"a": True, "b": False} == {row["call_id"]: row["released"] for row in rows}
+    assert 0 == main(["ledger", "reconcile", "--db", where, "--run", run_id, "--json"])
+    assert {"rerun": [], "interrupted": ["b"], "waiting": ["a"]} == json.loads(
+        capsys.readouterr().out
+    )
+    assert 0 == main(["ledger", "reconcile", "--db", where, "--run", run_id])
+    out = capsys.readouterr().out
+    assert "a (wire): deferred by its tool, waits for the host's decision" in out
+
+
 class AlwaysFailingSettle:
     """A ledger whose every ``settled`` fails, as a locked database or a server that is
     down fails each write after waiting out its timeout."""

@@ -126,9 +126,8 @@ def test_operator_reconciles_from_the_command_line(
     command = ["ledger", "reconcile", "--db", where, "--run", run_id, "--tools", target]
     assert 0 == main([*command, "--json"])
     decided = json.loads(capsys.readouterr().out)
-    assert {"rerun": [c for c in rerun_ids if c in unresolved], "interrupted": interrupted_ids} == (
-        decided
-    )
+    rerun = [c for c in rerun_ids if c in unresolved]
+    assert {"rerun": rerun, "interrupted": interrupted_ids, "waiting": []} == decided
     assert 0 == main(["ledger", "list", "--db", where, "--run", run_id, "--json"])
     released = [row["call_id"] for row in json.loads(capsys.readouterr().out)]
     assert [c for c in rerun_ids if c in unresolved] == released  # waits for its re-run
