@@ -46,7 +46,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the unresolved calls: started, never settled",
         description=(
             "List the calls the ledger saw start and never settle, oldest first: run, "
-            "call id, tool, age and arguments as stored (redacted)."
+            "call id, tool, age and arguments as stored (redacted); a released call "
+            "(deferred by its tool, or released by reconcile) waits to start again."
         ),
     )
     fixing = verbs.add_parser(
@@ -55,7 +56,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description=(
             "Decide each unresolved call of a crashed run: a replay-safe tool's call is "
             "released for a re-run; any other is settled as interrupted and never runs "
-            "again. Replay safety is read from the tools' policies (--tools); without "
+            "again; a call its tool deferred, waiting for the host's decision, is left as "
+            "it is. Replay safety is read from the tools' policies (--tools); without "
             "--tools no call is replay-safe. Run it only once the run's worker is gone."
         ),
     )
