@@ -8,6 +8,8 @@ the 50 ``charge`` calls in batches of 5 (rotated by INDEX, so workers interleave
 prints the ids it ran as JSON. Every side effect is a line appended to EFFECTS.
 ``python ledger_children.py resume KIND WHERE RUN_ID EFFECTS`` resumes the 10 deferred
 ``wire`` calls, all approved, once a line arrives on stdin, and prints the ids it ran.
+``python ledger_children.py defer-crash KIND WHERE RUN_ID POINT EFFECTS`` dispatches that
+batch unapproved (every call deferred by its tool) and waits to be killed at POINT.
 ``python ledger_children.py fork-during-write PATH`` forks while another thread is inside
 a ledger write, and prints the child's exit status and the rows written, as JSON.
 """
@@ -188,6 +190,29 @@ def resume(kind: str, where: str, run_id: str, effects_path: str) -> None:
     print(json.dumps([m.tool_call_id for m in result.messages if m.status == "ok"]), flush=True)
 
 
+DEFERRAL_POINTS = ("before-release", "after-deferral")
+
+
+def defer_crash(kind: str, where: str, run_id: str, point: str, effects_path: str) -> None:
+    """Dispatch the approval batch (its tool defers every call before acting) and wait to
+    be killed at POINT: before the first call's row is released, or once the batch is
+    deferred (the host waits for a human's decision)."""
+    base: Any = SqliteLedger if kind == "sqlite" else PostgresLedger
+
+    class Crashing(base):  # type: ignore[misc, valid-type]
+        def release(self, run_id: str, call_id: str) -> None:
+            if point == "before-release":
+                hold()
+            super().release(run_id, call_id)
+
+    ledger = Crashing(where)
+    result = dispatch_sync(
+        APPROVAL_CALLS, approval_tools(effects_path), ledger=ledger, context=Context(run_id=run_id)
+    )
+    assert result.deferred is not None
+    hold()
+
+
 def fork_during_write(where: str) -> None:
     """Fork while another thread is inside a write (its transaction open), let the
     write end, and write from the child; print the child's exit status."""
@@ -230,5 +255,7 @@ if __name__ == "__main__":
         fork_during_write(*rest)
     elif role == "resume":
         resume(*rest)
+    elif role == "defer-crash":
+        defer_crash(*rest)
     else:
         worker(*rest[:4], int(rest[4]))

@@ -21,7 +21,7 @@ import ledger_children as children
 import pytest
 from conftest import make_ledger
 
-from tinytools import Context, dispatch_sync
+from tinytools import Context, DeferredToolRequests, dispatch_sync
 from tinytools.ledger import reconcile
 
 CHILD = str(Path(children.__file__))
@@ -36,10 +36,12 @@ EXPECTED = {
 }
 
 
-def run_until(point: str, kind: str, where: str, run_id: str, effects: str) -> None:
+def run_until(
+    point: str, kind: str, where: str, run_id: str, effects: str, role: str = "crash"
+) -> None:
     """Start the child, wait until it reaches ``point``, and SIGKILL it."""
     child = subprocess.Popen(
-        [sys.executable, CHILD, "crash", kind, where, run_id, point, effects],
+        [sys.executable, CHILD, role, kind, where, run_id, point, effects],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -140,6 +142,39 @@ def test_operator_reconciles_from_the_command_line(
         )
         assert paid == len([e for e in children.effects(effects) if e.startswith("pay")])
         assert "error" == again.messages[1].status  # the payment: never again
+        assert () == ledger.unresolved(run_id)
+    finally:
+        ledger.close()
+
+
+@pytest.mark.parametrize("point", children.DEFERRAL_POINTS)
+def test_killed_while_calls_wait_for_approval(
+    point: str, kind_and_place: tuple[str, str], run_id: str, tmp_path: Path
+) -> None:
+    """Killed while its tool defers the calls: before the first deferred call's row is
+    released, every call of the batch may have acted as far as the ledger knows (their
+    rows are started) — reconcile answers them as interrupted and none runs; once the
+    batch is deferred, the calls wait for the human's decision — reconcile leaves them,
+    and the approval runs each once."""
+    kind, where = kind_and_place
+    effects = str(tmp_path / "effects")
+    run_until(point, kind, where, run_id, effects, role="defer-crash")
+    ids = [call.id for call in children.APPROVAL_CALLS]
+    tools = children.approval_tools(effects)
+    ledger = make_ledger(kind, where)
+    try:
+        decided = reconcile([], tools, ledger, run_id)
+        interrupted = ids if point == "before-release" else []
+        assert interrupted == [m.tool_call_id for m in decided.messages]
+        assert () == decided.rerun
+        approved = DeferredToolRequests((), children.APPROVAL_CALLS, {}).approve_all()
+        context = Context(run_id=run_id)
+        resumed = dispatch_sync(
+            children.APPROVAL_CALLS, tools, ledger=ledger, context=context, approvals=approved
+        )
+        ran = [m.tool_call_id for m in resumed.messages if m.status == "ok"]
+        assert [i for i in ids if i not in interrupted] == ran
+        assert ran == children.effects(effects)
         assert () == ledger.unresolved(run_id)
     finally:
         ledger.close()
