@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -292,7 +293,7 @@ class TestLedgerFileUnderTheWorker:
             dispatch_sync(
                 [ToolCall("c0", "charge", {"n": 0})], tools, ledger=worker, context=context
             )
-            with sqlite3.connect(path) as raw:  # checkpoint the WAL into the file
+            with closing(sqlite3.connect(path)) as raw:  # checkpoint the WAL into the file
                 raw.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             os.rename(path, aside)
             shutil.copy(aside, path)  # an equal copy, but not the file the worker opened
