@@ -1,11 +1,12 @@
 """``tinytools ledger list|reconcile|prune``: the effect ledger from a shell.
 
 ``--db`` is a SQLite file, or a PostgreSQL conninfo (``postgresql://…`` or
-``key=value`` pairs). ``list`` shows the calls started and never settled, with
-their tool, age and arguments as stored (redacted). ``reconcile`` settles one
-run's unresolved calls after a crash, as :func:`tinytools.ledger.reconcile`
-does, reading replay safety from the tools named by ``--tools``. ``prune``
-deletes rows settled long ago.
+``key=value`` pairs); a SQLite file must exist (opening a mistyped path would make
+an empty ledger and report nothing unresolved, so it is refused: exit 1). ``list``
+shows the calls started and never settled, with their tool, age and arguments as
+stored (redacted). ``reconcile`` settles one run's unresolved calls after a crash,
+as :func:`tinytools.ledger.reconcile` does, reading replay safety from the tools
+named by ``--tools``. ``prune`` deletes rows settled long ago.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import time
 from collections.abc import Iterable
@@ -44,7 +46,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="the unresolved calls: started, never settled",
         description=(
             "List the calls the ledger saw start and never settle, oldest first: run, "
-            "call id, tool, age and arguments as stored (redacted)."
+            "call id, tool, age and arguments as stored (redacted); a released call "
+            "(deferred by its tool, or released by reconcile) waits to start again."
         ),
     )
     fixing = verbs.add_parser(
@@ -53,7 +56,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         description=(
             "Decide each unresolved call of a crashed run: a replay-safe tool's call is "
             "released for a re-run; any other is settled as interrupted and never runs "
-            "again. Replay safety is read from the tools' policies (--tools); without "
+            "again; a call its tool deferred, waiting for the host's decision, is left as "
+            "it is. Replay safety is read from the tools' policies (--tools); without "
             "--tools no call is replay-safe. Run it only once the run's worker is gone."
         ),
     )
@@ -98,7 +102,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
         ledger = _open(args.db)
     except ValueError as error:
         print(f"tinytools ledger: {error}", file=sys.stderr)
-        return 2
+        return 1 if isinstance(error, _NoLedger) else 2
     try:
         if args.action == "list":
             return _list(ledger, args, out)
@@ -119,11 +123,28 @@ def _open(db: str) -> SqliteLedger | PostgresLedger:
         return PostgresLedger(db)
     if not db:
         raise ValueError("--db is empty: give a SQLite file or a PostgreSQL conninfo")
+    if not os.path.isfile(db):
+        # Opening would make a new, empty ledger and report nothing unresolved (a typo, or
+        # a relative path read from another folder than the workers'): refuse instead.
+        raise _NoLedger(
+            f"no ledger file at {os.path.abspath(db)}: give the path the workers' "
+            "SqliteLedger uses (a relative path is read from the current folder); nothing "
+            "was created"
+        )
     return SqliteLedger(db)
+
+
+class _NoLedger(ValueError):
+    """``--db`` names no SQLite file (exit 1, as for a ledger that cannot be read)."""
 
 
 def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
     entries = ledger.unresolved(args.run)
+    released = {
+        (run, call_id)
+        for run in sorted({e.run_id for e in entries})
+        for call_id in ledger._released_ids(run)
+    }
     now = time.time()
     if args.json:
         rows = [
@@ -133,6 +154,7 @@ def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: 
                 "tool_name": e.tool_name,
                 "age_seconds": round(max(0.0, now - e.started_at), 3),
                 "arguments": e.arguments,
+                "released": (e.run_id, e.call_id) in released,
             }
             for e in entries
         ]
@@ -144,14 +166,20 @@ def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: 
     out.write(f"{len(entries)} unresolved call(s), oldest first:\n")
     for e in entries:
         arguments = json.dumps(e.arguments, ensure_ascii=False, default=repr)
+        waits = (e.run_id, e.call_id) in released
         out.write(
             printable(
                 f"  run {e.run_id}  call {e.call_id}  tool {e.tool_name}  "
-                f"age {_age(now - e.started_at)}\n    arguments {arguments}"
+                f"age {_age(now - e.started_at)}{_RELEASED if waits else ''}\n"
+                f"    arguments {arguments}"
             )
             + "\n"
         )
     return 0
+
+
+#: How ``list`` marks a released call: it has not acted since, and may start again.
+_RELEASED = "  released: waits to start again (its tool deferred it, or reconcile released it)"
 
 
 def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
@@ -159,14 +187,18 @@ def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, 
 
     tools = _tools(args.tools) if args.tools else ()
     decided = reconcile((), tools, ledger, args.run)
+    rerun = {c.id for c in decided.rerun}
+    # Left as they were: calls their tool deferred, waiting for the host's decision.
+    waiting = [e for e in ledger.unresolved(args.run) if e.call_id not in rerun]
     if args.json:
         document = {
             "rerun": [c.id for c in decided.rerun],
             "interrupted": [m.tool_call_id for m in decided.messages],
+            "waiting": [e.call_id for e in waiting],
         }
         out.write(json.dumps(document, ensure_ascii=False) + "\n")
         return 0
-    if not decided.events:
+    if not decided.events and not waiting:
         out.write(f"Run {args.run}: no unresolved calls.\n")
         return 0
     out.write(f"Run {args.run}: {len(decided.events)} unresolved call(s) reconciled:\n")
@@ -174,6 +206,11 @@ def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, 
         out.write(f"  {call.id} ({call.name}): replay-safe, released to run again\n")
     for message in decided.messages:
         out.write(f"  {message.tool_call_id} ({message.name}): interrupted, will not run again\n")
+    for entry in waiting:
+        out.write(
+            f"  {entry.call_id} ({entry.tool_name}): deferred by its tool, waits for the "
+            "host's decision (left as it is)\n"
+        )
     if not args.tools:
         out.write("No --tools given: no call was treated as replay-safe.\n")
     return 0

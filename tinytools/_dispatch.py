@@ -370,7 +370,10 @@ async def dispatch(
             ``Custom`` event named ``"unmatched_decision"`` under that id; a
             decision made for another call under a batch call's id leaves that
             call deferred again, with the reason in its metadata.
-        ledger: An effect ledger told when each call starts and settles.
+        ledger: An effect ledger told when each call starts and settles. Its rows
+            are keyed by ``context.run_id``: give every dispatch of a run the same
+            ``Context(run_id=...)`` (without a context each dispatch is a run of its
+            own, and a second dispatch of the same calls runs them again).
         on_event: Receives each event as it happens (sync or async callable).
             If it raises, the batch is aborted (``DispatchAborted``, every call
             answered) at the next stage boundary; so it is when a handler that is

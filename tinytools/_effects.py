@@ -29,6 +29,7 @@ __all__ = [
     "record_started",
     "refusal",
     "release",
+    "settle_answered",
 ]
 
 
@@ -74,7 +75,9 @@ class EffectLedger(Protocol):
     the batch runs, and ``settled`` once each started call is answered. A ledger may
     also define ``started_batch(run_id, calls)`` (see :class:`DurableLedger`): dispatch
     then records the whole batch with that one call, in one transaction; and
-    ``release(run_id, call_id)``, which dispatch calls for a call its tool deferred.
+    ``release(run_id, call_id)``, which dispatch calls for a call its tool deferred. To
+    a ledger with ``release``, dispatch also reports (``settled``) a deferred call the host
+    answered on resume (denied, or its own result), which may have no row.
     """
 
     def started(
@@ -163,3 +166,17 @@ def release(ledger: EffectLedger, run_id: str, call_id: str) -> None:
     release = getattr(ledger, "release", None)
     if release is not None:
         release(run_id, call_id)
+
+
+def settle_answered(ledger: EffectLedger, run_id: str, call_id: str, status: MessageStatus) -> None:
+    """Settle a deferred call the host answered on resume (denied, or its own result).
+
+    A call its tool deferred left its row released; answered, it is settled so that it
+    never starts again (a second dispatch of the call, or a host that performed a
+    ``CallDeferred`` call itself, must not have the tool run it) and ``reconcile`` never
+    answers it a second time. A call deferred before it started (an approval policy) has
+    no row, which ``settled`` leaves as it is. Only a ledger that can release rows is told:
+    another never saw the call start.
+    """
+    if getattr(ledger, "release", None) is not None:
+        ledger.settled(run_id, call_id, status)

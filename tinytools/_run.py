@@ -35,7 +35,7 @@ from ._admit import (
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore, PutReturned, check_store
-from ._effects import EffectLedger, release
+from ._effects import EffectLedger, release, settle_answered
 from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
 from ._host_calls import host_calls, refuse_non_batch
 from ._inject import Cancellation, Context, check_context_type
@@ -452,6 +452,8 @@ class Run(Admission):
             if isinstance(event, ToolCompleted):
                 event = msgspec.structs.replace(event, is_error=True)
         self._answer(verdict.index, call, message, event, follow_up, metadata)
+        if self.ledger is not None:  # its tool may have deferred it: close its row
+            self._settle(call, message, answered=True)
 
     def _fold(
         self, call: ToolCall, name: str, limit: int | None, outcome: object, fallback: object
@@ -519,11 +521,24 @@ class Run(Admission):
             extras = self.extras = ([], {}, {})
         return extras
 
-    def _settle(self, call: ToolCall, message: ToolMessage) -> None:
+    def _settle(self, call: ToolCall, message: ToolMessage, answered: bool = False) -> None:
+        """Settle the call's row (a host-answered deferred call: see ``settle_answered``).
+
+        A ledger that fails is recorded (the batch aborts). The calls that never ran are
+        still settled (a lost connection is made again), but a write that fails while the
+        batch is already aborting is the batch's last: a locked database or a server
+        that is down is not waited out once per call; the rows left open read as
+        unresolved, which ``reconcile`` answers.
+        """
         assert self.ledger is not None
         try:
-            self.ledger.settled(self.context.run_id, call.id, message.status)
+            if answered:
+                settle_answered(self.ledger, self.context.run_id, call.id, message.status)
+            else:
+                self.ledger.settled(self.context.run_id, call.id, message.status)
         except Exception as error:
+            if self.halted and self.failure is not None:  # aborting: no further write
+                self.ledger = None
             self.fail(HostFailed("the effect ledger's settled()", error))
 
     def _release(self, call: ToolCall) -> None:
@@ -531,6 +546,8 @@ class Run(Admission):
         try:
             release(self.ledger, self.context.run_id, call.id)
         except Exception as error:
+            if self.halted and self.failure is not None:  # (as _settle)
+                self.ledger = None
             self.fail(HostFailed("the effect ledger's release()", error))
 
     def interrupt(self, stop: Stop) -> None:

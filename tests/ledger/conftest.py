@@ -47,6 +47,24 @@ def postgres() -> Iterator[str]:
 
 
 @pytest.fixture
+def own_postgres() -> Iterator[throwaway_postgres.Cluster]:
+    """A throwaway PostgreSQL cluster of the test's own, which it may crash and restart
+    (the shared server, or CI's, must stay up)."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        _unavailable('psycopg is not installed (pip install "tinytools[postgres]")')
+    try:
+        cluster = throwaway_postgres.start()
+    except throwaway_postgres.Unavailable as error:
+        _unavailable(str(error))
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture
 def fresh_postgres(postgres: str) -> Iterator[str]:
     """A conninfo of a new, empty database of its own (dropped after the test), for a test
     that changes the schema or deletes rows other tests (or another Python under CI,

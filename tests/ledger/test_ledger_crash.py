@@ -21,7 +21,7 @@ import ledger_children as children
 import pytest
 from conftest import make_ledger
 
-from tinytools import Context, dispatch_sync
+from tinytools import Context, DeferredToolRequests, dispatch_sync
 from tinytools.ledger import reconcile
 
 CHILD = str(Path(children.__file__))
@@ -36,10 +36,12 @@ EXPECTED = {
 }
 
 
-def run_until(point: str, kind: str, where: str, run_id: str, effects: str) -> None:
+def run_until(
+    point: str, kind: str, where: str, run_id: str, effects: str, role: str = "crash"
+) -> None:
     """Start the child, wait until it reaches ``point``, and SIGKILL it."""
     child = subprocess.Popen(
-        [sys.executable, CHILD, "crash", kind, where, run_id, point, effects],
+        [sys.executable, CHILD, role, kind, where, run_id, point, effects],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -96,5 +98,83 @@ def test_killed_at_each_point(
         assert before == children.effects(effects)
         assert 1 >= len(pays())
         assert (1 if point != "after-commit" else 0) == len(pays())
+    finally:
+        ledger.close()
+
+
+@pytest.mark.parametrize("point", ["after-commit", "in-tool", "before-settle"])
+def test_operator_reconciles_from_the_command_line(
+    point: str,
+    kind_and_place: tuple[str, str],
+    run_id: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """After a SIGKILL, `tinytools ledger list` shows the calls whose effect is uncertain,
+    `tinytools ledger reconcile` settles the payment as interrupted and releases the
+    replay-safe lookup, and the payment never runs again."""
+    import json
+
+    from tinytools._cli import main
+
+    kind, where = kind_and_place
+    effects = str(tmp_path / "effects")
+    run_until(point, kind, where, run_id, effects)
+    unresolved, rerun_ids, interrupted_ids, paid = EXPECTED[point]
+
+    assert 0 == main(["ledger", "list", "--db", where, "--run", run_id, "--json"])
+    assert unresolved == {row["call_id"] for row in json.loads(capsys.readouterr().out)}
+    target = "ledger_children:RECONCILE_TOOLS"
+    command = ["ledger", "reconcile", "--db", where, "--run", run_id, "--tools", target]
+    assert 0 == main([*command, "--json"])
+    decided = json.loads(capsys.readouterr().out)
+    rerun = [c for c in rerun_ids if c in unresolved]
+    assert {"rerun": rerun, "interrupted": interrupted_ids, "waiting": []} == decided
+    assert 0 == main(["ledger", "list", "--db", where, "--run", run_id, "--json"])
+    released = [row["call_id"] for row in json.loads(capsys.readouterr().out)]
+    assert [c for c in rerun_ids if c in unresolved] == released  # waits for its re-run
+
+    ledger = make_ledger(kind, where)
+    try:
+        tools = children.crash_tools(effects, None)
+        again = dispatch_sync(
+            children.CRASH_CALLS, tools, ledger=ledger, context=Context(run_id=run_id)
+        )
+        assert paid == len([e for e in children.effects(effects) if e.startswith("pay")])
+        assert "error" == again.messages[1].status  # the payment: never again
+        assert () == ledger.unresolved(run_id)
+    finally:
+        ledger.close()
+
+
+@pytest.mark.parametrize("point", children.DEFERRAL_POINTS)
+def test_killed_while_calls_wait_for_approval(
+    point: str, kind_and_place: tuple[str, str], run_id: str, tmp_path: Path
+) -> None:
+    """Killed while its tool defers the calls: before the first deferred call's row is
+    released, every call of the batch may have acted as far as the ledger knows (their
+    rows are started) — reconcile answers them as interrupted and none runs; once the
+    batch is deferred, the calls wait for the human's decision — reconcile leaves them,
+    and the approval runs each once."""
+    kind, where = kind_and_place
+    effects = str(tmp_path / "effects")
+    run_until(point, kind, where, run_id, effects, role="defer-crash")
+    ids = [call.id for call in children.APPROVAL_CALLS]
+    tools = children.approval_tools(effects)
+    ledger = make_ledger(kind, where)
+    try:
+        decided = reconcile([], tools, ledger, run_id)
+        interrupted = ids if point == "before-release" else []
+        assert interrupted == [m.tool_call_id for m in decided.messages]
+        assert () == decided.rerun
+        approved = DeferredToolRequests((), children.APPROVAL_CALLS, {}).approve_all()
+        context = Context(run_id=run_id)
+        resumed = dispatch_sync(
+            children.APPROVAL_CALLS, tools, ledger=ledger, context=context, approvals=approved
+        )
+        ran = [m.tool_call_id for m in resumed.messages if m.status == "ok"]
+        assert [i for i in ids if i not in interrupted] == ran
+        assert ran == children.effects(effects)
+        assert () == ledger.unresolved(run_id)
     finally:
         ledger.close()

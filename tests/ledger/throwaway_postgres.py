@@ -49,26 +49,32 @@ def _free_port() -> int:
 class Cluster:
     """A running throwaway cluster; :meth:`stop` ends it and removes its files."""
 
-    def __init__(self, root: Path, bindir: Path, prefix: list[str], port: int, tcp: bool):
+    def __init__(
+        self, root: Path, bindir: Path, prefix: list[str], port: int, tcp: bool, options: str
+    ):
         self.root, self.bindir, self.prefix, self.port = root, bindir, prefix, port
+        self.options = options
         host = "127.0.0.1" if tcp else str(root)
         self.conninfo = f"host={host} port={port} dbname=postgres user=postgres"
 
+    def crash(self) -> None:
+        """Stop the server at once, as a crash would (``pg_ctl stop -m immediate``: no
+        shutdown checkpoint, clients cut off); its files stay for :meth:`restart`."""
+        self._pg_ctl("-m", "immediate", "-w", "stop")
+
+    def restart(self) -> None:
+        """Start the server again on the same files (crash recovery runs first)."""
+        done = self._pg_ctl("-l", str(self.root / "log"), "-o", self.options, "-w", "start")
+        if done.returncode != 0:
+            raise Unavailable(f"`pg_ctl start` failed: {done.stderr or done.stdout}")
+
     def stop(self) -> None:
-        subprocess.run(
-            [
-                *self.prefix,
-                str(self.bindir / "pg_ctl"),
-                "-D",
-                str(self.root / "data"),
-                "-m",
-                "immediate",
-                "-w",
-                "stop",
-            ],
-            capture_output=True,
-        )
+        self.crash()
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def _pg_ctl(self, *arguments: str) -> subprocess.CompletedProcess[str]:
+        command = [*self.prefix, str(self.bindir / "pg_ctl"), "-D", str(self.root / "data")]
+        return subprocess.run([*command, *arguments], capture_output=True, text=True)
 
 
 def start(*, fsync: bool = False, tcp: bool = False) -> Cluster:
@@ -130,7 +136,7 @@ def start(*, fsync: bool = False, tcp: bool = False) -> Cluster:
                 detail += "\n" + log.read_text(errors="replace")[-2000:]
             shutil.rmtree(root, ignore_errors=True)
             raise Unavailable(f"`{Path(step[0]).name}` failed: {detail}")
-    return Cluster(root, bindir, prefix, port, tcp)
+    return Cluster(root, bindir, prefix, port, tcp, options)
 
 
 if __name__ == "__main__":  # print a conninfo, for a shell: see .ci/run

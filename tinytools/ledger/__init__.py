@@ -11,7 +11,8 @@ replay-safe, else answer it as interrupted.
 
 The guarantee: a call's tool runs only after its started row is committed, and
 a started row is never started again unless ``reconcile`` released it (replay-safe
-tools only) or its own tool deferred it before acting. So a call runs at most once
+tools only) or its own tool deferred it before acting (a deferred call the host then
+answers, denied or with its own result, is settled). So a call runs at most once
 per ``(run_id, call_id)``; a call killed after its row was committed may or may not
 have taken effect, and ``reconcile`` says so to the model. What survives a power
 loss depends on the backend and its settings: see :class:`SqliteLedger` and

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from tinytools.errors import TinytoolsError
 
-__all__ = ["LedgerError"]
+__all__ = ["UNSETTLED", "LedgerError"]
+
+#: What a failed ``settled`` message adds: what became of the call, and what to do.
+UNSETTLED = (
+    "; the call stays unresolved in the ledger: once the database can be written, "
+    "reconcile the run (`reconcile`, or `tinytools ledger reconcile`)"
+)
 
 
 class LedgerError(TinytoolsError):

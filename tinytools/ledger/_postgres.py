@@ -15,8 +15,8 @@ from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
 from tinytools._wire import MessageStatus
 
 from ._connected import Connected
-from ._errors import LedgerError
-from ._rows import RELEASED, arguments_text, entry, key
+from ._errors import UNSETTLED, LedgerError
+from ._rows import RELEASED, arguments_text, entry, key, unkey
 
 if TYPE_CHECKING:
     import psycopg
@@ -60,7 +60,7 @@ RETURNING call_id
 """
 _SETTLE = (
     f"UPDATE tinytools_effects SET status = %s, settled_at = {_EPOCH} "
-    "WHERE run_id = %s AND call_id = %s AND status IS NULL"
+    "WHERE run_id = %s AND call_id = %s AND (status IS NULL OR status = 'released')"
 )
 _RELEASE = (
     f"UPDATE tinytools_effects SET status = %s, settled_at = {_EPOCH} "
@@ -70,10 +70,12 @@ _PRUNE = (
     "DELETE FROM tinytools_effects WHERE status IS NOT NULL AND status <> 'released' "
     f"AND settled_at < {_EPOCH} - %s"
 )
+_RELEASED = "SELECT call_id FROM tinytools_effects WHERE run_id = %s AND status = 'released'"
 _OPEN = (
     "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
     "WHERE (status IS NULL OR status = 'released')"
 )
+_SETTLING = "settle a call"
 # Settings that keep a lost server or network from hanging a worker; the conninfo's
 # own values win.
 _CONNECT_DEFAULTS = {
@@ -188,13 +190,14 @@ class PostgresLedger(Connected):
         return frozenset(refused_ids)
 
     def settled(self, run_id: str, call_id: str, status: MessageStatus) -> None:
-        """Record how a claimed call ended (a call not claimed, or already settled, is
-        left as it is).
+        """Record how a claimed call ended. A released call (waiting to be claimed again)
+        is settled too, and is never claimed again; a call never claimed, or already
+        settled, is left as it is.
 
         Raises:
             LedgerError: The database could not be reached or written.
         """
-        self._write("settle a call", _SETTLE, (str(status), key(run_id), key(call_id)))
+        self._write(_SETTLING, _SETTLE, (str(status), key(run_id), key(call_id)))
 
     def release(self, run_id: str, call_id: str) -> None:
         """Let a claimed (or settled) call be claimed once more (``reconcile`` found it
@@ -239,6 +242,21 @@ class PostgresLedger(Connected):
             except Exception as error:
                 raise self._failed("read unresolved calls", error) from error
 
+    def _released_ids(self, run_id: str) -> frozenset[str]:
+        """The ids of ``run_id``'s released calls (``reconcile`` reads them: such a call
+        has not acted since it was released).
+
+        Raises:
+            LedgerError: The database could not be reached or read.
+        """
+        with self._lock:
+            connection = self._open("read released calls")
+            try:
+                rows = connection.execute(_RELEASED, (key(run_id),)).fetchall()
+            except Exception as error:
+                raise self._failed("read released calls", error) from error
+        return frozenset(unkey(row[0]) for row in rows)
+
     # --- the connection ---------------------------------------------------------
 
     def _write(self, doing: str, statement: str, parameters: tuple[str, ...]) -> None:
@@ -273,7 +291,7 @@ class PostgresLedger(Connected):
         except Exception as error:
             raise LedgerError(
                 f"PostgresLedger {_safe(self.conninfo)!r}: could not connect to {doing}: "
-                f"{_first_line(error)}"
+                f"{_first_line(error)}{UNSETTLED if doing == _SETTLING else ''}"
             ) from error
         try:
             _create_schema(connection)
@@ -311,8 +329,17 @@ class PostgresLedger(Connected):
                     connection.execute("ROLLBACK")
                 except Exception:
                     self._connection = None
+        after = UNSETTLED if doing == _SETTLING else ""
+        if isinstance(error, psycopg.errors.UndefinedTable):
+            after = (
+                "; the table tinytools_effects is gone (dropped by hand?), and with it the "
+                "rows that keep calls from running twice: restore it from a backup, or drop "
+                "the table tinytools_ledger_version too, so that the next connection makes an "
+                "empty ledger (whose calls may then run again)"
+            )
         return LedgerError(
-            f"PostgresLedger {_safe(self.conninfo)!r}: could not {doing}: {_first_line(error)}"
+            f"PostgresLedger {_safe(self.conninfo)!r}: could not {doing}: "
+            f"{_first_line(error)}{after}"
         )
 
 

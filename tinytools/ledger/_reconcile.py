@@ -29,10 +29,11 @@ class Reconciled(msgspec.Struct, frozen=True):
         messages: Answers, status ``"interrupted"``, for the calls that started and
             never finished and are not safe to run again; the ledger settled them.
         rerun: The calls to dispatch again, in call order: replay-safe calls that
-            were interrupted (the ledger released them for one more start), and calls
-            the ledger never saw start. A call that finished before the crash is also
-            listed: dispatching it runs it again if it is replay-safe and answers it
-            as already started (without running it) if not.
+            were interrupted (the ledger released them for one more start), calls
+            the ledger never saw start, and released calls the host passed (a call
+            its tool deferred: dispatched again, it asks again). A call that finished
+            before the crash is also listed: dispatching it runs it again if it is
+            replay-safe and answers it as already started (without running it) if not.
         events: One ``ToolEffectReconciled`` per interrupted call, outcome
             ``"rerun"`` or ``"interrupted"``.
     """
@@ -76,10 +77,16 @@ def reconcile(
       the model the effect may or may not have happened, and is settled as
       ``"interrupted"``, so it never runs again.
 
-    Calls the ledger never saw start are listed in ``rerun`` (they never ran). An
-    unresolved call of ``run_id`` missing from ``calls`` is reconciled from its
-    ledger row: re-run only if replay-safe and its tool redacts nothing (the row's
-    arguments are redacted), else interrupted. Run it only once the run's worker is
+    Calls the ledger never saw start are listed in ``rerun`` (they never ran), and so
+    are released calls (with the built-in ledgers, which tell them): a call has not
+    acted since it was released — its tool deferred it before acting (it waits for a
+    decision), or an earlier ``reconcile`` released it for a re-run — so dispatching it
+    again asks for the decision again, or re-runs a replay-safe call. An unresolved
+    call of ``run_id`` missing from ``calls`` is reconciled from its ledger row: re-run
+    only if replay-safe and its tool redacts nothing (the row's arguments are redacted),
+    else interrupted — except a released call of a tool that is not replay-safe, which
+    waits for the host's decision on its deferral: it is left as it is (neither answered
+    nor listed, no event), for the host's resume. Run it only once the run's worker is
     gone: a call still running elsewhere would be answered as interrupted.
 
     Args:
@@ -98,6 +105,7 @@ def reconcile(
     registry = registry_for(tools, None)  # a toolset: the names the model saw, as dispatched
     batch = tuple(calls)
     open_rows = {row.call_id: row for row in ledger.unresolved(run_id)}
+    released = _released(ledger, run_id) if open_rows else frozenset()
     messages: list[ToolMessage] = []
     rerun: list[ToolCall] = []
     events: list[Event] = []
@@ -108,8 +116,13 @@ def reconcile(
         name = call.name if row is None else row.tool_name
         tool = registry.get(name)
         safe = replay_safe(tool) and not (rebuilt and tool is not None and tool.policy.redact)
-        if safe:
-            release(ledger, run_id, call.id)
+        waiting = row is not None and call.id in released  # it has not acted since
+        if waiting and rebuilt and not replay_safe(tool):
+            return  # a deferral that waits for the host's decision: the host resumes it
+        if safe or (waiting and not rebuilt):
+            if not waiting:
+                release(ledger, run_id, call.id)
+            safe = True
             rerun.append(call)
         elif row is None:
             rerun.append(call)
@@ -136,3 +149,13 @@ def reconcile(
     for row in open_rows.values():  # unresolved, and not among the host's calls
         decide(ToolCall(row.call_id, row.tool_name, row.arguments), row, rebuilt=True)
     return Reconciled(tuple(messages), tuple(rerun), tuple(events))
+
+
+def _released(ledger: EffectLedger, run_id: str) -> frozenset[str]:
+    """The ids of the run's released calls, from a ledger that tells them (the built-in
+    ones); none from another (its released calls are then reconciled as started ones)."""
+    released = getattr(ledger, "_released_ids", None)
+    if released is None:
+        return frozenset()
+    ids: frozenset[str] = released(run_id)
+    return ids

@@ -12,8 +12,8 @@ from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
 from tinytools._wire import MessageStatus
 
 from ._connected import Connected
-from ._errors import LedgerError
-from ._rows import RELEASED, arguments_text, entry, key, now
+from ._errors import UNSETTLED, LedgerError
+from ._rows import RELEASED, arguments_text, entry, key, now, unkey
 
 __all__ = ["SqliteLedger"]
 
@@ -46,9 +46,11 @@ ON CONFLICT (run_id, call_id) DO UPDATE SET
     status = NULL, settled_at = NULL
 WHERE tinytools_effects.status = 'released'
 """
+# A released row is settled too: nothing runs it while it waits to start again, and a
+# settled row never starts again (a deferred call the host answered, or reconcile's verdict).
 _SETTLE = (
     "UPDATE tinytools_effects SET status = ?, settled_at = ? "
-    "WHERE run_id = ? AND call_id = ? AND status IS NULL"
+    "WHERE run_id = ? AND call_id = ? AND (status IS NULL OR status = 'released')"
 )
 _RELEASE = (
     "UPDATE tinytools_effects SET status = ?, settled_at = ? WHERE run_id = ? AND call_id = ?"
@@ -57,10 +59,13 @@ _PRUNE = (
     "DELETE FROM tinytools_effects WHERE status IS NOT NULL AND status <> 'released' "
     "AND settled_at < ?"
 )
+_RELEASED = "SELECT call_id FROM tinytools_effects WHERE run_id = ? AND status = 'released'"
 _OPEN = (
     "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
     "WHERE (status IS NULL OR status = 'released')"
 )
+
+_SETTLING = "settle a call"
 
 Synchronous = Literal["full", "normal"]
 
@@ -76,6 +81,14 @@ class SqliteLedger(Connected):
     at most once across them all (the row's primary key is ``(run_id, call_id)``).
     Do not put the file on a network file system: SQLite's locks are not reliable
     there; use :class:`PostgresLedger` for workers on several machines.
+
+    The path is made absolute when the ledger is made (a later ``os.chdir`` does not move
+    it). The file's rows are what keeps a call from running twice, so a ledger never
+    claims calls in a file that is not the one it opened: when the file at ``path`` was
+    deleted or replaced since (``rm``, a restore, another file moved over it), recording
+    a batch's started rows fails with :class:`LedgerError` and nothing of the batch runs,
+    until the file is put back or the ledger is closed (the next use then opens what is
+    at ``path``, a new empty file if nothing is: its calls may then run again).
 
     Durability (``synchronous``):
 
@@ -107,12 +120,15 @@ class SqliteLedger(Connected):
     ) -> None:
         if synchronous not in ("full", "normal"):
             raise ValueError(f"synchronous must be 'full' or 'normal', got {synchronous!r}")
-        self.path = os.fspath(path)
+        path = os.fspath(path)
+        # (":memory:" and "" are SQLite's private databases, not files)
+        self.path = path if path in (":memory:", "") else os.path.abspath(path)
         self.synchronous: Synchronous = synchronous
         self.timeout = timeout
         super().__init__()
         self._connection: sqlite3.Connection | None = None
         self._full = False  # the connection's current PRAGMA synchronous is FULL
+        self._file: tuple[int, int] | None = None  # (device, inode) of the file opened
 
     def __repr__(self) -> str:
         return f"SqliteLedger({self.path!r}, synchronous={self.synchronous!r})"
@@ -151,17 +167,19 @@ class SqliteLedger(Connected):
             for row, (call_id, _, _) in zip(rows, calls, strict=True):
                 if connection.execute(_START, row).rowcount != 1:
                     refused.append(call_id)
+            self._same_file()  # (raises: the transaction is rolled back)
         return frozenset(refused)
 
     def settled(self, run_id: str, call_id: str, status: MessageStatus) -> None:
-        """Record how a started call ended. A call that is not started (never, or
-        already settled, for example by ``reconcile``) is left as it is.
+        """Record how a started call ended. A released call (waiting to start again) is
+        settled too, and never starts again; a call never started, or already settled
+        (for example by ``reconcile``), is left as it is.
 
         Raises:
             LedgerError: The database could not be written.
         """
         row = (str(status), now(), key(run_id), key(call_id))
-        with self._transaction(durable=False, doing="settle a call") as connection:
+        with self._transaction(durable=False, doing=_SETTLING) as connection:
             connection.execute(_SETTLE, row)
 
     def release(self, run_id: str, call_id: str) -> None:
@@ -204,6 +222,20 @@ class SqliteLedger(Connected):
                 return tuple(entry(*row) for row in rows.fetchall())
             except sqlite3.Error as error:
                 raise self._failed("read unresolved calls", error) from error
+
+    def _released_ids(self, run_id: str) -> frozenset[str]:
+        """The ids of ``run_id``'s released calls (``reconcile`` reads them: such a call
+        has not acted since it was released).
+
+        Raises:
+            LedgerError: The database could not be read.
+        """
+        with self._lock:
+            try:
+                rows = self._open().execute(_RELEASED, (key(run_id),)).fetchall()
+            except sqlite3.Error as error:
+                raise self._failed("read released calls", error) from error
+        return frozenset(unkey(row[0]) for row in rows)
 
     # --- the connection ---------------------------------------------------------
 
@@ -256,15 +288,48 @@ class SqliteLedger(Connected):
             connection.close()
             raise
         self._connection, self._pid, self._full = connection, pid, False
+        self._file = _identity(self.path)
         return connection
 
+    def _same_file(self) -> None:
+        """Refuse to claim calls in a file that is no longer the one at ``path``.
+
+        Raises:
+            LedgerError: The file was deleted or replaced since this ledger opened it.
+        """
+        if self._file is not None and _identity(self.path) != self._file:
+            raise LedgerError(
+                f"SQLite ledger {self.path}: the file was deleted or replaced after this "
+                "process opened it, so other workers cannot see the calls it records and "
+                "could run them again; nothing of this batch was run. Stop the workers and "
+                "put the ledger file back (its started rows are what keeps a call from "
+                "running twice), or close() this ledger to start over with the file now "
+                "at that path"
+            )
+
     def _failed(self, doing: str, error: sqlite3.Error) -> LedgerError:
+        text = str(error)
         hint = ""
-        if "locked" in str(error) or "busy" in str(error):
+        if "locked" in text or "busy" in text:
             hint = f" (another process held the database longer than timeout={self.timeout}s)"
-        elif "unable to open" in str(error):
-            hint = " (does its folder exist, and may this process write there?)"
-        return LedgerError(f"SQLite ledger {self.path}: could not {doing}: {error}{hint}")
+        elif "unable to open" in text or "readonly" in text:
+            hint = " (does its folder exist, and may this process write the file and its folder?)"
+        elif "full" in text:
+            hint = " (free space on the disk that holds it)"
+        after = UNSETTLED if doing == _SETTLING else ""
+        return LedgerError(f"SQLite ledger {self.path}: could not {doing}: {text}{hint}{after}")
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    """The file at ``path`` as ``(device, inode)``; None for SQLite's private databases
+    (``(0, 0)`` when nothing is there)."""
+    if path in (":memory:", ""):
+        return None
+    try:
+        found = os.stat(path)
+    except OSError:
+        return (0, 0)
+    return (found.st_dev, found.st_ino)
 
 
 def _create_schema(connection: sqlite3.Connection, path: str) -> None:
