@@ -32,7 +32,12 @@ run is about 200 us; a new thread about 50 us), so both are kept:
 * :func:`event_loop` gives ``dispatch_sync`` one asyncio event loop per calling thread,
   created on first use and reused by every later ``dispatch_sync`` on that thread (about
   7 us to enter, against 200 us for a fresh trio run). It is closed when its thread ends
-  (or at interpreter exit for the main thread).
+  (or at interpreter exit for the main thread). A forked child never uses or closes its
+  parent's loops: on Linux a loop's epoll instance and wake-up pipe are shared with the
+  parent across a fork, so closing the copy (at the child's exit) would unregister the
+  parent's wake-up pipe and hang the parent's next batch that waits for a tool thread.
+  The child makes its own loop on first use, and an inherited one is first given an
+  epoll instance of its own (:func:`_detached`), then closed.
 * :func:`run_on` runs ``dispatch_sync``'s execution stage on the chosen :data:`Backend`:
   that reused asyncio loop (the default), or a fresh ``trio.run`` for tools written for
   trio (trio has no loop to keep between runs).
@@ -45,6 +50,9 @@ import asyncio
 import atexit
 import contextlib
 import os
+import select
+import selectors
+import sys
 import threading
 import weakref
 from collections.abc import Awaitable, Callable
@@ -420,20 +428,72 @@ def _call(fn: Callable[[], object] | None) -> None:
 THREADS = ThreadPool()
 
 
+#: How many forks this process is from the one that imported tinytools (a loop made in
+#: an earlier generation is the parent's: see :func:`_detach`).
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forked)
+
+
 class _LoopHolder:
     """A thread's event loop; closing it when the thread's locals are dropped."""
 
-    __slots__ = ("loop",)
+    __slots__ = ("forks", "loop", "pid")
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
+        self.forks = _forks  # read by event_loop (a process id costs a system call)
+        self.pid = os.getpid()  # read by close: a child clears its parent's other
+        # threads' locals before any after-fork hook has run
 
     def close(self) -> None:
-        if not self.loop.is_closed() and not self.loop.is_running():
-            self.loop.close()
+        loop = self.loop
+        if loop.is_closed() or loop.is_running():
+            return
+        if self.pid == os.getpid() or _detached(loop):
+            loop.close()
 
     def __del__(self) -> None:
         self.close()
+
+
+#: Loops inherited over a fork that :func:`_detached` could not make safe to close: kept
+#: open (never used) for the life of the process.
+_INHERITED: list[asyncio.AbstractEventLoop] = []
+#: The selectors whose state lives in this process alone (closing a copy is harmless).
+_PRIVATE = (selectors.PollSelector, selectors.SelectSelector)
+
+
+def _detached(loop: asyncio.AbstractEventLoop) -> bool:
+    """Make a loop inherited from the parent process safe to close in this child; whether
+    it now is (else it is kept open, unused).
+
+    Across ``fork`` the child's copy of an epoll instance is the parent's instance, not a
+    copy: closing the loop here would unregister the parent's wake-up pipe from it, and
+    the parent's loop would then sleep through every wake-up from a tool thread. The
+    copy's descriptor is pointed at a new, empty epoll instance, so closing the loop
+    touches only the child. asyncio offers no public way to a loop's selector (hence the
+    private attribute); a loop with another selector or none (kqueue, uvloop) is kept.
+    """
+    selector = getattr(loop, "_selector", None)
+    if isinstance(selector, _PRIVATE):
+        return True
+    if sys.platform != "linux" or not isinstance(selector, selectors.EpollSelector):
+        _INHERITED.append(loop)
+        return False
+    fresh = select.epoll()
+    try:
+        os.dup2(fresh.fileno(), selector.fileno())
+    finally:
+        fresh.close()
+    return True
 
 
 _local = threading.local()
@@ -453,7 +513,7 @@ def event_loop() -> asyncio.AbstractEventLoop:
             "running event loop; use `await tinytools.dispatch(...)` there"
         )
     holder: _LoopHolder | None = getattr(_local, "holder", None)
-    if holder is None or holder.loop.is_closed():
+    if holder is None or holder.loop.is_closed() or holder.forks != _forks:
         holder = _LoopHolder()
         _local.holder = holder
         if threading.current_thread() is threading.main_thread():

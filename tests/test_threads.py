@@ -1,0 +1,121 @@
+"""tinytools under real multi-threaded, re-entrant and forking hosts.
+
+A web server's sync endpoints call ``dispatch_sync`` from a thread pool, several event
+loops run in several threads, tools dispatch from inside tools, and worker processes are
+forked from a parent that has already dispatched. These tests share one registry, one
+handler, one ledger across threads and processes, and check that every call is answered
+once, with the right answer, and that nothing hangs. Threads meet on barriers and events,
+never on sleeps; ``sys.setswitchinterval`` is lowered to make the interpreter switch
+threads often, and restored.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+
+
+def _run_script(script: str) -> None:
+    """Run ``script`` in a fresh interpreter; it exits 0 when all is well (1 when the
+    check it makes fails), and never hangs past its own timeouts."""
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore::DeprecationWarning", "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# A batch that needs dispatch_sync's event loop (an async tool) and wakes it from a tool
+# thread (a blocking tool): the loop must hear its wake-up pipe.
+_LOOP_BATCH = """
+import asyncio, faulthandler, os, sys, threading
+from tinytools import Registry, ToolCall, dispatch_sync, tool
+
+@tool
+async def double(n: int) -> int:
+    \"\"\"Twice n, from the event loop.\"\"\"
+    await asyncio.sleep(0)
+    return 2 * n
+
+@tool(blocking=True)
+def triple(n: int) -> int:
+    \"\"\"Thrice n, from a tool thread.\"\"\"
+    return 3 * n
+
+TOOLS = Registry.of(double, triple)
+
+def answers() -> list[str]:
+    batch = [ToolCall("a", "double", {"n": 2}), ToolCall("b", "triple", {"n": 2})]
+    return [m.content for m in dispatch_sync(batch, TOOLS).messages]
+
+def answered_in_time() -> bool:
+    \"\"\"Whether this thread's next batch is answered rightly within 10 s (a hang ends the
+    process with a traceback instead).\"\"\"
+    faulthandler.dump_traceback_later(10, exit=True)
+    try:
+        return answers() == ["4", "6"]
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+"""
+
+FORKED_CHILD_EXITS = (
+    _LOOP_BATCH
+    + """
+assert answers() == ["4", "6"]  # the main thread now has its event loop
+child = os.fork()
+if child == 0:
+    ok = answers() == ["4", "6"]  # the child's own loop
+    sys.exit(0 if ok else 1)  # a normal exit: the child's copies are closed
+_, status = os.waitpid(child, 0)
+ok = os.waitstatus_to_exitcode(status) == 0 and answered_in_time()
+os._exit(0 if ok else 1)
+"""
+)
+
+
+@needs_fork
+def test_a_forked_child_leaves_the_parents_event_loop_working() -> None:
+    """Defect: a child forked after ``dispatch_sync`` ran an async tool shared its parent's
+    epoll instance; closing its copy of the loop at exit unregistered the parent's wake-up
+    pipe, and the parent's next batch with a tool thread hung forever."""
+    _run_script(FORKED_CHILD_EXITS)
+
+
+FORKED_BESIDE_A_THREAD = (
+    _LOOP_BATCH
+    + """
+go = threading.Event()
+first = []
+def serve():
+    first.append(answers())  # this thread's loop
+    go.wait()
+    first.append(answers())
+server = threading.Thread(target=serve, daemon=True)
+server.start()
+while not first:  # (the child must be forked after the thread made its loop)
+    server.join(0.01)
+child = os.fork()
+if child == 0:
+    sys.exit(0)  # the child drops the locals of the threads it did not inherit
+_, status = os.waitpid(child, 0)
+go.set()
+faulthandler.dump_traceback_later(10, exit=True)
+server.join()
+os._exit(0 if first == [["4", "6"], ["4", "6"]] else 1)
+"""
+)
+
+
+@needs_fork
+def test_a_forked_child_leaves_other_threads_event_loops_working() -> None:
+    """Defect: a forked child dropped the loops of the parent's other threads (their
+    locals are cleared in the child) and closed them, unregistering those threads'
+    wake-up pipes in the parent."""
+    _run_script(FORKED_BESIDE_A_THREAD)
