@@ -11,11 +11,17 @@ threads often, and restored.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
 
+import anyio.lowlevel
 import pytest
+import trio
+
+from tinytools import Context, Registry, ToolCall, dispatch, dispatch_sync, tool
+from tinytools.ledger import SqliteLedger
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
 
@@ -119,3 +125,60 @@ def test_a_forked_child_leaves_other_threads_event_loops_working() -> None:
     locals are cleared in the child) and closed them, unregistering those threads'
     wake-up pipes in the parent."""
     _run_script(FORKED_BESIDE_A_THREAD)
+
+
+# --- dispatch_sync inside a running event loop ------------------------------------------
+
+
+@tool
+async def echo(n: int) -> int:
+    """n, from an event loop (any: anyio's checkpoint runs under asyncio and trio)."""
+    await anyio.lowlevel.checkpoint()
+    return n
+
+
+ECHO = Registry.of(echo)
+
+
+def test_dispatch_sync_in_a_running_loop_refuses_before_the_ledger_records_anything() -> None:
+    """Defect: refused inside a running asyncio loop only after the ledger had recorded
+    the batch as started; retried with ``await dispatch`` as the error advised, the call
+    (which never ran) was refused as already started."""
+    ledger = SqliteLedger(":memory:")
+    context = Context(run_id="run-1")
+    call = ToolCall("c1", "echo", {"n": 7})
+
+    async def endpoint() -> str:
+        with pytest.raises(RuntimeError, match=r"running asyncio event loop.*await tinytools"):
+            dispatch_sync([call], ECHO, ledger=ledger, context=context)
+        assert ledger.unresolved() == ()
+        retried = await dispatch([call], ECHO, ledger=ledger, context=context)
+        return retried.messages[0].content
+
+    assert asyncio.run(endpoint()) == "7"
+
+
+def test_dispatch_sync_in_a_trio_run_refuses_a_batch_that_needs_a_loop() -> None:
+    """Defect: inside a trio run, dispatch_sync ran an asyncio loop inside the trio task;
+    anyio saw trio there and an anyio tool failed with "Task got bad yield", which the
+    model was told as the tool's error."""
+
+    async def endpoint() -> None:
+        with pytest.raises(RuntimeError, match=r"running trio event loop.*await tinytools"):
+            dispatch_sync([ToolCall("c1", "echo", {"n": 7})], ECHO)
+
+    trio.run(endpoint)
+
+
+def test_a_sync_tool_that_dispatches_runs_when_declared_blocking() -> None:
+    """The refusal's advice works: a blocking tool runs on a worker thread, where its own
+    dispatch_sync gets that thread's loop (the outer batch's loop keeps running)."""
+
+    @tool(blocking=True)
+    def relay(n: int) -> str:
+        """Asks echo for n."""
+        return dispatch_sync([ToolCall("inner", "echo", {"n": n})], ECHO).messages[0].content
+
+    tools = Registry.of(relay, echo)
+    batch = [ToolCall("a", "relay", {"n": 1}), ToolCall("b", "echo", {"n": 2})]
+    assert [m.content for m in dispatch_sync(batch, tools).messages] == ["1", "2"]

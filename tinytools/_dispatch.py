@@ -45,7 +45,7 @@ from ._result import DispatchAborted, DispatchResult
 from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
 from ._spec import is_async_function
 from ._wire import ToolCall
-from ._workers import Backend, check_backend, run_on
+from ._workers import Backend, check_backend, refuse_nested_loop, run_on
 from .events import Custom
 from .policies import RunPolicy
 from .toolsets._base import Toolset
@@ -152,11 +152,14 @@ def _begin(run: Run, answer: bool = True) -> bool:
             injecting = [*(injecting or ()), item.tool]
     if injecting:
         check_context(injecting, run.context)
+    needs_loop = needs_loop or (threaded > 1 and run.policy.max_concurrency > 1)
+    if needs_loop and answer:  # dispatch_sync: refused inside a running loop, now
+        refuse_nested_loop()  # (recorded as started, its calls would never run again)
     if run.ledger is not None and admitted:
         _started(run, admitted)
     if run.halted and run.failure is not None:  # (no tool has run: it is not a fatal call)
         raise _abort_for(run, run.failure)
-    return needs_loop or (threaded > 1 and run.policy.max_concurrency > 1)
+    return needs_loop
 
 
 def _started(run: Run, admitted: list[Admitted]) -> None:

@@ -58,6 +58,8 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import Final, Generic, Literal, Protocol, TypeVar, get_args
 
+import sniffio
+
 __all__ = [
     "BACKENDS",
     "BATON",
@@ -72,6 +74,7 @@ __all__ = [
     "ThreadPool",
     "check_backend",
     "event_loop",
+    "refuse_nested_loop",
     "run_on",
 ]
 
@@ -499,6 +502,29 @@ def _detached(loop: asyncio.AbstractEventLoop) -> bool:
 _local = threading.local()
 
 
+def refuse_nested_loop() -> None:
+    """Raise when an event loop runs in this thread: ``dispatch_sync`` would block it with
+    a loop of its own (asyncio refuses to nest; under trio, an asyncio loop inside a trio
+    task makes ``sniffio`` and anyio-based tools answer for the wrong loop).
+
+    Called before any tool of the batch runs and before the ledger records it (a call
+    recorded as started and never run would be refused as already started when retried).
+
+    Raises:
+        RuntimeError: Naming the loop and what to do instead.
+    """
+    running = "asyncio" if asyncio._get_running_loop() is not None else None
+    running = running or sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
+    if running is not None:
+        raise RuntimeError(
+            "dispatch_sync needs an event loop for this batch (an async tool, an async "
+            "on_event handler, or threaded calls run concurrently) but was called from "
+            f"inside a running {running} event loop, which it would block; no tool has run. "
+            "Use `await tinytools.dispatch(...)` there; a synchronous tool that dispatches "
+            "can be declared `@tool(blocking=True)` to run on a worker thread instead"
+        )
+
+
 def event_loop() -> asyncio.AbstractEventLoop:
     """This thread's asyncio loop for ``dispatch_sync`` (made on first use, then reused).
 
@@ -506,12 +532,7 @@ def event_loop() -> asyncio.AbstractEventLoop:
         RuntimeError: An event loop is already running in this thread (await
             ``dispatch`` there instead).
     """
-    if asyncio._get_running_loop() is not None:
-        raise RuntimeError(
-            "dispatch_sync needs an event loop for this batch (an async tool or async "
-            "on_event handler, or a sync tool with a timeout) but was called from inside a "
-            "running event loop; use `await tinytools.dispatch(...)` there"
-        )
+    refuse_nested_loop()
     holder: _LoopHolder | None = getattr(_local, "holder", None)
     if holder is None or holder.loop.is_closed() or holder.forks != _forks:
         holder = _LoopHolder()
@@ -562,16 +583,7 @@ def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> 
         except BaseException:
             _cancel_left(loop)
             raise
-    import sniffio
     import trio
 
-    try:
-        running = sniffio.current_async_library()
-    except sniffio.AsyncLibraryNotFoundError:
-        running = None
-    if running is not None or asyncio._get_running_loop() is not None:
-        raise RuntimeError(
-            "dispatch_sync needs an event loop for this batch but was called from inside a "
-            "running event loop; use `await tinytools.dispatch(...)` there"
-        )
+    refuse_nested_loop()
     return trio.run(fn, *args)
