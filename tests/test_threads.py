@@ -12,15 +12,27 @@ threads often, and restored.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
+import threading
+from collections.abc import Callable, Iterator
 
 import anyio.lowlevel
 import pytest
 import trio
 
-from tinytools import Context, Registry, ToolCall, dispatch, dispatch_sync, tool
+from tinytools import (
+    Cancellation,
+    Context,
+    Inject,
+    Registry,
+    ToolCall,
+    dispatch,
+    dispatch_sync,
+    tool,
+)
 from tinytools.ledger import SqliteLedger
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
@@ -182,3 +194,69 @@ def test_a_sync_tool_that_dispatches_runs_when_declared_blocking() -> None:
     tools = Registry.of(relay, echo)
     batch = [ToolCall("a", "relay", {"n": 1}), ToolCall("b", "echo", {"n": 2})]
     assert [m.content for m in dispatch_sync(batch, tools).messages] == ["1", "2"]
+
+
+# --- a Cancellation shared with another thread -------------------------------------------
+
+
+@pytest.mark.parametrize("runner", ["dispatch_sync", "asyncio", "trio"])
+def test_a_sync_tool_sees_the_batch_cancelled_from_another_thread(runner: str) -> None:
+    """Defect: a synchronous tool's injected Cancellation was set only when its own call
+    timed out, never when the batch's cancellation was cancelled: a tool that polled it
+    (as Cancellation's docs ask) ran on to its end while the host waited."""
+    started, seen = threading.Event(), threading.Event()
+
+    @tool
+    def watch(cancellation: Inject[Cancellation]) -> str:
+        """Waits to be told to stop."""
+        cancellation.on_cancel(seen.set)
+        started.set()
+        return "stopped" if seen.wait(10) else "never told"
+
+    batch_cancellation = Cancellation()
+    canceller = threading.Thread(target=lambda: (started.wait(10), batch_cancellation.cancel()))
+    canceller.start()
+    calls, tools = [ToolCall("c1", "watch", {})], Registry.of(watch)
+    if runner == "dispatch_sync":
+        result = dispatch_sync(calls, tools, cancellation=batch_cancellation)
+    elif runner == "asyncio":
+        result = asyncio.run(dispatch(calls, tools, cancellation=batch_cancellation))
+    else:
+        result = trio.run(lambda: dispatch(calls, tools, cancellation=batch_cancellation))
+    canceller.join()
+    assert result.messages[0].content == "stopped"
+
+
+# --- many threads, one toolset ----------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _switching_often() -> Iterator[None]:
+    """Make the interpreter switch threads after every few bytecodes (races show)."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(before)
+
+
+def _in_threads(count: int, work: Callable[[int], None]) -> list[BaseException]:
+    """Run ``work(i)`` on ``count`` threads released at once; what they raised."""
+    start = threading.Barrier(count)
+    raised: list[BaseException] = []
+
+    def thread(i: int) -> None:
+        start.wait()
+        try:
+            work(i)
+        except BaseException as error:  # the test reports it
+            raised.append(error)
+
+    threads = [threading.Thread(target=thread, args=(i,)) for i in range(count)]
+    with _switching_often():
+        for each in threads:
+            each.start()
+        for each in threads:
+            each.join()
+    return raised

@@ -40,7 +40,7 @@ import sniffio
 
 from ._admit import Admitted
 from ._asyncio_tasks import Tasks
-from ._execute import PROPAGATE, UNSEEN, kwargs_for, retry_wait, timed_out
+from ._execute import PROPAGATE, UNSEEN, kwargs_for, linked, retry_wait, timed_out
 from ._inject import Cancellation
 from ._run import Run, Stop
 from ._workers import THREADS, Job
@@ -132,6 +132,8 @@ async def _attempts(
     fn = plan.fn
     assert fn is not None
     threaded = plan.threaded(timeout)
+    if handle is not UNSEEN and run.cancellation is not None and not plan.is_async:
+        fn = linked(fn, run.cancellation, handle)  # the tool sees the batch cancelled
     while True:
         try:
             if plan.is_async:

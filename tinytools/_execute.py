@@ -46,6 +46,7 @@ from .errors import (
 from .events import Custom, ToolRetried
 
 __all__ = [
+    "linked",
     "PROPAGATE",
     "UNSEEN",
     "classify",
@@ -313,6 +314,26 @@ def _in_thread(
     return True, job.outcome()
 
 
+def linked(
+    fn: Callable[..., object], batch: Cancellation, handle: Cancellation
+) -> Callable[..., object]:
+    """``fn`` whose call's own cancellation ``handle`` is set when the ``batch``'s
+    cancellation is, while it runs: a synchronous tool that polls its injected
+    ``Cancellation`` sees the batch cancelled from another thread, though it holds the
+    only thread that could tell it otherwise (inline), or is waited for by nobody
+    (abandoned on a worker thread). The link is undone when ``fn`` returns, so a
+    ``Cancellation`` shared by many batches keeps no callback of a finished call."""
+
+    def call(**kwargs: object) -> object:
+        forget = batch.on_cancel(handle.cancel)
+        try:
+            return fn(**kwargs)
+        finally:
+            forget()
+
+    return call
+
+
 def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
     """Run a synchronous call on this thread (or a pool thread, when it blocks or has a
     timeout); its outcome: the return value, or ``Failed``/``Fatal``/``Postponed``.
@@ -331,6 +352,8 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
         if plan.injections:
             handle = Cancellation()
             kwargs = kwargs_for(run, item, handle, deadline)
+            if run.cancellation is not None:
+                fn = linked(fn, run.cancellation, handle)
         else:  # nothing can see the handle or the injected values: none are made
             handle, kwargs = UNSEEN, item.arguments
     run.start(item)
