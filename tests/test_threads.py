@@ -227,6 +227,43 @@ def test_a_sync_tool_sees_the_batch_cancelled_from_another_thread(runner: str) -
     assert result.messages[0].content == "stopped"
 
 
+def _failing_callback() -> None:
+    raise RuntimeError("a tool's own callback failed")
+
+
+def test_a_tools_failing_callback_does_not_keep_other_batches_from_being_cancelled() -> None:
+    """A callback a tool registered on its own handle, raising, neither escapes the host's
+    ``cancel()`` nor keeps the other batches sharing the cancellation from stopping."""
+    shutdown = Cancellation()  # one for the whole process, as a server has
+    started = {"first": threading.Event(), "second": threading.Event()}
+    answers: dict[str, str] = {}
+
+    @tool
+    def watch(who: str, cancellation: Inject[Cancellation]) -> str:
+        """Waits to be told to stop."""
+        seen = threading.Event()
+        cancellation.on_cancel(seen.set)
+        if who == "first":
+            cancellation.on_cancel(_failing_callback)
+        started[who].set()
+        return "stopped" if seen.wait(10) else "never told"
+
+    def serve(who: str) -> None:
+        calls = [ToolCall(who, "watch", {"who": who})]
+        result = dispatch_sync(calls, Registry.of(watch), cancellation=shutdown)
+        answers[who] = result.messages[0].content
+
+    servers = []
+    for who in ("first", "second"):  # the first's handle is told first
+        servers.append(threading.Thread(target=serve, args=(who,)))
+        servers[-1].start()
+        assert started[who].wait(10)
+    shutdown.cancel()
+    for server in servers:
+        server.join()
+    assert answers == {"first": "stopped", "second": "stopped"}
+
+
 # --- many threads, one toolset ----------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ call's secret argument values when the tool redacts.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import linecache
 import random
@@ -322,10 +323,16 @@ def linked(
     ``Cancellation`` sees the batch cancelled from another thread, though it holds the
     only thread that could tell it otherwise (inline), or is waited for by nobody
     (abandoned on a worker thread). The link is undone when ``fn`` returns, so a
-    ``Cancellation`` shared by many batches keeps no callback of a finished call."""
+    ``Cancellation`` shared by many batches keeps no callback of a finished call. What a
+    callback the tool registered on its handle raises stays with the tool: the host's
+    ``cancel()`` goes on to the other batches sharing its cancellation."""
+
+    def tell() -> None:
+        with contextlib.suppress(Exception):  # the tool's own callback's failure
+            handle.cancel()
 
     def call(**kwargs: object) -> object:
-        forget = batch.on_cancel(handle.cancel)
+        forget = batch.on_cancel(tell)
         try:
             return fn(**kwargs)
         finally:
