@@ -26,6 +26,7 @@ import trio
 from tinytools import (
     Cancellation,
     Context,
+    DispatchAborted,
     Inject,
     Registry,
     ToolCall,
@@ -180,6 +181,25 @@ def test_dispatch_sync_in_a_trio_run_refuses_a_batch_that_needs_a_loop() -> None
             dispatch_sync([ToolCall("c1", "echo", {"n": 7})], ECHO)
 
     trio.run(endpoint)
+
+
+def test_a_tool_that_dispatch_syncs_inside_its_batchs_loop_aborts_the_batch() -> None:
+    """A tool running on its batch's event loop that calls dispatch_sync for a batch that
+    needs one made a tool error telling the model to "await tinytools.dispatch": the
+    host's mistake, which the model cannot fix. The batch aborts instead, naming the fix,
+    with every call answered."""
+
+    @tool
+    def relay(n: int) -> str:
+        """Asks echo for n (inline, on the outer batch's loop)."""
+        return dispatch_sync([ToolCall("inner", "echo", {"n": n})], ECHO).messages[0].content
+
+    batch = [ToolCall("a", "relay", {"n": 1}), ToolCall("b", "echo", {"n": 2})]
+    with pytest.raises(DispatchAborted, match=r"`relay` called dispatch_sync.*blocking=True"):
+        dispatch_sync(batch, Registry.of(relay, echo))
+    with pytest.raises(DispatchAborted) as aborted:
+        asyncio.run(dispatch(batch, Registry.of(relay, echo)))
+    assert [m.tool_call_id for m in aborted.value.result.messages] == ["a", "b"]
 
 
 def test_a_sync_tool_that_dispatches_runs_when_declared_blocking() -> None:

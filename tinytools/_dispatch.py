@@ -270,8 +270,20 @@ def dispatch_sync(
     ``on_deferred`` is refused with ``TypeError`` before anything runs, and a handler
     that returns an awaitable anyway (or anything but ``DeferredToolResults``) aborts
     with ``DispatchAborted`` carrying the first pass's answers, as one that raises does.
-    Do not call it from inside a running event loop when the batch needs one: await
-    :func:`dispatch` there.
+
+    It is safe to call from several threads at once, all sharing one registry or
+    toolset, middleware list, ledger, artifact store, ``on_event`` handler and
+    ``Cancellation``: each thread's batch runs on that thread's own event loop, and
+    timed or blocking tools share one bounded pool of worker threads. The host's own
+    callbacks must then be thread-safe themselves: a synchronous ``on_event`` handler
+    is called from the thread that emits the event (a tool's worker thread included).
+    A tool, a middleware hook, an ``on_event`` handler or ``on_deferred`` may call it
+    again (nested). Inside a running event loop (asyncio or trio), a batch that needs
+    no loop runs inline and blocks that loop; one that needs a loop raises
+    ``RuntimeError`` before any tool of it runs and before the ledger records it (await
+    :func:`dispatch` there). A tool that does so from its own batch's loop aborts that
+    batch with ``DispatchAborted`` (a tool declared ``blocking=True`` runs on a worker
+    thread, where it may). A forked child makes its own loop and worker threads.
     """
     if backend != "asyncio":
         check_backend(backend)

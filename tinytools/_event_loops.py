@@ -6,7 +6,8 @@ under asyncio with ``must be called from async context``, and either may instead
 yield something the running loop does not understand. That is a mistake in how the
 host runs its tools, not something a model can fix, so it must not become a tool
 error the model reads: :func:`wrong_loop` recognises it, and the call then aborts
-the batch with a message that names the fix.
+the batch with a message that names the fix. So does a tool that calls
+``dispatch_sync`` from inside the loop its own batch runs on (:class:`NestedLoop`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 from typing import Final
 
 import sniffio
+
+from ._workers import NestedLoop
 
 __all__ = ["wrong_loop"]
 
@@ -39,6 +42,8 @@ def wrong_loop(error: BaseException, tool_name: str) -> str | None:
     """The developer-facing message when ``error`` says the tool needs the other loop."""
     if not isinstance(error, _KINDS):
         return None
+    if isinstance(error, NestedLoop):
+        return f"Tool `{tool_name}` called dispatch_sync from inside a running event loop: {error}"
     try:
         running = sniffio.current_async_library()
     except sniffio.AsyncLibraryNotFoundError:

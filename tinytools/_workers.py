@@ -69,6 +69,7 @@ __all__ = [
     "THREADS",
     "Handoff",
     "Job",
+    "NestedLoop",
     "PoolExhausted",
     "Signal",
     "ThreadPool",
@@ -502,6 +503,12 @@ def _detached(loop: asyncio.AbstractEventLoop) -> bool:
 _local = threading.local()
 
 
+class NestedLoop(RuntimeError):
+    """``dispatch_sync`` was called, for a batch that needs an event loop, from inside a
+    running one (see :func:`refuse_nested_loop`). Raised by a tool, it aborts the tool's
+    batch: the host's mistake, which the model cannot fix (``_event_loops``)."""
+
+
 def refuse_nested_loop() -> None:
     """Raise when an event loop runs in this thread: ``dispatch_sync`` would block it with
     a loop of its own (asyncio refuses to nest; under trio, an asyncio loop inside a trio
@@ -511,15 +518,16 @@ def refuse_nested_loop() -> None:
     recorded as started and never run would be refused as already started when retried).
 
     Raises:
-        RuntimeError: Naming the loop and what to do instead.
+        NestedLoop: Naming the loop and what to do instead.
     """
     running = "asyncio" if asyncio._get_running_loop() is not None else None
     running = running or sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
     if running is not None:
-        raise RuntimeError(
+        raise NestedLoop(
             "dispatch_sync needs an event loop for this batch (an async tool, an async "
             "on_event handler, or threaded calls run concurrently) but was called from "
-            f"inside a running {running} event loop, which it would block; no tool has run. "
+            f"inside a running {running} event loop, which it would block (no tool of this batch "
+            "has run). "
             "Use `await tinytools.dispatch(...)` there; a synchronous tool that dispatches "
             "can be declared `@tool(blocking=True)` to run on a worker thread instead"
         )
