@@ -13,28 +13,38 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import os
 import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import anyio.lowlevel
 import pytest
 import trio
 
 from tinytools import (
+    Allow,
+    Artifact,
     Cancellation,
     Context,
     DispatchAborted,
     Inject,
+    MemoryArtifactStore,
     Registry,
     ToolCall,
+    ToolResult,
+    before_tool,
     dispatch,
     dispatch_sync,
     tool,
 )
+from tinytools.discovery import Discovery
+from tinytools.events import ToolStarted
 from tinytools.ledger import SqliteLedger
+from tinytools.toolsets import Combined
 
 needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
 
@@ -284,7 +294,7 @@ def test_a_tools_failing_callback_does_not_keep_other_batches_from_being_cancell
     assert answers == {"first": "stopped", "second": "stopped"}
 
 
-# --- many threads, one toolset ----------------------------------------------------------
+# --- many threads, everything shared ----------------------------------------------------
 
 
 @contextlib.contextmanager
@@ -317,3 +327,92 @@ def _in_threads(count: int, work: Callable[[int], None]) -> list[BaseException]:
         for each in threads:
             each.join()
     return raised
+
+
+@tool(timeout=5)
+def timed(n: int) -> int:
+    """n plus one, on a worker thread (it has a timeout)."""
+    return n + 1
+
+
+@tool(exposure="deferred")
+def refund_status(order_id: str) -> str:
+    """The status of the refund of an order.
+
+    Args:
+        order_id: The order id.
+    """
+    return f"refund of {order_id} sent"
+
+
+@tool
+def report(n: int) -> ToolResult:
+    """A report of n bytes, kept as an artifact."""
+    return ToolResult.success("report", artifacts=[Artifact("r.txt", b"x" * n, "text/plain")])
+
+
+def test_threads_sharing_every_dispatch_argument_get_every_answer_once(tmp_path: Path) -> None:
+    """A web server's worker threads share one discovery toolset, ledger, artifact store,
+    event handler, middleware list and cancellation: each call is answered once, with its
+    own answer, and every ledger row is settled."""
+    discovery = Discovery(Combined(Registry.of(echo, timed, report), Registry.of(refund_status)))
+    ledger = SqliteLedger(tmp_path / "effects.db", synchronous="normal")
+    store, shutdown, events = MemoryArtifactStore(), Cancellation(), []
+    middleware = [before_tool(lambda call, env: Allow())]
+
+    def serve(worker: int) -> None:
+        for turn in range(30):
+            key = f"{worker}-{turn}"
+            calls = [
+                ToolCall(f"a{key}", "echo", {"n": turn}),
+                ToolCall(f"b{key}", "timed", {"n": turn}),
+                ToolCall(
+                    f"c{key}",
+                    "tool_call",
+                    {"name": "refund_status", "arguments": {"order_id": key}},
+                ),
+                ToolCall(f"d{key}", "report", {"n": turn + 1}),
+            ]
+            result = dispatch_sync(
+                calls,
+                discovery,
+                context=Context(run_id=f"request-{key}"),
+                ledger=ledger,
+                artifacts=store,
+                cancellation=shutdown,
+                on_event=events.append,
+                middleware=middleware,
+            )
+            assert [(m.tool_call_id, m.content) for m in result.messages] == [
+                (f"a{key}", str(turn)),
+                (f"b{key}", str(turn + 1)),
+                (f"c{key}", f"refund of {key} sent"),
+                (f"d{key}", "report"),
+            ]
+            [ref] = result.messages[3].artifact.artifacts  # type: ignore[union-attr]
+            assert store.get(ref.uri).data == b"x" * (turn + 1)  # type: ignore[union-attr]
+
+    assert _in_threads(8, serve) == []
+    assert ledger.unresolved() == ()
+    started = [e.call_id for e in events if isinstance(e, ToolStarted)]
+    assert len(started) == len(set(started)) == 8 * 30 * 4
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts /proc/self/fd")
+def test_short_lived_threads_leave_no_event_loop_behind() -> None:
+    """Each thread that runs an async tool gets its own event loop; it is closed when the
+    thread ends, so a server that starts a thread per request does not leak descriptors."""
+
+    def open_descriptors() -> int:
+        gc.collect()
+        return len(os.listdir("/proc/self/fd"))
+
+    def request(worker: int) -> None:
+        result = dispatch_sync([ToolCall("c", "echo", {"n": worker})], ECHO)
+        assert result.messages[0].content == str(worker)
+
+    dispatch_sync([ToolCall("c", "timed", {"n": 0})], Registry.of(timed))  # a tool thread
+    before = open_descriptors()
+    for wave in range(10):
+        assert _in_threads(20, lambda i, wave=wave: request(20 * wave + i)) == []
+    assert open_descriptors() == before
