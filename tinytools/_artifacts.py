@@ -58,7 +58,12 @@ class ToolOutput(msgspec.Struct, frozen=True):
 
 
 class ArtifactStore(Protocol):
-    """Persists artifacts; returns a reference the transcript keeps."""
+    """Persists artifacts; returns a reference the transcript keeps.
+
+    One store given to dispatches that run at once is called from all their threads
+    concurrently: both stores here may be shared so; a store of the host's own must be
+    thread-safe itself.
+    """
 
     def put(self, run_id: str, call_id: str, artifact: Artifact) -> "ArtifactRef":
         """Store ``artifact`` of call ``call_id`` in run ``run_id`` (synchronously: it is

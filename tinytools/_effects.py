@@ -78,6 +78,11 @@ class EffectLedger(Protocol):
     ``release(run_id, call_id)``, which dispatch calls for a call its tool deferred. To
     a ledger with ``release``, dispatch also reports (``settled``) a deferred call the host
     answered on resume (denied, or its own result), which may have no row.
+
+    One ledger given to dispatches that run at once (a server's threads, several event
+    loops) is called from all their threads concurrently: ``SqliteLedger`` and
+    ``PostgresLedger`` let one thread at a time use their connection; a ledger of the
+    host's own must be thread-safe itself.
     """
 
     def started(
