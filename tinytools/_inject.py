@@ -162,7 +162,10 @@ class Cancellation:
     are answered as interrupted, running async calls are cancelled. A tool
     that injects ``Inject[Cancellation]`` gets its call's own handle, set when
     the batch is cancelled or the call times out; long-running synchronous
-    tools should poll :attr:`cancelled` and stop early.
+    tools should poll :attr:`cancelled` and stop early. One handle may be shared
+    by many batches at once, in several threads or event loops (a server's
+    shutdown): cancelling it stops them all; the callbacks a batch registers are
+    removed when it ends.
     """
 
     __slots__ = ("_callbacks", "_cancelled", "_lock")
