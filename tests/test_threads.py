@@ -178,7 +178,8 @@ def test_dispatch_sync_in_a_running_loop_refuses_before_the_ledger_records_anyth
         retried = await dispatch([call], ECHO, ledger=ledger, context=context)
         return retried.messages[0].content
 
-    assert asyncio.run(endpoint()) == "7"
+    with ledger:
+        assert asyncio.run(endpoint()) == "7"
 
 
 def test_dispatch_sync_in_a_trio_run_refuses_a_batch_that_needs_a_loop() -> None:
@@ -392,8 +393,9 @@ def test_threads_sharing_every_dispatch_argument_get_every_answer_once(tmp_path:
             [ref] = result.messages[3].artifact.artifacts  # type: ignore[union-attr]
             assert store.get(ref.uri).data == b"x" * (turn + 1)  # type: ignore[union-attr]
 
-    assert _in_threads(8, serve) == []
-    assert ledger.unresolved() == ()
+    with ledger:
+        assert _in_threads(8, serve) == []
+        assert ledger.unresolved() == ()
     started = [e.call_id for e in events if isinstance(e, ToolStarted)]
     assert len(started) == len(set(started)) == 8 * 30 * 4
 
