@@ -150,6 +150,53 @@ def test_a_forked_child_leaves_other_threads_event_loops_working() -> None:
     _run_script(FORKED_BESIDE_A_THREAD)
 
 
+BUSIER_THAN_THE_POOL = """
+import asyncio, sys, threading
+from tinytools import Registry, ToolCall, dispatch, tool
+from tinytools._workers import MAX_THREADS
+
+CALLS = MAX_THREADS + 6  # more blocking calls at once than there are tool threads
+submitted, running, gate = threading.Semaphore(0), threading.Semaphore(0), threading.Event()
+
+@tool(blocking=True)
+def lookup(n: int) -> int:
+    \"\"\"A lookup that blocks until the gate opens.\"\"\"
+    running.release()
+    gate.wait(30)
+    return n
+
+def counted(event) -> None:
+    if type(event).__name__ == "ToolStarted":  # (its thread is asked for next, at once)
+        submitted.release()
+
+def open_the_gate() -> None:  # once every call asked for a thread and every thread is busy
+    for _ in range(CALLS):
+        submitted.acquire()
+    for _ in range(MAX_THREADS):
+        running.acquire()
+    gate.set()
+
+async def server() -> list[str]:
+    opener = asyncio.get_running_loop().run_in_executor(None, open_the_gate)
+    tools = Registry.of(lookup)
+    requests = [dispatch([ToolCall(f"c{n}", "lookup", {"n": n})], tools, on_event=counted)
+                for n in range(CALLS)]
+    results = await asyncio.gather(*requests)
+    await opener
+    return [result.messages[0].content for result in results]
+
+sys.exit(0 if asyncio.run(server()) == [str(n) for n in range(CALLS)] else 1)
+"""
+
+
+def test_more_blocking_calls_at_once_than_tool_threads_wait_for_one() -> None:
+    """Defect: an async server running more blocking calls at once than the pool's 64
+    threads answered the extra calls at once with "no thread is free ... make the hung
+    tools observe their Cancellation" (35 of 100 requests, no tool hung). They now wait
+    in line for a thread, within their timeout."""
+    _run_script(BUSIER_THAN_THE_POOL)
+
+
 # --- dispatch_sync inside a running event loop ------------------------------------------
 
 

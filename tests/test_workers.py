@@ -114,12 +114,33 @@ def test_abandoned_threads_never_starve_later_calls_nor_exceed_the_bound(
     pool = ThreadPool(max_threads=3, max_idle=1, baton=baton)
     for _ in range(3):
         assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)
-    with pytest.raises(PoolExhausted, match="3 tool threads are still busy"):
-        pool.run(lambda: None, {}, 5)
+    ran = []
+    with pytest.raises(PoolExhausted, match="within its timeout: 3 tool threads are still busy"):
+        pool.run(ran.append, {"object": "late"}, 0.01)  # (a wait in line, then the answer)
     gate.set()
     assert settled(pool, 1)
     assert pool.run(lambda: "free", {}, 5) == (True, "free")
     assert pool.threads <= 3
+    assert ran == []  # the call that found no thread in time never ran
+
+
+def test_jobs_beyond_the_bound_wait_in_line_and_run_in_order(
+    baton: Callable[[], Handoff], gate: threading.Event
+) -> None:
+    """Defect: a job submitted while every thread was busy (no tool hung: the pool was
+    merely full) was refused at once with ``PoolExhausted``."""
+    pool = ThreadPool(max_threads=1, max_idle=1, baton=baton)
+    busy = [pool.submit(gate.wait)]
+    order: list[int] = []
+    waiting = [pool.submit(lambda n=n: order.append(n)) for n in range(5)]  # type: ignore[misc]
+    withdrawn = pool.submit(lambda: order.append(99))
+    assert pool.withdraw(withdrawn)  # a job still in line can be taken back: it never runs
+    assert not any(job.done.is_set() for job in waiting)
+    gate.set()
+    assert all(job.done.wait(10) for job in [*busy, *waiting])
+    assert order == [0, 1, 2, 3, 4]
+    assert not pool.withdraw(waiting[0])  # (it ran)
+    assert pool.threads == 1
 
 
 def test_a_tool_ending_at_its_timeout_is_answered_once_either_way(

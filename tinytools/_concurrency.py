@@ -43,7 +43,7 @@ from ._asyncio_tasks import Tasks
 from ._execute import PROPAGATE, UNSEEN, kwargs_for, linked, retry_wait, timed_out
 from ._inject import Cancellation
 from ._run import Run, Stop
-from ._workers import THREADS, Job
+from ._workers import THREADS, Job, PoolExhausted
 
 __all__ = ["current_time", "execute", "run_call"]
 
@@ -101,9 +101,12 @@ async def _in_thread(
             with anyio.move_on_after(timeout):
                 await done.wait()
     except BaseException:
+        THREADS.withdraw(job)  # still waiting for a thread: it never starts
         handle.cancel()  # cancelled: the abandoned tool can still see it should stop
         raise
     if not job.done.is_set():
+        if THREADS.withdraw(job):  # every thread stayed busy: the tool never started
+            raise PoolExhausted(THREADS.threads)
         handle.cancel()
         return False, None
     return True, job.outcome()

@@ -36,7 +36,7 @@ from ._memo import remember
 from ._run import Run, Stop
 from ._validate import printable
 from ._wire import json_problem
-from ._workers import THREADS, Job
+from ._workers import THREADS, Job, PoolExhausted
 from .errors import (
     ApprovalRequired,
     CallDeferred,
@@ -310,6 +310,9 @@ def _in_thread(
         wake.wait(timeout)
     finally:
         forget()
+        withdrawn = not job.done.is_set() and THREADS.withdraw(job)  # it never starts
+    if withdrawn and not cancellation.cancelled:  # every thread stayed busy
+        raise PoolExhausted(THREADS.threads)
     if not job.done.is_set():
         return False, None
     return True, job.outcome()

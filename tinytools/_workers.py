@@ -10,8 +10,12 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   (its injected ``Cancellation`` is set, so a tool that polls it stops early), and the
   thread then returns to the pool. Abandoned threads never starve later calls — a call
   that finds no idle thread gets a new one — and never grow without bound: at most
-  :data:`MAX_THREADS` threads exist; past that, a call is refused at once with an error
-  that says how many tool threads are still busy (:class:`PoolExhausted`). At most
+  :data:`MAX_THREADS` threads exist. Past that (a server with more blocking calls at
+  once than threads, or threads held by hung tools), a call waits in line, first in,
+  first out, for a thread to come free, within its own timeout (and its batch's
+  deadline and cancellation); one still in line when that passes is taken out of it
+  and never runs, answered with an error that says how many tool threads are still busy
+  (:class:`PoolExhausted`). A call with no timeout waits as long as it takes. At most
   :data:`MAX_IDLE` idle threads are kept (a few more, briefly, when many calls end at
   once); extra ones exit. What a hung thread still holds — the tool's arguments, its
   frames, whatever it locked — stays held until the tool returns; a thread that never
@@ -48,7 +52,9 @@ from __future__ import annotations
 import _thread
 import asyncio
 import atexit
+import collections
 import contextlib
+import functools
 import os
 import select
 import selectors
@@ -92,9 +98,10 @@ class PoolExhausted(RuntimeError):
 
     def __init__(self, busy: int) -> None:
         super().__init__(
-            f"no thread is free to run the tool: {busy} tool threads are still busy "
-            "(calls that outlived their timeout keep their thread until the tool returns); "
-            "make the hung tools observe their injected Cancellation, or retry later"
+            f"no thread came free to run the tool within its timeout: {busy} tool threads "
+            "are still busy (calls that outlived their timeout keep their thread until the "
+            "tool returns); make the hung tools observe their injected Cancellation, give "
+            "the tool a longer timeout, or retry later"
         )
 
 
@@ -137,9 +144,11 @@ class Job(Generic[T]):
     """A function given to a pool thread without waiting (:meth:`ThreadPool.submit`); its
     outcome once :attr:`done` is set."""
 
-    __slots__ = ("_notify", "done", "error", "value")
+    __slots__ = ("_notify", "done", "error", "fn", "value")
 
-    def __init__(self) -> None:
+    def __init__(self, fn: Callable[[], T] | None = None) -> None:
+        #: The function, while the job waits in the pool's queue for a thread.
+        self.fn = fn
         self._notify: Callable[[], None] | None = None
         self.done = Signal()
         self.value: T | None = None
@@ -292,9 +301,12 @@ class _Worker:
             # Nobody waits: a submitted job, or one abandoned at its timeout.
             job, value, error = self.job, self.value, self.error
             self.job = self.value = self.error = None
-            keep = self._pool._park(self)  # parked (or counted out) before the job is done
+            pool = self._pool
+            keep = pool._park(self)  # parked (or counted out) before the job is done
             if not keep:
-                self._pool._exited()
+                pool._exited()
+            if pool._queue:  # a job waits for a thread: this one, or another idle one
+                pool._drain()
             if job is not None:
                 with contextlib.suppress(BaseException):  # a failing on_done: nobody waits
                     job.finish(value, error)
@@ -328,6 +340,7 @@ class ThreadPool:
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
         self._threads = 0
+        self._queue: collections.deque[Job[object]] = collections.deque()
 
     @property
     def threads(self) -> int:
@@ -342,13 +355,19 @@ class ThreadPool:
         (the thread is then abandoned to the tool; it returns to the pool when the tool
         returns). What ``fn`` raises is raised here.
 
+        When :data:`MAX_THREADS` threads are busy, the call waits in line for one to come
+        free, within its ``timeout``.
+
         Raises:
-            PoolExhausted: :data:`MAX_THREADS` threads are alive and none is idle.
+            PoolExhausted: No thread came free within ``timeout``.
         """
         try:
             worker = self._idle.pop()  # atomic: no lock needed (_take, written out)
         except IndexError:
-            worker = self._take()
+            found = self._take()
+            if found is None:
+                return self._in_line(fn, kwargs, timeout)
+            worker = found
         worker.fn = fn
         worker.kwargs = kwargs
         baton = worker.baton
@@ -368,32 +387,82 @@ class ThreadPool:
         idle = self._idle
         if len(idle) < self._max_idle:  # _give_back, written out
             idle.append(worker)
+            if self._queue:
+                self._drain()
         else:
             self._give_back(worker)
         return True, value  # type: ignore[return-value]
 
-    def submit(self, fn: Callable[[], T]) -> Job[T]:
-        """Run ``fn`` on an idle thread, or on a new one, without waiting for it.
+    def _in_line(
+        self, fn: Callable[..., T], kwargs: dict[str, object], timeout: float | None
+    ) -> tuple[bool, T | None]:
+        """:meth:`run` when every thread is busy: wait in line, then for the tool."""
+        job = self.submit(functools.partial(fn, **kwargs))
+        try:
+            job.done.wait(timeout)
+        finally:
+            # (interrupted, or out of time: a job that has not started never will)
+            withdrawn = not job.done.is_set() and self.withdraw(job)
+        if withdrawn:
+            raise PoolExhausted(self._threads)
+        if not job.done.is_set():
+            return False, None
+        return True, job.outcome()
 
-        Raises:
-            PoolExhausted: :data:`MAX_THREADS` threads are alive and none is idle.
-        """
+    def submit(self, fn: Callable[[], T]) -> Job[T]:
+        """Run ``fn`` on an idle thread, or on a new one, without waiting for it. When
+        :data:`MAX_THREADS` threads are busy, the job waits in line (first in, first out)
+        for one to come free; a caller that stops waiting for it first must
+        :meth:`withdraw` it, so that it never starts late."""
         job: Job[T] = Job()
         worker = self._take()
+        if worker is None:
+            job.fn = fn
+            with self._lock:
+                self._queue.append(job)  # type: ignore[arg-type]
+            self._drain()  # (a thread may have come free since _take looked)
+            return job
         worker.fn = fn
         worker.job = job  # type: ignore[assignment]
         worker.baton.give()
         return job
 
-    def _take(self) -> _Worker:
-        """An idle worker, or a new one."""
+    def withdraw(self, job: Job[T]) -> bool:
+        """Take ``job`` out of the line; whether it was still waiting there (it then never
+        runs; else it has started, or ended)."""
+        with self._lock:
+            try:
+                self._queue.remove(job)  # type: ignore[arg-type]
+            except ValueError:
+                return False
+        job.fn = None
+        return True
+
+    def _drain(self) -> None:
+        """Start the jobs waiting in line on the idle threads (called whenever a thread
+        comes free while jobs wait, and when a job starts waiting)."""
+        while self._queue:
+            worker = self._take()  # an idle one, or a new one (a thread may have ended)
+            if worker is None:
+                return  # every thread busy: the next to come free drains
+            with self._lock:
+                job = self._queue.popleft() if self._queue else None
+            if job is None:  # (withdrawn meanwhile)
+                self._give_back(worker)
+                return
+            worker.fn, job.fn = job.fn, None
+            worker.job = job
+            worker.baton.give()
+
+    def _take(self) -> _Worker | None:
+        """An idle worker, or a new one; None when :data:`MAX_THREADS` are busy."""
         try:
             return self._idle.pop()  # atomic: no lock needed
         except IndexError:
             pass
         with self._lock:
             if self._threads >= self._max_threads:
-                raise PoolExhausted(self._threads)
+                return None
             self._threads += 1
         worker = _Worker(self)
         try:
@@ -409,6 +478,8 @@ class ThreadPool:
         if not self._park(worker):
             worker.fn = None
             worker.baton.give()
+        elif self._queue:
+            self._drain()
 
     def _park(self, worker: _Worker) -> bool:
         """Keep an idle worker (True), or not (False: its thread is to end)."""
