@@ -115,7 +115,7 @@ def test_abandoned_threads_never_starve_later_calls_nor_exceed_the_bound(
     for _ in range(3):
         assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)
     ran = []
-    with pytest.raises(PoolExhausted, match="within its timeout: 3 tool threads are still busy"):
+    with pytest.raises(PoolExhausted, match="in time: 3 tool threads are busy"):
         pool.run(ran.append, {"object": "late"}, 0.01)  # (a wait in line, then the answer)
     gate.set()
     assert settled(pool, 1)
@@ -141,6 +141,19 @@ def test_jobs_beyond_the_bound_wait_in_line_and_run_in_order(
     assert order == [0, 1, 2, 3, 4]
     assert not pool.withdraw(waiting[0])  # (it ran)
     assert pool.threads == 1
+
+
+def test_a_tool_thread_asking_for_another_when_all_are_busy_is_refused_at_once(
+    baton: Callable[[], Handoff],
+) -> None:
+    """A tool that dispatches again from a tool thread while every thread is busy would
+    wait in line for a thread that may never come free (each busy one waiting likewise):
+    it is refused at once instead."""
+    pool = ThreadPool(max_threads=1, max_idle=1, baton=baton)
+    nested = pool.submit(lambda: pool.run(lambda: "inner", {}, None))
+    assert nested.done.wait(10)
+    with pytest.raises(PoolExhausted, match="1 tool threads are busy"):
+        nested.outcome()
 
 
 def test_a_tool_ending_at_its_timeout_is_answered_once_either_way(

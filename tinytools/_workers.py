@@ -15,7 +15,9 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   first out, for a thread to come free, within its own timeout (and its batch's
   deadline and cancellation); one still in line when that passes is taken out of it
   and never runs, answered with an error that says how many tool threads are still busy
-  (:class:`PoolExhausted`). A call with no timeout waits as long as it takes. At most
+  (:class:`PoolExhausted`). A call with no timeout waits as long as it takes, but one
+  made from a tool thread (a tool that dispatches again) is refused at once: every thread
+  could be waiting for another. At most
   :data:`MAX_IDLE` idle threads are kept (a few more, briefly, when many calls end at
   once); extra ones exit. What a hung thread still holds — the tool's arguments, its
   frames, whatever it locked — stays held until the tool returns; a thread that never
@@ -94,14 +96,16 @@ MAX_THREADS = 64
 
 
 class PoolExhausted(RuntimeError):
-    """Every tool thread is busy (abandoned calls that outlived their timeout included)."""
+    """Every tool thread stayed busy (abandoned calls that outlived their timeout included)
+    while a call waited in line for one, or a tool thread asked for another."""
 
     def __init__(self, busy: int) -> None:
         super().__init__(
-            f"no thread came free to run the tool within its timeout: {busy} tool threads "
-            "are still busy (calls that outlived their timeout keep their thread until the "
-            "tool returns); make the hung tools observe their injected Cancellation, give "
-            "the tool a longer timeout, or retry later"
+            f"no thread came free to run the tool in time: {busy} tool threads are busy (a "
+            "call that outlived its timeout keeps its thread until the tool returns; a tool "
+            "that dispatches from a tool thread is refused at once when all are busy); make "
+            "hung tools observe their injected Cancellation, give the tool a longer timeout, "
+            "or retry later"
         )
 
 
@@ -264,6 +268,10 @@ BATON: Callable[[], Handoff] = Baton
 _NO_KWARGS: dict[str, object] = {}
 
 
+#: Marks the pool's own threads (see :meth:`ThreadPool.submit`).
+_worker_thread = threading.local()
+
+
 class _Worker:
     """One pool thread and its baton. The caller fills ``fn``/``kwargs`` (``fn`` None:
     stop) and ``job`` (for :meth:`ThreadPool.submit`), the thread the outcome."""
@@ -283,6 +291,7 @@ class _Worker:
         threading.Thread(target=self._loop, name="tinytools-tool", daemon=True).start()
 
     def _loop(self) -> None:
+        _worker_thread.marked = True
         baton = self.baton
         baton.wait()
         while True:
@@ -413,10 +422,19 @@ class ThreadPool:
         """Run ``fn`` on an idle thread, or on a new one, without waiting for it. When
         :data:`MAX_THREADS` threads are busy, the job waits in line (first in, first out)
         for one to come free; a caller that stops waiting for it first must
-        :meth:`withdraw` it, so that it never starts late."""
+        :meth:`withdraw` it, so that it never starts late.
+
+        Raises:
+            PoolExhausted: Every thread is busy and this is one of them (a tool that
+                dispatches again): it is refused at once, as waiting could deadlock.
+        """
         job: Job[T] = Job()
         worker = self._take()
         if worker is None:
+            if getattr(_worker_thread, "marked", False):
+                # A tool on a pool thread asking for another (a nested dispatch): waiting
+                # could deadlock, every thread waiting for one of the others.
+                raise PoolExhausted(self._threads)
             job.fn = fn
             with self._lock:
                 self._queue.append(job)  # type: ignore[arg-type]
