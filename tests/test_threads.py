@@ -197,6 +197,41 @@ def test_more_blocking_calls_at_once_than_tool_threads_wait_for_one() -> None:
     _run_script(BUSIER_THAN_THE_POOL)
 
 
+FORKED_WORKERS_SHARE_A_LEDGER = """
+import os, sys, tempfile
+from tinytools import Registry, ToolCall, dispatch_sync, tool
+from tinytools.ledger import SqliteLedger
+
+@tool
+def charge(amount: int) -> str:
+    \"\"\"Charges amount.\"\"\"
+    return f"charged {amount}"
+
+TOOLS = Registry.of(charge)
+path = os.path.join(tempfile.mkdtemp(), "effects.db")
+
+def request() -> str:  # a new request: a new run (no context given), a provider's call id
+    with SqliteLedger(path) as ledger:
+        result = dispatch_sync([ToolCall("call_1", "charge", {"amount": 5})], TOOLS, ledger=ledger)
+    return result.messages[0].content
+
+assert request() == "charged 5"
+child = os.fork()
+if child == 0:
+    os._exit(0 if request() == "charged 5" else 1)
+_, status = os.waitpid(child, 0)
+os._exit(0 if request() == "charged 5" and os.waitstatus_to_exitcode(status) == 0 else 1)
+"""
+
+
+@needs_fork
+def test_forked_workers_sharing_a_ledger_draw_their_own_run_ids() -> None:
+    """Defect: a forked child drew the same default run ids as its parent (a per-process
+    prefix and counter, copied by the fork), so a ledger shared by the two refused the
+    child's new request as "already started" by the parent's."""
+    _run_script(FORKED_WORKERS_SHARE_A_LEDGER)
+
+
 # --- dispatch_sync inside a running event loop ------------------------------------------
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
+import os
 import threading
 import types
 import typing
@@ -90,13 +91,25 @@ CallId = NewType("CallId", str)
 
 
 # Run ids: a random per-process prefix and a counter — unique, and far cheaper than a
-# uuid4 per dispatch (which reads the OS's entropy source every time).
+# uuid4 per dispatch (which reads the OS's entropy source every time). A forked child
+# draws a prefix of its own: it would otherwise repeat its parent's ids, and a ledger
+# shared by the two would refuse the child's calls as already started.
 _RUN_PREFIX = uuid.uuid4().hex[:12]
 _RUN_COUNTER = itertools.count(1)
 
 
 def _new_run_id() -> str:
     return f"run-{_RUN_PREFIX}-{next(_RUN_COUNTER)}"
+
+
+def _new_run_prefix() -> None:
+    global _RUN_PREFIX, _RUN_COUNTER
+    _RUN_PREFIX = uuid.uuid4().hex[:12]
+    _RUN_COUNTER = itertools.count(1)
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_new_run_prefix)
 
 
 def _run_id(value: str | None) -> str:
@@ -116,7 +129,8 @@ class Context:
     """What injection draws from; passed to dispatch as ``context=``.
 
     Attributes:
-        run_id: This run's id; a fresh one when not given.
+        run_id: This run's id; a fresh one when not given (unique within the process
+            and the processes forked from it).
         thread_id: The conversation thread, if the host has one.
         depth: Nesting depth (0 for a top-level run, 1 for a sub-agent, …).
         state: The caller's state object, injected as ``State[T]``.
