@@ -232,6 +232,51 @@ def test_forked_workers_sharing_a_ledger_draw_their_own_run_ids() -> None:
     _run_script(FORKED_WORKERS_SHARE_A_LEDGER)
 
 
+FORKED_BESIDE_BUSY_THREADS = """
+import faulthandler, os, sys, threading
+from tinytools import ToolCall, dispatch_sync, tool
+
+@tool
+def echo(n: int) -> int:
+    \"\"\"n.\"\"\"
+    return n
+
+stop = threading.Event()
+
+def serve() -> None:  # a new list of tools per request: the engine remembers each
+    while not stop.is_set():
+        dispatch_sync([ToolCall("c", "echo", {"n": 1})], [echo])
+
+servers = [threading.Thread(target=serve) for _ in range(4)]
+for server in servers:
+    server.start()
+sys.setswitchinterval(1e-6)
+ok = True
+for _ in range(20):
+    child = os.fork()
+    if child == 0:
+        faulthandler.dump_traceback_later(10, exit=True)  # a hang: exit code 1
+        result = dispatch_sync([ToolCall("c", "echo", {"n": 2})], [echo])
+        os._exit(0 if result.messages[0].content == "2" else 2)
+    _, status = os.waitpid(child, 0)
+    ok = os.waitstatus_to_exitcode(status) == 0
+    if not ok:
+        break
+stop.set()
+for server in servers:
+    server.join()
+os._exit(0 if ok else 1)
+"""
+
+
+@needs_fork
+def test_a_child_forked_beside_busy_dispatching_threads_can_dispatch() -> None:
+    """Defect: a child forked while another thread was storing a memo entry (the engine's
+    memos are written under one lock) hung on its first dispatch, waiting for a lock held
+    by a thread the child does not have."""
+    _run_script(FORKED_BESIDE_BUSY_THREADS)
+
+
 # --- dispatch_sync inside a running event loop ------------------------------------------
 
 

@@ -12,6 +12,7 @@ never on a hit.
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import TypeVar
 
@@ -23,6 +24,17 @@ _V = TypeVar("_V")
 #: Serialises the writes of every memo (eviction reads the oldest key, then deletes it:
 #: two threads evicting at once would both pick it).
 _WRITING = threading.Lock()
+
+
+def _forked() -> None:
+    """A forked child gets the lock free: a thread of the parent that held it at the
+    fork does not exist in the child, and the child's first write would wait forever."""
+    global _WRITING
+    _WRITING = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_forked)
 
 
 def remember(memo: dict[_K, _V], key: _K, value: _V, limit: int = 64) -> None:
