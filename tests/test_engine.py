@@ -38,7 +38,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._workers import THREADS, PoolExhausted, ThreadPool
+from tinytools._workers import THREADS, ThreadPool
 from tinytools.events import (
     Custom,
     Event,
@@ -850,15 +850,19 @@ class TestWorkers:
 
     def test_the_pool_is_bounded_and_says_so(self, gate: threading.Event) -> None:
         """Defect: under asyncio, abandoned threads grew without bound (41 -> 86 after 45
-        calls). The pool never holds more than its limit and refuses with a clear error."""
+        calls). The pool never holds more than its limit: a job past it waits in line for
+        a thread."""
         pool = ThreadPool(max_threads=3, max_idle=1)
         jobs = [pool.submit(lambda: gate.wait(30)) for _ in range(3)]
         assert pool.threads == 3
-        with pytest.raises(PoolExhausted, match="3 tool threads are still busy"):
-            pool.submit(lambda: None)
+        waiting = pool.submit(lambda: "in line")
+        assert pool.threads == 3
+        assert not waiting.done.is_set()
         gate.set()
-        for job in jobs:
+        for job in [*jobs, waiting]:
             assert job.done.wait(10)
+        assert waiting.outcome() == "in line"
+        assert pool.threads <= 3
         fresh = pool.submit(lambda: "again")
         assert fresh.done.wait(10)
         assert fresh.outcome() == "again"
