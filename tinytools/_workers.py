@@ -522,7 +522,7 @@ THREADS = ThreadPool()
 
 
 #: How many forks this process is from the one that imported tinytools (a loop made in
-#: an earlier generation is the parent's: see :func:`_detach`).
+#: an earlier generation is the parent's: see :func:`_detached`).
 _forks = 0
 
 
@@ -560,8 +560,13 @@ class _LoopHolder:
 #: Loops inherited over a fork that :func:`_detached` could not make safe to close: kept
 #: open (never used) for the life of the process.
 _INHERITED: list[asyncio.AbstractEventLoop] = []
-#: The selectors whose state lives in this process alone (closing a copy is harmless).
-_PRIVATE = (selectors.PollSelector, selectors.SelectSelector)
+#: The selectors whose state lives in this process alone (closing a copy is harmless;
+#: ``poll`` is missing on Windows, which has no fork either).
+_PRIVATE = tuple(
+    getattr(selectors, name)
+    for name in ("PollSelector", "SelectSelector")
+    if hasattr(selectors, name)
+)
 
 
 def _detached(loop: asyncio.AbstractEventLoop) -> bool:
@@ -615,10 +620,10 @@ def refuse_nested_loop() -> None:
         raise NestedLoop(
             "dispatch_sync needs an event loop for this batch (an async tool, an async "
             "on_event handler, or threaded calls run concurrently) but was called from "
-            f"inside a running {running} event loop, which it would block (no tool of this batch "
-            "has run). "
-            "Use `await tinytools.dispatch(...)` there; a synchronous tool that dispatches "
-            "can be declared `@tool(blocking=True)` to run on a worker thread instead"
+            f"inside a running {running} event loop, which it would block (no tool of this "
+            "batch has run). Use `await tinytools.dispatch(...)` there; a synchronous tool "
+            "that dispatches can be declared `@tool(blocking=True)` to run on a worker "
+            "thread instead"
         )
 
 
