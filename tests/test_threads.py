@@ -422,6 +422,19 @@ def test_a_tools_failing_callback_does_not_keep_other_batches_from_being_cancell
     assert answers == {"first": "stopped", "second": "stopped"}
 
 
+def test_every_batch_sharing_a_cancellation_stops_when_a_host_callback_fails() -> None:
+    """Defect: ``cancel()`` stopped at the first callback that raised; the batches whose
+    callbacks came after it were never told to stop."""
+    shutdown = Cancellation()
+    shutdown.on_cancel(_failing_callback)  # the host's own, registered first
+    told = threading.Event()
+    shutdown.on_cancel(told.set)  # (as a batch sharing the handle registers its own)
+    with pytest.raises(RuntimeError, match="callback failed"):
+        shutdown.cancel()
+    assert told.is_set()
+    assert shutdown.cancelled
+
+
 # --- many threads, everything shared ----------------------------------------------------
 
 

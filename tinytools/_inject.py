@@ -195,14 +195,29 @@ class Cancellation:
         return self._cancelled
 
     def cancel(self) -> None:
-        """Cancel (idempotent; safe from any thread)."""
+        """Cancel (idempotent; safe from any thread).
+
+        Every callback registered with :meth:`on_cancel` is called, in order, even when
+        one raises (a handle shared by many batches stops them all); then the first
+        exception a callback raised, if any, is raised here.
+        """
         with self._lock:
             if self._cancelled:
                 return
             self._cancelled = True
             callbacks, self._callbacks = self._callbacks, []
+        failed: BaseException | None = None
         for callback in callbacks:
-            callback()
+            try:
+                callback()
+            except BaseException as error:  # the others are still told; raised below
+                if failed is None:
+                    failed = error
+        if failed is not None:
+            try:
+                raise failed
+            finally:
+                del failed  # no cycle through this frame's traceback
 
     def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Call ``callback`` when cancelled (now, if already); returns an unsubscribe."""
