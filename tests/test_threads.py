@@ -385,6 +385,41 @@ def test_a_sync_tool_sees_the_batch_cancelled_from_another_thread(runner: str) -
     assert result.messages[0].content == "stopped"
 
 
+@pytest.mark.parametrize("runner", ["dispatch_sync", "asyncio", "trio"])
+def test_an_async_tool_sees_its_handle_set_when_the_batch_is_cancelled(runner: str) -> None:
+    """Defect: an async tool's injected Cancellation was never set by the batch's
+    cancellation (only the loop's cancellation reached the tool): work the tool handed to
+    a thread with its handle never learned to stop. It is set before the loop delivers
+    the cancellation, so the tool sees it set as it is cancelled."""
+    started = threading.Event()
+    seen: list[bool] = []
+
+    @tool
+    async def watch(cancellation: Inject[Cancellation]) -> str:
+        """Waits to be cancelled."""
+        started.set()
+        try:
+            await anyio.Event().wait()
+        except anyio.get_cancelled_exc_class():
+            seen.append(cancellation.cancelled)
+            raise
+        return "never cancelled"
+
+    batch_cancellation = Cancellation()
+    canceller = threading.Thread(target=lambda: (started.wait(10), batch_cancellation.cancel()))
+    canceller.start()
+    calls, tools = [ToolCall("c1", "watch", {})], Registry.of(watch)
+    if runner == "dispatch_sync":
+        result = dispatch_sync(calls, tools, cancellation=batch_cancellation)
+    elif runner == "asyncio":
+        result = asyncio.run(dispatch(calls, tools, cancellation=batch_cancellation))
+    else:
+        result = trio.run(lambda: dispatch(calls, tools, cancellation=batch_cancellation))
+    canceller.join()
+    assert result.messages[0].status == "interrupted"
+    assert seen == [True]
+
+
 def _failing_callback() -> None:
     raise RuntimeError("a tool's own callback failed")
 

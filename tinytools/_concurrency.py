@@ -135,8 +135,8 @@ async def _attempts(
     fn = plan.fn
     assert fn is not None
     threaded = plan.threaded(timeout)
-    if handle is not UNSEEN and run.cancellation is not None and not plan.is_async:
-        fn = linked(fn, run.cancellation, handle)  # the tool sees the batch cancelled
+    if handle is not UNSEEN and run.cancellation is not None:
+        fn = linked(fn, run.cancellation, handle, plan.is_async)  # it sees the batch cancelled
     while True:
         try:
             if plan.is_async:

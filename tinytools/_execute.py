@@ -319,13 +319,16 @@ def _in_thread(
 
 
 def linked(
-    fn: Callable[..., object], batch: Cancellation, handle: Cancellation
+    fn: Callable[..., object], batch: Cancellation, handle: Cancellation, is_async: bool = False
 ) -> Callable[..., object]:
     """``fn`` whose call's own cancellation ``handle`` is set when the ``batch``'s
     cancellation is, while it runs: a synchronous tool that polls its injected
     ``Cancellation`` sees the batch cancelled from another thread, though it holds the
     only thread that could tell it otherwise (inline), or is waited for by nobody
-    (abandoned on a worker thread). The link is undone when ``fn`` returns, so a
+    (abandoned on a worker thread). An async tool (``is_async``: ``fn`` is awaited) is
+    also cancelled by its event loop; its handle is set as the batch is cancelled, before
+    the loop delivers that at the tool's next ``await``, so work it handed to a thread
+    sees it too. The link is undone when ``fn`` returns, so a
     ``Cancellation`` shared by many batches keeps no callback of a finished call. What a
     callback the tool registered on its handle raises stays with the tool: the host's
     ``cancel()`` goes on to the other batches sharing its cancellation."""
@@ -341,7 +344,14 @@ def linked(
         finally:
             forget()
 
-    return call
+    async def awaited(**kwargs: object) -> object:
+        forget = batch.on_cancel(tell)
+        try:
+            return await fn(**kwargs)  # type: ignore[misc]
+        finally:
+            forget()
+
+    return awaited if is_async else call
 
 
 def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
