@@ -15,7 +15,6 @@ answered — that call's result lost, as the abort says.
 
 import inspect
 import re
-import threading
 from pathlib import Path
 from typing import Protocol
 
@@ -141,17 +140,20 @@ def stored(store: "ArtifactStore", run_id: str, call_id: str, artifact: Artifact
 
 
 class MemoryArtifactStore:
-    """Keeps artifacts in a dict (for tests and short-lived processes)."""
+    """Keeps artifacts in a dict (for tests and short-lived processes).
+
+    Safe to share between threads and batches: each ``put`` is one dict store, which is
+    atomic, so no lock is held (a lock held by another thread as the process forks would
+    hang the child's first ``put``).
+    """
 
     def __init__(self) -> None:
         self._items: dict[str, Artifact] = {}
-        self._lock = threading.Lock()
 
     def put(self, run_id: str, call_id: str, artifact: Artifact) -> "ArtifactRef":
         """Store ``artifact`` under ``memory://run/call/name``."""
         uri = f"memory://{run_id}/{call_id}/{artifact.name}"
-        with self._lock:
-            self._items[uri] = artifact
+        self._items[uri] = artifact
         return ArtifactRef(artifact.name, artifact.media_type, uri, len(artifact.data))
 
     def get(self, uri: str) -> Artifact:
