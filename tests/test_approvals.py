@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import msgspec
 import pytest
 
@@ -153,6 +155,30 @@ class TestResume:
         assert [("pay", 5), ("pay", 60), ("transfer", 7)] == ran
         assert ("1", "2", "3") == result.executed
         assert result.deferred is None
+
+    def test_decisions_pickle_for_another_process(self) -> None:
+        """Requests and bound decisions survive pickling (a web app hands them to another
+        worker): equal values that resume the batch the same way. The decisions did not
+        pickle (read-only mappings)."""
+        requests = pickle.loads(pickle.dumps(pending()))
+        decided = (
+            requests.approve("1")
+            .approve_with_args("2", {"amount": 60})
+            .deny("3", "not today")
+            .respond("4", "found it")
+        )
+        restored = pickle.loads(pickle.dumps(decided))
+        assert restored == decided
+        assert restored.pending == decided.pending
+        answers = dispatch_sync(requests.all, TOOLS, approvals=restored).messages
+        assert {m.tool_call_id: (m.status, m.content) for m in answers} == {
+            "1": ("ok", "paid 5"),
+            "2": ("ok", "paid 60"),
+            "3": ("denied", "not today"),
+            "4": ("ok", "found it"),
+        }
+        with pytest.raises(ValueError, match="not among the deferred calls"):
+            restored.approve("9")  # still bound to the calls it answers
 
     def test_edited_args_revalidated(self) -> None:
         """Invalid edited arguments are rejected like a model's, and nothing runs."""

@@ -84,6 +84,13 @@ class ApproveWithArgs:
 
     arguments: Mapping[str, object]
 
+    def __reduce__(self) -> tuple[object, ...]:  # (a read-only mapping does not pickle)
+        return _approve_with_args, (dict(self.arguments),)
+
+
+def _approve_with_args(arguments: dict[str, object]) -> ApproveWithArgs:
+    return ApproveWithArgs(MappingProxyType(arguments))
+
 
 @attrs.frozen
 class Respond:
@@ -255,6 +262,15 @@ class DeferredToolResults:
 
     def __repr__(self) -> str:
         return f"DeferredToolResults({dict(self.decisions)!r})"
+
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as its decisions and pending calls (a host may hand its decisions to
+        another process, as ``DeferredToolRequests`` can be)."""
+        return _results, (dict(self.decisions), tuple(self.pending.values()))
+
+
+def _results(decisions: dict[str, Decision], pending: tuple[ToolCall, ...]) -> DeferredToolResults:
+    return DeferredToolResults(decisions, pending=pending)
 
 
 def _frozen_meta(value: Mapping[str, Mapping[str, object]]) -> Mapping[str, Mapping[str, object]]:
