@@ -31,9 +31,11 @@ from tinytools import (
     Cancellation,
     Context,
     DispatchAborted,
+    DispatchResult,
     Inject,
     MemoryArtifactStore,
     Registry,
+    Tool,
     ToolCall,
     ToolResult,
     before_tool,
@@ -357,6 +359,23 @@ def test_a_sync_tool_that_dispatches_runs_when_declared_blocking() -> None:
 # --- a Cancellation shared with another thread -------------------------------------------
 
 
+def _cancelled_once_started(runner: str, watch: Tool, started: threading.Event) -> DispatchResult:
+    """One call of ``watch`` under ``runner``, whose batch another thread cancels once
+    the tool says it ``started``."""
+    batch_cancellation = Cancellation()
+    canceller = threading.Thread(target=lambda: (started.wait(10), batch_cancellation.cancel()))
+    canceller.start()
+    calls, tools = [ToolCall("c1", "watch", {})], Registry.of(watch)
+    try:
+        if runner == "dispatch_sync":
+            return dispatch_sync(calls, tools, cancellation=batch_cancellation)
+        if runner == "asyncio":
+            return asyncio.run(dispatch(calls, tools, cancellation=batch_cancellation))
+        return trio.run(lambda: dispatch(calls, tools, cancellation=batch_cancellation))
+    finally:
+        canceller.join()
+
+
 @pytest.mark.parametrize("runner", ["dispatch_sync", "asyncio", "trio"])
 def test_a_sync_tool_sees_the_batch_cancelled_from_another_thread(runner: str) -> None:
     """Defect: a synchronous tool's injected Cancellation was set only when its own call
@@ -371,17 +390,7 @@ def test_a_sync_tool_sees_the_batch_cancelled_from_another_thread(runner: str) -
         started.set()
         return "stopped" if seen.wait(10) else "never told"
 
-    batch_cancellation = Cancellation()
-    canceller = threading.Thread(target=lambda: (started.wait(10), batch_cancellation.cancel()))
-    canceller.start()
-    calls, tools = [ToolCall("c1", "watch", {})], Registry.of(watch)
-    if runner == "dispatch_sync":
-        result = dispatch_sync(calls, tools, cancellation=batch_cancellation)
-    elif runner == "asyncio":
-        result = asyncio.run(dispatch(calls, tools, cancellation=batch_cancellation))
-    else:
-        result = trio.run(lambda: dispatch(calls, tools, cancellation=batch_cancellation))
-    canceller.join()
+    result = _cancelled_once_started(runner, watch, started)
     assert result.messages[0].content == "stopped"
 
 
@@ -405,17 +414,7 @@ def test_an_async_tool_sees_its_handle_set_when_the_batch_is_cancelled(runner: s
             raise
         return "never cancelled"
 
-    batch_cancellation = Cancellation()
-    canceller = threading.Thread(target=lambda: (started.wait(10), batch_cancellation.cancel()))
-    canceller.start()
-    calls, tools = [ToolCall("c1", "watch", {})], Registry.of(watch)
-    if runner == "dispatch_sync":
-        result = dispatch_sync(calls, tools, cancellation=batch_cancellation)
-    elif runner == "asyncio":
-        result = asyncio.run(dispatch(calls, tools, cancellation=batch_cancellation))
-    else:
-        result = trio.run(lambda: dispatch(calls, tools, cancellation=batch_cancellation))
-    canceller.join()
+    result = _cancelled_once_started(runner, watch, started)
     assert result.messages[0].status == "interrupted"
     assert seen == [True]
 
