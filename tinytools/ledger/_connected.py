@@ -72,11 +72,24 @@ def _after_fork_in_parent() -> None:
     _HELD.clear()
 
 
+#: The parent's connections a forked child inherited: kept, never used nor closed while
+#: the child runs (SQLite: closing one is a use of the parent's handle, which must not
+#: cross a fork, and can drop the file locks the child's own connection holds; letting it
+#: be collected would close it). psycopg never ends a session from a process that did not
+#: open it.
+_INHERITED: list[_Closable] = []
+
+
 def _after_fork_in_child() -> None:
-    """In the child (one thread, so nothing else touches the ledgers yet): new locks."""
+    """In the child (one thread, so nothing else touches the ledgers yet): new locks, and
+    the parent's connections set aside (each ledger opens its own on first use)."""
     for ledger in _HELD:
         ledger._lock = threading.RLock()
     _HELD.clear()
+    for ledger in list(_LIVE):
+        if ledger._connection is not None:
+            _INHERITED.append(ledger._connection)
+            ledger._connection = None
 
 
 if hasattr(os, "register_at_fork"):  # (not on Windows, which has no fork)
