@@ -1,0 +1,235 @@
+"""The host's own task or scope cancelled mid-dispatch (a client that disconnects, a
+timeout around ``await dispatch``), and many batches sharing one event loop.
+
+What the host cancels reaches it unchanged (its own cancellation, bare, never a
+result, a ``DispatchAborted`` or an exception group); nothing of the batch is left
+behind: no callback on a shared ``Cancellation``, no ledger row of a call that never
+started (those that started stay unresolved). Synchronised with events, never sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import pathlib
+import threading
+from collections.abc import Mapping
+
+import anyio
+import pytest
+import trio
+
+from tinytools import (
+    Cancellation,
+    Context,
+    DispatchResult,
+    RunPolicy,
+    ToolCall,
+    ToolPolicy,
+    dispatch,
+    tool,
+)
+from tinytools.ledger import AlreadyStarted, SqliteLedger, reconcile
+
+
+def waiting_tools(started: anyio.Event) -> list[object]:
+    """``hang``: an async tool that says it started and waits until cancelled; ``quick``."""
+
+    @tool
+    async def hang(x: int) -> int:
+        """Wait until cancelled."""
+        started.set()
+        await anyio.sleep_forever()
+        return x
+
+    @tool
+    def quick(x: int) -> int:
+        """Answer at once."""
+        return x
+
+    return [hang, quick]
+
+
+async def cancelled_mid_batch(
+    calls: list[ToolCall], tools: list[object], started: anyio.Event, **kwargs: object
+) -> list[BaseException]:
+    """Dispatch ``calls`` in a scope the host cancels once ``started`` is set; what came out
+    of ``await dispatch`` (the host's cancellation is caught by its own scope)."""
+    caught: list[BaseException] = []
+    returned: list[DispatchResult] = []
+
+    async def run() -> None:
+        try:
+            returned.append(await dispatch(calls, tools, **kwargs))  # type: ignore[arg-type]
+        except BaseException as error:
+            caught.append(error)
+            raise
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(run)
+            await started.wait()
+            group.cancel_scope.cancel()
+    assert returned == []
+    return caught
+
+
+class TestCancelledBare:
+    @pytest.mark.parametrize("concurrency", [1, 3])
+    def test_trio_host_scope_gets_a_bare_cancelled(self, concurrency: int) -> None:
+        """A trio host cancelling the scope around a concurrent batch sees trio.Cancelled
+        itself (an `except trio.Cancelled` catches it), not an exception group."""
+
+        async def main() -> list[BaseException]:
+            started = anyio.Event()
+            calls = [ToolCall(n, "hang", {"x": 1}) for n in "abc"]
+            policy = RunPolicy(max_concurrency=concurrency)
+            return await cancelled_mid_batch(calls, waiting_tools(started), started, policy=policy)
+
+        caught = trio.run(main)
+        assert [type(error) for error in caught] == [trio.Cancelled]
+
+    def test_asyncio_host_task_cancel_keeps_its_message(self) -> None:
+        """Under asyncio the host's own CancelledError (its message) comes out, and
+        `asyncio.timeout` around dispatch still turns it into TimeoutError."""
+
+        async def main() -> None:
+            started = anyio.Event()
+            tools = waiting_tools(started)
+            calls = [ToolCall(n, "hang", {"x": 1}) for n in "abc"]
+            task = asyncio.ensure_future(
+                dispatch(calls, tools, policy=RunPolicy(max_concurrency=3))
+            )
+            await started.wait()
+            task.cancel("client went away")
+            with pytest.raises(asyncio.CancelledError) as info:
+                await task
+            assert info.value.args == ("client went away",)
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(dispatch(calls, tools), 0.01)
+            assert asyncio.all_tasks() == {asyncio.current_task()}
+
+        asyncio.run(main())
+
+
+class MemoryLedger:
+    """A ledger without ``release`` (the protocol's minimum)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[tuple[str, str], str | None] = {}
+
+    def started(
+        self, run_id: str, call_id: str, tool_name: str, arguments: Mapping[str, object]
+    ) -> None:
+        if (run_id, call_id) in self.rows:
+            raise AlreadyStarted(run_id, call_id)
+        self.rows[run_id, call_id] = None
+
+    def settled(self, run_id: str, call_id: str, status: str) -> None:
+        self.rows[run_id, call_id] = status
+
+    def unresolved(self, run_id: str | None = None) -> tuple[object, ...]:
+        return ()
+
+
+class TestLedgerAfterHostCancel:
+    @pytest.mark.anyio
+    async def test_unstarted_calls_start_again(self, tmp_path: pathlib.Path) -> None:
+        """The host cancels a serial batch while its first call runs: that call stays
+        unresolved (its effect is uncertain) and is never run again; the calls that never
+        started run when the host dispatches the turn again."""
+        started = anyio.Event()
+        tools = waiting_tools(started)
+        calls = [
+            ToolCall("c1", "hang", {"x": 1}),
+            ToolCall("c2", "quick", {"x": 2}),
+            ToolCall("c3", "quick", {"x": 3}),
+        ]
+        context = Context(run_id="turn-1")
+        with SqliteLedger(tmp_path / "effects.db") as ledger:
+            await cancelled_mid_batch(calls, tools, started, ledger=ledger, context=context)
+            decided = reconcile(calls, tools, ledger, "turn-1")  # type: ignore[arg-type]
+            assert [call.id for call in decided.rerun] == ["c2", "c3"]
+            assert [m.tool_call_id for m in decided.messages] == ["c1"]
+
+    @pytest.mark.anyio
+    async def test_rerun_after_cancel(self, tmp_path: pathlib.Path) -> None:
+        started = anyio.Event()
+        tools = waiting_tools(started)
+        calls = [ToolCall("c1", "hang", {"x": 1}), ToolCall("c2", "quick", {"x": 2})]
+        context = Context(run_id="turn-1")
+        with SqliteLedger(tmp_path / "effects.db") as ledger:
+            await cancelled_mid_batch(calls, tools, started, ledger=ledger, context=context)
+            again = await dispatch(calls[1:], tools, ledger=ledger, context=context)  # type: ignore[arg-type]
+            assert [m.status for m in again.messages] == ["ok"]
+
+    @pytest.mark.anyio
+    async def test_a_ledger_without_release_settles_them_interrupted(self) -> None:
+        started = anyio.Event()
+        calls = [ToolCall("c1", "hang", {"x": 1}), ToolCall("c2", "quick", {"x": 2})]
+        ledger = MemoryLedger()
+        await cancelled_mid_batch(
+            calls, waiting_tools(started), started, ledger=ledger, context=Context(run_id="r")
+        )
+        assert ledger.rows == {("r", "c1"): None, ("r", "c2"): "interrupted"}
+
+
+class TestSharedCancellation:
+    @pytest.mark.anyio
+    async def test_an_abandoned_thread_keeps_no_callback(self) -> None:
+        """The host cancels while a timed sync tool blocks on a worker thread: the thread is
+        abandoned, and the host's shared Cancellation keeps no callback of it."""
+        release, started = threading.Event(), anyio.Event()
+        token = _waker(started)
+
+        @tool(policy=ToolPolicy().with_runtime(timeout=60))
+        def block(x: int) -> int:
+            """Block until released."""
+            token()
+            release.wait(10)
+            return x
+
+        shared = Cancellation()
+        try:
+            await cancelled_mid_batch(
+                [ToolCall("b", "block", {"x": 1})], [block], started, cancellation=shared
+            )
+            assert shared._callbacks == []
+        finally:
+            release.set()
+
+
+def _waker(event: anyio.Event) -> object:
+    """A function any thread may call to set ``event`` on this event loop."""
+    import sniffio
+
+    if sniffio.current_async_library() == "trio":
+        trio_token = trio.lowlevel.current_trio_token()
+        return lambda: trio_token.run_sync_soon(event.set)
+    loop = asyncio.get_running_loop()
+    return lambda: loop.call_soon_threadsafe(event.set)
+
+
+def test_keyboard_interrupt_in_dispatch_sync_releases_unstarted_rows(
+    tmp_path: pathlib.Path,
+) -> None:
+    """KeyboardInterrupt out of a tool leaves dispatch_sync bare; the call that never
+    started runs when the turn is dispatched again, the interrupted one never does."""
+    from tinytools import dispatch_sync
+
+    @tool
+    def interrupt(x: int) -> int:
+        """Raise KeyboardInterrupt, as Ctrl-C does inside a tool."""
+        raise KeyboardInterrupt
+
+    @tool
+    def quick(x: int) -> int:
+        """Answer at once."""
+        return x
+
+    calls = [ToolCall("c1", "interrupt", {"x": 1}), ToolCall("c2", "quick", {"x": 2})]
+    context = Context(run_id="turn-1")
+    with SqliteLedger(tmp_path / "effects.db") as ledger:
+        with pytest.raises(KeyboardInterrupt):
+            dispatch_sync(calls, [interrupt, quick], ledger=ledger, context=context)
+        again = dispatch_sync(calls, [interrupt, quick], ledger=ledger, context=context)
+        assert [m.status for m in again.messages] == ["error", "ok"]  # c1: already started
