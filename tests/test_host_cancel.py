@@ -233,3 +233,46 @@ def test_keyboard_interrupt_in_dispatch_sync_releases_unstarted_rows(
             dispatch_sync(calls, [interrupt, quick], ledger=ledger, context=context)
         again = dispatch_sync(calls, [interrupt, quick], ledger=ledger, context=context)
         assert [m.status for m in again.messages] == ["error", "ok"]  # c1: already started
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("concurrency", [1, 3])
+async def test_an_async_handler_cut_off_by_the_batch_cancellation_gets_its_event(
+    concurrency: int,
+) -> None:
+    """The batch's Cancellation fires while an async on_event handler awaits inside its
+    event: the handler still receives that event, and every later one, in order."""
+    cancellation = Cancellation()
+    handled: list[str] = []
+    in_handler = anyio.Event()
+
+    @tool
+    async def quick(n: int) -> int:
+        """Answer at once."""
+        return n
+
+    @tool
+    async def slow(n: int) -> int:
+        """Wait until cancelled."""
+        await anyio.sleep_forever()
+        return n
+
+    async def on_event(event: object) -> None:
+        kind = event.kind  # type: ignore[attr-defined]
+        if kind == "tool_completed" and not in_handler.is_set():
+            in_handler.set()
+            cancellation.cancel()  # the batch stops while this event is being handled
+            await anyio.sleep(0)
+        handled.append(kind)
+
+    calls = [ToolCall("a", "quick", {"n": 1}), ToolCall("b", "slow", {"n": 2})]
+    with anyio.fail_after(10):
+        result = await dispatch(
+            calls,
+            [quick, slow],
+            cancellation=cancellation,
+            on_event=on_event,
+            policy=RunPolicy(max_concurrency=concurrency),
+        )
+    assert handled == [event.kind for event in result.events]
+    assert "tool_completed" in handled
