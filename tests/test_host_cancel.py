@@ -10,6 +10,7 @@ started (those that started stay unresolved). Synchronised with events, never sl
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import pathlib
 import threading
 from collections.abc import Mapping
@@ -276,3 +277,59 @@ async def test_an_async_handler_cut_off_by_the_batch_cancellation_gets_its_event
         )
     assert handled == [event.kind for event in result.events]
     assert "tool_completed" in handled
+
+
+def test_interrupt_main_wakes_dispatch_sync_loop() -> None:
+    """`_thread.interrupt_main()` from another thread (as a Ctrl-C the kernel hands to a
+    tool's thread) while dispatch_sync's loop waits for an async tool: KeyboardInterrupt
+    leaves dispatch_sync at once, the tool is cancelled, and the thread's loop works after."""
+    import _thread
+
+    from tinytools import dispatch_sync
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals are handled on the main thread")
+    started = threading.Event()
+    seen: list[str] = []
+    woken: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
+
+    @tool
+    async def wait_long() -> str:
+        """Wait until cancelled (or, without a prompt interrupt, until the fallback)."""
+        done = asyncio.Event()  # nothing wakes the loop until the fallback sets it
+        woken.append((asyncio.get_running_loop(), done))
+        started.set()
+        try:
+            await done.wait()
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        seen.append("finished")
+        return "late"
+
+    def fallback() -> None:
+        seen.append("fallback")
+        loop, done = woken[0]
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(done.set)
+
+    def interrupter() -> None:
+        started.wait(10)
+        _thread.interrupt_main()
+        # without a prompt wake-up only this wakes the loop, and the interrupt comes late
+        timer.start()
+
+    timer = threading.Timer(1.5, fallback)
+
+    threading.Thread(target=interrupter, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        dispatch_sync([ToolCall("w", "wait_long", {})], [wait_long])
+    timer.cancel()
+    assert seen == ["cancelled"]  # before the fallback fired
+
+    @tool
+    async def later() -> str:
+        """Answer."""
+        return "fine"
+
+    assert dispatch_sync([ToolCall("l", "later", {})], [later]).messages[0].content == "fine"

@@ -37,7 +37,9 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   propagates at once; the tool's thread is then abandoned like a timed-out one.
 * :func:`event_loop` gives ``dispatch_sync`` one asyncio event loop per calling thread,
   created on first use and reused by every later ``dispatch_sync`` on that thread (about
-  7 us to enter, against 200 us for a fresh trio run). It is closed when its thread ends
+  7 us to enter, against 200 us for a fresh trio run). On the main thread a signal wakes
+  it (:func:`_wake_on_signals`): ``KeyboardInterrupt`` leaves ``dispatch_sync`` at once,
+  also when Ctrl-C lands on a tool's thread. It is closed when its thread ends
   (or at interpreter exit for the main thread). A forked child never uses or closes its
   parent's loops: on Linux a loop's epoll instance and wake-up pipe are shared with the
   parent across a fork, so closing the copy (at the child's exit) would unregister the
@@ -60,6 +62,8 @@ import functools
 import os
 import select
 import selectors
+import signal
+import socket
 import sys
 import threading
 import weakref
@@ -538,23 +542,66 @@ if hasattr(os, "register_at_fork"):  # POSIX
 class _LoopHolder:
     """A thread's event loop; closing it when the thread's locals are dropped."""
 
-    __slots__ = ("forks", "loop", "pid")
+    __slots__ = ("forks", "loop", "pid", "signals")
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.forks = _forks  # read by event_loop (a process id costs a system call)
         self.pid = os.getpid()  # read by close: a child clears its parent's other
         # threads' locals before any after-fork hook has run
+        #: The socket pair that wakes the main thread's loop for a signal (made on first
+        #: need: see :func:`_wake_on_signals`).
+        self.signals: tuple[socket.socket, socket.socket] | None = None
 
     def close(self) -> None:
         loop = self.loop
         if loop.is_closed() or loop.is_running():
             return
         if self.pid == os.getpid() or _detached(loop):
+            signals = self.signals
+            if signals is not None:
+                loop.remove_reader(signals[0].fileno())
+                signals[0].close()
+                signals[1].close()
             loop.close()
 
     def __del__(self) -> None:
         self.close()
+
+
+def _drain_signals(reader: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # (BlockingIOError: nothing left)
+        while reader.recv(512):
+            pass
+
+
+def _wake_on_signals(holder: _LoopHolder) -> bool:
+    """Have a signal wake the main thread's loop while ``dispatch_sync`` runs on it;
+    whether it was set up (undo it then with ``signal.set_wakeup_fd(-1)``).
+
+    Python runs signal handlers in the main thread, between bytecodes: a Ctrl-C that the
+    kernel delivers to another thread (a tool's), or ``_thread.interrupt_main()``, would
+    wait until the loop next wakes — when the tool ends, which may be never — before its
+    ``KeyboardInterrupt`` is raised. The signal module writes to a "wakeup fd" for every
+    signal it handles: this loop reads one for the time of the batch, so the interrupt
+    comes out of ``dispatch_sync`` at once. A wakeup fd the host set itself is left as it
+    is (the host's loop, asyncio's signal handlers, rely on it).
+    """
+    signals = holder.signals
+    if signals is None:
+        reader, writer = socket.socketpair()
+        reader.setblocking(False)
+        writer.setblocking(False)
+        holder.loop.add_reader(reader.fileno(), _drain_signals, reader)
+        signals = holder.signals = (reader, writer)
+    try:
+        before = signal.set_wakeup_fd(signals[1].fileno(), warn_on_full_buffer=False)
+    except ValueError:  # not the main interpreter's main thread after all
+        return False
+    if before != -1:  # the host's: put back
+        signal.set_wakeup_fd(before)
+        return False
+    return True
 
 
 #: Loops inherited over a fork that :func:`_detached` could not make safe to close: kept
@@ -680,11 +727,17 @@ def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> 
     """
     if backend == "asyncio":
         loop = event_loop()
+        woken = threading.current_thread() is threading.main_thread() and _wake_on_signals(
+            _local.holder
+        )
         try:
             return loop.run_until_complete(fn(*args))
         except BaseException:
             _cancel_left(loop)
             raise
+        finally:
+            if woken:
+                signal.set_wakeup_fd(-1)
     import trio
 
     refuse_nested_loop()
