@@ -23,6 +23,9 @@ from tinytools import (
     Cancellation,
     Context,
     DispatchResult,
+    Inject,
+    MemoryArtifactStore,
+    Registry,
     RunPolicy,
     ToolCall,
     ToolPolicy,
@@ -333,3 +336,92 @@ def test_interrupt_main_wakes_dispatch_sync_loop() -> None:
         return "fine"
 
     assert dispatch_sync([ToolCall("l", "later", {})], [later]).messages[0].content == "fine"
+
+
+@pytest.mark.anyio
+async def test_many_batches_on_one_loop_share_everything(tmp_path: pathlib.Path) -> None:
+    """A hundred batches at once on one loop, sharing a registry, a sync and an async
+    handler, a Cancellation, an artifact store and a ledger; every third one cancelled by
+    its host while its tools run: each other batch gets exactly its own answers and events,
+    and the shared Cancellation keeps no callback."""
+
+    @tool
+    async def echo(batch: str, n: int) -> str:
+        """Echo after a checkpoint."""
+        await anyio.sleep(0)
+        return f"{batch}:{n}"
+
+    @tool(policy=ToolPolicy().with_runtime(timeout=30))
+    def threaded(batch: str, n: int, cancel: Inject[Cancellation]) -> str:
+        """Echo on a worker thread."""
+        return f"{batch}:{n}"
+
+    gates: dict[str, anyio.Event] = {}
+
+    @tool
+    async def hold(batch: str, n: int) -> str:
+        """Say the batch is running, then wait to be cancelled."""
+        gates[batch].set()
+        await anyio.sleep_forever()
+        return ""
+
+    registry = Registry.of(echo, threaded, hold)
+    shared, store = Cancellation(), MemoryArtifactStore()
+    heard: dict[str, list[str]] = {}
+
+    def on_event(event: object) -> None:
+        call_id = event.call_id  # type: ignore[attr-defined]
+        heard.setdefault(call_id.split("/")[0], []).append(call_id)
+
+    async def on_event_async(event: object) -> None:
+        await anyio.sleep(0)
+        on_event(event)
+
+    results: dict[str, tuple[list[ToolCall], DispatchResult]] = {}
+    with SqliteLedger(tmp_path / "effects.db") as ledger:
+
+        async def one(i: int) -> None:
+            batch = f"b{i}"
+            names = ["echo", "threaded", "echo"]
+            calls = [
+                ToolCall(f"{batch}/{k}", names[(i + k) % 3], {"batch": batch, "n": k})
+                for k in range(1 + i % 4)
+            ]
+            if i % 3 == 0:
+                gates[batch] = anyio.Event()
+                calls.append(ToolCall(f"{batch}/h", "hold", {"batch": batch, "n": 0}))
+            async with anyio.create_task_group() as group:
+
+                async def run() -> None:
+                    results[batch] = (
+                        calls,
+                        await dispatch(
+                            calls,
+                            registry,
+                            policy=RunPolicy(max_concurrency=1 + i % 3),
+                            cancellation=shared,
+                            artifacts=store,
+                            ledger=ledger,
+                            context=Context(run_id=batch),
+                            on_event=on_event if i % 2 else on_event_async,
+                        ),
+                    )
+
+                group.start_soon(run)
+                if batch in gates:
+                    await gates[batch].wait()
+                    group.cancel_scope.cancel()
+
+        with anyio.fail_after(30):
+            async with anyio.create_task_group() as group:
+                for i in range(100):
+                    group.start_soon(one, i)
+    assert sorted(results) == sorted(f"b{i}" for i in range(100) if i % 3)
+    for batch, (calls, result) in results.items():
+        assert [m.tool_call_id for m in result.messages] == [c.id for c in calls]
+        assert [m.content for m in result.messages] == [
+            f"{batch}:{c.arguments['n']}"
+            for c in calls  # type: ignore[index]
+        ]
+        assert heard[batch] == [e.call_id for e in result.events]  # type: ignore[attr-defined]
+    assert shared._callbacks == []
