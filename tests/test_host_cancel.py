@@ -425,3 +425,32 @@ async def test_many_batches_on_one_loop_share_everything(tmp_path: pathlib.Path)
         ]
         assert heard[batch] == [e.call_id for e in result.events]  # type: ignore[attr-defined]
     assert shared._callbacks == []
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("concurrency", [1, 3])
+async def test_events_of_a_stopping_batch_reach_an_async_handler_once(concurrency: int) -> None:
+    """A tool cancels the batch's Cancellation: the events that follow reach an async
+    handler that records, then awaits, each exactly once, in order."""
+    cancellation = Cancellation()
+    handled: list[object] = []
+
+    @tool
+    def stop(n: int) -> int:
+        """Cancel the batch, then answer."""
+        cancellation.cancel()
+        return n
+
+    async def on_event(event: object) -> None:
+        handled.append(event)
+        await anyio.lowlevel.checkpoint()
+
+    calls = [ToolCall("a", "stop", {"n": 1}), ToolCall("b", "stop", {"n": 2})]
+    result = await dispatch(
+        calls,
+        [stop],
+        cancellation=cancellation,
+        on_event=on_event,
+        policy=RunPolicy(max_concurrency=concurrency),
+    )
+    assert handled == list(result.events)

@@ -327,7 +327,9 @@ async def _call(
             outcome = await run_call(run, item, deadline)
         run.finish(item, outcome)
         sink = run.sink
-        if sink is not None and sink.pending:
+        # (not once the batch is stopping: its scope would cut the handler off; dispatch
+        # flushes again after the batch, outside that scope)
+        if sink is not None and sink.pending and (stopped is None or not stopped()):
             await sink.flush()
         if run.halted:
             stop()
