@@ -454,3 +454,54 @@ async def test_events_of_a_stopping_batch_reach_an_async_handler_once(concurrenc
         policy=RunPolicy(max_concurrency=concurrency),
     )
     assert handled == list(result.events)
+
+
+@pytest.mark.parametrize("compiled", [True, False], ids=["compiled-baton", "python-baton"])
+@pytest.mark.parametrize("shared", [False, True], ids=["plain", "with-cancellation"])
+def test_interrupt_main_while_dispatch_sync_waits_for_a_thread(
+    compiled: bool, shared: bool
+) -> None:
+    """`_thread.interrupt_main()` while dispatch_sync waits, with no event loop, for a tool
+    on a worker thread: KeyboardInterrupt leaves at once, not when the tool ends; the
+    thread is abandoned and later calls run."""
+    import _thread
+
+    from tinytools import _workers, dispatch_sync
+
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals are handled on the main thread")
+    release, ended = threading.Event(), threading.Event()
+
+    @tool(blocking=True)
+    def busy() -> str:
+        """Interrupt the main thread, then go on until released."""
+        _thread.interrupt_main()
+        release.wait(1.5)  # without a prompt interrupt, the call ends here
+        ended.set()
+        return "late"
+
+    pool = _workers.THREADS if compiled else _workers.ThreadPool(baton=_workers._Baton)
+    saved = _workers.THREADS
+    try:
+        _workers.THREADS = pool
+        import tinytools._execute as execute
+
+        execute.THREADS = pool
+        with pytest.raises(KeyboardInterrupt):
+            dispatch_sync(
+                [ToolCall("b", "busy", {})],
+                [busy],
+                cancellation=Cancellation() if shared else None,
+            )
+        assert not ended.is_set()  # it came before the tool ended
+    finally:
+        release.set()
+        _workers.THREADS = saved
+        execute.THREADS = saved
+
+    @tool
+    def quick() -> str:
+        """Answer."""
+        return "fine"
+
+    assert dispatch_sync([ToolCall("q", "quick", {})], [quick]).messages[0].content == "fine"

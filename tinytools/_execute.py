@@ -36,7 +36,7 @@ from ._memo import remember
 from ._run import Run, Stop
 from ._validate import printable
 from ._wire import json_problem
-from ._workers import THREADS, Job, PoolExhausted
+from ._workers import THREADS, Job, PoolExhausted, wait_main
 from .errors import (
     ApprovalRequired,
     CallDeferred,
@@ -307,7 +307,7 @@ def _in_thread(
     job.on_done(wake.set)
     forget = cancellation.on_cancel(wake.set)
     try:
-        wake.wait(timeout)
+        wait_main(wake.wait, timeout)  # (on the main thread: a signal interrupts it at once)
     finally:
         forget()
         withdrawn = not job.done.is_set() and THREADS.withdraw(job)  # it never starts

@@ -34,7 +34,10 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   does not wait — the event loops' threaded calls, and ``dispatch_sync`` with a
   ``cancellation`` — gets a :class:`Job` that reports its end (:meth:`ThreadPool.submit`).
   A ``KeyboardInterrupt`` (or another signal handler's exception) while a caller waits
-  propagates at once; the tool's thread is then abandoned like a timed-out one.
+  propagates at once; the tool's thread is then abandoned like a timed-out one. On the
+  main thread a caller waits in slices (:func:`wait_main`, and the compiled baton alike),
+  so that this holds also for a signal another thread received and for
+  ``_thread.interrupt_main()``, which flag the handler without waking the main thread.
 * :func:`event_loop` gives ``dispatch_sync`` one asyncio event loop per calling thread,
   created on first use and reused by every later ``dispatch_sync`` on that thread (about
   7 us to enter, against 200 us for a fresh trio run). On the main thread a signal wakes
@@ -66,6 +69,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Final, Generic, Literal, Protocol, TypeVar, get_args
@@ -89,6 +93,7 @@ __all__ = [
     "event_loop",
     "refuse_nested_loop",
     "run_on",
+    "wait_main",
 ]
 
 T = TypeVar("T")
@@ -208,11 +213,10 @@ class _Baton:
     def hand(self, timeout: float | None, /) -> bool:
         if self.state != IDLE:
             raise RuntimeError("the baton already carries a job")
-        wait = _lock_timeout(timeout)
         self.state = RUNNING
         try:
             self._go.release()
-            if self._done.acquire(True, wait):
+            if wait_main(self._acquire_done, timeout):
                 self.state = IDLE
                 return True
         except BaseException:  # a signal handler's (KeyboardInterrupt): leave, re-raise
@@ -221,6 +225,9 @@ class _Baton:
                 self._go.release()
             raise
         return self._settle()
+
+    def _acquire_done(self, timeout: float | None) -> bool:
+        return self._done.acquire(True, _lock_timeout(timeout))
 
     def _settle(self) -> bool:
         with self._mutex:
@@ -261,9 +268,52 @@ class Handoff(Protocol):
 
 
 try:
-    from ._workers_speedups import Baton
+    from ._workers_speedups import Baton, set_main_thread
 except ImportError:  # pragma: no cover - installed without a C compiler
     Baton = _Baton  # type: ignore[assignment,misc]
+
+    def set_main_thread(ident: int, /) -> None:
+        """(The compiled baton's: the Python one reads :data:`_MAIN`.)"""
+
+
+#: The main thread's ident (a forked child's is the thread that forked): waits made on it
+#: are sliced, so that a signal another thread received, or ``_thread.interrupt_main()``,
+#: raises its ``KeyboardInterrupt`` at once rather than when the tool ends (Python runs
+#: signal handlers on the main thread only, between bytecodes; only a signal the main thread
+#: receives itself interrupts its sleep on a lock).
+_MAIN = [threading.main_thread().ident or 0]
+#: The longest the main thread sleeps before it runs flagged signal handlers (seconds).
+_SLICE = 0.05
+
+
+def _main_is(ident: int) -> None:
+    _MAIN[0] = ident
+    set_main_thread(ident)
+
+
+_main_is(_MAIN[0])
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=lambda: _main_is(threading.get_ident()))
+
+
+def wait_main(wait: Callable[[float | None], bool], timeout: float | None) -> bool:
+    """``wait(timeout)``: whether what it waits for happened. On the main thread, in slices
+    of :data:`_SLICE` seconds, between which a flagged signal handler runs (see
+    :data:`_MAIN`): ``KeyboardInterrupt`` propagates from here at once."""
+    if threading.get_ident() != _MAIN[0]:
+        return wait(timeout)
+    if timeout is None:
+        while not wait(_SLICE):
+            pass
+        return True
+    end = time.monotonic() + timeout
+    while True:
+        left = end - time.monotonic()
+        if wait(min(max(0.0, left), _SLICE)):
+            return True
+        if left <= _SLICE:
+            return False
+
 
 #: The batons a pool's workers use unless told otherwise: compiled when built.
 BATON: Callable[[], Handoff] = Baton
@@ -412,7 +462,7 @@ class ThreadPool:
         """:meth:`run` when every thread is busy: wait in line, then for the tool."""
         job = self.submit(functools.partial(fn, **kwargs))
         try:
-            job.done.wait(timeout)
+            wait_main(job.done.wait, timeout)
         finally:
             # (interrupted, or out of time: a job that has not started never will)
             withdrawn = not job.done.is_set() and self.withdraw(job)
