@@ -327,7 +327,9 @@ async def _call(
             outcome = await run_call(run, item, deadline)
         run.finish(item, outcome)
         sink = run.sink
-        if sink is not None and sink.pending:
+        # (not once the batch is stopping: its scope would cut the handler off; dispatch
+        # flushes again after the batch, outside that scope)
+        if sink is not None and sink.pending and (stopped is None or not stopped()):
             await sink.flush()
         if run.halted:
             stop()
@@ -398,9 +400,12 @@ def _bare(error: BaseException) -> BaseException:
     as it comes out of a serial batch and of asyncio's tasks: a ``KeyboardInterrupt`` or
     ``SystemExit`` first, else the first other exception that is not the loop's
     cancellation (a host callback's ``BaseException``, say: a tool's own failures never
-    leave its task). ``error`` itself when it is no group, or holds only cancellations
-    (which the cancel scope that caused them must see). Like asyncio's tasks, the batch
-    raises one exception: when several tasks raised, the others are dropped."""
+    leave its task). ``error`` itself when it is no group. A group of cancellations only
+    (the host cancelled a scope around ``await dispatch``, or the batch's own scope was
+    cancelled) gives its first one, bare: the host's ``except trio.Cancelled`` sees its
+    own cancellation, not an exception group, and the cancel scope that caused it still
+    catches it. Like asyncio's tasks, the batch raises one exception: when several tasks
+    raised, the others are dropped."""
     inner = getattr(error, "exceptions", None)
     if not isinstance(inner, tuple):
         return error
@@ -413,7 +418,7 @@ def _bare(error: BaseException) -> BaseException:
     for leaf in leaves:
         if not isinstance(leaf, cancelled):
             return leaf
-    return error
+    return leaves[0] if leaves else error
 
 
 def _leaves(members: tuple[BaseException, ...], into: list[BaseException]) -> None:

@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
-from ._effects import EffectLedger, record_started, refusal
+from ._effects import EffectLedger, record_started, refusal, release_unstarted
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context, check_context_type
 from ._middleware import HookFailed
@@ -181,6 +181,23 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
         admitted.remove(item)
 
 
+def _left(run: Run) -> None:
+    """The host's exception (its task or scope cancelled, ``KeyboardInterrupt``) leaves the
+    batch's execution: the ledger's rows of the calls that never started are undone
+    (:func:`release_unstarted`); those that started stay unresolved."""
+    if run.ledger is None or not run.recorded:
+        return
+    answers, extras = run.answers, run.extras
+    postponed = extras[2] if extras is not None else {}
+    unstarted = [
+        item.call.id
+        for item in run.admitted
+        if item.index not in answers and item.index not in postponed
+    ]
+    if unstarted:
+        release_unstarted(run.ledger, run.context.run_id, unstarted)
+
+
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:
     """The result of a halted run: the abort a fatal call or a failed hook/callback calls
     for (a run that did not halt is answered by ``run.result``)."""
@@ -220,20 +237,28 @@ def _pass_sync(
     stop = None
     if run.preflight and _begin(run):
         remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
-        stop = run_on(backend, _on_loop, run, remaining)
+        try:
+            stop = run_on(backend, _on_loop, run, remaining)
+        except BaseException:
+            _left(run)
+            raise
     else:  # every admitted call is synchronous: run on this thread, in order
         cancellation = run.cancellation
-        for item in run.admitted:
-            if run.halted:  # a fatal call, or a hook or host callback that raised
-                stop = Stop.ABORTED
-                break
-            if cancellation is not None and cancellation.cancelled:
-                stop = Stop.CANCELLED
-                break
-            if deadline is not None and time.monotonic() >= deadline:
-                stop = Stop.DEADLINE
-                break
-            run.finish(item, run_inline(run, item, deadline))
+        try:
+            for item in run.admitted:
+                if run.halted:  # a fatal call, or a hook or host callback that raised
+                    stop = Stop.ABORTED
+                    break
+                if cancellation is not None and cancellation.cancelled:
+                    stop = Stop.CANCELLED
+                    break
+                if deadline is not None and time.monotonic() >= deadline:
+                    stop = Stop.DEADLINE
+                    break
+                run.finish(item, run_inline(run, item, deadline))
+        except BaseException:
+            _left(run)
+            raise
     return run.result(stop) if not run.halted else _finished(run, stop)
 
 
@@ -342,7 +367,11 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchRe
         await run.sink.flush()
     if run.preflight:  # else every verdict is Admitted: nothing to answer or check first
         _begin(run, False)
-    stop = await _concurrency.execute(run, deadline)
+    try:
+        stop = await _concurrency.execute(run, deadline)
+    except BaseException:
+        _left(run)
+        raise
     if run.sink is not None:
         await run.sink.flush()
     return run.result(stop) if not run.halted else _finished(run, stop)

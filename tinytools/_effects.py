@@ -29,6 +29,7 @@ __all__ = [
     "record_started",
     "refusal",
     "release",
+    "release_unstarted",
     "settle_answered",
 ]
 
@@ -185,3 +186,27 @@ def settle_answered(ledger: EffectLedger, run_id: str, call_id: str, status: Mes
     """
     if getattr(ledger, "release", None) is not None:
         ledger.settled(run_id, call_id, status)
+
+
+def release_unstarted(ledger: EffectLedger, run_id: str, call_ids: Sequence[str]) -> None:
+    """Undo the started rows of calls that never started: the host's own cancellation
+    (its task cancelled, a timeout around ``await dispatch``, ``KeyboardInterrupt``) left
+    the batch before their tools ran, and nobody answered them.
+
+    A ledger that can release a row releases it: the call had no effect, and a later
+    dispatch of it (the host retrying the turn under the same run id) runs it. Another
+    ledger settles it as ``interrupted``, as a cancelled batch settles a call it never ran:
+    it is then not read as unresolved (``reconcile`` would answer it as one whose effect
+    is uncertain). The calls that did start stay unresolved: their effect is uncertain,
+    which is what ``reconcile`` is for. What the ledger raises is dropped (the host's
+    exception is what leaves dispatch; a row left open stays unresolved, the safe side).
+    """
+    release = getattr(ledger, "release", None)
+    for call_id in call_ids:
+        try:
+            if release is not None:
+                release(run_id, call_id)
+            else:
+                ledger.settled(run_id, call_id, "interrupted")
+        except Exception:  # the host's exception goes on (see the docstring)
+            continue

@@ -36,7 +36,7 @@ from ._memo import remember
 from ._run import Run, Stop
 from ._validate import printable
 from ._wire import json_problem
-from ._workers import THREADS, Job, PoolExhausted
+from ._workers import THREADS, Job, PoolExhausted, wait_main
 from .errors import (
     ApprovalRequired,
     CallDeferred,
@@ -307,7 +307,7 @@ def _in_thread(
     job.on_done(wake.set)
     forget = cancellation.on_cancel(wake.set)
     try:
-        wake.wait(timeout)
+        wait_main(wake.wait, timeout)  # (on the main thread: a signal interrupts it at once)
     finally:
         forget()
         withdrawn = not job.done.is_set() and THREADS.withdraw(job)  # it never starts
@@ -329,7 +329,10 @@ def linked(
     also cancelled by its event loop; its handle is set as the batch is cancelled, before
     the loop delivers that at the tool's next ``await``, so work it handed to a thread
     sees it too. The link is undone when ``fn`` returns, so a
-    ``Cancellation`` shared by many batches keeps no callback of a finished call. What a
+    ``Cancellation`` shared by many batches keeps no callback of a finished call; and as
+    soon as ``handle`` itself is set (the call timed out, or its waiter was cancelled and
+    abandoned its thread), since there is nothing left to tell it: a hung tool on an
+    abandoned thread keeps no callback on the host's shared handle. What a
     callback the tool registered on its handle raises stays with the tool: the host's
     ``cancel()`` goes on to the other batches sharing its cancellation."""
 
@@ -339,6 +342,7 @@ def linked(
 
     def call(**kwargs: object) -> object:
         forget = batch.on_cancel(tell)
+        handle.on_cancel(forget)  # (set: nothing left to tell)
         try:
             return fn(**kwargs)
         finally:

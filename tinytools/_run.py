@@ -243,6 +243,16 @@ class Sink:
             self.flushing = False
 
     async def _drain(self) -> None:
+        """Hand the waiting events to the handler, in order.
+
+        A handler interrupted by a cancellation (the batch's own ``Cancellation`` or
+        deadline cutting off the flush a call's task makes; or the host's) gets that
+        event again at the next flush: dispatch flushes once more after the batch has
+        stopped, outside the batch's cancel scope, so the handler sees every event to
+        the end — the interrupted one twice, rather than never (a UI would otherwise wait
+        for a ``tool_completed`` that never comes). The host's own cancellation leaves
+        dispatch, and no flush follows.
+        """
         pending = self.pending
         while pending:
             event = pending.popleft()
@@ -250,6 +260,9 @@ class Sink:
                 await self._handler(event)  # type: ignore[misc]
             except Exception as error:
                 self._failed(error)
+            except BaseException:
+                pending.appendleft(event)
+                raise
 
 
 class Positions(NamedTuple):

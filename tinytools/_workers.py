@@ -34,10 +34,15 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   does not wait — the event loops' threaded calls, and ``dispatch_sync`` with a
   ``cancellation`` — gets a :class:`Job` that reports its end (:meth:`ThreadPool.submit`).
   A ``KeyboardInterrupt`` (or another signal handler's exception) while a caller waits
-  propagates at once; the tool's thread is then abandoned like a timed-out one.
+  propagates at once; the tool's thread is then abandoned like a timed-out one. On the
+  main thread a caller waits in slices (:func:`wait_main`, and the compiled baton alike),
+  so that this holds also for a signal another thread received and for
+  ``_thread.interrupt_main()``, which flag the handler without waking the main thread.
 * :func:`event_loop` gives ``dispatch_sync`` one asyncio event loop per calling thread,
   created on first use and reused by every later ``dispatch_sync`` on that thread (about
-  7 us to enter, against 200 us for a fresh trio run). It is closed when its thread ends
+  7 us to enter, against 200 us for a fresh trio run). On the main thread a signal wakes
+  it (:func:`_wake_on_signals`): ``KeyboardInterrupt`` leaves ``dispatch_sync`` at once,
+  also when Ctrl-C lands on a tool's thread. It is closed when its thread ends
   (or at interpreter exit for the main thread). A forked child never uses or closes its
   parent's loops: on Linux a loop's epoll instance and wake-up pipe are shared with the
   parent across a fork, so closing the copy (at the child's exit) would unregister the
@@ -60,8 +65,11 @@ import functools
 import os
 import select
 import selectors
+import signal
+import socket
 import sys
 import threading
+import time
 import weakref
 from collections.abc import Awaitable, Callable
 from typing import Final, Generic, Literal, Protocol, TypeVar, get_args
@@ -85,6 +93,7 @@ __all__ = [
     "event_loop",
     "refuse_nested_loop",
     "run_on",
+    "wait_main",
 ]
 
 T = TypeVar("T")
@@ -204,11 +213,10 @@ class _Baton:
     def hand(self, timeout: float | None, /) -> bool:
         if self.state != IDLE:
             raise RuntimeError("the baton already carries a job")
-        wait = _lock_timeout(timeout)
         self.state = RUNNING
         try:
             self._go.release()
-            if self._done.acquire(True, wait):
+            if wait_main(self._acquire_done, timeout):
                 self.state = IDLE
                 return True
         except BaseException:  # a signal handler's (KeyboardInterrupt): leave, re-raise
@@ -217,6 +225,9 @@ class _Baton:
                 self._go.release()
             raise
         return self._settle()
+
+    def _acquire_done(self, timeout: float | None) -> bool:
+        return self._done.acquire(True, _lock_timeout(timeout))
 
     def _settle(self) -> bool:
         with self._mutex:
@@ -257,9 +268,52 @@ class Handoff(Protocol):
 
 
 try:
-    from ._workers_speedups import Baton
+    from ._workers_speedups import Baton, set_main_thread
 except ImportError:  # pragma: no cover - installed without a C compiler
     Baton = _Baton  # type: ignore[assignment,misc]
+
+    def set_main_thread(ident: int, /) -> None:
+        """(The compiled baton's: the Python one reads :data:`_MAIN`.)"""
+
+
+#: The main thread's ident (a forked child's is the thread that forked): waits made on it
+#: are sliced, so that a signal another thread received, or ``_thread.interrupt_main()``,
+#: raises its ``KeyboardInterrupt`` at once rather than when the tool ends (Python runs
+#: signal handlers on the main thread only, between bytecodes; only a signal the main thread
+#: receives itself interrupts its sleep on a lock).
+_MAIN = [threading.main_thread().ident or 0]
+#: The longest the main thread sleeps before it runs flagged signal handlers (seconds).
+_SLICE = 0.05
+
+
+def _main_is(ident: int) -> None:
+    _MAIN[0] = ident
+    set_main_thread(ident)
+
+
+_main_is(_MAIN[0])
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=lambda: _main_is(threading.get_ident()))
+
+
+def wait_main(wait: Callable[[float | None], bool], timeout: float | None) -> bool:
+    """``wait(timeout)``: whether what it waits for happened. On the main thread, in slices
+    of :data:`_SLICE` seconds, between which a flagged signal handler runs (see
+    :data:`_MAIN`): ``KeyboardInterrupt`` propagates from here at once."""
+    if threading.get_ident() != _MAIN[0]:
+        return wait(timeout)
+    if timeout is None:
+        while not wait(_SLICE):
+            pass
+        return True
+    end = time.monotonic() + timeout
+    while True:
+        left = end - time.monotonic()
+        if wait(min(max(0.0, left), _SLICE)):
+            return True
+        if left <= _SLICE:
+            return False
+
 
 #: The batons a pool's workers use unless told otherwise: compiled when built.
 BATON: Callable[[], Handoff] = Baton
@@ -408,7 +462,7 @@ class ThreadPool:
         """:meth:`run` when every thread is busy: wait in line, then for the tool."""
         job = self.submit(functools.partial(fn, **kwargs))
         try:
-            job.done.wait(timeout)
+            wait_main(job.done.wait, timeout)
         finally:
             # (interrupted, or out of time: a job that has not started never will)
             withdrawn = not job.done.is_set() and self.withdraw(job)
@@ -538,23 +592,66 @@ if hasattr(os, "register_at_fork"):  # POSIX
 class _LoopHolder:
     """A thread's event loop; closing it when the thread's locals are dropped."""
 
-    __slots__ = ("forks", "loop", "pid")
+    __slots__ = ("forks", "loop", "pid", "signals")
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
         self.forks = _forks  # read by event_loop (a process id costs a system call)
         self.pid = os.getpid()  # read by close: a child clears its parent's other
         # threads' locals before any after-fork hook has run
+        #: The socket pair that wakes the main thread's loop for a signal (made on first
+        #: need: see :func:`_wake_on_signals`).
+        self.signals: tuple[socket.socket, socket.socket] | None = None
 
     def close(self) -> None:
         loop = self.loop
         if loop.is_closed() or loop.is_running():
             return
         if self.pid == os.getpid() or _detached(loop):
+            signals = self.signals
+            if signals is not None:
+                loop.remove_reader(signals[0].fileno())
+                signals[0].close()
+                signals[1].close()
             loop.close()
 
     def __del__(self) -> None:
         self.close()
+
+
+def _drain_signals(reader: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # (BlockingIOError: nothing left)
+        while reader.recv(512):
+            pass
+
+
+def _wake_on_signals(holder: _LoopHolder) -> bool:
+    """Have a signal wake the main thread's loop while ``dispatch_sync`` runs on it;
+    whether it was set up (undo it then with ``signal.set_wakeup_fd(-1)``).
+
+    Python runs signal handlers in the main thread, between bytecodes: a Ctrl-C that the
+    kernel delivers to another thread (a tool's), or ``_thread.interrupt_main()``, would
+    wait until the loop next wakes — when the tool ends, which may be never — before its
+    ``KeyboardInterrupt`` is raised. The signal module writes to a "wakeup fd" for every
+    signal it handles: this loop reads one for the time of the batch, so the interrupt
+    comes out of ``dispatch_sync`` at once. A wakeup fd the host set itself is left as it
+    is (the host's loop, asyncio's signal handlers, rely on it).
+    """
+    signals = holder.signals
+    if signals is None:
+        reader, writer = socket.socketpair()
+        reader.setblocking(False)
+        writer.setblocking(False)
+        holder.loop.add_reader(reader.fileno(), _drain_signals, reader)
+        signals = holder.signals = (reader, writer)
+    try:
+        before = signal.set_wakeup_fd(signals[1].fileno(), warn_on_full_buffer=False)
+    except ValueError:  # not the main interpreter's main thread after all
+        return False
+    if before != -1:  # the host's: put back
+        signal.set_wakeup_fd(before)
+        return False
+    return True
 
 
 #: Loops inherited over a fork that :func:`_detached` could not make safe to close: kept
@@ -680,11 +777,17 @@ def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> 
     """
     if backend == "asyncio":
         loop = event_loop()
+        woken = threading.current_thread() is threading.main_thread() and _wake_on_signals(
+            _local.holder
+        )
         try:
             return loop.run_until_complete(fn(*args))
         except BaseException:
             _cancel_left(loop)
             raise
+        finally:
+            if woken:
+                signal.set_wakeup_fd(-1)
     import trio
 
     refuse_nested_loop()

@@ -71,6 +71,22 @@ monotonic(void)
 
 static double spin_seconds = SPIN_SECONDS;
 
+/* The main thread, which runs Python's signal handlers (set by set_main_thread). A signal
+ * that another thread receives, or _thread.interrupt_main(), only flags the handler: a
+ * main thread asleep on a lock would run it when the tool ends. So the main thread sleeps
+ * in slices of SLICE_US and runs the flagged handlers between them. */
+static unsigned long main_ident = 0;
+#define SLICE_US 50000
+
+static PY_TIMEOUT_T
+sliced(PY_TIMEOUT_T us, int slicing)
+{
+    if (slicing && (us < 0 || us > SLICE_US)) {
+        return SLICE_US;
+    }
+    return us;
+}
+
 static inline void
 relax(void)
 {
@@ -212,6 +228,7 @@ baton_hand(Baton *self, PyObject *timeout)
         return NULL;
     }
     PyLockStatus got;
+    int slicing = main_ident != 0 && PyThread_get_thread_ident() == main_ident;
     self->state = RUNNING;
     int quick = us != 0 && self->last_job < spin_seconds;
     /* The worker polls for the next job only while this caller polls for its end too:
@@ -224,10 +241,11 @@ baton_hand(Baton *self, PyObject *timeout)
         got = PY_LOCK_ACQUIRED; /* a quick tool: answered while the caller polled */
     }
     else {
-        got = PyThread_acquire_lock_timed(self->done, us, 1);
+        got = PyThread_acquire_lock_timed(self->done, sliced(us, slicing), 1);
     }
     Py_END_ALLOW_THREADS
-    while (got == PY_LOCK_INTR) {
+    while (got == PY_LOCK_INTR ||
+           (got == PY_LOCK_FAILURE && slicing && (us < 0 || deadline > monotonic()))) {
         if (PyErr_CheckSignals() < 0) {
             leave(self);
             return NULL;
@@ -237,7 +255,7 @@ baton_hand(Baton *self, PyObject *timeout)
             us = left > 0 ? microseconds(left) : 0;
         }
         Py_BEGIN_ALLOW_THREADS
-        got = PyThread_acquire_lock_timed(self->done, us, 1);
+        got = PyThread_acquire_lock_timed(self->done, sliced(us, slicing), 1);
         Py_END_ALLOW_THREADS
     }
     if (got == PY_LOCK_ACQUIRED) {
@@ -356,6 +374,26 @@ exec_module(PyObject *module)
     return failed;
 }
 
+PyDoc_STRVAR(set_main_thread_doc,
+"set_main_thread(ident, /)\n--\n\n"
+"The main thread's ident: its hand() waits in slices, running flagged signal handlers.");
+
+static PyObject *
+set_main_thread(PyObject *Py_UNUSED(module), PyObject *ident)
+{
+    unsigned long value = PyLong_AsUnsignedLong(ident);
+    if (value == (unsigned long)-1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    main_ident = value;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_main_thread", (PyCFunction)set_main_thread, METH_O, set_main_thread_doc},
+    {NULL, NULL, 0, NULL},
+};
+
 static PyModuleDef_Slot slots[] = {
     {Py_mod_exec, exec_module},
 #ifdef Py_mod_multiple_interpreters
@@ -369,6 +407,7 @@ static struct PyModuleDef module_definition = {
     .m_name = "tinytools._workers_speedups",
     .m_doc = "The caller/worker hand-off of tinytools._workers, compiled (it releases the GIL before waking the other thread).",
     .m_size = 0,
+    .m_methods = module_methods,
     .m_slots = slots,
 };
 
