@@ -48,6 +48,43 @@ def effect(path: str, text: str) -> None:
         os.close(fd)
 
 
+def race(commands: list[list[str]], timeout: float = 120) -> list[str]:
+    """Start a child per command (each a ``worker`` or ``resume`` role), wait until every
+    one is connected (``READY``), tell them all to go at once, and return the call ids
+    they ran, together. A child that fails fails the caller's test with its stderr."""
+    import subprocess
+
+    children = [
+        subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for command in commands
+    ]
+    ran: list[str] = []
+    try:
+        for child in children:  # every one connected before any starts: a real race
+            assert child.stdout is not None
+            assert "READY\n" == child.stdout.readline(), child.communicate()[1]
+        for child in children:
+            assert child.stdin is not None
+            child.stdin.write("go\n")
+            child.stdin.flush()
+        for child in children:
+            out, err = child.communicate(timeout=timeout)
+            assert 0 == child.returncode, err
+            ran.extend(json.loads(out))
+    finally:
+        for child in children:
+            if child.poll() is None:
+                child.kill()
+                child.communicate()
+    return ran
+
+
 def effects(path: str) -> list[str]:
     try:
         with open(path) as lines:

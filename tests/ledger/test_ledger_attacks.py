@@ -473,34 +473,7 @@ def test_approvals_resumed_by_many_workers_at_once_run_once(
     assert first.deferred is not None
     assert 10 == len(first.deferred.approvals)
     command = [sys.executable, CHILDREN, "resume", kind, where, run_id, effects]
-    workers = [
-        subprocess.Popen(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for _ in range(4)
-    ]
-    ran: list[str] = []
-    try:
-        for worker in workers:  # every one connected before any resumes: a real race
-            assert worker.stdout is not None
-            assert "READY\n" == worker.stdout.readline(), worker.communicate()[1]
-        for worker in workers:
-            assert worker.stdin is not None
-            worker.stdin.write("go\n")
-            worker.stdin.flush()
-        for worker in workers:
-            out, err = worker.communicate(timeout=60)
-            assert 0 == worker.returncode, err
-            ran.extend(json.loads(out))
-    finally:
-        for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
-                worker.communicate()
+    ran = ledger_children.race([command] * 4, timeout=60)
     every = Counter(call.id for call in ledger_children.APPROVAL_CALLS)
     assert every == Counter(ledger_children.effects(effects))
     assert every == Counter(ran)

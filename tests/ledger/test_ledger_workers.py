@@ -3,8 +3,6 @@ non-idempotent calls; the side-effect log shows each call ran exactly once."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 import threading
 from collections import Counter
@@ -25,30 +23,7 @@ def test_processes_run_each_call_once(
     kind, where = kind_and_place
     effects = str(tmp_path / "effects")
     command = [sys.executable, str(Path(children.__file__)), "worker", kind, where, run_id, effects]
-    workers = [
-        subprocess.Popen(
-            [*command, str(index)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for index in range(WORKERS)
-    ]
-    try:
-        for worker in workers:  # every one connected before any starts: a real race
-            assert worker.stdout is not None
-            assert "READY\n" == worker.stdout.readline(), worker.communicate()[1]
-        ran: list[str] = []
-        for worker in workers:
-            out, err = worker.communicate("go\n", timeout=120)
-            assert 0 == worker.returncode, err
-            ran.extend(json.loads(out))
-    finally:
-        for worker in workers:
-            if worker.poll() is None:
-                worker.kill()
-                worker.communicate()
+    ran = children.race([[*command, str(index)] for index in range(WORKERS)])
     assert EVERY_CALL == Counter(children.effects(effects))
     assert EVERY_CALL == Counter(ran)
 
