@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import pathlib
+import signal
+import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import anyio
 import pytest
@@ -107,7 +109,8 @@ class TestCancelledBare:
             task.cancel("client went away")
             with pytest.raises(asyncio.CancelledError) as info:
                 await task
-            assert info.value.args == ("client went away",)
+            if sys.version_info >= (3, 11):  # (3.10 drops the message on the way)
+                assert info.value.args == ("client went away",)
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(dispatch(calls, tools), 0.01)
             assert asyncio.all_tasks() == {asyncio.current_task()}
@@ -282,6 +285,21 @@ async def test_an_async_handler_cut_off_by_the_batch_cancellation_gets_its_event
     assert "tool_completed" in handled
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raising KeyboardInterrupt, as in a terminal. A shell starts background jobs
+    with SIGINT ignored (CI runs its Pythons side by side), and Python then installs no
+    handler of its own: `_thread.interrupt_main()` does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signals are handled on the main thread")
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_interrupt_main_wakes_dispatch_sync_loop() -> None:
     """`_thread.interrupt_main()` from another thread (as a Ctrl-C the kernel hands to a
     tool's thread) while dispatch_sync's loop waits for an async tool: KeyboardInterrupt
@@ -456,6 +474,7 @@ async def test_events_of_a_stopping_batch_reach_an_async_handler_once(concurrenc
     assert handled == list(result.events)
 
 
+@pytest.mark.usefixtures("ctrl_c_raises")
 @pytest.mark.parametrize("compiled", [True, False], ids=["compiled-baton", "python-baton"])
 @pytest.mark.parametrize("shared", [False, True], ids=["plain", "with-cancellation"])
 def test_interrupt_main_while_dispatch_sync_waits_for_a_thread(
