@@ -47,12 +47,12 @@ from .errors import (
 from .events import Custom, ToolRetried
 
 __all__ = [
-    "linked",
     "PROPAGATE",
     "UNSEEN",
     "classify",
     "interrupted",
     "kwargs_for",
+    "linked",
     "retry_wait",
     "run_inline",
     "timed_out",

@@ -726,12 +726,8 @@ def refuse_nested_loop() -> None:
 
 def event_loop() -> asyncio.AbstractEventLoop:
     """This thread's asyncio loop for ``dispatch_sync`` (made on first use, then reused).
-
-    Raises:
-        RuntimeError: An event loop is already running in this thread (await
-            ``dispatch`` there instead).
+    The caller has checked that no loop runs in this thread (:func:`refuse_nested_loop`).
     """
-    refuse_nested_loop()
     holder: _LoopHolder | None = getattr(_local, "holder", None)
     if holder is None or holder.loop.is_closed() or holder.forks != _forks:
         holder = _LoopHolder()
@@ -772,8 +768,8 @@ def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:
 def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> T:
     """Run ``fn(*args)`` to completion on ``backend`` from synchronous code.
 
-    Raises:
-        RuntimeError: An event loop is already running in this thread.
+    The caller refuses first a thread where an event loop runs (:func:`refuse_nested_loop`:
+    dispatch does so before the ledger records the batch, so it is not checked again here).
     """
     if backend == "asyncio":
         loop = event_loop()
@@ -790,5 +786,4 @@ def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> 
                 signal.set_wakeup_fd(-1)
     import trio
 
-    refuse_nested_loop()
     return trio.run(fn, *args)
