@@ -435,7 +435,7 @@ def test_a_tools_failing_callback_does_not_keep_other_batches_from_being_cancell
         """Waits to be told to stop."""
         seen = threading.Event()
         cancellation.on_cancel(seen.set)
-        if who == "first":
+        if who == "second":  # (told first)
             cancellation.on_cancel(_failing_callback)
         started[who].set()
         return "stopped" if seen.wait(10) else "never told"
@@ -446,7 +446,7 @@ def test_a_tools_failing_callback_does_not_keep_other_batches_from_being_cancell
         answers[who] = result.messages[0].content
 
     servers = []
-    for who in ("first", "second"):  # the first's handle is told first
+    for who in ("first", "second"):  # the second's handle is told first (newest first)
         servers.append(threading.Thread(target=serve, args=(who,)))
         servers[-1].start()
         assert started[who].wait(10)
@@ -460,13 +460,27 @@ def test_every_batch_sharing_a_cancellation_stops_when_a_host_callback_fails() -
     """Defect: ``cancel()`` stopped at the first callback that raised; the batches whose
     callbacks came after it were never told to stop."""
     shutdown = Cancellation()
-    shutdown.on_cancel(_failing_callback)  # the host's own, registered first
-    told = threading.Event()
-    shutdown.on_cancel(told.set)  # (as a batch sharing the handle registers its own)
+    told_before, told_after = threading.Event(), threading.Event()
+    shutdown.on_cancel(told_before.set)  # (as batches sharing the handle register their own)
+    shutdown.on_cancel(_failing_callback)  # the host's own, among them
+    shutdown.on_cancel(told_after.set)
     with pytest.raises(RuntimeError, match="callback failed"):
         shutdown.cancel()
-    assert told.is_set()
+    assert told_before.is_set()
+    assert told_after.is_set()
     assert shutdown.cancelled
+
+
+def test_cancel_tells_the_newest_callback_first() -> None:
+    """Defect: callbacks were called oldest first, so a batch's own hook (registered as
+    the batch began) woke its event loop before the running calls' handles were set: an
+    async tool could be cancelled and look at its handle before it was set (seen on
+    3.13 under load). Newest first, as a stack unwinds, the calls are told first."""
+    handle, told = Cancellation(), []
+    for name in ("batch's loop", "call 1", "call 2"):
+        handle.on_cancel(lambda name=name: told.append(name))
+    handle.cancel()
+    assert told == ["call 2", "call 1", "batch's loop"]
 
 
 # --- many threads, everything shared ----------------------------------------------------

@@ -327,8 +327,9 @@ def linked(
     only thread that could tell it otherwise (inline), or is waited for by nobody
     (abandoned on a worker thread). An async tool (``is_async``: ``fn`` is awaited) is
     also cancelled by its event loop; its handle is set as the batch is cancelled, before
-    the loop delivers that at the tool's next ``await``, so work it handed to a thread
-    sees it too. The link is undone when ``fn`` returns, so a
+    the loop delivers that at the tool's next ``await`` (``cancel()`` tells the newest
+    callback first: this link before the batch's hook that wakes the loop), so work it
+    handed to a thread sees it too. The link is undone when ``fn`` returns, so a
     ``Cancellation`` shared by many batches keeps no callback of a finished call; and as
     soon as ``handle`` itself is set (the call timed out, or its waiter was cancelled and
     abandoned its thread), since there is nothing left to tell it: a hung tool on an

@@ -197,9 +197,12 @@ class Cancellation:
     def cancel(self) -> None:
         """Cancel (idempotent; safe from any thread).
 
-        Every callback registered with :meth:`on_cancel` is called, in order, even when
-        one raises (a handle shared by many batches stops them all); then the first
-        exception a callback raised, if any, is raised here.
+        Every callback registered with :meth:`on_cancel` is called, newest first (as a
+        stack unwinds: the running calls a batch linked to this handle are told before
+        the batch's event loop is woken to cancel them, so an async tool finds its own
+        handle set when the cancellation reaches it), even when one raises (a handle
+        shared by many batches stops them all); then the first exception a callback
+        raised, if any, is raised here.
         """
         with self._lock:
             if self._cancelled:
@@ -207,7 +210,7 @@ class Cancellation:
             self._cancelled = True
             callbacks, self._callbacks = self._callbacks, []
         failed: BaseException | None = None
-        for callback in callbacks:
+        for callback in reversed(callbacks):
             try:
                 callback()
             except BaseException as error:  # the others are still told; raised below
