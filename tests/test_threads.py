@@ -199,6 +199,52 @@ def test_more_blocking_calls_at_once_than_tool_threads_wait_for_one() -> None:
     _run_script(BUSIER_THAN_THE_POOL)
 
 
+EVERY_THREAD_HUNG = """
+import asyncio, threading
+from tinytools import RunPolicy, ToolCall, dispatch, dispatch_sync, tool
+from tinytools._workers import MAX_THREADS
+
+gate = threading.Event()
+
+@tool(blocking=True)
+def hang() -> str:
+    \"\"\"Hangs until the gate opens.\"\"\"
+    gate.wait(60)
+    return "late"
+
+@tool(blocking=True)
+def lookup() -> str:
+    \"\"\"A lookup with no timeout of its own.\"\"\"
+    return "found"
+
+hung = [ToolCall(f"h{n}", "hang", {}) for n in range(MAX_THREADS)]
+policy = RunPolicy(tool_timeout=0.05, max_concurrency=MAX_THREADS)
+timed_out = asyncio.run(dispatch(hung, [hang], policy=policy))  # every thread left hung
+assert all("timed out" in m.content for m in timed_out.messages), timed_out
+
+ask = [ToolCall("q", "lookup", {})]
+for answer in (dispatch_sync(ask, [lookup]), asyncio.run(dispatch(ask, [lookup]))):
+    message = answer.messages[0]
+    assert message.is_error, message
+    assert "held by tools that outlived their timeout" in message.content, message
+
+gate.set()  # the tools return; their threads serve again
+for _ in range(1000):
+    if dispatch_sync(ask, [lookup]).messages[0].content == "found":
+        break
+    threading.Event().wait(0.01)
+else:
+    raise SystemExit("the freed threads never served again")
+"""
+
+
+def test_a_call_with_no_timeout_is_answered_at_once_when_every_tool_thread_is_hung() -> None:
+    """Defect: once every tool thread was held by a tool that outlived its timeout, a
+    blocking call with no timeout waited in line for ever (``dispatch_sync`` never
+    returned). It is answered at once with an error naming the fix."""
+    _run_script(EVERY_THREAD_HUNG)
+
+
 FORKED_WORKERS_SHARE_A_LEDGER = """
 import os, sys, tempfile
 from tinytools import Registry, ToolCall, dispatch_sync, tool

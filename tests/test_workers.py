@@ -143,6 +143,81 @@ def test_jobs_beyond_the_bound_wait_in_line_and_run_in_order(
     assert pool.threads == 1
 
 
+def test_a_call_with_no_timeout_is_refused_at_once_when_every_thread_is_hung(
+    baton: Callable[[], Handoff], gate: threading.Event
+) -> None:
+    """Defect: a call with no timeout waited in line for ever behind threads held by tools
+    whose callers had given up on them (nothing could ever free them). It is refused at
+    once; one with a timeout still waits in line within it; freed threads serve again."""
+    pool = ThreadPool(max_threads=2, max_idle=2, baton=baton)
+    for _ in range(2):
+        assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)
+    ran: list[str] = []
+    with pytest.raises(PoolExhausted, match="all 2 tool threads are held by tools that outl"):
+        pool.run(ran.append, {"object": "patient"}, None)
+    with pytest.raises(PoolExhausted, match="in time: 2 tool threads are busy"):
+        pool.run(ran.append, {"object": "timed"}, 0.01)
+    gate.set()
+    assert settled(pool, 2)
+    assert pool.run(lambda: "free", {}, None) == (True, "free")
+    assert ran == []
+
+
+def test_calls_waiting_with_no_timeout_are_refused_when_the_last_busy_thread_is_left(
+    baton: Callable[[], Handoff], gate: threading.Event
+) -> None:
+    """A patient call waits in line while some busy thread may still come free (its caller
+    waits for it); when that caller gives up too, the waiting call is answered with the
+    error instead of waiting for ever. A timed call in the same line keeps waiting."""
+    pool = ThreadPool(max_threads=2, max_idle=2, baton=baton)
+    assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)  # hung, left
+    awaited = pool.submit(lambda: gate.wait(30))  # busy, its caller still waits
+    patient = pool.submit(lambda: "patient", patient=True)
+    timed = pool.submit(lambda: "timed")
+    assert not patient.done.is_set()  # (the awaited thread may still come free)
+    pool.leave(awaited)
+    assert patient.done.wait(10)
+    with pytest.raises(PoolExhausted, match="held by tools that outlived their timeout"):
+        patient.outcome()
+    pool.leave(patient)  # (its caller, giving up as it was refused: it never ran)
+    assert not timed.done.is_set()
+    gate.set()
+    assert timed.done.wait(10)
+    assert timed.outcome() == "timed"
+    assert settled(pool, 2)
+    hold = threading.Event()
+    busy = [pool.submit(lambda: hold.wait(30)) for _ in range(2)]
+    pool.leave(busy[1])  # one left; the other's caller waits, so a patient call waits
+    patient = pool.submit(lambda: "patient again", patient=True)
+    assert not patient.done.is_set()
+    hold.set()
+    assert patient.done.wait(10)
+    assert patient.outcome() == "patient again"
+    assert all(job.done.wait(10) for job in busy)
+
+
+def test_a_tool_ending_as_its_caller_leaves_is_not_counted_hung(
+    baton: Callable[[], Handoff], gate: threading.Event
+) -> None:
+    """The caller giving up and the tool returning race (a zero timeout); however each
+    ends, a thread is never counted held by an abandoned tool after it came back: a
+    patient call behind the one busy thread, whose caller waits, waits in line."""
+    pool = ThreadPool(max_threads=1, max_idle=1, baton=baton)
+    for _ in range(200):
+        pool.run(lambda: "v", {}, 0)
+        left = pool.submit(lambda: "w")
+        if not left.done.wait(0):
+            pool.leave(left)
+        assert settled(pool, 1)
+    awaited = pool.submit(lambda: gate.wait(30))
+    patient = pool.submit(lambda: "patient", patient=True)
+    assert not patient.done.is_set()
+    gate.set()
+    assert awaited.done.wait(10)
+    assert patient.done.wait(10)
+    assert patient.outcome() == "patient"
+
+
 def test_a_tool_thread_asking_for_another_when_all_are_busy_is_refused_at_once(
     baton: Callable[[], Handoff],
 ) -> None:
@@ -231,6 +306,28 @@ def test_ctrl_c_while_waiting_for_a_tool_propagates_at_once(
     gate.set()
     assert settled(pool, 1)
     assert pool.run(lambda: "after", {}, 5) == (True, "after")
+
+
+@main_thread_only
+def test_a_tool_left_running_by_ctrl_c_counts_as_hung(
+    baton: Callable[[], Handoff], gate: threading.Event, interrupter: Callable[[], None]
+) -> None:
+    """A thread abandoned by an interrupted caller is held like a timed-out one: a later
+    call with no timeout is refused at once rather than waiting for it for ever."""
+    pool = ThreadPool(max_threads=1, max_idle=1, baton=baton)
+
+    def interrupt_then_hang() -> str:
+        interrupter()
+        gate.wait(30)
+        return "late"
+
+    with pytest.raises(KeyboardInterrupt):
+        pool.run(interrupt_then_hang, {}, None)
+    with pytest.raises(PoolExhausted, match="all 1 tool threads are held"):
+        pool.run(lambda: "patient", {}, None)
+    gate.set()
+    assert settled(pool, 1)
+    assert pool.run(lambda: "after", {}, None) == (True, "after")
 
 
 @main_thread_only

@@ -90,7 +90,7 @@ async def _in_thread(
     fn: functools.partial[object], timeout: float | None, handle: Cancellation
 ) -> tuple[bool, object]:
     """Run ``fn`` on a pool thread; ``(True, value)``, or ``(False, None)`` on timeout."""
-    job: Job[object] = THREADS.submit(fn)
+    job: Job[object] = THREADS.submit(fn, timeout is None)
     done = anyio.Event()
     soon = _call_soon()
     job.on_done(lambda: soon(done.set))
@@ -101,12 +101,14 @@ async def _in_thread(
             with anyio.move_on_after(timeout):
                 await done.wait()
     except BaseException:
-        THREADS.withdraw(job)  # still waiting for a thread: it never starts
+        if not THREADS.withdraw(job):  # (still waiting for a thread: it never starts)
+            THREADS.leave(job)
         handle.cancel()  # cancelled: the abandoned tool can still see it should stop
         raise
     if not job.done.is_set():
         if THREADS.withdraw(job):  # every thread stayed busy: the tool never started
             raise PoolExhausted(THREADS.threads)
+        THREADS.leave(job)
         handle.cancel()
         return False, None
     return True, job.outcome()

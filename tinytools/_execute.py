@@ -302,7 +302,7 @@ def _in_thread(
     """Run ``fn`` on a pool thread and wait for it, or for the batch's cancellation:
     ``(True, value)``, or ``(False, None)`` when the timeout passed or the batch was
     cancelled first (the thread is abandoned)."""
-    job: Job[object] = THREADS.submit(functools.partial(fn, **kwargs))
+    job: Job[object] = THREADS.submit(functools.partial(fn, **kwargs), timeout is None)
     wake = threading.Event()
     job.on_done(wake.set)
     forget = cancellation.on_cancel(wake.set)
@@ -311,6 +311,8 @@ def _in_thread(
     finally:
         forget()
         withdrawn = not job.done.is_set() and THREADS.withdraw(job)  # it never starts
+        if not withdrawn and not job.done.is_set():
+            THREADS.leave(job)  # abandoned: its thread is held until it returns
     if withdrawn and not cancellation.cancelled:  # every thread stayed busy
         raise PoolExhausted(THREADS.threads)
     if not job.done.is_set():

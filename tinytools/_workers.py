@@ -15,9 +15,13 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   first out, for a thread to come free, within its own timeout (and its batch's
   deadline and cancellation); one still in line when that passes is taken out of it
   and never runs, answered with an error that says how many tool threads are still busy
-  (:class:`PoolExhausted`). A call with no timeout waits as long as it takes, but one
-  made from a tool thread (a tool that dispatches again) is refused at once: every thread
-  could be waiting for another. At most
+  (:class:`PoolExhausted`). A call with no timeout waits as long as a busy thread may
+  still come free: when every thread is held by a tool whose caller gave up on it (timed
+  out, or interrupted), it is refused at once, or taken out of the line when the last busy
+  thread is given up, as nothing may ever free one (the pool counts the abandoned threads:
+  each caller that leaves its tool, and each such tool's return, in either order). One
+  made from a tool thread (a tool that dispatches again) is refused at once when every
+  thread is busy: every thread could be waiting for another. At most
   :data:`MAX_IDLE` idle threads are kept (a few more, briefly, when many calls end at
   once); extra ones exit. What a hung thread still holds — the tool's arguments, its
   frames, whatever it locked — stays held until the tool returns; a thread that never
@@ -106,9 +110,19 @@ MAX_THREADS = 64
 
 class PoolExhausted(RuntimeError):
     """Every tool thread stayed busy (abandoned calls that outlived their timeout included)
-    while a call waited in line for one, or a tool thread asked for another."""
+    while a call waited in line for one, or a tool thread asked for another; or (``hung``)
+    a call with no timeout found every thread held by a tool its caller gave up on."""
 
-    def __init__(self, busy: int) -> None:
+    def __init__(self, busy: int, hung: bool = False) -> None:
+        if hung:
+            super().__init__(
+                f"no thread is free to run the tool: all {busy} tool threads are held by "
+                "tools that outlived their timeout (each keeps its thread until it returns), "
+                "and this call has no timeout, so it could wait for ever; make hung tools "
+                "observe their injected Cancellation, give this tool a timeout (it then "
+                "waits in line for a thread within it), or retry later"
+            )
+            return
         super().__init__(
             f"no thread came free to run the tool in time: {busy} tool threads are busy (a "
             "call that outlived its timeout keeps its thread until the tool returns; a tool "
@@ -157,11 +171,17 @@ class Job(Generic[T]):
     """A function given to a pool thread without waiting (:meth:`ThreadPool.submit`); its
     outcome once :attr:`done` is set."""
 
-    __slots__ = ("_notify", "done", "error", "fn", "value")
+    __slots__ = ("_notify", "done", "error", "fn", "left", "patient", "returned", "value")
 
-    def __init__(self, fn: Callable[[], T] | None = None) -> None:
+    def __init__(self, fn: Callable[[], T] | None = None, patient: bool = False) -> None:
         #: The function, while the job waits in the pool's queue for a thread.
         self.fn = fn
+        #: Its caller waits with no time limit (see :meth:`ThreadPool.submit`).
+        self.patient = patient
+        #: Its caller stopped waiting for it while it ran (:meth:`ThreadPool.leave`); its
+        #: function returned, or never will run (refused in line) (both set under the
+        #: pool's lock).
+        self.left = self.returned = False
         self._notify: Callable[[], None] | None = None
         self.done = Signal()
         self.value: T | None = None
@@ -191,7 +211,7 @@ class Job(Generic[T]):
 
 
 # The states of a baton (see _workers_speedups.c, which documents the protocol).
-IDLE, RUNNING, FINISHED, DETACHED = 0, 1, 2, 3
+IDLE, RUNNING, FINISHED, DETACHED, STOPPED = 0, 1, 2, 3, 4
 
 
 class _Baton:
@@ -221,7 +241,7 @@ class _Baton:
                 return True
         except BaseException:  # a signal handler's (KeyboardInterrupt): leave, re-raise
             if self._settle():  # the job had ended: wake the worker with no job
-                self.state = DETACHED
+                self.state = STOPPED
                 self._go.release()
             raise
         return self._settle()
@@ -365,6 +385,7 @@ class _Worker:
             job, value, error = self.job, self.value, self.error
             self.job = self.value = self.error = None
             pool = self._pool
+            pool._returned(job)
             keep = pool._park(self)  # parked (or counted out) before the job is done
             if not keep:
                 pool._exited()
@@ -403,6 +424,9 @@ class ThreadPool:
         self._lock = threading.Lock()
         self._idle: list[_Worker] = []
         self._threads = 0
+        #: Busy threads whose caller stopped waiting for their tool (never more than there
+        #: are: a caller counts its leaving, the thread its tool's return, in either order).
+        self._abandoned = 0
         self._queue: collections.deque[Job[object]] = collections.deque()
 
     @property
@@ -419,10 +443,12 @@ class ThreadPool:
         returns). What ``fn`` raises is raised here.
 
         When :data:`MAX_THREADS` threads are busy, the call waits in line for one to come
-        free, within its ``timeout``.
+        free, within its ``timeout``; with no ``timeout``, as long as it takes, unless
+        every thread is held by a tool whose caller gave up on it (see :meth:`submit`).
 
         Raises:
-            PoolExhausted: No thread came free within ``timeout``.
+            PoolExhausted: No thread came free within ``timeout``, or (no ``timeout``)
+                every thread is held by an abandoned tool.
         """
         try:
             worker = self._idle.pop()  # atomic: no lock needed (_take, written out)
@@ -435,8 +461,15 @@ class ThreadPool:
         worker.kwargs = kwargs
         baton = worker.baton
         # Interrupted while waiting (KeyboardInterrupt), hand() raises and the worker is
-        # left alone: it parks itself when its tool ends, or ends if it had.
-        if not baton.hand(timeout):
+        # left alone: it parks itself when its tool ends, or ends if it had (STOPPED).
+        try:
+            finished = baton.hand(timeout)
+        except BaseException:
+            if baton.state != STOPPED:
+                self._left()
+            raise
+        if not finished:
+            self._left()
             return False, None
         value, error = worker.value, worker.error
         worker.value = None
@@ -460,29 +493,36 @@ class ThreadPool:
         self, fn: Callable[..., T], kwargs: dict[str, object], timeout: float | None
     ) -> tuple[bool, T | None]:
         """:meth:`run` when every thread is busy: wait in line, then for the tool."""
-        job = self.submit(functools.partial(fn, **kwargs))
+        job = self.submit(functools.partial(fn, **kwargs), patient=timeout is None)
         try:
             wait_main(job.done.wait, timeout)
         finally:
             # (interrupted, or out of time: a job that has not started never will)
             withdrawn = not job.done.is_set() and self.withdraw(job)
+            if not withdrawn and not job.done.is_set():
+                self.leave(job)
         if withdrawn:
             raise PoolExhausted(self._threads)
         if not job.done.is_set():
             return False, None
         return True, job.outcome()
 
-    def submit(self, fn: Callable[[], T]) -> Job[T]:
+    def submit(self, fn: Callable[[], T], patient: bool = False) -> Job[T]:
         """Run ``fn`` on an idle thread, or on a new one, without waiting for it. When
         :data:`MAX_THREADS` threads are busy, the job waits in line (first in, first out)
         for one to come free; a caller that stops waiting for it first must
-        :meth:`withdraw` it, so that it never starts late.
+        :meth:`withdraw` it, so that it never starts late, or, once it has started,
+        :meth:`leave` it. A ``patient`` caller waits with no time limit: its job is
+        refused while every thread is held by a tool whose caller left it (then nothing
+        may ever come free), and taken out of the line with that error (its ``outcome``)
+        when the last busy thread is left so.
 
         Raises:
             PoolExhausted: Every thread is busy and this is one of them (a tool that
-                dispatches again): it is refused at once, as waiting could deadlock.
+                dispatches again): it is refused at once, as waiting could deadlock; or
+                the job is ``patient`` and every thread is held by an abandoned tool.
         """
-        job: Job[T] = Job()
+        job: Job[T] = Job(None, patient)
         worker = self._take()
         if worker is None:
             if getattr(_worker_thread, "marked", False):
@@ -491,6 +531,8 @@ class ThreadPool:
                 raise PoolExhausted(self._threads)
             job.fn = fn
             with self._lock:
+                if patient and self._hung():
+                    raise PoolExhausted(self._threads, hung=True)
                 self._queue.append(job)  # type: ignore[arg-type]
             self._drain()  # (a thread may have come free since _take looked)
             return job
@@ -498,6 +540,46 @@ class ThreadPool:
         worker.job = job  # type: ignore[assignment]
         worker.baton.give()
         return job
+
+    def leave(self, job: Job[T]) -> None:
+        """The caller stops waiting for ``job``, which has started (or just ended): its
+        thread counts as abandoned until the function returns."""
+        with self._lock:
+            if job.returned:
+                return
+            job.left = True
+        self._left()
+
+    def _left(self) -> None:
+        """A caller stopped waiting for a running tool (its thread is abandoned). When that
+        leaves every thread held so, the patient jobs waiting in line are refused."""
+        with self._lock:
+            self._abandoned += 1
+            if not self._hung():
+                return
+            queue = self._queue
+            refused = [job for job in queue if job.patient]
+            for job in refused:
+                queue.remove(job)
+                job.returned = True  # (its caller, not yet woken, may leave it first)
+        for job in refused:
+            job.fn = None
+            job.finish(None, PoolExhausted(self._threads, hung=True))
+
+    def _returned(self, job: Job[object] | None) -> None:
+        """A tool nobody waited for returned: ``job``'s (given, or left by its caller),
+        or (None) one whose caller left it at its timeout."""
+        with self._lock:
+            if job is None:
+                self._abandoned -= 1
+                return
+            job.returned = True
+            if job.left:
+                self._abandoned -= 1
+
+    def _hung(self) -> bool:
+        """Every thread there may be is held by an abandoned tool (under the lock)."""
+        return self._threads >= self._max_threads and self._abandoned >= self._threads
 
     def withdraw(self, job: Job[T]) -> bool:
         """Take ``job`` out of the line; whether it was still waiting there (it then never

@@ -12,9 +12,9 @@
  * sleeps must be woken, and on an idle machine that wake-up costs far more than a quick
  * tool (about 45 us of CPU per call, against about 9 us).
  *
- * The state (IDLE, RUNNING, FINISHED, DETACHED) is only read and written with the GIL held,
- * so the caller's "give up" and the worker's "done" are decided once, race-free: the one
- * that moves the state first wins. Both locks are taken (locked) whenever no job is in
+ * The state (IDLE, RUNNING, FINISHED, DETACHED, STOPPED) is only read and written with the
+ * GIL held, so the caller's "give up" and the worker's "done" are decided once, race-free:
+ * the one that moves the state first wins. Both locks are taken (locked) whenever no job is in
  * flight, whatever happened to the previous one.
  */
 #define PY_SSIZE_T_CLEAN
@@ -28,7 +28,7 @@
 #include <unistd.h>
 #endif
 
-enum { IDLE = 0, RUNNING = 1, FINISHED = 2, DETACHED = 3 };
+enum { IDLE = 0, RUNNING = 1, FINISHED = 2, DETACHED = 3, STOPPED = 4 };
 
 typedef struct {
     PyObject_HEAD
@@ -176,14 +176,16 @@ settle(Baton *self)
     return 1;
 }
 
-/* The caller leaves on a signal handler's exception and never touches the worker again: a
- * running job is abandoned (the worker parks itself when it ends); a job that ended
- * meanwhile has its signal taken, and the worker is woken without a job, so that it ends. */
+/* The caller leaves on a signal handler's exception and never hands the worker a job
+ * again: a running job is abandoned (state DETACHED; the worker parks itself when it ends);
+ * a job that ended meanwhile has its signal taken, and the worker is woken without a job,
+ * so that it ends (state STOPPED, which nothing changes again: the caller reads it to
+ * know which of the two happened). */
 static void
 leave(Baton *self)
 {
     if (settle(self)) {
-        self->state = DETACHED;
+        self->state = STOPPED;
         PyThread_release_lock(self->go);
     }
 }
@@ -207,8 +209,9 @@ PyDoc_STRVAR(hand_doc,
 "Caller: start the job put beside the baton and wait for its end, at most ``timeout``\n"
 "seconds (None: no limit). True: it ended. False: the timeout passed first and the\n"
 "job is abandoned (state DETACHED). A signal handler's exception (KeyboardInterrupt)\n"
-"propagates, and the caller must not touch the worker again: its job is abandoned, or,\n"
-"if it had ended, the worker is woken with no job.");
+"propagates, and the caller must not hand the worker a job again: its job is abandoned\n"
+"(state DETACHED, or IDLE once it ended), or, if it had ended, the worker is woken with\n"
+"no job (state STOPPED).");
 
 static PyObject *
 baton_hand(Baton *self, PyObject *timeout)
@@ -335,7 +338,7 @@ static PyMethodDef baton_methods[] = {
 };
 
 static PyGetSetDef baton_getset[] = {
-    {"state", (getter)baton_state, NULL, "IDLE 0, RUNNING 1, FINISHED 2, DETACHED 3", NULL},
+    {"state", (getter)baton_state, NULL, "IDLE 0, RUNNING 1, FINISHED 2, DETACHED 3, STOPPED 4", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
