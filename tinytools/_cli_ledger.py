@@ -12,16 +12,13 @@ named by ``--tools``. ``prune`` deletes rows settled long ago.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import os
 import sys
 import time
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, TextIO
 
 from ._cli_output import printable
-from ._cli_target import put_cwd_on_path
 
 if TYPE_CHECKING:
     from ._registry import AnyTool
@@ -90,7 +87,8 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     fixing.add_argument(
         "--tools",
         metavar="TARGET",
-        help="module or module:attribute naming a Tool, a Registry, a toolset or a list of tools",
+        help="where the crashed batch's tools are, as for `tinytools check`: a module, "
+        "module:attribute, or the path of a .py file or folder",
     )
 
 
@@ -233,37 +231,14 @@ class _TargetError(Exception):
 
 
 def _tools(target: str) -> tuple[AnyTool, ...]:
-    """The tools a ``module`` or ``module:attribute`` target names."""
-    from ._registry import Registry
-    from ._spec import Tool
+    """The tools ``target`` names, found as every verb's TARGET is (``_cli_target.load``)."""
+    from ._cli_target import TargetError, load
 
-    module_name, _, attribute = target.partition(":")
-    put_cwd_on_path()  # as for every TARGET (and python -m): a project's own module
     try:
-        module = importlib.import_module(module_name)
-    except Exception as error:
-        raise _TargetError(f"--tools {target}: cannot import {module_name!r}: {error}") from error
-    value: object = module
-    for part in filter(None, attribute.split(".")):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise _TargetError(f"--tools {target}: {module_name} has no {attribute!r}") from None
-    if isinstance(value, Tool):
-        return (value,)
-    if isinstance(value, Registry):
-        return tuple(value.values())
-    if callable(getattr(value, "tools", None)) and callable(getattr(value, "explain", None)):
-        from .toolsets._base import resolve
-
-        return resolve(value, None).tools  # a toolset, under the names the model saw
-    if value is module:
-        return tuple(v for v in vars(module).values() if isinstance(v, Tool))
-    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
-        found = tuple(value)
-        if all(isinstance(v, Tool) for v in found):
-            return found
-    raise _TargetError(f"--tools {target}: not a Tool, a Registry, a toolset or a list of tools")
+        loaded = load(target)
+    except TargetError as error:
+        raise _TargetError(f"--tools {target}: {error}") from None
+    return tuple(found.tool for found in loaded.found)
 
 
 def _age(seconds: float) -> str:

@@ -121,10 +121,22 @@ class TestReconcile:
         expected = {"rerun": ["a"], "interrupted": ["b"], "waiting": []}
         assert expected == json.loads(capsys.readouterr().out)
 
+    def test_tools_from_a_file_as_every_target(
+        self, db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        """``--tools`` takes any TARGET the other verbs take (it had a loader of its own
+        that knew modules only): here a file's path, scanned."""
+        file = tmp_path / "tools_by_path.py"
+        file.write_text(TOOLS_MODULE)
+        argv = ["ledger", "reconcile", "--db", db, "--run", "r1", "--tools", str(file)]
+        assert 0 == main([*argv, "--json"])
+        expected = {"rerun": ["a"], "interrupted": ["b"], "waiting": []}
+        assert expected == json.loads(capsys.readouterr().out)
+
     def test_bad_target_exits_1(self, db: str, capsys: pytest.CaptureFixture[str]) -> None:
         argv = ["ledger", "reconcile", "--db", db, "--run", "r1", "--tools", "no_such_mod_x"]
         assert 1 == main(argv)
-        assert "cannot import 'no_such_mod_x'" in capsys.readouterr().err
+        assert "cannot import `no_such_mod_x`" in capsys.readouterr().err
 
     def test_run_is_required(self, db: str) -> None:
         with pytest.raises(SystemExit) as info:
