@@ -263,6 +263,48 @@ class TestValidArguments:
         with pytest.raises(InvalidArgument, match="takes a tinytools Tool"):
             valid_arguments(echo.fn)  # type: ignore[arg-type]
 
+    @pytest.mark.parametrize(
+        "impossible",
+        [
+            {"enum": []},
+            {"type": "integer", "minimum": 5, "maximum": 1},
+            {"type": "integer", "minimum": 1, "maximum": 4, "multipleOf": 5},
+            {"type": "number", "exclusiveMinimum": 1, "exclusiveMaximum": 1},
+            {"type": "string", "minLength": 3, "maxLength": 2},
+            {"type": "array", "minItems": 2, "maxItems": 1},
+            {
+                "type": "object",
+                "properties": {"deep": {"type": "string", "enum": [1, 2]}},
+                "required": ["deep"],
+            },
+        ],
+    )
+    def test_a_schema_no_arguments_satisfy_is_said_up_front(
+        self, impossible: dict[str, object]
+    ) -> None:
+        """Defect: a required place no value fits failed inside hypothesis, in its words
+        ("Cannot have max_value=1 < min_value=5", or Unsatisfiable: "make your filters or
+        assumes less strict"), naming neither the tool nor the schema."""
+        schema = {"type": "object", "properties": {"n": impossible}, "required": ["n"]}
+        never = Tool.from_schema("never", "Can never be called.", schema)
+        for strategy in (valid_arguments, invalid_arguments):
+            with pytest.raises(InvalidArgument, match="no argument dict satisfies the schema of"):
+                strategy(never)
+        optional = Tool.from_schema("sometimes", "Takes n or not.", {**schema, "required": []})
+        comes(valid_arguments(optional), lambda a: a == {})  # (left out, it can be called)
+
+    def test_parameter_constraints_no_value_satisfies_are_said_up_front(self) -> None:
+        """As for a schema: a ``@tool`` whose constraint bounds cross is named, not left
+        to fail inside hypothesis at the first draw."""
+
+        @tool
+        def crossed(n: Annotated[int, msgspec.Meta(ge=5, le=1)]) -> int:
+            """Takes no n at all."""
+            return n
+
+        with pytest.raises(InvalidArgument, match=r"schema of tool 'crossed'.*max_value=1"):
+            valid_arguments(crossed)
+
 
 class TestInvalidArguments:
     def test_example_tools(self) -> None:

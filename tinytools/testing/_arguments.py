@@ -24,6 +24,20 @@ __all__ = ["invalid_arguments", "valid_arguments"]
 def _check_tool(tool: object, caller: str) -> Tool[..., object]:
     if not isinstance(tool, Tool):
         raise InvalidArgument(f"{caller}() takes a tinytools Tool, not {type(tool).__name__}")
+    impossible = (
+        f"no argument dict satisfies the schema of tool {tool.name!r}, so a model could "
+        "never call it validly: a place the arguments must fill asks for the impossible "
+        "(an empty `enum`, a `minimum` above its `maximum`, no multiple of `multipleOf` "
+        "between the bounds, a `minLength` above its `maxLength`, or `minItems` above "
+        "`maxItems`); fix the schema, or the parameter's constraints"
+    )
+    try:
+        drawn = _valid(tool)
+        drawn.validate()  # (a bound past the other, from a parameter's type)
+    except InvalidArgument as error:
+        raise InvalidArgument(f"{impossible} ({error})") from None
+    if drawn.is_empty:
+        raise InvalidArgument(impossible)
     return tool
 
 

@@ -195,6 +195,8 @@ class _Drawer:
     def _array(self, schema: Mapping[str, object]) -> SearchStrategy[object]:
         low = _int(schema.get("minItems"), 0)
         high = _int(schema.get("maxItems"), low + _MAX_EXTRA_ITEMS)
+        if high < low:  # no length fits
+            return st.nothing()
         high = min(high, low + _MAX_EXTRA_ITEMS)
         items = schema.get("items", {})
         prefix = schema.get("prefixItems")
@@ -216,6 +218,8 @@ class _Drawer:
         low = _int(schema.get("minLength"), 0)
         high = schema.get("maxLength")
         high = high if isinstance(high, int) else None
+        if high is not None and high < low:  # no length fits
+            return st.nothing()
         fmt = schema.get("format")
         pattern = schema.get("pattern")
         if isinstance(fmt, str) and fmt in _FORMATS:
@@ -243,10 +247,20 @@ class _Drawer:
                 first = -(2**63) if last is None else min(-(2**63), last - 2**64)
             if last is None:
                 last = max(2**64 - 1, first + 2**64)
+            if last < first:  # no integer lies between the bounds
+                return st.nothing()
             step = schema.get("multipleOf")
             if isinstance(step, int) and step > 0:
+                if -(-first // step) > last // step:  # no multiple between the bounds
+                    return st.nothing()
                 return st.integers(-(-first // step), last // step).map(lambda k: k * step)
             return st.integers(first, last) if (low, high) != (None, None) else INTEGERS
+        if (
+            low is not None
+            and high is not None
+            and (low > high or (low == high and (low_open or high_open)))
+        ):
+            return st.nothing()  # nothing between the bounds
         floats = st.floats(
             min_value=low,
             max_value=high,
