@@ -573,6 +573,20 @@ class TestAnthropicServerTools:
         )
 
 
+class TestOneResponse:
+    @pytest.mark.parametrize("kind", ["anthropic", "responses"])
+    def test_an_accumulator_kept_across_turns_gives_each_turns_calls(self, kind: str) -> None:
+        """Defect: one accumulator fed two responses' streams (a loop that kept it across
+        turns) merged the second into the first, silently: Anthropic's calls were the
+        first turn's, with both turns' JSON run together; Responses' the second's items
+        over the first's. A response's opening event now starts afresh."""
+        make, events, expected = ACCUMULATORS[kind]
+        accumulator = fed(make(), events(CALLS))
+        assert expected == accumulator.calls()
+        fed(accumulator, events(CALLS[1:]))
+        assert expected[1:] == accumulator.calls()
+
+
 class TestResponsesFailedStream:
     @pytest.mark.parametrize(
         "event",

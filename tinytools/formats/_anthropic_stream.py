@@ -49,6 +49,10 @@ class ToolCallAccumulator:
     never closed, is an ``invalid`` call keeping the raw text; a message that
     stopped at ``max_tokens`` in a ``tool_use`` block marks that call too.
 
+    One accumulator holds one response: a ``message_start`` drops what it held,
+    so one kept across turns gives each turn's calls (read them before the next
+    stream), never two responses merged into broken calls.
+
     Example::
 
         accumulator = anthropic.ToolCallAccumulator()
@@ -70,7 +74,9 @@ class ToolCallAccumulator:
         if not isinstance(data, Mapping):
             return
         kind, index = data.get("type"), data.get("index")
-        if kind == "message_delta":
+        if kind == "message_start":  # a response begins: one kept across turns starts afresh
+            self._blocks, self._stop = {}, None
+        elif kind == "message_delta":
             delta = data.get("delta")
             if isinstance(delta, Mapping) and delta.get("stop_reason") is not None:
                 self._stop = delta.get("stop_reason")

@@ -39,7 +39,9 @@ class ToolCallAccumulator:
     deltas of parallel calls stay apart. As with ``parse_calls``, finished
     arguments are kept as the text the model sent; a call the stream never
     finished is ``invalid`` (raw text kept), as is one whose item ended
-    ``incomplete``.
+    ``incomplete``. One accumulator holds one response: a ``response.created``
+    drops what it held, so one kept across turns gives each turn's calls (read
+    them before the next stream), never two responses' items mixed.
 
     Example::
 
@@ -52,6 +54,10 @@ class ToolCallAccumulator:
     __slots__ = ("_by_id", "_failed", "_items", "_slots", "_texts")
 
     def __init__(self) -> None:
+        self._start()
+
+    def _start(self) -> None:
+        """Hold nothing: a new accumulator, or a ``response.created``."""
         self._slots: dict[int, Slot] = {}
         self._by_id: dict[str, int] = {}
         self._items: dict[int, dict[str, object]] = {}
@@ -66,6 +72,9 @@ class ToolCallAccumulator:
         kind = data.get("type")
         if kind in ("response.failed", "error"):
             self._failed = data
+            return
+        if kind == "response.created":  # a response begins: one kept across turns starts afresh
+            self._start()
             return
         index = self._index(data)
         if kind in ("response.output_item.added", "response.output_item.done"):
