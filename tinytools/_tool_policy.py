@@ -177,9 +177,11 @@ class ToolRuntime:
         blocking: The (synchronous) tool blocks on I/O or CPU: dispatch runs it
             in a worker thread instead of inline, so it neither stalls other
             calls nor escapes its timeout.
-        idempotency_key: A function of the validated arguments that returns the
-            key the effect ledger dedupes on. It is code, not data: it is neither
-            encoded nor compared, so a decoded policy has none.
+        idempotency_key: A function of the validated arguments that returns a key
+            naming the effect (two calls with one key have one effect). Declared and
+            kept, but not yet read: the effect ledger dedupes on the run id and call
+            id alone, so a call re-issued under a new id runs again. It is code, not
+            data: it is neither encoded nor compared, so a decoded policy has none.
     """
 
     sandbox: SandboxMode = attrs.field(default="inherit", validator=_one_of(SandboxMode))
