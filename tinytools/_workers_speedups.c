@@ -180,7 +180,6 @@ settle(Baton *self)
     return 1;
 }
 
-
 static PY_TIMEOUT_T
 microseconds(double seconds)
 {
