@@ -219,6 +219,51 @@ def test_a_tool_ending_as_its_caller_leaves_is_not_counted_hung(
     assert patient.outcome() == "patient"
 
 
+def test_a_call_in_line_gets_the_place_of_a_thread_stopped_as_it_joined_the_line(
+    baton: Callable[[], Handoff], gate: threading.Event
+) -> None:
+    """Defect: a thread the pool stopped (it keeps no more idle ones) that ended after a
+    call had joined the line left that call waiting, though a new thread could serve it:
+    with every other thread hung, a call with no timeout waited for ever."""
+    holding, stopping, resume = threading.Event(), threading.Event(), threading.Event()
+
+    class Held:
+        """The baton, a thread woken to stop held before it ends while ``holding``."""
+
+        def __init__(self) -> None:
+            self.inner = baton()
+
+        @property
+        def state(self) -> int:
+            return self.inner.state
+
+        def hand(self, timeout: float | None, /) -> bool:
+            return self.inner.hand(timeout)
+
+        def give(self) -> None:
+            self.inner.give()
+
+        def wait(self) -> None:
+            self.inner.wait()
+
+        def back(self) -> bool:
+            ended = self.inner.back()
+            if ended and holding.is_set():  # (its caller took the end, then stopped it)
+                stopping.set()
+                resume.wait(10)
+            return ended
+
+    pool = ThreadPool(max_threads=2, max_idle=0, baton=Held)
+    assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)  # one thread hung
+    holding.set()
+    assert pool.run(lambda: "quick", {}, 5) == (True, "quick")  # no idle thread is kept
+    assert stopping.wait(10)
+    patient = pool.submit(lambda: "patient", patient=True)  # both threads busy: in line
+    resume.set()
+    assert patient.done.wait(10)
+    assert patient.outcome() == "patient"
+
+
 def test_a_tool_thread_asking_for_another_when_all_are_busy_is_refused_at_once(
     baton: Callable[[], Handoff],
 ) -> None:

@@ -371,7 +371,10 @@ class _Worker:
         while True:
             fn, kwargs = self.fn, self.kwargs
             if fn is None:  # stopped by the pool (more idle threads than it keeps)
-                self._pool._exited()
+                pool = self._pool
+                pool._exited()
+                if pool._queue:  # (joined the line since: a new thread takes this place)
+                    pool._drain()
                 return
             self.fn, self.kwargs = None, _NO_KWARGS
             try:
