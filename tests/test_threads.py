@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import os
 import subprocess
@@ -35,9 +36,13 @@ from tinytools import (
     Inject,
     MemoryArtifactStore,
     Registry,
+    RunPolicy,
     Tool,
     ToolCall,
     ToolResult,
+    _concurrency,
+    _execute,
+    _workers,
     before_tool,
     dispatch,
     dispatch_sync,
@@ -243,6 +248,49 @@ def test_a_call_with_no_timeout_is_answered_at_once_when_every_tool_thread_is_hu
     blocking call with no timeout waited in line for ever (``dispatch_sync`` never
     returned). It is answered at once with an error naming the fix."""
     _run_script(EVERY_THREAD_HUNG)
+
+
+@pytest.mark.parametrize("runner", ["sync", "asyncio", "trio"])
+def test_a_call_in_a_batch_with_a_deadline_waits_within_it_when_every_thread_is_hung(
+    runner: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect: under ``await dispatch``, a blocking call with no timeout of its own in a
+    batch with a deadline was refused at once when every tool thread was held by a hung
+    tool, as if it could wait for ever (``dispatch_sync`` waited in line within the
+    deadline, as a timed call does): a thread coming free in time never served it."""
+    pool = _workers.ThreadPool(max_threads=1, max_idle=1)
+    for module in (_workers, _execute, _concurrency):
+        monkeypatch.setattr(module, "THREADS", pool)
+    gate, answered = threading.Event(), threading.Event()
+    assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)  # its thread hung
+
+    def free_the_thread_once_a_call_waits() -> None:
+        for _ in range(10_000):  # (polled: nothing signals a job joining the line)
+            if pool._queue or answered.is_set():
+                break
+            threading.Event().wait(0.001)
+        gate.set()
+
+    opener = threading.Thread(target=free_the_thread_once_a_call_waits)
+    opener.start()
+
+    @tool(blocking=True)
+    def lookup() -> str:
+        """A lookup with no timeout of its own."""
+        return "found"
+
+    calls, policy = [ToolCall("q", "lookup", {})], RunPolicy(deadline=30)
+    try:
+        if runner == "sync":
+            result = dispatch_sync(calls, [lookup], policy=policy)
+        elif runner == "asyncio":
+            result = asyncio.run(dispatch(calls, [lookup], policy=policy))
+        else:
+            result = trio.run(functools.partial(dispatch, calls, [lookup], policy=policy))
+    finally:
+        answered.set()
+        opener.join()
+    assert result.messages[0].content == "found"
 
 
 FORKED_WORKERS_SHARE_A_LEDGER = """

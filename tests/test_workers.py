@@ -8,6 +8,7 @@ test (a tool that never returns in time).
 
 from __future__ import annotations
 
+import _thread
 import gc
 import os
 import signal
@@ -218,6 +219,51 @@ def test_a_tool_ending_as_its_caller_leaves_is_not_counted_hung(
     assert patient.outcome() == "patient"
 
 
+def test_a_call_in_line_gets_the_place_of_a_thread_stopped_as_it_joined_the_line(
+    baton: Callable[[], Handoff], gate: threading.Event
+) -> None:
+    """Defect: a thread the pool stopped (it keeps no more idle ones) that ended after a
+    call had joined the line left that call waiting, though a new thread could serve it:
+    with every other thread hung, a call with no timeout waited for ever."""
+    holding, stopping, resume = threading.Event(), threading.Event(), threading.Event()
+
+    class Held:
+        """The baton, a thread woken to stop held before it ends while ``holding``."""
+
+        def __init__(self) -> None:
+            self.inner = baton()
+
+        @property
+        def state(self) -> int:
+            return self.inner.state
+
+        def hand(self, timeout: float | None, /) -> bool:
+            return self.inner.hand(timeout)
+
+        def give(self) -> None:
+            self.inner.give()
+
+        def wait(self) -> None:
+            self.inner.wait()
+
+        def back(self) -> bool:
+            ended = self.inner.back()
+            if ended and holding.is_set():  # (its caller took the end, then stopped it)
+                stopping.set()
+                resume.wait(10)
+            return ended
+
+    pool = ThreadPool(max_threads=2, max_idle=0, baton=Held)
+    assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)  # one thread hung
+    holding.set()
+    assert pool.run(lambda: "quick", {}, 5) == (True, "quick")  # no idle thread is kept
+    assert stopping.wait(10)
+    patient = pool.submit(lambda: "patient", patient=True)  # both threads busy: in line
+    resume.set()
+    assert patient.done.wait(10)
+    assert patient.outcome() == "patient"
+
+
 def test_a_tool_thread_asking_for_another_when_all_are_busy_is_refused_at_once(
     baton: Callable[[], Handoff],
 ) -> None:
@@ -315,6 +361,82 @@ def test_ctrl_c_while_waiting_for_a_tool_propagates_at_once(
     gate.set()
     assert settled(pool, 1)
     assert pool.run(lambda: "after", {}, None) == (True, "after")
+
+
+@pytest.fixture
+def ctrl_c() -> Iterator[Callable[[], None]]:
+    """``_thread.interrupt_main``: Ctrl-C as a signal another thread received flags it (the
+    waiting main thread is not woken), with SIGINT raising KeyboardInterrupt as in a
+    terminal (a shell starts background jobs with it ignored). A main thread still in the
+    test after 10 s (a caller hung in the hand-off) is sent SIGINT: it fails, not hangs."""
+    main = threading.main_thread().ident
+    assert main is not None
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    ended = threading.Event()
+
+    def unhang() -> None:
+        if not ended.wait(10):
+            signal.pthread_kill(main, signal.SIGINT)
+
+    watchdog = threading.Thread(target=unhang, daemon=True)
+    watchdog.start()
+    yield _thread.interrupt_main
+    ended.set()
+    watchdog.join()
+    signal.signal(signal.SIGINT, before)
+
+
+@main_thread_only
+@pytest.mark.parametrize("timeout", [None, 30])
+def test_ctrl_c_raised_as_the_tool_returns_leaves_its_thread_to_the_pool(
+    baton: Callable[[], Handoff], ctrl_c: Callable[[], None], timeout: float | None
+) -> None:
+    """Defect: a KeyboardInterrupt flagged while the caller waited and raised once the tool
+    had returned lost the thread, counted for good as held by an abandoned tool: a later
+    call with no timeout was refused, a timed one found no thread (the compiled baton); the
+    caller hung (the Python baton)."""
+    pool = ThreadPool(max_threads=1, max_idle=1, baton=baton)
+
+    def interrupt_and_return() -> str:
+        ctrl_c()
+        return "ended"
+
+    for _ in range(3):
+        with pytest.raises(KeyboardInterrupt):
+            pool.run(interrupt_and_return, {}, timeout)
+    assert pool.run(lambda: "patient", {}, None) == (True, "patient")
+    assert pool.run(lambda: "timed", {}, 5) == (True, "timed")
+    assert pool.threads == 1
+
+
+@main_thread_only
+def test_a_call_in_line_gets_the_thread_of_a_caller_interrupted_as_its_tool_returned(
+    baton: Callable[[], Handoff], ctrl_c: Callable[[], None], gate: threading.Event
+) -> None:
+    """Defect: the call waiting in line behind an interrupted caller whose tool had just
+    returned was refused as if every thread were hung (the thread, freed, was counted
+    abandoned), or waited on (the freed thread ended without serving the line)."""
+    pool = ThreadPool(max_threads=2, max_idle=2, baton=baton)
+    assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)  # one thread hung
+    started, queued = threading.Event(), []
+
+    def line_up() -> None:
+        started.wait(10)
+        queued.append(pool.submit(lambda: "in line", patient=True))
+
+    helper = threading.Thread(target=line_up)
+    helper.start()
+
+    def interrupt_once_a_call_waits() -> str:
+        started.set()
+        helper.join(10)
+        ctrl_c()
+        return "ended"
+
+    with pytest.raises(KeyboardInterrupt):
+        pool.run(interrupt_once_a_call_waits, {}, None)
+    assert queued[0].done.wait(10)
+    assert queued[0].outcome() == "in line"
 
 
 @main_thread_only

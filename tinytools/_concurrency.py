@@ -87,10 +87,12 @@ def _is_cancellation(error: BaseException) -> bool:
 
 
 async def _in_thread(
-    fn: functools.partial[object], timeout: float | None, handle: Cancellation
+    fn: functools.partial[object], timeout: float | None, handle: Cancellation, patient: bool
 ) -> tuple[bool, object]:
-    """Run ``fn`` on a pool thread; ``(True, value)``, or ``(False, None)`` on timeout."""
-    job: Job[object] = THREADS.submit(fn, timeout is None)
+    """Run ``fn`` on a pool thread; ``(True, value)``, or ``(False, None)`` on timeout.
+    ``patient``: nothing bounds the wait (no timeout, no batch deadline; see
+    ``ThreadPool.submit``)."""
+    job: Job[object] = THREADS.submit(fn, patient)
     done = anyio.Event()
     soon = _call_soon()
     job.on_done(lambda: soon(done.set))
@@ -150,7 +152,10 @@ async def _attempts(
                 return timed_out(item, timeout)
             if not threaded:
                 return fn(**kwargs)
-            finished, value = await _in_thread(functools.partial(fn, **kwargs), timeout, handle)
+            patient = timeout is None and run.policy.deadline is None  # (as run_inline's)
+            finished, value = await _in_thread(
+                functools.partial(fn, **kwargs), timeout, handle, patient
+            )
             if finished:
                 return value
             assert timeout is not None

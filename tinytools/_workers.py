@@ -38,7 +38,8 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   does not wait — the event loops' threaded calls, and ``dispatch_sync`` with a
   ``cancellation`` — gets a :class:`Job` that reports its end (:meth:`ThreadPool.submit`).
   A ``KeyboardInterrupt`` (or another signal handler's exception) while a caller waits
-  propagates at once; the tool's thread is then abandoned like a timed-out one. On the
+  propagates at once; the tool's thread is then abandoned like a timed-out one (or, when
+  the tool had just returned, goes back to the pool). On the
   main thread a caller waits in slices (:func:`wait_main`, and the compiled baton alike),
   so that this holds also for a signal another thread received and for
   ``_thread.interrupt_main()``, which flag the handler without waking the main thread.
@@ -211,7 +212,7 @@ class Job(Generic[T]):
 
 
 # The states of a baton (see _workers_speedups.c, which documents the protocol).
-IDLE, RUNNING, FINISHED, DETACHED, STOPPED = 0, 1, 2, 3, 4
+IDLE, RUNNING, FINISHED, DETACHED, FREE = 0, 1, 2, 3, 4
 
 
 class _Baton:
@@ -231,7 +232,7 @@ class _Baton:
         self.state = IDLE
 
     def hand(self, timeout: float | None, /) -> bool:
-        if self.state != IDLE:
+        if self.state != IDLE and self.state != FREE:
             raise RuntimeError("the baton already carries a job")
         self.state = RUNNING
         try:
@@ -239,10 +240,8 @@ class _Baton:
             if wait_main(self._acquire_done, timeout):
                 self.state = IDLE
                 return True
-        except BaseException:  # a signal handler's (KeyboardInterrupt): leave, re-raise
-            if self._settle():  # the job had ended: wake the worker with no job
-                self.state = STOPPED
-                self._go.release()
+        except BaseException:  # a signal handler's (KeyboardInterrupt), maybe raised
+            self._settle()  # after the end was taken: abandoned (DETACHED), or IDLE
             raise
         return self._settle()
 
@@ -254,8 +253,9 @@ class _Baton:
             if self.state == RUNNING:
                 self.state = DETACHED
                 return False
-        self._done.acquire()  # FINISHED: the worker is releasing it now
-        self.state = IDLE
+            # FINISHED (or IDLE): the worker released it, and this caller may have taken it
+            self._done.acquire(False)
+            self.state = IDLE
         return True
 
     def give(self) -> None:
@@ -268,10 +268,10 @@ class _Baton:
     def back(self) -> bool:
         with self._mutex:
             if self.state == DETACHED:
-                self.state = IDLE
+                self.state = FREE
                 return False
             self.state = FINISHED
-        self._done.release()
+            self._done.release()  # (under the mutex: _settle then knows it is released)
         self._go.acquire()
         return True
 
@@ -370,8 +370,11 @@ class _Worker:
         baton.wait()
         while True:
             fn, kwargs = self.fn, self.kwargs
-            if fn is None:  # stopped: by the pool, or by a caller that left
-                self._pool._exited()
+            if fn is None:  # stopped by the pool (more idle threads than it keeps)
+                pool = self._pool
+                pool._exited()
+                if pool._queue:  # (joined the line since: a new thread takes this place)
+                    pool._drain()
                 return
             self.fn, self.kwargs = None, _NO_KWARGS
             try:
@@ -460,12 +463,15 @@ class ThreadPool:
         worker.fn = fn
         worker.kwargs = kwargs
         baton = worker.baton
-        # Interrupted while waiting (KeyboardInterrupt), hand() raises and the worker is
-        # left alone: it parks itself when its tool ends, or ends if it had (STOPPED).
+        # Interrupted while waiting (KeyboardInterrupt), hand() raises, or the next
+        # bytecode does once the tool ended: the baton says which.
         try:
             finished = baton.hand(timeout)
         except BaseException:
-            if baton.state != STOPPED:
+            if baton.state == IDLE:  # the tool's end was taken: its thread is free
+                worker.fn, worker.kwargs, worker.value, worker.error = None, _NO_KWARGS, None, None
+                self._give_back(worker)
+            else:  # abandoned (it parks itself when its tool ends, FREE)
                 self._left()
             raise
         if not finished:

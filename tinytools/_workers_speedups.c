@@ -12,10 +12,14 @@
  * sleeps must be woken, and on an idle machine that wake-up costs far more than a quick
  * tool (about 45 us of CPU per call, against about 9 us).
  *
- * The state (IDLE, RUNNING, FINISHED, DETACHED, STOPPED) is only read and written with the
- * GIL held, so the caller's "give up" and the worker's "done" are decided once, race-free:
- * the one that moves the state first wins. Both locks are taken (locked) whenever no job is in
- * flight, whatever happened to the previous one.
+ * The state (IDLE, RUNNING, FINISHED, DETACHED, FREE) is only read and written with the GIL
+ * held, so the caller's "give up" and the worker's "done" are decided once, race-free: the
+ * one that moves the state first wins. Both locks are taken (locked) whenever no job is in
+ * flight, whatever happened to the previous one. No job is in flight in two states, which
+ * tell a caller interrupted by a signal handler's exception (KeyboardInterrupt) what
+ * happened, whether hand() raised it or the caller's next bytecode did: IDLE, the job's
+ * end was taken by its caller (the worker waits in back() for the next job); FREE, the
+ * job ended with nobody waiting for it (abandoned, or given: back() returned False).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -28,7 +32,7 @@
 #include <unistd.h>
 #endif
 
-enum { IDLE = 0, RUNNING = 1, FINISHED = 2, DETACHED = 3, STOPPED = 4 };
+enum { IDLE = 0, RUNNING = 1, FINISHED = 2, DETACHED = 3, FREE = 4 };
 
 typedef struct {
     PyObject_HEAD
@@ -176,20 +180,6 @@ settle(Baton *self)
     return 1;
 }
 
-/* The caller leaves on a signal handler's exception and never hands the worker a job
- * again: a running job is abandoned (state DETACHED; the worker parks itself when it ends);
- * a job that ended meanwhile has its signal taken, and the worker is woken without a job,
- * so that it ends (state STOPPED, which nothing changes again: the caller reads it to
- * know which of the two happened). */
-static void
-leave(Baton *self)
-{
-    if (settle(self)) {
-        self->state = STOPPED;
-        PyThread_release_lock(self->go);
-    }
-}
-
 static PY_TIMEOUT_T
 microseconds(double seconds)
 {
@@ -208,10 +198,9 @@ PyDoc_STRVAR(hand_doc,
 "hand(timeout, /)\n--\n\n"
 "Caller: start the job put beside the baton and wait for its end, at most ``timeout``\n"
 "seconds (None: no limit). True: it ended. False: the timeout passed first and the\n"
-"job is abandoned (state DETACHED). A signal handler's exception (KeyboardInterrupt)\n"
-"propagates, and the caller must not hand the worker a job again: its job is abandoned\n"
-"(state DETACHED, or IDLE once it ended), or, if it had ended, the worker is woken with\n"
-"no job (state STOPPED).");
+"job is abandoned (state DETACHED; FREE once it ends). A signal handler's exception\n"
+"(KeyboardInterrupt) propagates: the job is abandoned likewise, or, if it had ended, its\n"
+"end is taken (state IDLE: the worker waits for its next job, as after True).");
 
 static PyObject *
 baton_hand(Baton *self, PyObject *timeout)
@@ -226,7 +215,7 @@ baton_hand(Baton *self, PyObject *timeout)
         us = microseconds(seconds);
         deadline = monotonic() + (double)us / 1e6;
     }
-    if (self->state != IDLE) {
+    if (self->state != IDLE && self->state != FREE) {
         PyErr_SetString(PyExc_RuntimeError, "the baton already carries a job");
         return NULL;
     }
@@ -250,7 +239,9 @@ baton_hand(Baton *self, PyObject *timeout)
     while (got == PY_LOCK_INTR ||
            (got == PY_LOCK_FAILURE && slicing && (us < 0 || deadline > monotonic()))) {
         if (PyErr_CheckSignals() < 0) {
-            leave(self);
+            /* A running job is abandoned (DETACHED, FREE once it ends); one that ended
+             * meanwhile has its end taken (IDLE), as when hand() returns True. */
+            settle(self);
             return NULL;
         }
         if (us > 0) {
@@ -299,14 +290,14 @@ baton_wait(Baton *self, PyObject *Py_UNUSED(ignored))
 PyDoc_STRVAR(back_doc,
 "back()\n--\n\n"
 "Worker: the job ended. True: its caller was waiting and has been woken, and a next job\n"
-"has been handed over. False: nobody waits for it (abandoned or given); the baton is IDLE\n"
-"again and the worker decides what to do next.");
+"has been handed over. False: nobody waits for it (abandoned or given); the baton is FREE\n"
+"(idle) and the worker decides what to do next.");
 
 static PyObject *
 baton_back(Baton *self, PyObject *Py_UNUSED(ignored))
 {
     if (self->state == DETACHED) {
-        self->state = IDLE;
+        self->state = FREE;
         Py_RETURN_FALSE;
     }
     self->state = FINISHED;
@@ -338,7 +329,7 @@ static PyMethodDef baton_methods[] = {
 };
 
 static PyGetSetDef baton_getset[] = {
-    {"state", (getter)baton_state, NULL, "IDLE 0, RUNNING 1, FINISHED 2, DETACHED 3, STOPPED 4", NULL},
+    {"state", (getter)baton_state, NULL, "IDLE 0, RUNNING 1, FINISHED 2, DETACHED 3, FREE 4", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
