@@ -85,6 +85,13 @@ CASES = [
     Case("approval/unclassified read_only flag", M.require_approval(),
          ToolPolicy().with_side_effects(read_only=True), None, "deferred", "require_approval"),
     Case("approval/read-only", M.require_approval(), READ_ONLY, None, "runs"),
+    Case("approval/read-only that also destroys", M.require_approval(),
+         READ_ONLY.with_side_effects(destructive=True), None, "deferred", "require_approval"),
+    Case("approval/read-only that also pays", M.require_approval(),
+         CLASSIFIED.with_side_effects(read_only=True, payment=True), None,
+         "deferred", "require_approval"),
+    Case("approval/read-only over the network", M.require_approval(),
+         READ_ONLY.with_side_effects(network=True), None, "runs"),
     Case("background/not safe, background", M.require_background_safe(), CLASSIFIED,
          BACKGROUND, "denied", "require_background_safe"),
     Case("background/safe, background", M.require_background_safe(),
@@ -106,6 +113,8 @@ CASES = [
     Case("strict/unattended, not background-safe", M.strict(), READ_ONLY, BACKGROUND,
          "denied", "require_background_safe"),
     Case("strict/read-only", M.strict(), READ_ONLY, None, "runs"),
+    Case("strict/read-only that writes files", M.strict(),
+         READ_ONLY.with_side_effects(writes_files=True), None, "deferred", "require_approval"),
     Case("bytes/never hides", M.enforce_result_bytes(limit=1), ToolPolicy(), None, "runs"),
 ]  # fmt: skip
 
