@@ -4,10 +4,15 @@ from __future__ import annotations
 
 from typing import Literal
 
+import attrs
 import msgspec
+import pytest
 
-from tinytools import Registry, ToolCall, ToolPolicy, dispatch_sync, tool
+from tinytools import Exposure, Registry, ToolCall, ToolPolicy, dispatch_sync, tool
 from tinytools._redact import MARKER, Redactor
+from tinytools.discovery import Discovery
+from tinytools.events import UnknownToolCall
+from tinytools.testing import check_dispatch_invariants
 
 seen: list[str] = []
 
@@ -20,6 +25,11 @@ def login(user: str, password: str, auth: dict[str, str], mode: Literal["a", "b"
 
 
 TOOLS = Registry.of(login)
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    seen.clear()
 
 
 def everything(result: object) -> str:
@@ -79,3 +89,50 @@ class TestDispatchRedaction:
         """Malformed arguments of a redacting tool never appear in events."""
         result = dispatch_sync([ToolCall("c", "login", '{"password": "hunter22"')], TOOLS)
         assert "hunter22" not in everything(result)
+
+    def test_a_secret_inside_arguments_that_are_no_object(self) -> None:
+        """Arguments that are an array, not an object, still hide a secret's value under
+        its name in an object inside (names match at any depth)."""
+        raw = '[{"password": "hunter22"}]'
+        result = dispatch_sync([ToolCall("c", "login", raw)], TOOLS)
+        assert ["error"] == [m.status for m in result.messages]
+        assert "hunter22" not in everything(result)
+        assert MARKER in everything(result)
+
+    @pytest.mark.parametrize("name", ["loginn", "logni", "signin"])
+    def test_an_unknown_name_hides_every_tools_secrets(self, name: str) -> None:
+        """A call whose name is a misspelling of a redacting tool (or any other unknown
+        name) shows no registered tool's secret in its event or in the model's answer."""
+        arguments = {"user": "ann", "password": "hunter22", "auth": {"token": "tok-9"}}
+        result = dispatch_sync([ToolCall("c", name, arguments)], TOOLS)
+        assert ["error"] == [m.status for m in result.messages]
+        [event] = [e for e in result.events if isinstance(e, UnknownToolCall)]
+        assert {"user": "ann", "password": MARKER, "auth": {"token": MARKER}} == event.arguments
+        assert "hunter22" not in everything(result)
+        assert "tok-9" not in everything(result)
+        check_dispatch_invariants([ToolCall("c", name, arguments)], result, TOOLS)
+
+
+class TestDiscoveryWrapperRedaction:
+    """A ``tool_call`` wrapper that cannot be read still holds another tool's arguments."""
+
+    TOOLS = Discovery(Registry.of(attrs.evolve(login, exposure=Exposure.Deferred)))
+
+    @pytest.mark.parametrize(
+        ("arguments", "invalid"),
+        [
+            ('{"name": "login", "arguments": {"password": "hunter22"}} and more', None),
+            ({"name": "login", "arguments": {"password": "hunter22"}}, "cut at hunter22"),
+            ('[{"name": "login", "arguments": {"password": "hunter22"}}]', None),
+        ],
+        ids=["unreadable text", "provider reason", "not an object"],
+    )
+    def test_the_answer_hides_the_secret(self, arguments: object, invalid: str | None) -> None:
+        """The error answering an unreadable wrapper never quotes a secret of a registered
+        tool (unreadable text is replaced whole)."""
+        call = ToolCall("c", "tool_call", arguments, invalid)  # type: ignore[arg-type]
+        result = dispatch_sync([call], self.TOOLS)
+        [message] = result.messages
+        assert message.content.startswith("Tool call not run: ")
+        assert "hunter22" not in everything(result)
+        assert [] == seen

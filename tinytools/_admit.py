@@ -39,7 +39,7 @@ from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond,
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack
-from ._redact import Redactor
+from ._redact import Redactor, every_secret
 from ._registry import AnyTool
 from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
@@ -672,7 +672,7 @@ def _resolve(
         name, tool = found
         if name == call.name:
             return call, tool
-        batch.emit(_unknown(call, f"rewrite:{name}", batch, tool))
+        batch.emit(_unknown(call, f"rewrite:{name}", batch))
         return msgspec.structs.replace(call, name=name), tool
     policy = batch.policy.unknown_tool
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
@@ -680,7 +680,7 @@ def _resolve(
     batch.emit(event)
     # Named by what the model may call this turn, at most a handful (never the whole
     # registry); the arguments as the event shows them (redacted when a registered
-    # tool the name reaches redacts).
+    # tool redacts).
     requested = preview(call.name, 80, raw_text=True)
     names, complete = _suggestions(call.name, batch)
     listed = ", ".join(f"`{n}`" for n in names)
@@ -722,31 +722,24 @@ def _suggestions(name: str, env: DispatchEnv) -> tuple[list[str], bool]:
     return suggested, False
 
 
-def _unknown(
-    call: ToolCall, recovery: str, env: DispatchEnv, target: AnyTool | None = None
-) -> UnknownToolCall:
+def _unknown(call: ToolCall, recovery: str, env: DispatchEnv) -> UnknownToolCall:
     """The event for an unknown call: arguments verbatim, but never a secret.
 
-    When the requested name reaches registered tools (exactly, or but for case,
-    whitespace and ``-``/``_``) or the call is rewritten to ``target``, their
-    redaction applies; arguments JSON cannot carry are shown as printable text.
+    No one tool owns an unknown call's arguments (the name may be a variant, a
+    misspelling or a rewrite of any tool's), so the redaction of every registered
+    tool applies (:func:`every_secret`); arguments JSON cannot carry are shown as
+    printable text.
     """
-    paths = [p for t in _reached(call.name, env, target) for p in t.policy.redact]
     arguments: dict[str, object] | str = call.arguments
-    if paths:
-        arguments = Redactor(tuple(paths), loose=True).raw(call.arguments)[0]
+    redactor = every_secret(env.tools.values())
+    if redactor is not None:
+        arguments = redactor.raw(call.arguments)[0]
     return UnknownToolCall(
         call_id=call.id,
         requested_name=printable(call.name),
         arguments=_encodable(arguments),
         recovery=recovery,
     )
-
-
-def _reached(name: str, env: DispatchEnv, target: AnyTool | None) -> list[AnyTool]:
-    names = {name, *env.tools.name_index().variants(name)}
-    reached = [env.tools[n] for n in names if n in env.tools]
-    return [*reached, target] if target is not None else reached
 
 
 def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:

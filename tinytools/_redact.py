@@ -11,12 +11,13 @@ redacts anything: a broken document cannot be redacted field by field.
 
 Two decisions worth knowing:
 
-- Where arguments were *refused* (an unknown tool reached by a variant name,
-  arguments that fail the schema), the keys are whatever the model typed, so a
-  key that is a near miss of a secret name is treated as that name: the same
-  but for case and ``-``/``_``/spaces, or a misspelling (``pasword``,
-  ``passwrod``). Validated arguments carry the schema's own keys and are matched
-  exactly.
+- Where arguments were *refused* (an unknown tool, arguments that fail the
+  schema), the keys are whatever the model typed, so a key that is a near miss
+  of a secret name is treated as that name: the same but for case and
+  ``-``/``_``/spaces, or a misspelling (``pasword``, ``passwrod``). Validated
+  arguments carry the schema's own keys and are matched exactly. An unknown
+  tool's arguments, and those of a discovery ``tool_call`` that cannot be read,
+  belong to no one tool: every registered tool's redaction applies to them.
 - Free text (a tool's exception message, a validation error) is scrubbed of each
   secret's text. A secret shorter than :data:`SHORT` characters is removed only
   where it stands as a whole token, so that a one-letter secret does not turn
@@ -30,14 +31,14 @@ import difflib
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import msgspec
 
 from ._registry import AnyTool
 from ._suggest import normalize
 
-__all__ = ["MARKER", "SHORT", "Redactor", "shown_arguments"]
+__all__ = ["MARKER", "SHORT", "Redactor", "every_secret", "shown_arguments"]
 
 #: What a redacted value is replaced with.
 MARKER = "[redacted]"
@@ -47,6 +48,8 @@ SHORT = 6
 _NEAR = 0.8
 #: Keys longer than this are never compared for misspellings (a model may send any text).
 _LONGEST_KEY = 128
+#: The key :meth:`Redactor.value` holds a value under: no redaction entry can name it.
+_HOLDER = "."
 
 
 class Redactor:
@@ -131,11 +134,22 @@ class Redactor:
             decoded = msgspec.json.decode(arguments)
         except (msgspec.DecodeError, UnicodeError, RecursionError):
             return MARKER, [arguments]
-        if not isinstance(decoded, dict):
-            return arguments, []
-        redacted, secrets = self.arguments(decoded)
+        redacted: object
+        if isinstance(decoded, dict):
+            redacted, secrets = self.arguments(decoded)
+        else:  # not arguments, but a secret's name may still stand in an object inside
+            redacted, secrets = self.value(decoded)
+            if not secrets:
+                return arguments, []
         # The same secret may stand in another field too: scrub the whole text.
         return self.scrub(msgspec.json.encode(redacted).decode(), secrets), secrets
+
+    def value(self, value: object) -> tuple[object, list[object]]:
+        """Any JSON value redacted, and the secrets it held: the names match in every
+        object inside it (``$``-rooted paths, which start at the arguments object, do not
+        apply)."""
+        holder, secrets = self.arguments({_HOLDER: value})
+        return holder[_HOLDER], secrets
 
     @staticmethod
     def scrub(text: str, secrets: list[object]) -> str:
@@ -191,3 +205,12 @@ def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, ob
     redactor is built once, with its plan)."""
     redactor = tool._plan.redactor
     return arguments if redactor is None else redactor.arguments(arguments)[0]
+
+
+def every_secret(tools: Iterable[AnyTool]) -> Redactor | None:
+    """A loose redactor over the redaction paths of every one of ``tools`` (None when
+    none redacts): for arguments no one tool owns — an unknown tool's (the model may
+    have misspelt a redacting tool's name), a discovery ``tool_call`` wrapper's that
+    cannot be read. Redacting a value no tool marks there hides nothing that runs."""
+    paths = tuple(dict.fromkeys(path for tool in tools for path in tool.policy.redact))
+    return Redactor(paths, loose=True) if paths else None
