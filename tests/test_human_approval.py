@@ -115,6 +115,44 @@ class TestOutcomes:
         assert isinstance(info.value.__cause__, TypeError)
         assert "return Allow(), Deny(message) or Defer()" in str(info.value.__cause__)
 
+    @pytest.mark.parametrize(
+        "answer",
+        [
+            lambda call, tool: call,
+            lambda call, tool: (call, Allow()),
+            lambda call, tool: {"password": "hunter22"},
+        ],
+        ids=["the call", "a tuple holding it", "its arguments"],
+    )
+    def test_a_refused_outcome_is_named_by_its_type_only(self, answer: object) -> None:
+        """The TypeError refusing a bad outcome names its type, never its contents: they
+        may hold the call's arguments, and a secret the tool redacts would reach logs."""
+
+        @tool(policy=ToolPolicy(redact=("password",)).with_access(approval_required=True))
+        def login(password: str) -> str:
+            """Log in (needs approval)."""
+            runs.append("login")
+            return "in"
+
+        middleware = HumanApprovalMiddleware(answer)  # type: ignore[arg-type]
+        call = ToolCall("c1", "login", {"password": "hunter22"})
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync([call], Registry.of(login), middleware=[middleware])
+        error = info.value.__cause__
+        assert isinstance(error, TypeError)
+        assert "hunter22" not in str(info.value) + str(error)
+        assert "return Allow(), Deny(message) or Defer()" in str(error)
+        assert f"returned a {type(answer(call, None)).__name__} for call" in str(error)  # type: ignore[operator]
+        assert [] == runs
+
+    def test_a_hook_returning_garbage_is_named_by_its_type_only(self) -> None:
+        """A ``before_tool`` hook's unusable answer is refused without quoting it."""
+        hook = before_tool(lambda call, env: (call,))  # type: ignore[arg-type,return-value]
+        call = ToolCall("c1", "look", {"password": "hunter22"})
+        with pytest.raises(TypeError, match="returned a tuple; return the call") as info:
+            dispatch_sync([call], TOOLS, middleware=[hook])
+        assert "hunter22" not in str(info.value)
+
 
 class TestWhoIsAsked:
     def test_only_approval_required_by_default(self) -> None:

@@ -38,7 +38,7 @@ from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
-from ._middleware import Allow, Defer, Deny, HookFailed, Stack
+from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
 from ._redact import Redactor, every_secret
 from ._registry import AnyTool
 from ._spec import Exposure
@@ -464,7 +464,7 @@ def _went(
     if isinstance(outcome, ToolCall):
         return _adjusted(hook, call, outcome, approved, env)
     raise TypeError(
-        f"before_tool hook {hook!r} returned {outcome!r}; return the call, "
+        f"before_tool hook {hook!r} returned {described(outcome)}; return the call, "
         "Allow(), Allow(call), Deny(message) or Defer() (instances, not the classes)"
     )
 

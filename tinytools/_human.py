@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
-from ._middleware import Allow, Defer, Deny
+from ._middleware import Allow, Defer, Deny, described
 from ._policy_middleware import resolve
 from ._registry import AnyTool
 from ._spec import is_async_function
@@ -65,7 +65,7 @@ def _translate(call: ToolCall, outcome: object) -> ApprovalOutcome:
         # A human chose to decide later: the call waits among the approvals.
         return attrs.evolve(outcome, kind="approval")
     raise TypeError(
-        f"the approval callback returned {outcome!r} for call {call.id!r}; "
+        f"the approval callback returned {described(outcome)} for call {call.id!r}; "
         "return Allow(), Deny(message) or Defer() (an instance, not the class)"
     )
 
