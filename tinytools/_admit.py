@@ -68,6 +68,7 @@ __all__ = [
     "admit_batch",
     "carried",
     "error_message",
+    "past_deadline",
     "shown_name",
     "admit_batch_async",
 ]
@@ -298,6 +299,18 @@ async def admit_batch_async(calls: Sequence[ToolCall], batch: Admission) -> list
             except Exception as error:
                 failure = error
     return verdicts
+
+
+def past_deadline(calls: Sequence[ToolCall], batch: Admission) -> None:
+    """Answer as interrupted the calls admission did not reach: the batch's deadline
+    passed while :func:`admit_batch_async` awaited a hook (the call it waited on
+    included), so none of them is opened, let alone run."""
+    verdicts = batch.verdicts
+    for index in range(len(verdicts), len(calls)):
+        call = shown_name(plain_call(calls[index]))
+        text = "Tool call not run: the batch's deadline passed."
+        verdicts.append(Answered(index, error_message(call, text, "interrupted")))
+        batch.preflight = True
 
 
 def _repeated(index: int, call: ToolCall, batch: Admission) -> Answered:

@@ -33,7 +33,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 
-from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async
+from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async, past_deadline
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._effects import EffectLedger, record_started, refusal, release_unstarted
@@ -360,7 +360,14 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchRe
     if run.cancellation is not None or deadline is not None or used:
         run.admission(_cancelled(run), _expiry(deadline, current_time), used)
     try:
-        await admit_batch_async(run.calls, run)
+        if deadline is None:
+            await admit_batch_async(run.calls, run)
+        else:  # an awaited hook (a human's approval) waits no longer than the batch may take
+            import anyio
+
+            with anyio.move_on_at(deadline):
+                await admit_batch_async(run.calls, run)
+            past_deadline(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
     if run.sink is not None:

@@ -27,7 +27,12 @@ unknown). A call already approved — on resume by a decision that answers
 it, or by an earlier hook — passes without asking.
 
 The callback may be async: ``before_tool`` then returns a coroutine, which
-``dispatch`` awaits; ``dispatch_sync`` refuses it with a ``TypeError``.
+``dispatch`` awaits — no longer than ``RunPolicy.deadline`` allows: past it the
+wait is cancelled and the call answered as ``interrupted`` —; ``dispatch_sync``
+refuses it with a ``TypeError``. A synchronous callback cannot be cut short:
+bound its own wait. A callback that raises aborts the batch
+(``DispatchAborted``, every call answered, nothing run); one that answers
+anything but an outcome is a ``TypeError`` inside that abort.
 """
 
 from __future__ import annotations
