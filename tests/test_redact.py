@@ -52,6 +52,21 @@ class TestRedactor:
         assert {"p", "q", "t"} == set(secrets)  # type: ignore[arg-type]
         assert "p" == given["password"]
 
+    def test_names_and_paths_match_but_for_case_and_separators(self) -> None:
+        """A key spelled as a secret's name or path segment but for case, ``-``, ``_``
+        and spaces is that secret, even where the arguments were not refused; only a
+        misspelling needs the loose form."""
+        given = {"PassWord": "p", "x": {"pass-word": "q"}, "AUTH": {"Token ": "t"}, "pasword": "r"}
+        redacted, secrets = Redactor(("password", "$.auth.token")).arguments(given)
+        assert {
+            "PassWord": MARKER,
+            "x": {"pass-word": MARKER},
+            "AUTH": {"Token ": MARKER},
+            "pasword": "r",
+        } == redacted
+        assert {"p", "q", "t"} == set(secrets)  # type: ignore[arg-type]
+        assert MARKER == Redactor(("password",), loose=True).arguments(given)[0]["pasword"]
+
     def test_unreadable_raw_text_replaced_whole(self) -> None:
         """Raw text that is not JSON is replaced entirely."""
         assert (MARKER, ['{"password": "hunt']) == Redactor(("password",)).raw('{"password": "hunt')
@@ -76,6 +91,30 @@ class TestDispatchRedaction:
         assert "hunter22" not in text
         assert "tok-9" not in text
         assert MARKER in text
+
+    def test_free_form_keys_the_model_typed(self) -> None:
+        """Validated arguments may hold keys the model typed (a free-form object): a
+        secret under ``Token`` or ``PASSWORD`` there never reaches events or the ledger."""
+        logged: list[object] = []
+
+        class Ledger:
+            def started(self, run_id: str, call_id: str, name: str, arguments: object) -> None:
+                logged.append(arguments)
+
+            def settled(self, run_id: str, call_id: str, status: str) -> None:
+                pass
+
+        arguments = {
+            "user": "ann",
+            "password": "hunter22",
+            "auth": {"Token": "tok-9", "scope": "read", "PASSWORD": "hunter23"},
+        }
+        result = dispatch_sync([ToolCall("c", "login", arguments)], TOOLS, ledger=Ledger())
+        assert ["ok"] == [m.status for m in result.messages]
+        text = everything(result) + msgspec.json.encode(logged).decode()
+        for secret in ("hunter22", "tok-9", "hunter23"):
+            assert secret not in text
+        assert "read" in text
 
     def test_error_messages_scrubbed(self) -> None:
         """An error that would echo a secret value shows the marker instead."""

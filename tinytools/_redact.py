@@ -11,13 +11,15 @@ redacts anything: a broken document cannot be redacted field by field.
 
 Two decisions worth knowing:
 
-- Where arguments were *refused* (an unknown tool, arguments that fail the
-  schema), the keys are whatever the model typed, so a key that is a near miss
-  of a secret name is treated as that name: the same but for case and
-  ``-``/``_``/spaces, or a misspelling (``pasword``, ``passwrod``). Validated
-  arguments carry the schema's own keys and are matched exactly. An unknown
-  tool's arguments, and those of a discovery ``tool_call`` that cannot be read,
-  belong to no one tool: every registered tool's redaction applies to them.
+- A key is a secret's name, and a path a ``$``-path, but for case and
+  ``-``/``_``/spaces in each segment (``PassWord``, ``pass-word``,
+  ``$.Auth.TOKEN``) everywhere: even validated arguments carry keys the model
+  typed, in a free-form object (a ``dict[str, str]`` parameter). Where arguments
+  were *refused* (an unknown tool, arguments that fail the schema), a
+  misspelling of a secret name (``pasword``, ``passwrod``) counts too. An
+  unknown tool's arguments, and those of a discovery ``tool_call`` that cannot
+  be read, belong to no one tool: every registered tool's redaction applies to
+  them.
 - Free text (a tool's exception message, a validation error) is scrubbed of each
   secret's text. A secret shorter than :data:`SHORT` characters is removed only
   where it stands as a whole token, so that a one-letter secret does not turn
@@ -55,29 +57,33 @@ _HOLDER = "."
 class Redactor:
     """Redacts the values at one tool's redaction paths."""
 
-    __slots__ = ("_loose", "_names", "_normal", "_paths")
+    __slots__ = ("_folded", "_folded_paths", "_loose", "_names", "_paths")
 
     def __init__(self, paths: tuple[str, ...], *, loose: bool = False) -> None:
-        """``loose``: also match near misses of the secret names (for refused arguments,
+        """``loose``: also match misspellings of the secret names (for refused arguments,
         whose keys the model typed; see the module's docstring)."""
         self._names = frozenset(p for p in paths if not p.startswith("$"))
         self._paths = frozenset(p for p in paths if p.startswith("$"))
         self._loose = loose
-        self._normal = tuple(normalize(n).replace("_", "") for n in self._names)
+        self._folded = frozenset(map(_fold, self._names))
+        self._folded_paths = frozenset(
+            "$" + "".join(f".{_fold(segment)}" for segment in path[2:].split("."))
+            for path in self._paths
+        )
 
-    def _hit(self, key: str, path: str) -> bool:
+    def _hit(self, key: str, path: str, typed: str, folded: str) -> bool:
+        """Whether the value under ``key`` (at ``path``; both also ``_fold``-ed) is secret."""
         if key in self._names or path in self._paths:
             return True
-        return self._loose and self._near(key)
+        if typed in self._folded or folded in self._folded_paths:
+            return True
+        return self._loose and self._near(key, typed)
 
-    def _near(self, key: str) -> bool:
-        """Whether ``key`` is one of the secret names but for case, separators or a typo."""
+    def _near(self, key: str, typed: str) -> bool:
+        """Whether ``key`` (``typed`` once folded) is one of the secret names but for a typo."""
         if len(key) > _LONGEST_KEY:
             return False
-        typed = normalize(key).replace("_", "")
-        for name in self._normal:
-            if typed == name:
-                return True
+        for name in self._folded:
             comparable = min(len(typed), len(name)) >= 4 and abs(len(typed) - len(name)) <= 2
             if comparable and difflib.SequenceMatcher(None, typed, name).ratio() >= _NEAR:
                 return True
@@ -91,26 +97,32 @@ class Redactor:
         """
         secrets: list[object] = []
         root: dict[str, object] = dict(value)
-        stack: list[tuple[object, str, int]] = [(root, "$", 0)]
+        stack: list[tuple[object, str, str, int]] = [(root, "$", "$", 0)]
         while stack:
-            node, path, depth = stack.pop()
+            node, path, folded, depth = stack.pop()
             if isinstance(node, dict):
                 for key, item in list(node.items()):
                     name = _key_text(key)
-                    child = f"{path}.{name}"
-                    if self._hit(name, child):
+                    typed = _fold(name)
+                    child, folded_child = f"{path}.{name}", f"{folded}.{typed}"
+                    if self._hit(name, child, typed, folded_child):
                         secrets.append(item)
                         node[key] = MARKER
                     else:
-                        node[key] = self._descend(item, child, stack, depth + 1)
+                        node[key] = self._descend(item, child, folded_child, stack, depth + 1)
             elif isinstance(node, list):
                 for index, item in enumerate(node):
-                    node[index] = self._descend(item, f"{path}[{index}]", stack, depth + 1)
+                    at = f"[{index}]"
+                    node[index] = self._descend(item, path + at, folded + at, stack, depth + 1)
         return root, secrets
 
     @staticmethod
     def _descend(
-        item: object, path: str, stack: list[tuple[object, str, int]], depth: int
+        item: object,
+        path: str,
+        folded: str,
+        stack: list[tuple[object, str, str, int]],
+        depth: int,
     ) -> object:
         """A copy of a container to walk later (so the caller's value is never changed)."""
         if isinstance(item, dict):
@@ -121,7 +133,7 @@ class Redactor:
             return item
         if depth > sys.getrecursionlimit():
             return MARKER
-        stack.append((item, path, depth))
+        stack.append((item, path, folded, depth))
         return item
 
     def raw(
@@ -170,6 +182,12 @@ class Redactor:
                 elif form:
                     text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
         return text
+
+
+def _fold(name: str) -> str:
+    """A key or name as variants of it share: trimmed, lower case, no ``-``, ``_`` or
+    spaces (``Pass-Word`` and ``password`` fold alike)."""
+    return normalize(name).replace("_", "")
 
 
 def _key_text(key: object) -> str:

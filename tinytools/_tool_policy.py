@@ -254,8 +254,9 @@ class ToolPolicy:
         runtime: How it must be run.
         access: What it may reach and who must approve it.
         redact: Arguments whose values never appear in events, error messages
-            or the ledger: top-level argument names (``"password"``) or
-            ``$``-rooted dotted paths (``"$.auth.token"``).
+            or the ledger: argument names matched at any depth (``"password"``)
+            or ``$``-rooted dotted paths (``"$.auth.token"``), each also
+            spelled with other case, ``-``, ``_`` or spaces.
     """
 
     classified: _Classified = attrs.field(  # type: ignore[assignment]
