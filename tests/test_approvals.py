@@ -7,6 +7,8 @@ from decimal import Decimal
 
 import msgspec
 import pytest
+import trio
+import trio.testing
 
 from tinytools import (
     Allow,
@@ -15,6 +17,7 @@ from tinytools import (
     DeferredToolRequests,
     DeferredToolResults,
     Deny,
+    DispatchResult,
     Inject,
     Registry,
     RunContext,
@@ -436,6 +439,32 @@ class TestInlineHandler:
         assert {"1": "denied", "4": "ok"} == {m.tool_call_id: m.status for m in result.messages}
         assert result.deferred is not None
         assert ["2", "3"] == [c.id for c in result.deferred.approvals]
+
+    def test_async_handler_still_deciding_at_the_deadline_decides_nothing(self) -> None:
+        """An async on_deferred that never answers is cancelled at RunPolicy.deadline:
+        dispatch returns then, every deferred call still deferred and none run."""
+        asked: list[str] = []
+
+        async def decide(requests: DeferredToolRequests) -> DeferredToolResults:
+            asked.extend(c.id for c in requests.all)
+            await trio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        async def main() -> tuple[object, float]:
+            start = trio.current_time()
+            result = None
+            with trio.move_on_after(60):  # (virtual seconds: dispatch must return by 5)
+                result = await dispatch(
+                    calls(), TOOLS, on_deferred=decide, policy=RunPolicy(deadline=5)
+                )
+            return result, trio.current_time() - start
+
+        result, took = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        assert (5, ["4", "1", "2", "3"]) == (took, asked)
+        assert isinstance(result, DispatchResult)
+        assert result.deferred is not None
+        assert ["4", "1", "2", "3"] == [c.id for c in result.deferred.all]
+        assert ((), []) == (result.messages, ran)  # ("3" ran, and asked for approval)
 
     @pytest.mark.parametrize("kind", ["list", "generator"])
     def test_middleware_also_judges_the_resumed_calls(self, kind: str) -> None:

@@ -438,7 +438,9 @@ async def dispatch(
         on_deferred: Resolves the batch's deferred calls inline, once: it gets
             the ``DeferredToolRequests`` and returns ``DeferredToolResults``;
             what it leaves undecided stays deferred. The resumed calls share the
-            batch's ``max_tool_calls`` budget and deadline. A handler that raises
+            batch's ``max_tool_calls`` budget and deadline; an async handler still
+            deciding at the deadline is cancelled and decides nothing (every
+            deferred call stays deferred). A handler that raises
             or returns anything else aborts the batch (``DispatchAborted``, with
             the first pass's answers).
 
@@ -480,7 +482,15 @@ async def dispatch(
     decided = _decided(on_deferred, result)
     if inspect.isawaitable(decided):
         try:
-            decided = await decided
+            if deadline is None:
+                decided = await decided
+            else:  # a handler still deciding at the deadline decides nothing
+                import anyio
+
+                with anyio.move_on_at(deadline) as waited:
+                    decided = await decided
+                if waited.cancelled_caught:
+                    return result
         except Exception as error:
             raise _handler_failed(on_deferred, result, error) from error
     again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)
