@@ -379,7 +379,10 @@ def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
             raise HookFailed("before_tool", hook, error) from error
         if type(outcome) is ToolCall:  # the common answer: the call, as it was or adjusted
             if outcome is not call:
-                call, approved = _adjusted(hook, call, outcome, approved, env)
+                changed = _changed(index, hook, call, outcome, approved, batch)
+                if not isinstance(changed, tuple):
+                    return changed
+                call, approved = changed
             continue
         if inspect.isawaitable(outcome):
             try:
@@ -414,7 +417,12 @@ def _after_hook(
     approved = call if env.is_call_approved(call.id) else None
     while True:
         if type(outcome) is ToolCall:  # the call adjusted
-            call, approved = _adjusted(hook, call, outcome, approved, env)
+            changed = _changed(index, hook, call, outcome, approved, batch)
+            if not isinstance(changed, tuple):
+                batch.preflight = True
+                batch.verdicts.append(changed)
+                return None
+            call, approved = changed
         else:
             if inspect.isawaitable(outcome):
                 if inspect.iscoroutine(outcome):
@@ -450,6 +458,29 @@ def _adjusted(
     return call, approved
 
 
+def _changed(
+    index: int,
+    hook: object,
+    call: ToolCall,
+    returned: ToolCall,
+    approved: ToolCall | None,
+    batch: Admission,
+) -> tuple[ToolCall, ToolCall | None] | Deferred:
+    """The call a hook returned and the approval still standing for it (:func:`_adjusted`)
+    — or, on resume, the changed call deferred again for approval: the host's decision
+    answered the call as it was, and no gate that passed it for that decision (say
+    ``ToolPolicyMiddleware.require_approval``, earlier in the stack) judged this one."""
+    adjusted, still = _adjusted(hook, call, returned, approved, batch)
+    if approved is None or still is not None or batch.resume is None:
+        return adjusted, still
+    name = getattr(hook, "__qualname__", None) or type(hook).__qualname__
+    reason = (
+        f"before_tool hook `{name}` changed the call after the decision for call id "
+        f"`{call.id}` approved it; decide the changed call itself"
+    )
+    return _defer(index, adjusted, "approval", {"reason": reason}, batch)
+
+
 def _went(
     index: int,
     hook: object,
@@ -475,7 +506,7 @@ def _went(
             batch.emit(ToolApproved(call_id=call.id, tool_name=printable(call.name)))
         return call, approved
     if isinstance(outcome, ToolCall):
-        return _adjusted(hook, call, outcome, approved, env)
+        return _changed(index, hook, call, outcome, approved, batch)
     raise TypeError(
         f"before_tool hook {hook!r} returned {described(outcome)}; return the call, "
         "Allow(), Allow(call), Deny(message) or Defer() (instances, not the classes)"

@@ -16,7 +16,9 @@ host completes itself (external tools, ``CallDeferred``, middleware
 and resumes with ``dispatch(pending.all, tools, approvals=results)``: an
 approved call re-enters the whole admission pipeline (middleware, name and
 argument checks — edited arguments are validated like the model's) marked
-approved, so no approval gate defers it again; a denial or a host result is
+approved, so no approval gate defers it again (a ``before_tool`` hook that
+changes it leaves a call the decision does not answer: that call is deferred
+again, with ``metadata["reason"]`` naming the hook); a denial or a host result is
 answered through the same fold and events as any call, but never counts as
 executed. On resume, calls the results do not decide are left alone: they get
 no message and do not run (they were answered, or are still pending —

@@ -6,17 +6,22 @@ import json
 from collections.abc import Callable
 from decimal import Decimal
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinytools import (
     ApprovalRequired,
+    CallId,
     DeferredToolResults,
     Inject,
     Registry,
     RunContext,
     Tool,
     ToolCall,
+    ToolPolicy,
+    ToolPolicyMiddleware,
+    before_tool,
     dispatch_sync,
     tool,
 )
@@ -223,3 +228,64 @@ class TestExactBindingProperty:
             assert _exact(approved_text) == _exact(resumed_text)
         if first[0] is second[0] and not repeat:
             assert results.decision_for(resumed) is not None  # key order never matters
+
+
+ran_with: list[tuple[str, int]] = []
+
+
+@tool(policy=ToolPolicy.classified())
+def step(call_id: Inject[CallId], n: int) -> int:
+    """A classified tool that is not read-only: require_approval gates it."""
+    ran_with.append((call_id, n))
+    return n
+
+
+EDITS: dict[str, Callable[[int], int]] = {
+    "keep": lambda n: n,
+    "bump": lambda n: n + 1,
+    "fixed": lambda n: 99,
+    "cap": lambda n: min(n, 2),
+}
+
+
+class TestEditedAfterApprovalProperty:
+    @settings(max_examples=100, deadline=None)
+    @given(
+        amounts=st.lists(st.integers(-5, 5), min_size=1, max_size=5),
+        edit=st.sampled_from(sorted(EDITS)),
+    )
+    def test_a_call_runs_only_with_the_arguments_a_decision_approved(
+        self, amounts: list[int], edit: str
+    ) -> None:
+        """With ``require_approval`` and a later hook that edits calls, a resumed call
+        runs only with the arguments of the call a decision approved (the edited call
+        waits for its own decision)."""
+
+        def edited(call: ToolCall, env: object) -> ToolCall:
+            n = msgspec.json.decode(msgspec.json.encode(call.arguments))["n"]
+            return msgspec.structs.replace(call, arguments={"n": EDITS[edit](n)})
+
+        guard = [ToolPolicyMiddleware.require_approval(), before_tool(edited)]
+        calls = [ToolCall(f"c{i}", "step", {"n": n}) for i, n in enumerate(amounts)]
+        tools = Registry.of(step)
+        ran_with.clear()
+        first = dispatch_sync(calls, tools, middleware=guard)
+        assert first.deferred is not None
+        assert [] == ran_with
+        approved = {c.id: c.arguments for c in first.deferred.approvals}
+        for _ in range(2):  # a second round approves what the first deferred again
+            resumed = dispatch_sync(
+                first.deferred.all,
+                tools,
+                middleware=guard,
+                approvals=first.deferred.approve_all(),
+            )
+            assert all({"n": n} == approved[call_id] for call_id, n in ran_with)
+            if resumed.deferred is None:
+                break
+            first = resumed
+            approved.update({c.id: c.arguments for c in resumed.deferred.approvals})
+        # An editor that gives its own output back unchanged settles in two rounds; one
+        # that changes every call it sees ("bump") never gets an approved call to run.
+        expected = set() if edit == "bump" else {c.id for c in calls}
+        assert expected == {i for i, _ in ran_with}
