@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
 import attrs
@@ -123,6 +124,33 @@ class TestDispatchRedaction:
         text = everything(result)
         assert "hunter22" not in text
         assert "error" == result.messages[0].status
+
+    @pytest.mark.parametrize(
+        "spell",
+        [
+            lambda secret: json.dumps({"password": secret}),
+            lambda secret: secret.encode(),
+            lambda secret: ascii(secret),
+        ],
+        ids=["json.dumps", "bytes", "ascii"],
+    )
+    def test_a_tools_error_spelling_the_secret_its_own_way(self, spell: object) -> None:
+        """A tool's exception that writes a secret escaped (``json.dumps``'s ``\\u00e4``,
+        a bytes repr, ``ascii``) is scrubbed like the plain text, in the message and in
+        the traceback of ``ToolFailed``."""
+        secret = "p\u00e4ssw\u00f6rd\t42"
+
+        @tool(policy=ToolPolicy(redact=("password",)))
+        def unlock(password: str) -> str:
+            """Unlock, or fail quoting what was sent."""
+            raise ValueError(spell(password))  # type: ignore[operator]
+
+        result = dispatch_sync([ToolCall("c", "unlock", {"password": secret})], Registry.of(unlock))
+        assert ["error"] == [m.status for m in result.messages]
+        shown = everything(result)
+        for form in (json.dumps(secret)[1:-1], repr(secret.encode())[2:-1], ascii(secret)[1:-1]):
+            assert form not in shown
+        assert MARKER in result.messages[0].content
 
     def test_malformed_raw_redacted(self) -> None:
         """Malformed arguments of a redacting tool never appear in events."""

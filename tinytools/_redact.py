@@ -173,7 +173,7 @@ class Redactor:
             if isinstance(secret, (dict, list)):
                 forms = [_json_form(secret)]
             elif isinstance(secret, str):
-                forms = [secret, _json_form(secret)[1:-1]]
+                forms = _text_forms(secret)
             else:
                 forms = [str(secret)]
             for form in forms:
@@ -202,6 +202,22 @@ def _key_text(key: object) -> str:
         return str(key)
     except Exception:  # a host's own key object
         return f"<{type(key).__name__}>"
+
+
+def _text_forms(secret: str) -> list[str]:
+    """The ways a tool's own text may spell a secret string: as it is, in JSON (as
+    msgspec and as ``json.dumps`` write it, non-ASCII escaped), as ``repr`` and
+    ``ascii`` write it, and as the ``repr`` of its UTF-8 bytes (a tool that raises
+    ``ValueError(json.dumps(arguments))`` or ``ValueError(secret.encode())``)."""
+    forms = [secret, _json_form(secret)[1:-1]]
+    if secret.isascii() and secret.isprintable() and "\\" not in secret:
+        return forms  # (every other form is one of these)
+    try:
+        encoded = secret.encode("utf-8", "surrogatepass")
+    except UnicodeError:  # (never for a str: kept so scrubbing never raises)
+        encoded = b""
+    more = [json.dumps(secret)[1:-1], repr(secret)[1:-1], ascii(secret)[1:-1], repr(encoded)[2:-1]]
+    return list(dict.fromkeys(forms + more))
 
 
 def _json_form(value: object) -> str:
