@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import pickle
+from decimal import Decimal
 
 import msgspec
 import pytest
+import trio
+import trio.testing
 
 from tinytools import (
     Allow,
@@ -14,6 +17,7 @@ from tinytools import (
     DeferredToolRequests,
     DeferredToolResults,
     Deny,
+    DispatchResult,
     Inject,
     Registry,
     RunContext,
@@ -276,6 +280,79 @@ class TestBoundDecisions:
         results = pending().approve("1")
         assert {"1": "deferred"} == resume(results, ToolCall("1", "pay", f'{{"amount": {amount}}}'))
 
+    @pytest.mark.parametrize(
+        ("approved", "resumed"),
+        [("10000000000000000.0", "10000000000000001.0"), ("0.1", "0.10000000000000001")],
+    )
+    def test_numbers_compare_by_their_exact_digits(self, approved: str, resumed: str) -> None:
+        """Two numbers that round to one float are other arguments: a ``Decimal``
+        parameter reads the digits, so the approval of one never runs the other."""
+        exact: list[Decimal] = []
+
+        @tool(policy=ToolPolicy.classified().with_access(approval_required=True))
+        def refund(amount: Decimal) -> str:
+            """Refund exactly."""
+            exact.append(amount)
+            return "refunded"
+
+        tools = Registry.of(refund)
+        first = dispatch_sync([ToolCall("1", "refund", f'{{"amount": {approved}}}')], tools)
+        assert first.deferred is not None
+        results = first.deferred.approve("1")
+        forged = dispatch_sync(
+            [ToolCall("1", "refund", f'{{"amount": {resumed}}}')], tools, approvals=results
+        )
+        assert ([], ()) == (exact, forged.executed)
+        assert forged.deferred is not None
+        dispatch_sync(first.deferred.approvals, tools, approvals=results)
+        assert [Decimal(approved)] == exact
+
+    def test_a_repeated_field_is_not_the_approved_call(self) -> None:
+        """Text that repeats a field reads as more than one value: it does not match the
+        approved call it decodes to last-wins (no ToolApproved, deferred again)."""
+        results = pending().approve("1")
+        call = ToolCall("1", "pay", '{"amount": 500, "amount": 5}')
+        result = dispatch_sync([call], TOOLS, approvals=results)
+        assert [ToolDeferred] == [type(e) for e in result.events]
+        assert ([], ()) == (ran, result.messages)
+
+    @pytest.mark.parametrize(
+        ("approved", "resumed"),
+        [(None, "the stream was cut"), ("the stream was cut", None), ("cut", "not cut")],
+    )
+    def test_another_invalid_reason_is_another_call(
+        self, approved: str | None, resumed: str | None
+    ) -> None:
+        """A provider's ``invalid`` reason decides how admission reads the text: the same
+        text under another reason is not the approved call."""
+        first = dispatch_sync([ToolCall("1", "pay", '{"amount": 5}', approved)], TOOLS)
+        assert first.deferred is not None
+        results = first.deferred.approve("1")
+        assert {"1": "deferred"} == resume(results, ToolCall("1", "pay", '{"amount": 5}', resumed))
+        assert [] == ran
+
+    def test_values_json_cannot_carry_still_differ_by_type(self) -> None:
+        """Arguments a host's own ``str`` type makes unencodable still compare as JSON
+        values: ``1`` and ``True`` differ (they were compared with ``==``)."""
+
+        class SdkText(str):
+            pass
+
+        @tool(policy=ToolPolicy.classified().with_access(approval_required=True))
+        def store(value: object) -> str:
+            """Store anything."""
+            ran.append(("store", value))
+            return "stored"
+
+        tools = Registry.of(store)
+        approved = ToolCall("1", "store", {"value": [SdkText("a"), 1]})
+        results = DeferredToolResults(pending=[approved]).approve("1")
+        forged = ToolCall("1", "store", {"value": [SdkText("a"), True]})
+        result = dispatch_sync([forged], tools, approvals=results)
+        assert ([], ()) == (ran, result.executed)
+        dispatch_sync([approved], tools, approvals=results)
+        assert [("store", ["a", 1])] == ran
+
     def test_undecodable_arguments_compare_as_text(self) -> None:
         """Raw text that is not JSON (repaired on admission) binds as that exact text."""
         first = dispatch_sync([ToolCall("r", "pay", "{amount: 5,}")], TOOLS)
@@ -362,6 +439,32 @@ class TestInlineHandler:
         assert {"1": "denied", "4": "ok"} == {m.tool_call_id: m.status for m in result.messages}
         assert result.deferred is not None
         assert ["2", "3"] == [c.id for c in result.deferred.approvals]
+
+    def test_async_handler_still_deciding_at_the_deadline_decides_nothing(self) -> None:
+        """An async on_deferred that never answers is cancelled at RunPolicy.deadline:
+        dispatch returns then, every deferred call still deferred and none run."""
+        asked: list[str] = []
+
+        async def decide(requests: DeferredToolRequests) -> DeferredToolResults:
+            asked.extend(c.id for c in requests.all)
+            await trio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        async def main() -> tuple[object, float]:
+            start = trio.current_time()
+            result = None
+            with trio.move_on_after(60):  # (virtual seconds: dispatch must return by 5)
+                result = await dispatch(
+                    calls(), TOOLS, on_deferred=decide, policy=RunPolicy(deadline=5)
+                )
+            return result, trio.current_time() - start
+
+        result, took = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        assert (5, ["4", "1", "2", "3"]) == (took, asked)
+        assert isinstance(result, DispatchResult)
+        assert result.deferred is not None
+        assert ["4", "1", "2", "3"] == [c.id for c in result.deferred.all]
+        assert ((), []) == (result.messages, ran)  # ("3" ran, and asked for approval)
 
     @pytest.mark.parametrize("kind", ["list", "generator"])
     def test_middleware_also_judges_the_resumed_calls(self, kind: str) -> None:

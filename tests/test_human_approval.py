@@ -7,6 +7,8 @@ from collections.abc import Awaitable
 import attrs
 import msgspec
 import pytest
+import trio
+import trio.testing
 
 from tinytools import (
     Allow,
@@ -18,6 +20,7 @@ from tinytools import (
     DispatchAborted,
     HumanApprovalMiddleware,
     Registry,
+    RunPolicy,
     ToolCall,
     ToolPolicy,
     ToolPolicyMiddleware,
@@ -28,6 +31,7 @@ from tinytools import (
 )
 from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
+from tinytools.testing import check_dispatch_invariants
 
 runs: list[str] = []
 
@@ -114,6 +118,44 @@ class TestOutcomes:
             dispatch_sync([wipe_call()], TOOLS, middleware=[middleware])
         assert isinstance(info.value.__cause__, TypeError)
         assert "return Allow(), Deny(message) or Defer()" in str(info.value.__cause__)
+
+    @pytest.mark.parametrize(
+        "answer",
+        [
+            lambda call, tool: call,
+            lambda call, tool: (call, Allow()),
+            lambda call, tool: {"password": "hunter22"},
+        ],
+        ids=["the call", "a tuple holding it", "its arguments"],
+    )
+    def test_a_refused_outcome_is_named_by_its_type_only(self, answer: object) -> None:
+        """The TypeError refusing a bad outcome names its type, never its contents: they
+        may hold the call's arguments, and a secret the tool redacts would reach logs."""
+
+        @tool(policy=ToolPolicy(redact=("password",)).with_access(approval_required=True))
+        def login(password: str) -> str:
+            """Log in (needs approval)."""
+            runs.append("login")
+            return "in"
+
+        middleware = HumanApprovalMiddleware(answer)  # type: ignore[arg-type]
+        call = ToolCall("c1", "login", {"password": "hunter22"})
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync([call], Registry.of(login), middleware=[middleware])
+        error = info.value.__cause__
+        assert isinstance(error, TypeError)
+        assert "hunter22" not in str(info.value) + str(error)
+        assert "return Allow(), Deny(message) or Defer()" in str(error)
+        assert f"returned a {type(answer(call, None)).__name__} for call" in str(error)  # type: ignore[operator]
+        assert [] == runs
+
+    def test_a_hook_returning_garbage_is_named_by_its_type_only(self) -> None:
+        """A ``before_tool`` hook's unusable answer is refused without quoting it."""
+        hook = before_tool(lambda call, env: (call,))  # type: ignore[arg-type,return-value]
+        call = ToolCall("c1", "look", {"password": "hunter22"})
+        with pytest.raises(TypeError, match="returned a tuple; return the call") as info:
+            dispatch_sync([call], TOOLS, middleware=[hook])
+        assert "hunter22" not in str(info.value)
 
 
 class TestWhoIsAsked:
@@ -262,6 +304,39 @@ class TestAsync:
         with pytest.raises(DispatchAborted):
             await dispatch([wipe_call()], TOOLS, middleware=[HumanApprovalMiddleware(ask)])
         assert [] == runs
+
+    def test_a_callback_that_never_answers_is_cut_at_the_deadline(self) -> None:
+        """An async callback waiting past ``RunPolicy.deadline`` is cancelled: that call
+        and every later one are answered as interrupted, nothing runs, and dispatch
+        returns at the deadline (it waited forever)."""
+        asked: list[str] = []
+
+        async def never(call: ToolCall, tool: AnyTool | None) -> ApprovalOutcome:
+            asked.append(call.id)
+            await trio.sleep_forever()
+            raise AssertionError("unreachable")
+
+        calls = [ToolCall("c0", "look", {}), wipe_call("c1"), wipe_call("c2")]
+
+        async def main() -> tuple[object, float]:
+            start = trio.current_time()
+            result = None
+            with trio.move_on_after(60):  # (virtual seconds: dispatch must return by 5)
+                result = await dispatch(
+                    calls,
+                    TOOLS,
+                    middleware=[HumanApprovalMiddleware(never)],
+                    policy=RunPolicy(deadline=5),
+                )
+            return result, trio.current_time() - start
+
+        clock = trio.testing.MockClock(autojump_threshold=0)
+        result, took = trio.run(main, clock=clock)
+        assert 5 == took
+        assert ["c1"] == asked
+        assert [] == runs  # (look, admitted before, is not started past the deadline)
+        assert ["interrupted"] * 3 == [m.status for m in result.messages]  # type: ignore[attr-defined]
+        check_dispatch_invariants(calls, result, TOOLS)  # type: ignore[arg-type]
 
     def test_sync_dispatch_refuses_async_callback(self) -> None:
         """dispatch_sync raises a clear TypeError for an async callback, and nothing runs."""

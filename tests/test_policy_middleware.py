@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 from typing import Literal
 
 import attrs
+import msgspec
 import pytest
+import trio
 
 from tinytools import (
     Context,
     DeferredToolResults,
+    DispatchResult,
     ExposureExplanation,
     ImageBlock,
     JsonBlock,
@@ -25,6 +29,8 @@ from tinytools import (
     ToolPolicyMiddleware,
     ToolResult,
     Workspace,
+    before_tool,
+    dispatch,
     dispatch_sync,
     tool,
 )
@@ -50,6 +56,17 @@ def probe(policy: ToolPolicy, runs: list[str], name: str = "probe") -> Tool[[], 
         return "ran"
 
     return tool(name=name, policy=policy)(fn)
+
+
+def probe_args(policy: ToolPolicy, runs: list[str]) -> Tool[[int], str]:
+    """A tool ``probe(amount)`` with ``policy`` that records each run in ``runs``."""
+
+    def probe(amount: int) -> str:
+        """Record that the tool ran, and with what."""
+        runs.append(f"probe {amount}")
+        return "ran"
+
+    return tool(policy=policy)(probe)
 
 
 def context(workspace: Workspace | None) -> Context:
@@ -85,6 +102,13 @@ CASES = [
     Case("approval/unclassified read_only flag", M.require_approval(),
          ToolPolicy().with_side_effects(read_only=True), None, "deferred", "require_approval"),
     Case("approval/read-only", M.require_approval(), READ_ONLY, None, "runs"),
+    Case("approval/read-only that also destroys", M.require_approval(),
+         READ_ONLY.with_side_effects(destructive=True), None, "deferred", "require_approval"),
+    Case("approval/read-only that also pays", M.require_approval(),
+         CLASSIFIED.with_side_effects(read_only=True, payment=True), None,
+         "deferred", "require_approval"),
+    Case("approval/read-only over the network", M.require_approval(),
+         READ_ONLY.with_side_effects(network=True), None, "runs"),
     Case("background/not safe, background", M.require_background_safe(), CLASSIFIED,
          BACKGROUND, "denied", "require_background_safe"),
     Case("background/safe, background", M.require_background_safe(),
@@ -106,6 +130,8 @@ CASES = [
     Case("strict/unattended, not background-safe", M.strict(), READ_ONLY, BACKGROUND,
          "denied", "require_background_safe"),
     Case("strict/read-only", M.strict(), READ_ONLY, None, "runs"),
+    Case("strict/read-only that writes files", M.strict(),
+         READ_ONLY.with_side_effects(writes_files=True), None, "deferred", "require_approval"),
     Case("bytes/never hides", M.enforce_result_bytes(limit=1), ToolPolicy(), None, "runs"),
 ]  # fmt: skip
 
@@ -183,6 +209,36 @@ class TestApproval:
         assert ["other"] == [c.name for c in forged.deferred.approvals]
         resumed = dispatch_sync(first.deferred.all, tools, middleware=guard, approvals=results)
         assert (["probe"], ("c1",)) == (runs, resumed.executed)
+
+    @pytest.mark.parametrize("driver", ["dispatch_sync", "dispatch"])
+    def test_a_hook_changing_an_approved_call_on_resume_defers_it_again(self, driver: str) -> None:
+        """A hook after ``require_approval`` that changes a call the host's decision
+        approved leaves a call nobody approved: it is deferred again, never run, and runs
+        once the changed call itself is approved (it ran with the changed arguments)."""
+        runs: list[str] = []
+        tools = Registry.of(probe_args(CLASSIFIED, runs))
+
+        def widen(call: ToolCall, env: DispatchEnv) -> ToolCall:
+            return msgspec.structs.replace(call, arguments={"amount": 500})
+
+        guard = [M.require_approval(), before_tool(widen)]
+
+        def go(calls: list[ToolCall], approvals: DeferredToolResults | None) -> DispatchResult:
+            if driver == "dispatch_sync":
+                return dispatch_sync(calls, tools, middleware=guard, approvals=approvals)
+            return trio.run(
+                functools.partial(dispatch, calls, tools, middleware=guard, approvals=approvals)
+            )
+
+        first = go([ToolCall("c1", "probe", {"amount": 5})], None)
+        assert first.deferred is not None
+        resumed = go(list(first.deferred.all), first.deferred.approve("c1"))
+        assert ([], (), ()) == (runs, resumed.messages, resumed.executed)
+        assert resumed.deferred is not None
+        assert [{"amount": 500}] == [c.arguments for c in resumed.deferred.approvals]
+        assert "changed the call after the decision" in str(resumed.deferred.metadata["c1"])
+        again = go(list(resumed.deferred.all), resumed.deferred.approve("c1"))
+        assert (["probe 500"], ("c1",)) == (runs, again.executed)
 
     def test_approval_does_not_lift_refusals(self) -> None:
         """An approved call of a tool that breaks a refusing rule is still denied."""

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from typing import Literal
 
+import attrs
 import msgspec
+import pytest
 
-from tinytools import Registry, ToolCall, ToolPolicy, dispatch_sync, tool
+from tinytools import Exposure, Registry, ToolCall, ToolPolicy, dispatch_sync, tool
 from tinytools._redact import MARKER, Redactor
+from tinytools.discovery import Discovery
+from tinytools.events import UnknownToolCall
+from tinytools.testing import check_dispatch_invariants
 
 seen: list[str] = []
 
@@ -20,6 +26,11 @@ def login(user: str, password: str, auth: dict[str, str], mode: Literal["a", "b"
 
 
 TOOLS = Registry.of(login)
+
+
+@pytest.fixture(autouse=True)
+def _reset() -> None:
+    seen.clear()
 
 
 def everything(result: object) -> str:
@@ -41,6 +52,21 @@ class TestRedactor:
         } == redacted
         assert {"p", "q", "t"} == set(secrets)  # type: ignore[arg-type]
         assert "p" == given["password"]
+
+    def test_names_and_paths_match_but_for_case_and_separators(self) -> None:
+        """A key spelled as a secret's name or path segment but for case, ``-``, ``_``
+        and spaces is that secret, even where the arguments were not refused; only a
+        misspelling needs the loose form."""
+        given = {"PassWord": "p", "x": {"pass-word": "q"}, "AUTH": {"Token ": "t"}, "pasword": "r"}
+        redacted, secrets = Redactor(("password", "$.auth.token")).arguments(given)
+        assert {
+            "PassWord": MARKER,
+            "x": {"pass-word": MARKER},
+            "AUTH": {"Token ": MARKER},
+            "pasword": "r",
+        } == redacted
+        assert {"p", "q", "t"} == set(secrets)  # type: ignore[arg-type]
+        assert MARKER == Redactor(("password",), loose=True).arguments(given)[0]["pasword"]
 
     def test_unreadable_raw_text_replaced_whole(self) -> None:
         """Raw text that is not JSON is replaced entirely."""
@@ -67,6 +93,30 @@ class TestDispatchRedaction:
         assert "tok-9" not in text
         assert MARKER in text
 
+    def test_free_form_keys_the_model_typed(self) -> None:
+        """Validated arguments may hold keys the model typed (a free-form object): a
+        secret under ``Token`` or ``PASSWORD`` there never reaches events or the ledger."""
+        logged: list[object] = []
+
+        class Ledger:
+            def started(self, run_id: str, call_id: str, name: str, arguments: object) -> None:
+                logged.append(arguments)
+
+            def settled(self, run_id: str, call_id: str, status: str) -> None:
+                pass
+
+        arguments = {
+            "user": "ann",
+            "password": "hunter22",
+            "auth": {"Token": "tok-9", "scope": "read", "PASSWORD": "hunter23"},
+        }
+        result = dispatch_sync([ToolCall("c", "login", arguments)], TOOLS, ledger=Ledger())
+        assert ["ok"] == [m.status for m in result.messages]
+        text = everything(result) + msgspec.json.encode(logged).decode()
+        for secret in ("hunter22", "tok-9", "hunter23"):
+            assert secret not in text
+        assert "read" in text
+
     def test_error_messages_scrubbed(self) -> None:
         """An error that would echo a secret value shows the marker instead."""
         raw = '{"user": "ann", "password": "hunter22", "auth": {}, "mode": "hunter22"}'
@@ -75,7 +125,81 @@ class TestDispatchRedaction:
         assert "hunter22" not in text
         assert "error" == result.messages[0].status
 
+    @pytest.mark.parametrize(
+        "spell",
+        [
+            lambda secret: json.dumps({"password": secret}),
+            lambda secret: secret.encode(),
+            lambda secret: ascii(secret),
+        ],
+        ids=["json.dumps", "bytes", "ascii"],
+    )
+    def test_a_tools_error_spelling_the_secret_its_own_way(self, spell: object) -> None:
+        """A tool's exception that writes a secret escaped (``json.dumps``'s ``\\u00e4``,
+        a bytes repr, ``ascii``) is scrubbed like the plain text, in the message and in
+        the traceback of ``ToolFailed``."""
+        secret = "p\u00e4ssw\u00f6rd\t42"
+
+        @tool(policy=ToolPolicy(redact=("password",)))
+        def unlock(password: str) -> str:
+            """Unlock, or fail quoting what was sent."""
+            raise ValueError(spell(password))  # type: ignore[operator]
+
+        result = dispatch_sync([ToolCall("c", "unlock", {"password": secret})], Registry.of(unlock))
+        assert ["error"] == [m.status for m in result.messages]
+        shown = everything(result)
+        for form in (json.dumps(secret)[1:-1], repr(secret.encode())[2:-1], ascii(secret)[1:-1]):
+            assert form not in shown
+        assert MARKER in result.messages[0].content
+
     def test_malformed_raw_redacted(self) -> None:
         """Malformed arguments of a redacting tool never appear in events."""
         result = dispatch_sync([ToolCall("c", "login", '{"password": "hunter22"')], TOOLS)
         assert "hunter22" not in everything(result)
+
+    def test_a_secret_inside_arguments_that_are_no_object(self) -> None:
+        """Arguments that are an array, not an object, still hide a secret's value under
+        its name in an object inside (names match at any depth)."""
+        raw = '[{"password": "hunter22"}]'
+        result = dispatch_sync([ToolCall("c", "login", raw)], TOOLS)
+        assert ["error"] == [m.status for m in result.messages]
+        assert "hunter22" not in everything(result)
+        assert MARKER in everything(result)
+
+    @pytest.mark.parametrize("name", ["loginn", "logni", "signin"])
+    def test_an_unknown_name_hides_every_tools_secrets(self, name: str) -> None:
+        """A call whose name is a misspelling of a redacting tool (or any other unknown
+        name) shows no registered tool's secret in its event or in the model's answer."""
+        arguments = {"user": "ann", "password": "hunter22", "auth": {"token": "tok-9"}}
+        result = dispatch_sync([ToolCall("c", name, arguments)], TOOLS)
+        assert ["error"] == [m.status for m in result.messages]
+        [event] = [e for e in result.events if isinstance(e, UnknownToolCall)]
+        assert {"user": "ann", "password": MARKER, "auth": {"token": MARKER}} == event.arguments
+        assert "hunter22" not in everything(result)
+        assert "tok-9" not in everything(result)
+        check_dispatch_invariants([ToolCall("c", name, arguments)], result, TOOLS)
+
+
+class TestDiscoveryWrapperRedaction:
+    """A ``tool_call`` wrapper that cannot be read still holds another tool's arguments."""
+
+    TOOLS = Discovery(Registry.of(attrs.evolve(login, exposure=Exposure.Deferred)))
+
+    @pytest.mark.parametrize(
+        ("arguments", "invalid"),
+        [
+            ('{"name": "login", "arguments": {"password": "hunter22"}} and more', None),
+            ({"name": "login", "arguments": {"password": "hunter22"}}, "cut at hunter22"),
+            ('[{"name": "login", "arguments": {"password": "hunter22"}}]', None),
+        ],
+        ids=["unreadable text", "provider reason", "not an object"],
+    )
+    def test_the_answer_hides_the_secret(self, arguments: object, invalid: str | None) -> None:
+        """The error answering an unreadable wrapper never quotes a secret of a registered
+        tool (unreadable text is replaced whole)."""
+        call = ToolCall("c", "tool_call", arguments, invalid)  # type: ignore[arg-type]
+        result = dispatch_sync([call], self.TOOLS)
+        [message] = result.messages
+        assert message.content.startswith("Tool call not run: ")
+        assert "hunter22" not in everything(result)
+        assert [] == seen

@@ -38,8 +38,8 @@ from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
-from ._middleware import Allow, Defer, Deny, HookFailed, Stack
-from ._redact import Redactor
+from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
+from ._redact import Redactor, every_secret
 from ._registry import AnyTool
 from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
@@ -68,6 +68,7 @@ __all__ = [
     "admit_batch",
     "carried",
     "error_message",
+    "past_deadline",
     "shown_name",
     "admit_batch_async",
 ]
@@ -300,6 +301,18 @@ async def admit_batch_async(calls: Sequence[ToolCall], batch: Admission) -> list
     return verdicts
 
 
+def past_deadline(calls: Sequence[ToolCall], batch: Admission) -> None:
+    """Answer as interrupted the calls admission did not reach: the batch's deadline
+    passed while :func:`admit_batch_async` awaited a hook (the call it waited on
+    included), so none of them is opened, let alone run."""
+    verdicts = batch.verdicts
+    for index in range(len(verdicts), len(calls)):
+        call = shown_name(plain_call(calls[index]))
+        text = "Tool call not run: the batch's deadline passed."
+        verdicts.append(Answered(index, error_message(call, text, "interrupted")))
+        batch.preflight = True
+
+
 def _repeated(index: int, call: ToolCall, batch: Admission) -> Answered:
     """The answer for a call whose id an earlier call of the batch already used."""
     # Approvals, results and transcripts are keyed by call id: a repeated id could
@@ -366,7 +379,10 @@ def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
             raise HookFailed("before_tool", hook, error) from error
         if type(outcome) is ToolCall:  # the common answer: the call, as it was or adjusted
             if outcome is not call:
-                call, approved = _adjusted(hook, call, outcome, approved, env)
+                changed = _changed(index, hook, call, outcome, approved, batch)
+                if not isinstance(changed, tuple):
+                    return changed
+                call, approved = changed
             continue
         if inspect.isawaitable(outcome):
             try:
@@ -401,7 +417,12 @@ def _after_hook(
     approved = call if env.is_call_approved(call.id) else None
     while True:
         if type(outcome) is ToolCall:  # the call adjusted
-            call, approved = _adjusted(hook, call, outcome, approved, env)
+            changed = _changed(index, hook, call, outcome, approved, batch)
+            if not isinstance(changed, tuple):
+                batch.preflight = True
+                batch.verdicts.append(changed)
+                return None
+            call, approved = changed
         else:
             if inspect.isawaitable(outcome):
                 if inspect.iscoroutine(outcome):
@@ -437,6 +458,29 @@ def _adjusted(
     return call, approved
 
 
+def _changed(
+    index: int,
+    hook: object,
+    call: ToolCall,
+    returned: ToolCall,
+    approved: ToolCall | None,
+    batch: Admission,
+) -> tuple[ToolCall, ToolCall | None] | Deferred:
+    """The call a hook returned and the approval still standing for it (:func:`_adjusted`)
+    — or, on resume, the changed call deferred again for approval: the host's decision
+    answered the call as it was, and no gate that passed it for that decision (say
+    ``ToolPolicyMiddleware.require_approval``, earlier in the stack) judged this one."""
+    adjusted, still = _adjusted(hook, call, returned, approved, batch)
+    if approved is None or still is not None or batch.resume is None:
+        return adjusted, still
+    name = getattr(hook, "__qualname__", None) or type(hook).__qualname__
+    reason = (
+        f"before_tool hook `{name}` changed the call after the decision for call id "
+        f"`{call.id}` approved it; decide the changed call itself"
+    )
+    return _defer(index, adjusted, "approval", {"reason": reason}, batch)
+
+
 def _went(
     index: int,
     hook: object,
@@ -462,9 +506,9 @@ def _went(
             batch.emit(ToolApproved(call_id=call.id, tool_name=printable(call.name)))
         return call, approved
     if isinstance(outcome, ToolCall):
-        return _adjusted(hook, call, outcome, approved, env)
+        return _changed(index, hook, call, outcome, approved, batch)
     raise TypeError(
-        f"before_tool hook {hook!r} returned {outcome!r}; return the call, "
+        f"before_tool hook {hook!r} returned {described(outcome)}; return the call, "
         "Allow(), Allow(call), Deny(message) or Defer() (instances, not the classes)"
     )
 
@@ -672,7 +716,7 @@ def _resolve(
         name, tool = found
         if name == call.name:
             return call, tool
-        batch.emit(_unknown(call, f"rewrite:{name}", batch, tool))
+        batch.emit(_unknown(call, f"rewrite:{name}", batch))
         return msgspec.structs.replace(call, name=name), tool
     policy = batch.policy.unknown_tool
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
@@ -680,7 +724,7 @@ def _resolve(
     batch.emit(event)
     # Named by what the model may call this turn, at most a handful (never the whole
     # registry); the arguments as the event shows them (redacted when a registered
-    # tool the name reaches redacts).
+    # tool redacts).
     requested = preview(call.name, 80, raw_text=True)
     names, complete = _suggestions(call.name, batch)
     listed = ", ".join(f"`{n}`" for n in names)
@@ -722,31 +766,24 @@ def _suggestions(name: str, env: DispatchEnv) -> tuple[list[str], bool]:
     return suggested, False
 
 
-def _unknown(
-    call: ToolCall, recovery: str, env: DispatchEnv, target: AnyTool | None = None
-) -> UnknownToolCall:
+def _unknown(call: ToolCall, recovery: str, env: DispatchEnv) -> UnknownToolCall:
     """The event for an unknown call: arguments verbatim, but never a secret.
 
-    When the requested name reaches registered tools (exactly, or but for case,
-    whitespace and ``-``/``_``) or the call is rewritten to ``target``, their
-    redaction applies; arguments JSON cannot carry are shown as printable text.
+    No one tool owns an unknown call's arguments (the name may be a variant, a
+    misspelling or a rewrite of any tool's), so the redaction of every registered
+    tool applies (:func:`every_secret`); arguments JSON cannot carry are shown as
+    printable text.
     """
-    paths = [p for t in _reached(call.name, env, target) for p in t.policy.redact]
     arguments: dict[str, object] | str = call.arguments
-    if paths:
-        arguments = Redactor(tuple(paths), loose=True).raw(call.arguments)[0]
+    redactor = every_secret(env.tools.values())
+    if redactor is not None:
+        arguments = redactor.raw(call.arguments)[0]
     return UnknownToolCall(
         call_id=call.id,
         requested_name=printable(call.name),
         arguments=_encodable(arguments),
         recovery=recovery,
     )
-
-
-def _reached(name: str, env: DispatchEnv, target: AnyTool | None) -> list[AnyTool]:
-    names = {name, *env.tools.name_index().variants(name)}
-    reached = [env.tools[n] for n in names if n in env.tools]
-    return [*reached, target] if target is not None else reached
 
 
 def _encodable(arguments: dict[str, object] | str) -> dict[str, object] | str:

@@ -16,7 +16,9 @@ host completes itself (external tools, ``CallDeferred``, middleware
 and resumes with ``dispatch(pending.all, tools, approvals=results)``: an
 approved call re-enters the whole admission pipeline (middleware, name and
 argument checks — edited arguments are validated like the model's) marked
-approved, so no approval gate defers it again; a denial or a host result is
+approved, so no approval gate defers it again (a ``before_tool`` hook that
+changes it leaves a call the decision does not answer: that call is deferred
+again, with ``metadata["reason"]`` naming the hook); a denial or a host result is
 answered through the same fold and events as any call, but never counts as
 executed. On resume, calls the results do not decide are left alone: they get
 no message and do not run (they were answered, or are still pending —
@@ -24,14 +26,21 @@ no message and do not run (they were answered, or are still pending —
 
 Decisions are bound to calls. A decision made through the requests
 (``pending.approve(id)`` and the rest, and every decision chained after
-one) answers the deferred call itself — its id, tool name and arguments. On
-resume, a call that reuses that id with another tool name or other arguments
-is not answered by it: the call is deferred again, among the approvals, with
+one) answers the deferred call itself — its id, tool name, arguments and
+``invalid`` reason. On resume, a call that reuses that id with another tool
+name, other arguments or another ``invalid`` reason (a provider's verdict
+that its text could not be read decides how admission reads that text) is not
+answered by it: the call is deferred again, among the approvals, with
 ``metadata["reason"]`` saying why, and nothing runs. Arguments compare as
 JSON values (a raw JSON string and the dict it decodes to are the same
 arguments; key order does not matter, ``1`` and ``1.0`` and ``true`` all
-differ); raw text that does not decode compares as text. Deciding an id that
-is not pending in the requests raises ``ValueError``.
+differ); a number in JSON text compares as the exact value its digits spell,
+not as the float they round to, since a tool may read them exactly (a
+``Decimal`` parameter gets ``0.10000000000000001``, not ``0.1``), while
+``1.50`` and ``1.5`` are one number. Raw text that does not decode, or repeats
+a field, compares as text, and arguments that hold no JSON value (a host's own
+objects, a non-finite number) match nothing but themselves. Deciding an id
+that is not pending in the requests raises ``ValueError``.
 
 ``DeferredToolResults()`` built from nothing binds each decision by id alone:
 the weaker form, for hosts that keep no record of the deferred calls. It
@@ -51,6 +60,7 @@ decision whose call differs) are ignored;
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from types import MappingProxyType
 from typing import TypeAlias
 
@@ -58,6 +68,7 @@ import attrs
 import msgspec
 
 from ._middleware import Deny
+from ._validate import text_problem
 from ._wire import ToolCall, ToolResult, plain_text
 
 __all__ = [
@@ -104,28 +115,60 @@ Answer: TypeAlias = "Approve | ApproveWithArgs | Deny | Respond"
 _ANSWERS = (Approve, ApproveWithArgs, Deny, Respond)
 
 
+#: Numbers in JSON text read as the exact values their digits spell (see :func:`_comparable`).
+_EXACT = msgspec.json.Decoder(float_hook=Decimal)
+
+
 def _comparable(arguments: object) -> tuple[str, object]:
     """Arguments as a value two calls can be compared by (see the module docstring).
 
-    JSON text is decoded and re-encoded with sorted keys, so a raw string and
-    the dict it decodes to compare equal; text that does not decode compares
-    as itself; a dict that cannot be encoded as JSON compares with ``==``.
+    JSON text is decoded (each number with a fraction or exponent as the exact
+    ``Decimal`` its digits spell), so a raw string and the dict it decodes to
+    compare equal; text that does not decode, or repeats a field, compares as
+    itself. Values compare by JSON type and value (:func:`_typed`).
     """
     value = arguments
     if isinstance(arguments, (str, bytes)):
         try:
-            value = msgspec.json.decode(arguments)
+            value = _EXACT.decode(arguments)
         except msgspec.DecodeError:
             return "text", arguments
+        if text_problem(arguments) is not None:  # a repeated field: read one way, of several
+            return "text", arguments
     try:
-        return "json", msgspec.json.encode(value, order="sorted")
-    except (TypeError, ValueError, OverflowError):
-        return "value", value
+        return "value", _typed(value)
+    except RecursionError:  # nested deeper than a walk can follow: equals nothing
+        return "value", object()
+
+
+def _typed(value: object) -> object:
+    """``value`` as its JSON type and value, where ``1``, ``1.0`` and ``True`` differ
+    (``==`` does not tell them apart) and a float is the exact number it holds; a value
+    of a ``str``, ``int`` or ``float`` subclass is the plain value it holds (as
+    validation reads it). A non-finite number or anything that is no JSON value equals
+    nothing (a fresh object), so it never matches."""
+    if value is None or value is True or value is False:
+        return value
+    if isinstance(value, str):
+        return "s", str.__str__(value)
+    if isinstance(value, int):
+        return "i", int.__int__(value)
+    if isinstance(value, float):
+        value = Decimal(float.__repr__(value))
+    if isinstance(value, Decimal):
+        return ("f", value, value.is_signed()) if value.is_finite() else object()
+    if isinstance(value, Mapping):
+        members = ((_typed(key), _typed(item)) for key, item in value.items())
+        return "o", tuple(sorted(members, key=repr))
+    if isinstance(value, (list, tuple)):
+        return "a", tuple(map(_typed, value))
+    return object()
 
 
 def same_call(a: ToolCall, b: ToolCall) -> bool:
-    """Whether ``a`` and ``b`` are the same call: id, tool name and arguments."""
-    if a.id != b.id or a.name != b.name:
+    """Whether ``a`` and ``b`` are the same call: id, tool name, ``invalid`` reason and
+    arguments."""
+    if a.id != b.id or a.name != b.name or a.invalid != b.invalid:
         return False
     return a.arguments is b.arguments or _comparable(a.arguments) == _comparable(b.arguments)
 

@@ -33,7 +33,7 @@ from ._spec import (
     check_name,
     is_async_function,
 )
-from ._tool_policy import ToolPolicy
+from ._tool_policy import WRITES, ToolPolicy
 from ._validate import StructValidator
 from .errors import ToolDefinitionError
 
@@ -210,11 +210,6 @@ def _build(fn: Callable[P, R], options: _Options) -> Tool[P, R]:
     )
 
 
-#: Side effects a read-only tool cannot have (reads may still use the network
-#: or an external service: a web search is read-only).
-_WRITES = ("writes_files", "installs_dependencies", "destructive", "payment")
-
-
 def _policy(options: _Options, *, is_async: bool) -> ToolPolicy | list[str]:
     """``options.policy`` with the shortcuts applied, or what contradicts what."""
     policy = options.policy or DEFAULT_POLICY
@@ -223,7 +218,7 @@ def _policy(options: _Options, *, is_async: bool) -> ToolPolicy | list[str]:
     if options.read_only:
         if options.destructive:
             problems.append("read_only=True contradicts destructive=True")
-        if clashes := [kind for kind in _WRITES if getattr(effects, kind)]:
+        if clashes := [kind for kind in WRITES if getattr(effects, kind)]:
             problems.append(f"read_only=True contradicts policy= declaring {', '.join(clashes)}")
     elif options.destructive and effects.read_only:
         problems.append("destructive=True contradicts policy= declaring read_only")

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from . import repair
+from ._redact import MARKER, every_secret
 from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
 from ._validate import preview, printable, text_problem
@@ -133,8 +134,9 @@ def _error(call: ToolCall, text: str) -> ToolMessage:
     )
 
 
-def _wrapper(call: ToolCall) -> dict[str, object] | str:
-    """The wrapper's arguments as an object, or why they cannot be read."""
+def _wrapper(call: ToolCall, tools: Registry) -> dict[str, object] | str:
+    """The wrapper's arguments as an object, or why they cannot be read (with every
+    registered tool's secrets taken out: the wrapper holds another tool's arguments)."""
     raw = call.arguments
     if isinstance(raw, (str, bytes)):  # bytes are JSON text too, as for any tool
         try:
@@ -142,8 +144,9 @@ def _wrapper(call: ToolCall) -> dict[str, object] | str:
         except (msgspec.DecodeError, RecursionError, UnicodeError):
             text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
             value = repair.recover_relaxed_object(raw) if isinstance(raw, str) else None
-            if value is None:
-                return f"its arguments are not valid JSON: {preview(text, 120, raw_text=True)}"
+            if value is None:  # (text that cannot be read cannot be redacted: replaced whole)
+                shown = text if every_secret(tools.values()) is None else MARKER
+                return f"its arguments are not valid JSON: {preview(shown, 120, raw_text=True)}"
         else:
             problem = text_problem(raw)  # a repeated field is ambiguous: refused, as everywhere
             if problem is not None:
@@ -151,14 +154,19 @@ def _wrapper(call: ToolCall) -> dict[str, object] | str:
     else:
         value = raw
     if call.invalid is not None and not isinstance(raw, (str, bytes)):
-        return f"the provider could not read its arguments ({call.invalid})"
+        reason = str(call.invalid)  # (a provider's reason may quote what it could not read)
+        if (secret := every_secret(tools.values())) is not None:
+            reason = secret.scrub(reason, secret.value(value)[1])
+        return f"the provider could not read its arguments ({reason})"
     if not isinstance(value, dict):
-        return f"its arguments must be a JSON object, not {preview(value, 60)}"
+        redactor = every_secret(tools.values())
+        found = value if redactor is None else redactor.value(value)[0]
+        return f"its arguments must be a JSON object, not {preview(found, 60)}"
     return value
 
 
 def _unwrapped(call: ToolCall, intrinsics: Intrinsics, env: DispatchEnv) -> ToolCall | ToolMessage:
-    wrapper = _wrapper(call)
+    wrapper = _wrapper(call, env.tools)
     if isinstance(wrapper, str):
         return _error(call, f"Tool call not run: {wrapper}. {_SHAPE}")
     extra = sorted(str(key) for key in wrapper if key not in ("name", "arguments"))

@@ -33,7 +33,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 
-from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async
+from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async, past_deadline
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._effects import EffectLedger, record_started, refusal, release_unstarted
@@ -360,7 +360,14 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchRe
     if run.cancellation is not None or deadline is not None or used:
         run.admission(_cancelled(run), _expiry(deadline, current_time), used)
     try:
-        await admit_batch_async(run.calls, run)
+        if deadline is None:
+            await admit_batch_async(run.calls, run)
+        else:  # an awaited hook (a human's approval) waits no longer than the batch may take
+            import anyio
+
+            with anyio.move_on_at(deadline):
+                await admit_batch_async(run.calls, run)
+            past_deadline(run.calls, run)
     except HookFailed as failed:
         raise _abort_for(run, failed) from failed.error
     if run.sink is not None:
@@ -431,7 +438,9 @@ async def dispatch(
         on_deferred: Resolves the batch's deferred calls inline, once: it gets
             the ``DeferredToolRequests`` and returns ``DeferredToolResults``;
             what it leaves undecided stays deferred. The resumed calls share the
-            batch's ``max_tool_calls`` budget and deadline. A handler that raises
+            batch's ``max_tool_calls`` budget and deadline; an async handler still
+            deciding at the deadline is cancelled and decides nothing (every
+            deferred call stays deferred). A handler that raises
             or returns anything else aborts the batch (``DispatchAborted``, with
             the first pass's answers).
 
@@ -473,7 +482,15 @@ async def dispatch(
     decided = _decided(on_deferred, result)
     if inspect.isawaitable(decided):
         try:
-            decided = await decided
+            if deadline is None:
+                decided = await decided
+            else:  # a handler still deciding at the deadline decides nothing
+                import anyio
+
+                with anyio.move_on_at(deadline) as waited:
+                    decided = await decided
+                if waited.cancelled_caught:
+                    return result
         except Exception as error:
             raise _handler_failed(on_deferred, result, error) from error
     again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)

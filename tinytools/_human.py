@@ -27,7 +27,12 @@ unknown). A call already approved — on resume by a decision that answers
 it, or by an earlier hook — passes without asking.
 
 The callback may be async: ``before_tool`` then returns a coroutine, which
-``dispatch`` awaits; ``dispatch_sync`` refuses it with a ``TypeError``.
+``dispatch`` awaits — no longer than ``RunPolicy.deadline`` allows: past it the
+wait is cancelled and the call answered as ``interrupted`` —; ``dispatch_sync``
+refuses it with a ``TypeError``. A synchronous callback cannot be cut short:
+bound its own wait. A callback that raises aborts the batch
+(``DispatchAborted``, every call answered, nothing run); one that answers
+anything but an outcome is a ``TypeError`` inside that abort.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
-from ._middleware import Allow, Defer, Deny
+from ._middleware import Allow, Defer, Deny, described
 from ._policy_middleware import resolve
 from ._registry import AnyTool
 from ._spec import is_async_function
@@ -65,7 +70,7 @@ def _translate(call: ToolCall, outcome: object) -> ApprovalOutcome:
         # A human chose to decide later: the call waits among the approvals.
         return attrs.evolve(outcome, kind="approval")
     raise TypeError(
-        f"the approval callback returned {outcome!r} for call {call.id!r}; "
+        f"the approval callback returned {described(outcome)} for call {call.id!r}; "
         "return Allow(), Deny(message) or Defer() (an instance, not the class)"
     )
 

@@ -61,6 +61,7 @@ __all__ = [
     "before_tool",
     "compose",
     "composed",
+    "described",
 ]
 
 
@@ -78,6 +79,17 @@ class Allow:
 
     def __repr__(self) -> str:
         return "Allow()" if self.call is None else f"Allow({self.call!r})"
+
+
+def described(outcome: object) -> str:
+    """What a hook or callback returned, for an error message that refuses it: the class
+    it named, a constant, else only its type — never its contents, which may hold the
+    call and so the arguments a tool's policy redacts (error messages reach logs)."""
+    if isinstance(outcome, type):
+        return f"the class {outcome.__name__} (not an instance)"
+    if outcome is None or isinstance(outcome, (bool, int, float)):
+        return repr(outcome)
+    return f"a {type(outcome).__name__}"
 
 
 def _denial(message: object) -> str:

@@ -47,7 +47,7 @@ from ._inject import Context
 from ._middleware import Defer, Deny
 from ._registry import AnyTool, Registry
 from ._spec import Exposure
-from ._tool_policy import BYTES, ToolPolicy
+from ._tool_policy import BYTES, ToolPolicy, reads_only
 from ._wire import ContentBlock, TextBlock, ToolCall, ToolResult
 
 if TYPE_CHECKING:
@@ -196,7 +196,12 @@ class ToolPolicyMiddleware:
 
     @_builder
     def require_approval(self) -> ToolPolicyMiddleware:
-        """Defer calls of tools not classified read-only until a human approves them."""
+        """Defer calls of tools not classified read-only until a human approves them.
+
+        An unclassified ``read_only`` flag is a claim nobody reviewed, and one next to a
+        side effect that writes (``destructive``, ``payment``, ...) contradicts itself:
+        both wait for approval (see ``reads_only``).
+        """
         return attrs.evolve(self, approval=True)
 
     @_builder
@@ -287,7 +292,7 @@ class ToolPolicyMiddleware:
         if refusal is not None:
             rule, reason = refusal
             return Deny(f"Tool `{tool.name}` was not run: {reason} (policy rule: {rule}).")
-        if self.approval and not env.is_call_approved(call.id) and not _read_only(tool.policy):
+        if self.approval and not env.is_call_approved(call.id) and not reads_only(tool.policy):
             reason = "it is not classified read-only, so a human must approve the call"
             return Defer({"rule": "require_approval", "reason": reason}, kind="approval")
         return call
@@ -328,11 +333,6 @@ _FLAG_BUILDERS = (
     "require_approval",
     "require_background_safe",
 )
-
-
-def _read_only(policy: ToolPolicy) -> bool:
-    # An unclassified read_only flag is a claim nobody reviewed: fail closed.
-    return policy.classified and policy.side_effects.read_only
 
 
 def _stricter(a: int | None, b: int | None) -> int | None:

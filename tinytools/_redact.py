@@ -11,12 +11,15 @@ redacts anything: a broken document cannot be redacted field by field.
 
 Two decisions worth knowing:
 
-- Where arguments were *refused* (an unknown tool reached by a variant name,
-  arguments that fail the schema), the keys are whatever the model typed, so a
-  key that is a near miss of a secret name is treated as that name: the same
-  but for case and ``-``/``_``/spaces, or a misspelling (``pasword``,
-  ``passwrod``). Validated arguments carry the schema's own keys and are matched
-  exactly.
+- A key is a secret's name, and a path a ``$``-path, but for case and
+  ``-``/``_``/spaces in each segment (``PassWord``, ``pass-word``,
+  ``$.Auth.TOKEN``) everywhere: even validated arguments carry keys the model
+  typed, in a free-form object (a ``dict[str, str]`` parameter). Where arguments
+  were *refused* (an unknown tool, arguments that fail the schema), a
+  misspelling of a secret name (``pasword``, ``passwrod``) counts too. An
+  unknown tool's arguments, and those of a discovery ``tool_call`` that cannot
+  be read, belong to no one tool: every registered tool's redaction applies to
+  them.
 - Free text (a tool's exception message, a validation error) is scrubbed of each
   secret's text. A secret shorter than :data:`SHORT` characters is removed only
   where it stands as a whole token, so that a one-letter secret does not turn
@@ -30,14 +33,14 @@ import difflib
 import json
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 import msgspec
 
 from ._registry import AnyTool
 from ._suggest import normalize
 
-__all__ = ["MARKER", "SHORT", "Redactor", "shown_arguments"]
+__all__ = ["MARKER", "SHORT", "Redactor", "every_secret", "shown_arguments"]
 
 #: What a redacted value is replaced with.
 MARKER = "[redacted]"
@@ -47,34 +50,40 @@ SHORT = 6
 _NEAR = 0.8
 #: Keys longer than this are never compared for misspellings (a model may send any text).
 _LONGEST_KEY = 128
+#: The key :meth:`Redactor.value` holds a value under: no redaction entry can name it.
+_HOLDER = "."
 
 
 class Redactor:
     """Redacts the values at one tool's redaction paths."""
 
-    __slots__ = ("_loose", "_names", "_normal", "_paths")
+    __slots__ = ("_folded", "_folded_paths", "_loose", "_names", "_paths")
 
     def __init__(self, paths: tuple[str, ...], *, loose: bool = False) -> None:
-        """``loose``: also match near misses of the secret names (for refused arguments,
+        """``loose``: also match misspellings of the secret names (for refused arguments,
         whose keys the model typed; see the module's docstring)."""
         self._names = frozenset(p for p in paths if not p.startswith("$"))
         self._paths = frozenset(p for p in paths if p.startswith("$"))
         self._loose = loose
-        self._normal = tuple(normalize(n).replace("_", "") for n in self._names)
+        self._folded = frozenset(map(_fold, self._names))
+        self._folded_paths = frozenset(
+            "$" + "".join(f".{_fold(segment)}" for segment in path[2:].split("."))
+            for path in self._paths
+        )
 
-    def _hit(self, key: str, path: str) -> bool:
+    def _hit(self, key: str, path: str, typed: str, folded: str) -> bool:
+        """Whether the value under ``key`` (at ``path``; both also ``_fold``-ed) is secret."""
         if key in self._names or path in self._paths:
             return True
-        return self._loose and self._near(key)
+        if typed in self._folded or folded in self._folded_paths:
+            return True
+        return self._loose and self._near(key, typed)
 
-    def _near(self, key: str) -> bool:
-        """Whether ``key`` is one of the secret names but for case, separators or a typo."""
+    def _near(self, key: str, typed: str) -> bool:
+        """Whether ``key`` (``typed`` once folded) is one of the secret names but for a typo."""
         if len(key) > _LONGEST_KEY:
             return False
-        typed = normalize(key).replace("_", "")
-        for name in self._normal:
-            if typed == name:
-                return True
+        for name in self._folded:
             comparable = min(len(typed), len(name)) >= 4 and abs(len(typed) - len(name)) <= 2
             if comparable and difflib.SequenceMatcher(None, typed, name).ratio() >= _NEAR:
                 return True
@@ -88,26 +97,32 @@ class Redactor:
         """
         secrets: list[object] = []
         root: dict[str, object] = dict(value)
-        stack: list[tuple[object, str, int]] = [(root, "$", 0)]
+        stack: list[tuple[object, str, str, int]] = [(root, "$", "$", 0)]
         while stack:
-            node, path, depth = stack.pop()
+            node, path, folded, depth = stack.pop()
             if isinstance(node, dict):
                 for key, item in list(node.items()):
                     name = _key_text(key)
-                    child = f"{path}.{name}"
-                    if self._hit(name, child):
+                    typed = _fold(name)
+                    child, folded_child = f"{path}.{name}", f"{folded}.{typed}"
+                    if self._hit(name, child, typed, folded_child):
                         secrets.append(item)
                         node[key] = MARKER
                     else:
-                        node[key] = self._descend(item, child, stack, depth + 1)
+                        node[key] = self._descend(item, child, folded_child, stack, depth + 1)
             elif isinstance(node, list):
                 for index, item in enumerate(node):
-                    node[index] = self._descend(item, f"{path}[{index}]", stack, depth + 1)
+                    at = f"[{index}]"
+                    node[index] = self._descend(item, path + at, folded + at, stack, depth + 1)
         return root, secrets
 
     @staticmethod
     def _descend(
-        item: object, path: str, stack: list[tuple[object, str, int]], depth: int
+        item: object,
+        path: str,
+        folded: str,
+        stack: list[tuple[object, str, str, int]],
+        depth: int,
     ) -> object:
         """A copy of a container to walk later (so the caller's value is never changed)."""
         if isinstance(item, dict):
@@ -118,7 +133,7 @@ class Redactor:
             return item
         if depth > sys.getrecursionlimit():
             return MARKER
-        stack.append((item, path, depth))
+        stack.append((item, path, folded, depth))
         return item
 
     def raw(
@@ -131,11 +146,22 @@ class Redactor:
             decoded = msgspec.json.decode(arguments)
         except (msgspec.DecodeError, UnicodeError, RecursionError):
             return MARKER, [arguments]
-        if not isinstance(decoded, dict):
-            return arguments, []
-        redacted, secrets = self.arguments(decoded)
+        redacted: object
+        if isinstance(decoded, dict):
+            redacted, secrets = self.arguments(decoded)
+        else:  # not arguments, but a secret's name may still stand in an object inside
+            redacted, secrets = self.value(decoded)
+            if not secrets:
+                return arguments, []
         # The same secret may stand in another field too: scrub the whole text.
         return self.scrub(msgspec.json.encode(redacted).decode(), secrets), secrets
+
+    def value(self, value: object) -> tuple[object, list[object]]:
+        """Any JSON value redacted, and the secrets it held: the names match in every
+        object inside it (``$``-rooted paths, which start at the arguments object, do not
+        apply)."""
+        holder, secrets = self.arguments({_HOLDER: value})
+        return holder[_HOLDER], secrets
 
     @staticmethod
     def scrub(text: str, secrets: list[object]) -> str:
@@ -147,7 +173,7 @@ class Redactor:
             if isinstance(secret, (dict, list)):
                 forms = [_json_form(secret)]
             elif isinstance(secret, str):
-                forms = [secret, _json_form(secret)[1:-1]]
+                forms = _text_forms(secret)
             else:
                 forms = [str(secret)]
             for form in forms:
@@ -156,6 +182,12 @@ class Redactor:
                 elif form:
                     text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
         return text
+
+
+def _fold(name: str) -> str:
+    """A key or name as variants of it share: trimmed, lower case, no ``-``, ``_`` or
+    spaces (``Pass-Word`` and ``password`` fold alike)."""
+    return normalize(name).replace("_", "")
 
 
 def _key_text(key: object) -> str:
@@ -170,6 +202,22 @@ def _key_text(key: object) -> str:
         return str(key)
     except Exception:  # a host's own key object
         return f"<{type(key).__name__}>"
+
+
+def _text_forms(secret: str) -> list[str]:
+    """The ways a tool's own text may spell a secret string: as it is, in JSON (as
+    msgspec and as ``json.dumps`` write it, non-ASCII escaped), as ``repr`` and
+    ``ascii`` write it, and as the ``repr`` of its UTF-8 bytes (a tool that raises
+    ``ValueError(json.dumps(arguments))`` or ``ValueError(secret.encode())``)."""
+    forms = [secret, _json_form(secret)[1:-1]]
+    if secret.isascii() and secret.isprintable() and "\\" not in secret:
+        return forms  # (every other form is one of these)
+    try:
+        encoded = secret.encode("utf-8", "surrogatepass")
+    except UnicodeError:  # (never for a str: kept so scrubbing never raises)
+        encoded = b""
+    more = [json.dumps(secret)[1:-1], repr(secret)[1:-1], ascii(secret)[1:-1], repr(encoded)[2:-1]]
+    return list(dict.fromkeys(forms + more))
 
 
 def _json_form(value: object) -> str:
@@ -191,3 +239,12 @@ def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, ob
     redactor is built once, with its plan)."""
     redactor = tool._plan.redactor
     return arguments if redactor is None else redactor.arguments(arguments)[0]
+
+
+def every_secret(tools: Iterable[AnyTool]) -> Redactor | None:
+    """A loose redactor over the redaction paths of every one of ``tools`` (None when
+    none redacts): for arguments no one tool owns — an unknown tool's (the model may
+    have misspelt a redacting tool's name), a discovery ``tool_call`` wrapper's that
+    cannot be read. Redacting a value no tool marks there hides nothing that runs."""
+    paths = tuple(dict.fromkeys(path for tool in tools for path in tool.policy.redact))
+    return Redactor(paths, loose=True) if paths else None

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BYTES",
+    "WRITES",
     "ReplayMode",
     "SECONDS",
     "SandboxMode",
@@ -42,6 +43,7 @@ __all__ = [
     "ToolRuntime",
     "ToolSideEffects",
     "WorkspaceAccess",
+    "reads_only",
 ]
 
 #: Whether the tool runs sandboxed: as the run decides, never, or only in a sandbox.
@@ -252,8 +254,9 @@ class ToolPolicy:
         runtime: How it must be run.
         access: What it may reach and who must approve it.
         redact: Arguments whose values never appear in events, error messages
-            or the ledger: top-level argument names (``"password"``) or
-            ``$``-rooted dotted paths (``"$.auth.token"``).
+            or the ledger: argument names matched at any depth (``"password"``)
+            or ``$``-rooted dotted paths (``"$.auth.token"``), each also
+            spelled with other case, ``-``, ``_`` or spaces.
     """
 
     classified: _Classified = attrs.field(  # type: ignore[assignment]
@@ -291,6 +294,25 @@ class ToolPolicy:
     def with_access(self, **fields: object) -> "ToolPolicy":
         """A copy with the named `ToolAccess` fields changed; unknown names raise TypeError."""
         return attrs.evolve(self, access=_evolve(self.access, fields))
+
+
+#: Side effects a read-only tool cannot have (reads may still use the network or an
+#: external service: a web search is read-only).
+WRITES = ("writes_files", "installs_dependencies", "destructive", "payment")
+
+
+def reads_only(policy: ToolPolicy) -> bool:
+    """Whether ``policy`` is a reviewed claim that the tool only reads: classified, with
+    ``read_only`` and none of the side effects that contradict it (:data:`WRITES`).
+
+    The builders and JSON accept ``read_only`` next to, say, ``destructive``; a gate
+    that trusted the flag alone would wave such a tool through, so a contradiction
+    reads as not read-only (fail closed).
+    """
+    effects = policy.side_effects
+    return bool(policy.classified and effects.read_only) and not any(
+        getattr(effects, kind) for kind in WRITES
+    )
 
 
 def _classified(cls: type[ToolPolicy]) -> ToolPolicy:

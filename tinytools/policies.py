@@ -120,7 +120,10 @@ class RunPolicy:
             is cancelled at its next ``await``, and a sync tool on a worker
             thread (one with a timeout, or ``blocking``) is abandoned; a sync
             tool run inline cannot be stopped, so it finishes and keeps its
-            answer, and no call starts after it.
+            answer, and no call starts after it. Under ``await dispatch`` an
+            awaited ``before_tool`` hook (an async approval callback) is
+            cancelled too: its call and the later ones are answered as
+            ``interrupted``.
         tool_timeout: Seconds one attempt of a call may take; a tool's own
             ``ToolRuntime.timeout`` overrides it. A synchronous tool with a
             timeout runs in a worker thread so the timeout holds.

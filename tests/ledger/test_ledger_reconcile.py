@@ -34,6 +34,9 @@ class TestReplaySafe:
             (SAFE, True),
             (IDEMPOTENT, True),
             (ToolPolicy.classified().with_side_effects(read_only=True), True),
+            (ToolPolicy.classified().with_side_effects(read_only=True, network=True), True),
+            (ToolPolicy.classified().with_side_effects(read_only=True, payment=True), False),
+            (ToolPolicy.classified().with_side_effects(read_only=True, destructive=True), False),
             (ToolPolicy.classified(), False),
             (ToolPolicy(), False),
             (UNCLASSIFIED_BUT_READ_ONLY, False),
@@ -41,7 +44,8 @@ class TestReplaySafe:
         ],
     )
     def test_read_from_the_policy(self, policy: ToolPolicy, expected: bool) -> None:
-        """Replay-safe: a classified policy saying replay safe, read-only or idempotent."""
+        """Replay-safe: a classified policy saying replay safe, read-only or idempotent;
+        ``read_only`` next to a side effect that writes is no read-only claim."""
         assert expected == replay_safe(make("t", policy))  # type: ignore[arg-type]
 
     def test_decorator_shortcuts(self) -> None:

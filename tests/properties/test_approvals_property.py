@@ -2,20 +2,30 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from decimal import Decimal
+
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinytools import (
     ApprovalRequired,
+    CallId,
     DeferredToolResults,
     Inject,
     Registry,
     RunContext,
     Tool,
     ToolCall,
+    ToolPolicy,
+    ToolPolicyMiddleware,
+    before_tool,
     dispatch_sync,
     tool,
 )
+from tinytools.testing._json import json_objects
 
 ran: list[str] = []
 
@@ -146,3 +156,136 @@ class TestBindingProperty:
             if not same:
                 assert sent.id not in resumed.executed
                 assert sent.id not in {m.tool_call_id for m in resumed.messages}
+
+
+def _spell(value: object, floats: Callable[[float], str], ordered: bool) -> str:
+    """``value`` as JSON text, its floats written by ``floats``, keys sorted or not."""
+    if isinstance(value, dict):
+        items = sorted(value.items()) if ordered else list(value.items())
+        inner = ", ".join(f"{json.dumps(k)}: {_spell(v, floats, ordered)}" for k, v in items)
+        return "{" + inner + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_spell(v, floats, ordered) for v in value) + "]"
+    if isinstance(value, float):
+        return floats(value)
+    return json.dumps(value)
+
+
+#: Spellings of one float: the shortest, 17 significant digits (``0.1`` as
+#: ``0.10000000000000001``, ``1.0`` as ``1``), a trailing zero.
+FLOAT_SPELLINGS: list[Callable[[float], str]] = [
+    repr,
+    lambda x: format(x, ".17g"),
+    lambda x: repr(x) + "0" if "." in repr(x) and "e" not in repr(x) else repr(x),
+]
+
+
+def _exact(text: str) -> object:
+    """What a tool may read from ``text``: every number as its type and exact digits'
+    value, every object's members in full (a repeated field kept as such)."""
+
+    def members(pairs: list[tuple[str, object]]) -> object:
+        keys = [key for key, _ in pairs]
+        if len(set(keys)) < len(keys):
+            return ("repeated", tuple(pairs))
+        return ("object", tuple(sorted(pairs, key=lambda pair: pair[0])))
+
+    return json.loads(
+        text,
+        parse_int=lambda digits: ("int", int(digits)),
+        parse_float=lambda digits: ("float", Decimal(digits)),
+        object_pairs_hook=members,
+    )
+
+
+class TestExactBindingProperty:
+    @settings(max_examples=150, deadline=None)
+    @given(
+        arguments=json_objects(),
+        first=st.tuples(st.sampled_from(FLOAT_SPELLINGS), st.booleans()),
+        second=st.tuples(st.sampled_from(FLOAT_SPELLINGS), st.booleans()),
+        repeat=st.booleans(),
+    )
+    def test_a_decision_answers_only_text_a_tool_reads_alike(
+        self,
+        arguments: dict[str, object],
+        first: tuple[Callable[[float], str], bool],
+        second: tuple[Callable[[float], str], bool],
+        repeat: bool,
+    ) -> None:
+        """A decision bound to a call answers a call under its id only when the two
+        argument texts give a tool the same values (numbers by their exact digits, no
+        field repeated); the same text with its keys in another order still matches."""
+        approved_text = _spell(arguments, *first)
+        resumed_text = _spell(arguments, *second)
+        if repeat and arguments:
+            key = json.dumps(next(iter(arguments)))
+            resumed_text = "{" + f"{key}: 0, " + resumed_text[1:]
+        approved = ToolCall("1", "t", approved_text)
+        resumed = ToolCall("1", "t", resumed_text)
+        results = DeferredToolResults(pending=[approved]).approve("1")
+        if results.decision_for(resumed) is not None:
+            assert _exact(approved_text) == _exact(resumed_text)
+        if first[0] is second[0] and not repeat:
+            assert results.decision_for(resumed) is not None  # key order never matters
+
+
+ran_with: list[tuple[str, int]] = []
+
+
+@tool(policy=ToolPolicy.classified())
+def step(call_id: Inject[CallId], n: int) -> int:
+    """A classified tool that is not read-only: require_approval gates it."""
+    ran_with.append((call_id, n))
+    return n
+
+
+EDITS: dict[str, Callable[[int], int]] = {
+    "keep": lambda n: n,
+    "bump": lambda n: n + 1,
+    "fixed": lambda n: 99,
+    "cap": lambda n: min(n, 2),
+}
+
+
+class TestEditedAfterApprovalProperty:
+    @settings(max_examples=100, deadline=None)
+    @given(
+        amounts=st.lists(st.integers(-5, 5), min_size=1, max_size=5),
+        edit=st.sampled_from(sorted(EDITS)),
+    )
+    def test_a_call_runs_only_with_the_arguments_a_decision_approved(
+        self, amounts: list[int], edit: str
+    ) -> None:
+        """With ``require_approval`` and a later hook that edits calls, a resumed call
+        runs only with the arguments of the call a decision approved (the edited call
+        waits for its own decision)."""
+
+        def edited(call: ToolCall, env: object) -> ToolCall:
+            n = msgspec.json.decode(msgspec.json.encode(call.arguments))["n"]
+            return msgspec.structs.replace(call, arguments={"n": EDITS[edit](n)})
+
+        guard = [ToolPolicyMiddleware.require_approval(), before_tool(edited)]
+        calls = [ToolCall(f"c{i}", "step", {"n": n}) for i, n in enumerate(amounts)]
+        tools = Registry.of(step)
+        ran_with.clear()
+        first = dispatch_sync(calls, tools, middleware=guard)
+        assert first.deferred is not None
+        assert [] == ran_with
+        approved = {c.id: c.arguments for c in first.deferred.approvals}
+        for _ in range(2):  # a second round approves what the first deferred again
+            resumed = dispatch_sync(
+                first.deferred.all,
+                tools,
+                middleware=guard,
+                approvals=first.deferred.approve_all(),
+            )
+            assert all({"n": n} == approved[call_id] for call_id, n in ran_with)
+            if resumed.deferred is None:
+                break
+            first = resumed
+            approved.update({c.id: c.arguments for c in resumed.deferred.approvals})
+        # An editor that gives its own output back unchanged settles in two rounds; one
+        # that changes every call it sees ("bump") never gets an approved call to run.
+        expected = set() if edit == "bump" else {c.id for c in calls}
+        assert expected == {i for i, _ in ran_with}

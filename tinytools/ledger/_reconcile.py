@@ -8,6 +8,7 @@ import msgspec
 
 from tinytools._effects import EffectLedger, LedgerEntry, release
 from tinytools._registry import AnyTool, Registry
+from tinytools._tool_policy import reads_only
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.events import Event, ToolEffectReconciled
 from tinytools.toolsets._base import Toolset, registry_for
@@ -45,15 +46,14 @@ class Reconciled(msgspec.Struct, frozen=True):
 
 def replay_safe(tool: AnyTool | None) -> bool:
     """Whether a call of ``tool`` interrupted by a crash may run again: its policy is
-    classified and says ``runtime.replay="safe"``, read-only or idempotent. An
+    classified and says ``runtime.replay="safe"``, read-only (and no side effect that
+    writes: ``read_only`` next to ``payment`` contradicts itself) or idempotent. An
     unclassified or unknown tool is not replay-safe."""
     if tool is None:
         return False
     policy = tool.policy
     return bool(policy.classified) and (
-        policy.runtime.replay == "safe"
-        or policy.side_effects.read_only
-        or policy.runtime.idempotent
+        policy.runtime.replay == "safe" or reads_only(policy) or policy.runtime.idempotent
     )
 
 

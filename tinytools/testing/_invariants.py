@@ -570,14 +570,10 @@ def _check_unknown(
 
 def _unknown_shown(call: ToolCall, event: UnknownToolCall, registry: Registry) -> object:
     """The arguments an unknown call's event shows: verbatim, but with the secrets of
-    every redacting tool the name reaches (itself, a case variant, a rewrite target)
-    redacted — a call never leaks a secret for having missed its tool's name."""
-    names = {call.name, *registry.name_index().variants(call.name)}
-    reached = [registry[name] for name in names if name in registry]
-    rewrite = _REWRITE.fullmatch(event.recovery)
-    if rewrite is not None and rewrite[1] in registry:
-        reached.append(registry[rewrite[1]])
-    paths = tuple(path for tool in reached for path in tool.policy.redact)
+    every redacting tool of the registry redacted — the name may be a variant, a
+    misspelling or a rewrite of any of them, and a call never leaks a secret for having
+    missed its tool's name."""
+    paths = tuple(dict.fromkeys(p for tool in registry.values() for p in tool.policy.redact))
     arguments = call.arguments
     if paths:
         arguments = Redactor(paths, loose=True).raw(arguments)[0]

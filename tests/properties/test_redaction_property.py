@@ -1,0 +1,93 @@
+"""Property tests: a secret a tool's policy redacts never leaves admission.
+
+Each example hides one secret value under a key spelled as a redacted name (any
+case and separators), at the top, inside a free-form object or an array, and sends
+it as a dict, JSON text or broken JSON text: to the tool itself, to a misspelt or
+unknown name, or through discovery's ``tool_call``. Whatever happens to the call
+(runs, refused, unknown, unreadable), the secret appears in no event, no message
+and no ledger row; the tool itself, when it runs, gets the real value.
+"""
+
+from __future__ import annotations
+
+import attrs
+import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tinytools import Exposure, Registry, ToolCall, ToolPolicy, dispatch_sync, tool
+from tinytools.discovery import Discovery
+from tinytools.testing import check_dispatch_invariants
+
+seen: list[object] = []
+
+
+@tool(policy=ToolPolicy(redact=("password",)))
+def login(user: str, password: str, extra: dict[str, object] | None = None) -> str:
+    """Log in."""
+    seen.append(password)
+    return "welcome"
+
+
+DIRECT = Registry.of(login)
+DISCOVERED = Discovery(Registry.of(attrs.evolve(login, exposure=Exposure.Deferred)))
+
+#: The secret: distinctive, long enough to be scrubbed from any text it stands in.
+secrets = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=6, max_size=16).map(
+    lambda tail: f"S3CR3T{tail}"
+)
+#: The redacted name as a model may spell it.
+spellings = st.sampled_from(["password", "Password", "PASSWORD", "pass-word", "Pass_Word"])
+#: Where the secret stands.
+places = st.sampled_from(["top", "free-form", "array"])
+#: How the arguments are sent.
+forms = st.sampled_from(["dict", "text", "broken text"])
+#: Which name the call uses.
+routes = st.sampled_from(["login", "loginn", "Login", "signin", "tool_call"])
+
+
+def _arguments(secret: str, key: str, place: str) -> dict[str, object]:
+    if place == "top":
+        return {"user": "ann", key: secret}
+    if place == "free-form":
+        return {"user": "ann", "password": "p", "extra": {"nested": {key: secret}}}
+    return {"user": "ann", "password": "p", "extra": {"list": [{key: secret}]}}
+
+
+class TestSecretsNeverLeave:
+    @settings(max_examples=150, deadline=None)
+    @given(secret=secrets, key=spellings, place=places, form=forms, route=routes)
+    def test_no_event_message_or_ledger_row_shows_the_secret(
+        self, secret: str, key: str, place: str, form: str, route: str
+    ) -> None:
+        """The secret reaches the tool at most, never anything dispatch reports."""
+        seen.clear()
+        rows: list[object] = []
+
+        class Ledger:
+            def started(self, run_id: str, call_id: str, name: str, arguments: object) -> None:
+                rows.append(arguments)
+
+            def settled(self, run_id: str, call_id: str, status: str) -> None:
+                pass
+
+        arguments: object = _arguments(secret, key, place)
+        if form != "dict":
+            text = msgspec.json.encode(arguments).decode()
+            arguments = text[:-1] if form == "broken text" else text
+        if route == "tool_call":
+            call = ToolCall("c", "tool_call", {"name": "login", "arguments": arguments})
+            tools: object = DISCOVERED
+        else:
+            call = ToolCall("c", route, arguments)  # type: ignore[arg-type]
+            tools = DIRECT
+        result = dispatch_sync([call], tools, ledger=Ledger())  # type: ignore[arg-type]
+        shown = (
+            msgspec.json.encode(result.events).decode()
+            + msgspec.json.encode(result.messages).decode()
+            + msgspec.json.encode(rows).decode()
+        )
+        assert secret not in shown
+        assert [] == [s for s in seen if s != "p" and s != secret]
+        if route != "tool_call":
+            check_dispatch_invariants([call], result, DIRECT)
