@@ -775,7 +775,7 @@ def _unknown(call: ToolCall, recovery: str, env: DispatchEnv) -> UnknownToolCall
     printable text.
     """
     arguments: dict[str, object] | str = call.arguments
-    redactor = every_secret(env.tools.values())
+    redactor = every_secret(env.tools)
     if redactor is not None:
         arguments = redactor.raw(call.arguments)[0]
     return UnknownToolCall(

@@ -145,7 +145,7 @@ def _wrapper(call: ToolCall, tools: Registry) -> dict[str, object] | str:
             text = raw if isinstance(raw, str) else raw.decode("utf-8", "replace")
             value = repair.recover_relaxed_object(raw) if isinstance(raw, str) else None
             if value is None:  # (text that cannot be read cannot be redacted: replaced whole)
-                shown = text if every_secret(tools.values()) is None else MARKER
+                shown = text if every_secret(tools) is None else MARKER
                 return f"its arguments are not valid JSON: {preview(shown, 120, raw_text=True)}"
         else:
             problem = text_problem(raw)  # a repeated field is ambiguous: refused, as everywhere
@@ -155,11 +155,11 @@ def _wrapper(call: ToolCall, tools: Registry) -> dict[str, object] | str:
         value = raw
     if call.invalid is not None and not isinstance(raw, (str, bytes)):
         reason = str(call.invalid)  # (a provider's reason may quote what it could not read)
-        if (secret := every_secret(tools.values())) is not None:
+        if (secret := every_secret(tools)) is not None:
             reason = secret.scrub(reason, secret.value(value)[1])
         return f"the provider could not read its arguments ({reason})"
     if not isinstance(value, dict):
-        redactor = every_secret(tools.values())
+        redactor = every_secret(tools)
         found = value if redactor is None else redactor.value(value)[0]
         return f"its arguments must be a JSON object, not {preview(found, 60)}"
     return value

@@ -33,11 +33,11 @@ import difflib
 import json
 import re
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 import msgspec
 
-from ._registry import AnyTool
+from ._registry import AnyTool, Registry
 from ._suggest import normalize
 
 __all__ = ["MARKER", "SHORT", "Redactor", "every_secret", "shown_arguments"]
@@ -241,10 +241,19 @@ def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, ob
     return arguments if redactor is None else redactor.arguments(arguments)[0]
 
 
-def every_secret(tools: Iterable[AnyTool]) -> Redactor | None:
+def every_secret(tools: Registry) -> Redactor | None:
     """A loose redactor over the redaction paths of every one of ``tools`` (None when
     none redacts): for arguments no one tool owns — an unknown tool's (the model may
     have misspelt a redacting tool's name), a discovery ``tool_call`` wrapper's that
-    cannot be read. Redacting a value no tool marks there hides nothing that runs."""
-    paths = tuple(dict.fromkeys(path for tool in tools for path in tool.policy.redact))
-    return Redactor(paths, loose=True) if paths else None
+    cannot be read. Redacting a value no tool marks there hides nothing that runs.
+    Made once per registry and kept on it (an unknown call among 10,000 tools costs no
+    walk over them)."""
+    try:
+        return tools._secrets  # type: ignore[attr-defined,no-any-return]
+    except AttributeError:
+        pass
+    values = tools.values()
+    paths = tuple(dict.fromkeys(path for tool in values for path in tool.policy.redact))
+    redactor = Redactor(paths, loose=True) if paths else None
+    object.__setattr__(tools, "_secrets", redactor)  # (a registry is frozen: its own memo)
+    return redactor

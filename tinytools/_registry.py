@@ -80,7 +80,7 @@ class Registry(Mapping[str, AnyTool]):
             str or a mapping.
     """
 
-    __slots__ = ("_discovery", "_name_index", "_resolution", "_tools")
+    __slots__ = ("_discovery", "_name_index", "_resolution", "_secrets", "_tools")
 
     _tools: Mapping[str, AnyTool]
     _name_index: NameIndex
