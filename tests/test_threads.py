@@ -293,6 +293,50 @@ def test_a_call_in_a_batch_with_a_deadline_waits_within_it_when_every_thread_is_
     assert result.messages[0].content == "found"
 
 
+def test_a_call_still_in_line_at_the_deadline_is_answered_alike_by_every_runner(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Defect: a call still waiting in line for a tool thread when the batch's deadline
+    passed was answered by ``dispatch_sync`` as the tool's failure ("PoolExhausted: no
+    thread came free"), and by ``await dispatch`` as interrupted by the deadline. Every
+    runner now answers it as interrupted, with the same events."""
+    pool = _workers.ThreadPool(max_threads=1, max_idle=1)
+    for module in (_workers, _execute, _concurrency):
+        monkeypatch.setattr(module, "THREADS", pool)
+    gate = threading.Event()
+    assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)  # its thread hung
+
+    @tool(blocking=True)
+    def lookup() -> str:
+        """A lookup with no timeout of its own."""
+        return "found"
+
+    calls = [ToolCall("a", "lookup", {}), ToolCall("b", "lookup", {})]
+    policy = RunPolicy(deadline=0.05)  # (the wait under test: nothing frees the thread)
+    answers = []
+    try:
+        for runner in ("sync", "asyncio", "trio"):
+            events: list[object] = []
+            run = functools.partial(
+                dispatch, calls, [lookup], policy=policy, on_event=events.append
+            )
+            if runner == "sync":
+                result = dispatch_sync(calls, [lookup], policy=policy, on_event=events.append)
+            elif runner == "asyncio":
+                result = asyncio.run(run())
+            else:
+                result = trio.run(run)
+            kinds = [type(event).__name__ for event in events]
+            answers.append(([(m.status, m.content) for m in result.messages], kinds))
+    finally:
+        gate.set()
+    assert answers[0][0][0] == (
+        "interrupted",
+        "Tool call interrupted: the batch was past its deadline.",
+    )
+    assert answers[0] == answers[1] == answers[2]
+
+
 FORKED_WORKERS_SHARE_A_LEDGER = """
 import os, sys, tempfile
 from tinytools import Registry, ToolCall, dispatch_sync, tool
