@@ -73,22 +73,27 @@ class TestRedactor:
         assert (MARKER, ['{"password": "hunt']) == Redactor(("password",)).raw('{"password": "hunt')
 
 
+class _Recording:
+    """An effect ledger that records the arguments it is given to keep."""
+
+    def __init__(self) -> None:
+        self.logged: list[object] = []
+
+    def started(self, run_id: str, call_id: str, name: str, arguments: object) -> None:
+        self.logged.append(arguments)
+
+    def settled(self, run_id: str, call_id: str, status: str) -> None:
+        pass
+
+
 class TestDispatchRedaction:
     def test_started_event_and_ledger(self) -> None:
         """Secrets never reach events or the ledger, yet the tool gets the real value."""
-        logged: list[object] = []
-
-        class Ledger:
-            def started(self, run_id: str, call_id: str, name: str, arguments: object) -> None:
-                logged.append(arguments)
-
-            def settled(self, run_id: str, call_id: str, status: str) -> None:
-                pass
-
+        ledger = _Recording()
         raw = '{"user": "ann", "password": "hunter22", "auth": {"token": "tok-9"}}'
-        result = dispatch_sync([ToolCall("c", "login", raw)], TOOLS, ledger=Ledger())
+        result = dispatch_sync([ToolCall("c", "login", raw)], TOOLS, ledger=ledger)
         assert ["hunter22"] == seen
-        text = everything(result) + msgspec.json.encode(logged).decode()
+        text = everything(result) + msgspec.json.encode(ledger.logged).decode()
         assert "hunter22" not in text
         assert "tok-9" not in text
         assert MARKER in text
@@ -96,23 +101,15 @@ class TestDispatchRedaction:
     def test_free_form_keys_the_model_typed(self) -> None:
         """Validated arguments may hold keys the model typed (a free-form object): a
         secret under ``Token`` or ``PASSWORD`` there never reaches events or the ledger."""
-        logged: list[object] = []
-
-        class Ledger:
-            def started(self, run_id: str, call_id: str, name: str, arguments: object) -> None:
-                logged.append(arguments)
-
-            def settled(self, run_id: str, call_id: str, status: str) -> None:
-                pass
-
+        ledger = _Recording()
         arguments = {
             "user": "ann",
             "password": "hunter22",
             "auth": {"Token": "tok-9", "scope": "read", "PASSWORD": "hunter23"},
         }
-        result = dispatch_sync([ToolCall("c", "login", arguments)], TOOLS, ledger=Ledger())
+        result = dispatch_sync([ToolCall("c", "login", arguments)], TOOLS, ledger=ledger)
         assert ["ok"] == [m.status for m in result.messages]
-        text = everything(result) + msgspec.json.encode(logged).decode()
+        text = everything(result) + msgspec.json.encode(ledger.logged).decode()
         for secret in ("hunter22", "tok-9", "hunter23"):
             assert secret not in text
         assert "read" in text

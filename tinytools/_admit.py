@@ -416,13 +416,9 @@ def _after_hook(
     env = batch
     approved = call if env.is_call_approved(call.id) else None
     while True:
+        went: tuple[ToolCall, ToolCall | None] | Verdict
         if type(outcome) is ToolCall:  # the call adjusted
-            changed = _changed(index, hook, call, outcome, approved, batch)
-            if not isinstance(changed, tuple):
-                batch.preflight = True
-                batch.verdicts.append(changed)
-                return None
-            call, approved = changed
+            went = _changed(index, hook, call, outcome, approved, batch)
         else:
             if inspect.isawaitable(outcome):
                 if inspect.iscoroutine(outcome):
@@ -432,11 +428,11 @@ def _after_hook(
                     "for; use `await dispatch(...)` or make the hook synchronous"
                 )
             went = _went(index, hook, call, approved, outcome, batch)
-            if not isinstance(went, tuple):
-                batch.preflight = True
-                batch.verdicts.append(went)
-                return None
-            call, approved = went
+        if not isinstance(went, tuple):  # the call's verdict
+            batch.preflight = True
+            batch.verdicts.append(went)
+            return None
+        call, approved = went
         hook = next(rest, None)
         if hook is None:
             return call
