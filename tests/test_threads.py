@@ -231,7 +231,7 @@ ask = [ToolCall("q", "lookup", {})]
 for answer in (dispatch_sync(ask, [lookup]), asyncio.run(dispatch(ask, [lookup]))):
     message = answer.messages[0]
     assert message.is_error, message
-    assert "held by tools that outlived their timeout" in message.content, message
+    assert "held by tools nobody waits for any more" in message.content, message
 
 gate.set()  # the tools return; their threads serve again
 for _ in range(1000):

@@ -154,7 +154,9 @@ def test_a_call_with_no_timeout_is_refused_at_once_when_every_thread_is_hung(
     for _ in range(2):
         assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)
     ran: list[str] = []
-    with pytest.raises(PoolExhausted, match="all 2 tool threads are held by tools that outl"):
+    with pytest.raises(
+        PoolExhausted, match="all 2 tool threads are held by tools nobody waits for"
+    ):
         pool.run(ran.append, {"object": "patient"}, None)
     with pytest.raises(PoolExhausted, match="in time: 2 tool threads are busy"):
         pool.run(ran.append, {"object": "timed"}, 0.01)
@@ -178,7 +180,7 @@ def test_calls_waiting_with_no_timeout_are_refused_when_the_last_busy_thread_is_
     assert not patient.done.is_set()  # (the awaited thread may still come free)
     pool.leave(awaited)
     assert patient.done.wait(10)
-    with pytest.raises(PoolExhausted, match="held by tools that outlived their timeout"):
+    with pytest.raises(PoolExhausted, match="held by tools nobody waits for any more"):
         patient.outcome()
     pool.leave(patient)  # (its caller, giving up as it was refused: it never ran)
     assert not timed.done.is_set()

@@ -118,8 +118,9 @@ class PoolExhausted(RuntimeError):
         if hung:
             super().__init__(
                 f"no thread is free to run the tool: all {busy} tool threads are held by "
-                "tools that outlived their timeout (each keeps its thread until it returns), "
-                "and this call has no timeout, so it could wait for ever; make hung tools "
+                "tools nobody waits for any more (they outlived their timeout, or their "
+                "caller was interrupted; each keeps its thread until it returns), and this "
+                "call has no timeout, so it could wait for ever; make hung tools "
                 "observe their injected Cancellation, give this tool a timeout (it then "
                 "waits in line for a thread within it), or retry later"
             )
