@@ -178,11 +178,11 @@ def test_calls_waiting_with_no_timeout_are_refused_when_the_last_busy_thread_is_
     patient = pool.submit(lambda: "patient", patient=True)
     timed = pool.submit(lambda: "timed")
     assert not patient.done.is_set()  # (the awaited thread may still come free)
-    pool.leave(awaited)
+    pool.give_up(awaited)
     assert patient.done.wait(10)
     with pytest.raises(PoolExhausted, match="held by tools nobody waits for any more"):
         patient.outcome()
-    pool.leave(patient)  # (its caller, giving up as it was refused: it never ran)
+    pool.give_up(patient)  # (its caller, giving up as it was refused: it never ran)
     assert not timed.done.is_set()
     gate.set()
     assert timed.done.wait(10)
@@ -190,7 +190,7 @@ def test_calls_waiting_with_no_timeout_are_refused_when_the_last_busy_thread_is_
     assert settled(pool, 2)
     hold = threading.Event()
     busy = [pool.submit(lambda: hold.wait(30)) for _ in range(2)]
-    pool.leave(busy[1])  # one left; the other's caller waits, so a patient call waits
+    pool.give_up(busy[1])  # one left; the other's caller waits, so a patient call waits
     patient = pool.submit(lambda: "patient again", patient=True)
     assert not patient.done.is_set()
     hold.set()
@@ -210,7 +210,7 @@ def test_a_tool_ending_as_its_caller_leaves_is_not_counted_hung(
         pool.run(lambda: "v", {}, 0)
         left = pool.submit(lambda: "w")
         if not left.done.wait(0):
-            pool.leave(left)
+            pool.give_up(left)
         assert settled(pool, 1)
     awaited = pool.submit(lambda: gate.wait(30))
     patient = pool.submit(lambda: "patient", patient=True)

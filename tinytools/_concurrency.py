@@ -103,14 +103,12 @@ async def _in_thread(
             with anyio.move_on_after(timeout):
                 await done.wait()
     except BaseException:
-        if not THREADS.withdraw(job):  # (still waiting for a thread: it never starts)
-            THREADS.leave(job)
+        THREADS.give_up(job)  # (still in line: it never starts)
         handle.cancel()  # cancelled: the abandoned tool can still see it should stop
         raise
     if not job.done.is_set():
-        if THREADS.withdraw(job):  # every thread stayed busy: the tool never started
+        if THREADS.give_up(job):  # every thread stayed busy: the tool never started
             raise PoolExhausted(THREADS.threads)
-        THREADS.leave(job)
         handle.cancel()
         return False, None
     return True, job.outcome()

@@ -310,9 +310,8 @@ def _in_thread(
         wait_main(wake.wait, timeout)  # (on the main thread: a signal interrupts it at once)
     finally:
         forget()
-        withdrawn = not job.done.is_set() and THREADS.withdraw(job)  # it never starts
-        if not withdrawn and not job.done.is_set():
-            THREADS.leave(job)  # abandoned: its thread is held until it returns
+        # Still in line: it never starts (withdrawn); running: its thread is abandoned.
+        withdrawn = not job.done.is_set() and THREADS.give_up(job)
     if withdrawn and not cancellation.cancelled:  # every thread stayed busy
         raise PoolExhausted(THREADS.threads)
     if not job.done.is_set():

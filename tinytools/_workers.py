@@ -180,7 +180,7 @@ class Job(Generic[T]):
         self.fn = fn
         #: Its caller waits with no time limit (see :meth:`ThreadPool.submit`).
         self.patient = patient
-        #: Its caller stopped waiting for it while it ran (:meth:`ThreadPool.leave`); its
+        #: Its caller stopped waiting for it while it ran (:meth:`ThreadPool.give_up`); its
         #: function returned, or never will run (refused in line) (both set under the
         #: pool's lock).
         self.left = self.returned = False
@@ -505,9 +505,7 @@ class ThreadPool:
             wait_main(job.done.wait, timeout)
         finally:
             # (interrupted, or out of time: a job that has not started never will)
-            withdrawn = not job.done.is_set() and self.withdraw(job)
-            if not withdrawn and not job.done.is_set():
-                self.leave(job)
+            withdrawn = not job.done.is_set() and self.give_up(job)
         if withdrawn:
             raise PoolExhausted(self._threads)
         if not job.done.is_set():
@@ -517,9 +515,9 @@ class ThreadPool:
     def submit(self, fn: Callable[[], T], patient: bool = False) -> Job[T]:
         """Run ``fn`` on an idle thread, or on a new one, without waiting for it. When
         :data:`MAX_THREADS` threads are busy, the job waits in line (first in, first out)
-        for one to come free; a caller that stops waiting for it first must
-        :meth:`withdraw` it, so that it never starts late, or, once it has started,
-        :meth:`leave` it. A ``patient`` caller waits with no time limit: its job is
+        for one to come free; a caller that stops waiting for it must say so
+        (:meth:`give_up`), so that it never starts late, or, once it has started, its
+        thread counts as abandoned. A ``patient`` caller waits with no time limit: its job is
         refused while every thread is held by a tool whose caller left it (then nothing
         may ever come free), and taken out of the line with that error (its ``outcome``)
         when the last busy thread is left so.
@@ -548,14 +546,18 @@ class ThreadPool:
         worker.baton.give()
         return job
 
-    def leave(self, job: Job[T]) -> None:
-        """The caller stops waiting for ``job``, which has started (or just ended): its
-        thread counts as abandoned until the function returns."""
+    def give_up(self, job: Job[T]) -> bool:
+        """The caller stops waiting for ``job``: True when it was still in line (it is taken
+        out, and never runs: :meth:`withdraw`); else it has started, and its thread counts
+        as abandoned until the function returns (nothing, if it has returned)."""
+        if self.withdraw(job):
+            return True
         with self._lock:
             if job.returned:
-                return
+                return False
             job.left = True
         self._left()
+        return False
 
     def _left(self) -> None:
         """A caller stopped waiting for a running tool (its thread is abandoned). When that
