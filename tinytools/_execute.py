@@ -319,11 +319,6 @@ def _in_thread(
     return True, job.outcome()
 
 
-def _past(deadline: float | None) -> bool:
-    """Whether ``deadline`` (on :func:`time.monotonic`'s clock) has passed."""
-    return deadline is not None and time.monotonic() >= deadline
-
-
 def linked(
     fn: Callable[..., object], batch: Cancellation, handle: Cancellation, is_async: bool = False
 ) -> Callable[..., object]:
@@ -413,7 +408,8 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
         except PROPAGATE:
             raise
         except BaseException as error:  # a tool's failure, whatever it raised
-            if type(error) is PoolExhausted and _past(deadline):
+            past = deadline is not None and time.monotonic() >= deadline
+            if type(error) is PoolExhausted and past:
                 # The batch's deadline passed while the call waited in line for a thread:
                 # interrupted, as under the event loops (their deadline cancels the wait).
                 return interrupted(Stop.DEADLINE)

@@ -542,7 +542,7 @@ def _check_unknown(
     registry: Registry,
 ) -> None:
     assert event.requested_name == printable(call.name), f"{event!r} does not name {call!r}"
-    assert event.arguments == _unknown_shown(call, event, registry), (
+    assert event.arguments == _unknown_shown(call, registry), (
         f"invariant 7: call {call.id!r} sent {call.arguments!r}, but the checker saw "
         f"UnknownToolCall report {event.arguments!r} ({event!r})"
     )
@@ -568,11 +568,12 @@ def _check_unknown(
         )
 
 
-def _unknown_shown(call: ToolCall, event: UnknownToolCall, registry: Registry) -> object:
+def _unknown_shown(call: ToolCall, registry: Registry) -> object:
     """The arguments an unknown call's event shows: verbatim, but with the secrets of
     every redacting tool of the registry redacted — the name may be a variant, a
     misspelling or a rewrite of any of them, and a call never leaks a secret for having
-    missed its tool's name."""
+    missed its tool's name. (Written out here rather than calling dispatch's own
+    ``every_secret``: the checker is an oracle for it.)"""
     paths = tuple(dict.fromkeys(p for tool in registry.values() for p in tool.policy.redact))
     arguments = call.arguments
     if paths:
