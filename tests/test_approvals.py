@@ -317,6 +317,21 @@ class TestBoundDecisions:
         assert ([], ()) == (ran, result.messages)
 
     @pytest.mark.parametrize(
+        "text",
+        ['{"amount": %s}' % ("[" * 1000 + "]" * 1000), '{"amount": 5, "note": "\ud800"}'],
+        ids=["nested-1000-deep", "lone-surrogate"],
+    )
+    def test_unreadable_text_under_an_approved_id_is_answered(self, text: str) -> None:
+        """Defect: text nested 1,000 deep, or holding a lone surrogate, sent under an
+        approved call's id made ``dispatch_sync`` raise (RecursionError,
+        UnicodeEncodeError) while comparing it with the approved call. It compares as
+        text: not the approved call, deferred again."""
+        results = pending().approve("1")
+        result = dispatch_sync([ToolCall("1", "pay", text)], TOOLS, approvals=results)
+        assert [ToolDeferred] == [type(e) for e in result.events]
+        assert [] == ran
+
+    @pytest.mark.parametrize(
         ("approved", "resumed"),
         [(None, "the stream was cut"), ("the stream was cut", None), ("cut", "not cut")],
     )

@@ -131,7 +131,7 @@ def _comparable(arguments: object) -> tuple[str, object]:
     if isinstance(arguments, (str, bytes)):
         try:
             value = _EXACT.decode(arguments)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, RecursionError, UnicodeError):  # (unreadable: as text)
             return "text", arguments
         if text_problem(arguments) is not None:  # a repeated field: read one way, of several
             return "text", arguments
