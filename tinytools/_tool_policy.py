@@ -328,8 +328,10 @@ def _classified(cls: type[ToolPolicy]) -> ToolPolicy:
 class _ClassifiedField:
     """``ToolPolicy.classified``: the builder on the class, the flag on an instance.
 
-    DESIGN.md fixes both names, which in Python share one class attribute, so this
-    data descriptor wraps the slot attrs made for the field and answers each case.
+    The public API has both names (``ToolPolicy.classified()`` starts the builder chain
+    of docs/how-to/approvals.md; ``policy.classified`` is the flag), which in Python share
+    one class attribute, so this data descriptor wraps the slot attrs made for the field
+    and answers each case.
     """
 
     __slots__ = ("_slot",)

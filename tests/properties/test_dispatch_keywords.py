@@ -1,4 +1,5 @@
-"""DESIGN.md's dispatch invariants under random mixes of every ``dispatch`` keyword.
+"""The dispatch invariants (docs/concepts/invariants.md) under random mixes of every
+``dispatch`` keyword.
 
 ``test_dispatch_invariants.py`` draws batches of calls and the run policy; this module
 reuses its registry, call strategies and ``check_dispatch_invariants`` and adds, drawn
@@ -131,7 +132,8 @@ def approves(choice: Choice | None) -> bool:
 
 
 def decided_call(call: ToolCall, choice: Choice | None) -> ToolCall:
-    """The call a decision resumes: edited arguments replace the model's (DESIGN.md)."""
+    """The call a decision resumes: edited arguments replace the model's
+    (docs/how-to/approvals.md, ``approve_with_args``)."""
     if choice is not None and choice[0] == "edit":
         return msgspec.structs.replace(call, arguments=dict(choice[1]), invalid=None)
     return call

@@ -1,6 +1,7 @@
-"""``check_dispatch_invariants``: DESIGN.md's dispatch invariants, checked on one result.
+"""``check_dispatch_invariants``: the dispatch invariants, checked on one result.
 
-The checker derives what may run from DESIGN.md's rules (the registry, exposure, the
+The invariants are docs/concepts/invariants.md's. The checker derives what may run from
+the documented rules (the registry, exposure, the
 allow-list, ``advertised``), not from the library's own code, and checks the result
 against them: one answer per call in call order (1), nothing unknown, hidden or
 disallowed ran (2), nothing ran on arguments that break its schema or that its call's
@@ -85,7 +86,8 @@ _INVALID_RECOVERIES = frozenset({"repaired", "normalized", "tool_error", "fail"}
 def callable_this_turn(
     tools: Registry, policy: RunPolicy, advertised: Collection[str] | None
 ) -> frozenset[str]:
-    """The names the model may call, derived from DESIGN.md rather than from the library.
+    """The names the model may call, derived from the documented rules rather than from
+    the library.
 
     Registered, not hidden, allowed by the allow-list (a declared empty one denies all
     unless ``fail_closed_allowlist`` is False), and advertised when an ``advertised`` set
@@ -216,7 +218,8 @@ def check_dispatch_invariants(
     advertised: Collection[str] | None = None,
     resolved: Collection[str] = (),
 ) -> None:
-    """Assert DESIGN.md's dispatch invariants for one batch and what dispatch made of it.
+    """Assert the dispatch invariants (docs/concepts/invariants.md) for one batch and
+    what dispatch made of it.
 
     Call it after any dispatch (your own middleware, policies and agent loop
     included) with the calls as the model sent them. It checks, for every call:
