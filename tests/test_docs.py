@@ -116,3 +116,18 @@ def test_cited_files_exist():
         if cited not in _PLACEHOLDERS and not (ROOT / cited).is_file()
     }
     assert set() == missing
+
+
+def test_pipeline_draws_admission_in_the_order_it_runs():
+    """The pipeline page's diagram puts ``before_tool`` hooks before name resolution and
+    validation, and the approval gate after validation, as admission runs them (it drew
+    the hooks after validation). The page's example shows a hook fixing a name."""
+    page = (DOCS / "concepts" / "pipeline.md").read_text(encoding="utf-8")
+    admit = page[page.index('subgraph admit["admit') :]
+    admit = admit[: admit.index("\n    end\n")]
+
+    def at(step: str) -> int:
+        return admit.index(step)
+
+    assert at("before_tool") < at("allow-list") < at("decode") < at("validate")
+    assert at("validate") < at("approval gate")
