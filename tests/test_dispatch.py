@@ -22,6 +22,7 @@ from tinytools import (
     Deny,
     DirectoryArtifactStore,
     DispatchAborted,
+    FatalToolError,
     Inject,
     MemoryArtifactStore,
     Registry,
@@ -708,6 +709,94 @@ class TestFold:
         assert (True, "error") == (first.is_error, first.status)
         assert "Tool `odd` returned a bad value" in first.content
         assert "2" == second.content
+
+
+def _wide_tool(limit: int | None = None) -> Tool[..., object]:
+    """A tool whose schema alone is about 2 KB, and which returns 5,000 bytes."""
+    schema = {
+        "type": "object",
+        "properties": {f"field_{i}": {"type": "string", "maxLength": 3} for i in range(60)},
+        "additionalProperties": False,
+    }
+    policy = ToolPolicy().with_runtime(max_result_bytes=limit)
+    return Tool.from_schema(
+        "wide", "Take many fields.", schema, fn=lambda **_: "x" * 5000, policy=policy
+    )
+
+
+class TestResultBytes:
+    """``RunPolicy.max_result_bytes`` bounds every message: a tool's result and every
+    answer dispatch writes itself (refusals, suggestions, denials, interruptions), each
+    cut with the same marker."""
+
+    LIMIT = 60
+
+    @staticmethod
+    def _deny(call: ToolCall, env: DispatchEnv) -> object:
+        return Deny("Refused by the operator: " + "this call may not run today. " * 10)
+
+    @pytest.mark.parametrize(
+        ("calls", "middleware"),
+        [
+            ([ToolCall("c", "wide", {"field_1": "too long"})], ()),
+            ([ToolCall("c", "nope_" + "x" * 40, {"text": "y" * 500})], ()),
+            ([ToolCall("c", "wide", '{"field_1": ')], ()),
+            ([ToolCall("i" * 100, "wide", {}), ToolCall("i" * 100, "wide", {})], ()),
+            ([ToolCall("c", "wide", {})], ("deny",)),
+        ],
+        ids=["invalid arguments", "unknown name", "malformed text", "repeated id", "denied"],
+    )
+    def test_what_dispatch_writes(self, calls: list[ToolCall], middleware: tuple[str, ...]) -> None:
+        """Each message fits the limit, in UTF-8 bytes, and says it was cut."""
+        hooks = [before_tool(self._deny)] if middleware else []
+        result = dispatch_sync(
+            calls,
+            Registry.of(_wide_tool(), add),
+            policy=RunPolicy(max_result_bytes=self.LIMIT),
+            middleware=hooks,
+        )
+        for message in result.messages:
+            assert self.LIMIT >= len(message.content.encode())
+            assert "[truncated: " in message.content
+
+    def test_interrupted_calls(self) -> None:
+        """A call the batch's end cut off is answered within the limit too."""
+
+        @tool
+        def halt() -> str:
+            """Abort the batch."""
+            raise FatalToolError("stop")
+
+        limit = 20  # below "Tool call not run: the batch was aborted."
+        calls = [ToolCall("1", "halt", {}), ToolCall("2", "add", {"a": 1})]
+        with pytest.raises(DispatchAborted) as info:
+            dispatch_sync(calls, Registry.of(halt, add), policy=RunPolicy(max_result_bytes=limit))
+        assert "interrupted" == info.value.result.messages[1].status
+        for message in info.value.result.messages:
+            assert limit >= len(message.content.encode())
+
+    def test_the_run_limit_bounds_a_tool_with_a_larger_own_limit(self) -> None:
+        """A tool's own ``max_result_bytes`` only ever makes its limit stricter: the run's
+        limit bounds every message (a tool's larger limit overrode it)."""
+        result = dispatch_sync(
+            [ToolCall("c", "wide", {})],
+            Registry.of(_wide_tool(limit=4000)),
+            policy=RunPolicy(max_result_bytes=300),
+        )
+        assert 300 >= len(result.messages[0].content.encode())
+
+    def test_a_tools_own_stricter_limit_bounds_its_refusals_too(self) -> None:
+        """A tool's own limit bounds what dispatch writes about its calls, with or without
+        a run limit."""
+        for policy in (RunPolicy(), RunPolicy(max_result_bytes=5000)):
+            result = dispatch_sync(
+                [ToolCall("a", "wide", {}), ToolCall("b", "wide", {"field_1": "long"})],
+                Registry.of(_wide_tool(limit=100)),
+                policy=policy,
+            )
+            assert ["ok", "error"] == [m.status for m in result.messages]
+            for message in result.messages:
+                assert 100 >= len(message.content.encode())
 
 
 class TestEventsAndContext:

@@ -39,6 +39,7 @@ from tinytools import (
     DispatchResult,
     Inject,
     Registry,
+    RunPolicy,
     Tool,
     ToolArgumentsError,
     ToolCall,
@@ -645,6 +646,28 @@ class TestCheckerCatchesBrokenDispatchers:
         assert msgspec.json.encode(result)
         assert "hunter2" not in repr(result)
         check_dispatch_invariants(calls, result, tools, **options)  # type: ignore[arg-type]
+
+    @pytest.mark.parametrize("limit", [1, 2, 5, 15, 50, 80])
+    def test_refusals_cut_to_the_byte_limit(self, limit: int) -> None:
+        """No false alarm for refusals cut to ``RunPolicy.max_result_bytes`` (the repeated
+        id's answer no longer equals its ``ToolDenied`` message whole, and a cut refusal
+        may no longer name the tool); a denial that is not the event's text still fails."""
+        calls = [
+            ToolCall("a", "echo", {"text": "x"}),
+            ToolCall("a", "echo", {"text": "y"}),
+            ToolCall("b", "ech0", {"text": "z"}),
+            ToolCall("c", "add", {"a": "one"}),
+        ]
+        policy = RunPolicy(max_result_bytes=limit)
+        result = dispatch_sync(calls, MUTATION_TOOLS, policy=policy)
+        check_dispatch_invariants(calls, result, MUTATION_TOOLS, policy=policy)
+        repeat = result.messages[1]
+        forged = msgspec.structs.replace(repeat, content="Another text\n[truncated]")
+        changed = msgspec.structs.replace(
+            result, messages=(result.messages[0], forged, *result.messages[2:])
+        )
+        with pytest.raises(AssertionError, match="repeats an id"):
+            check_dispatch_invariants(calls, changed, MUTATION_TOOLS, policy=policy)
 
     def test_message_names_invariant_call_and_what_it_saw(self) -> None:
         """A failure names the invariant, the call id and what the checker saw."""

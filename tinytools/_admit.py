@@ -842,7 +842,7 @@ def _secrets(
     arguments, secrets = redactor.raw(call.arguments)
     if isinstance(value, Mapping):
         secrets += redactor.arguments(value)[1]
-    elif isinstance(value, str) and value is not call.arguments:
+    elif value is not None and value is not call.arguments:
         secrets += redactor.raw(value)[1]
     return arguments, secrets
 

@@ -21,7 +21,7 @@ once) runs its execution stage on this thread's long-lived asyncio loop
 (:func:`_workers.event_loop`), never a new loop per call. ``dispatch`` runs it under
 the caller's event loop, trio or asyncio (:mod:`_concurrency`, imported on first use).
 
-Invariants kept here (see DESIGN.md): every call id is answered exactly once in
+Invariants kept here (docs/concepts/invariants.md): every call id is answered exactly once in
 call order unless deferred — also when tools raise, time out, or the batch is
 cancelled or aborted, and across the inline ``on_deferred`` resolution; nothing that
 admission refused runs; no tool runs on arguments that failed its schema.

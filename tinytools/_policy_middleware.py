@@ -42,7 +42,7 @@ import attrs
 import msgspec
 
 from ._exposure import ExposureExplanation
-from ._fold import render, truncate
+from ._fold import render, stricter, truncate
 from ._inject import Context
 from ._middleware import Defer, Deny
 from ._registry import AnyTool, Registry
@@ -226,7 +226,7 @@ class ToolPolicyMiddleware:
         are cut. Chained twice, the stricter limit wins.
         """
         return attrs.evolve(
-            self, result_bytes=True, max_result_bytes=_stricter(self.max_result_bytes, limit)
+            self, result_bytes=True, max_result_bytes=stricter(self.max_result_bytes, limit)
         )
 
     def expose(
@@ -303,7 +303,7 @@ class ToolPolicyMiddleware:
             return result
         tool = env.tools.get(call.name)
         declared = None if tool is None else tool.policy.runtime.max_result_bytes
-        limit = _stricter(self.max_result_bytes, declared)
+        limit = stricter(self.max_result_bytes, declared)
         if limit is None:
             return result
         content, follow_up = _cut(result.content, limit), _cut(result.follow_up, limit)
@@ -333,10 +333,6 @@ _FLAG_BUILDERS = (
     "require_approval",
     "require_background_safe",
 )
-
-
-def _stricter(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
 
 
 def _cut(blocks: tuple[ContentBlock, ...], limit: int) -> tuple[ContentBlock, ...]:

@@ -80,10 +80,12 @@ class Registry(Mapping[str, AnyTool]):
             str or a mapping.
     """
 
-    __slots__ = ("_discovery", "_name_index", "_resolution", "_secrets", "_tools")
+    __slots__ = ("_discovery", "_limited", "_name_index", "_resolution", "_secrets", "_tools")
 
     _tools: Mapping[str, AnyTool]
     _name_index: NameIndex
+    #: Whether a tool declares its own byte limit (``_fold.own_limits``; set on first need).
+    _limited: bool
 
     def __init__(self, tools: Iterable[AnyTool] | Registry = ()) -> None:
         found: dict[str, AnyTool] = {}

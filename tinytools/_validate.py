@@ -599,7 +599,7 @@ class SchemaValidator:
         self.enforce: Enforce = enforce
         self.dialect: Dialect = dialect
         # The function's injected parameters: an open schema would let the model send
-        # one, and injection must never be overridable (DESIGN: a schema violation).
+        # one, and injection must never be overridable (docs/concepts/invariants.md, 4).
         self.injected = injected
         self._check: Callable[[object], object] | None = None
         self._invalid: type[Exception] = _NeverRaised  # fastjsonschema's, once compiled

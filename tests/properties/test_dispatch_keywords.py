@@ -1,4 +1,5 @@
-"""DESIGN.md's dispatch invariants under random mixes of every ``dispatch`` keyword.
+"""The dispatch invariants (docs/concepts/invariants.md) under random mixes of every
+``dispatch`` keyword.
 
 ``test_dispatch_invariants.py`` draws batches of calls and the run policy; this module
 reuses its registry, call strategies and ``check_dispatch_invariants`` and adds, drawn
@@ -131,7 +132,8 @@ def approves(choice: Choice | None) -> bool:
 
 
 def decided_call(call: ToolCall, choice: Choice | None) -> ToolCall:
-    """The call a decision resumes: edited arguments replace the model's (DESIGN.md)."""
+    """The call a decision resumes: edited arguments replace the model's
+    (docs/how-to/approvals.md, ``approve_with_args``)."""
     if choice is not None and choice[0] == "edit":
         return msgspec.structs.replace(call, arguments=dict(choice[1]), invalid=None)
     return call
@@ -634,7 +636,6 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
     messages: dict[str, list[ToolMessage]] = {}  # by id: a batch may repeat one
     for message in result.messages:
         messages.setdefault(message.tool_call_id, []).append(message)
-    repeated = {c.id for c in example.calls if [d.id for d in example.calls].count(c.id) > 1}
     deferred = {c.id for c in result.deferred.all} if result.deferred else set()
     entered = {entry.call_id for entry in ran}
     for entry in ran:
@@ -657,20 +658,9 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
         started = set(result.executed)
         assert len(started) <= most, f"{sorted(started)} started; max_tool_calls={most}"
     limit = policy.max_result_bytes
-    if limit is not None:
-        # A tool's output is limited, not admission's refusal: a call that ran in the first
-        # pass (it asked for approval) may be refused when resumed (edited arguments that
-        # break its schema); its answer is then the refusal, after the run's last event.
-        last_of: dict[str, object] = {}
-        for event in result.events:
-            last_of[getattr(event, "call_id", "")] = event
-        outputs = {
-            call_id
-            for call_id, event in last_of.items()
-            if isinstance(event, (ToolCompleted, ToolFailed))
-        }
-        for call_id in (set(result.executed) & outputs) - repeated:  # nor a repeat's refusal
-            for message in messages.get(call_id, ()):
+    if limit is not None:  # every message: a tool's output and admission's refusals alike
+        for call_id, answered in messages.items():
+            for message in answered:
                 size = len(message.content.encode("utf-8", "surrogatepass"))
                 assert size <= limit, f"{call_id!r}: {size} bytes over max_result_bytes={limit}"
     if (
