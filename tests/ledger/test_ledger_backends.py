@@ -9,9 +9,9 @@ from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import make_ledger
+from conftest import make_ledger, stored_status
 
-from tinytools.ledger import AlreadyStarted, LedgerError, PostgresLedger, SqliteLedger
+from tinytools.ledger import AlreadyStarted, LedgerError, PostgresLedger, SqliteLedger, reconcile
 
 
 class TestProtocol:
@@ -50,6 +50,29 @@ class TestProtocol:
         ledger.settled(run_id, "ghost", "ok")
         ledger.started(run_id, "ghost", "pay", {})
         assert ["ghost"] == [e.call_id for e in ledger.unresolved(run_id)]
+
+    def test_a_settled_call_is_left_as_it_is(
+        self, ledger: SqliteLedger, kind_and_place: tuple[str, str], run_id: str
+    ) -> None:
+        """A call already settled keeps its status and time when settled again: a worker's
+        late ``ok`` after reconcile answered the call as interrupted does not rewrite the
+        record (the model was told the effect is uncertain, and that is what it says)."""
+        from tinytools import ToolCall, tool
+
+        @tool
+        def pay(amount: int) -> str:
+            """Pay (not replay-safe: reconcile answers it as interrupted)."""
+            return "paid"
+
+        ledger.started(run_id, "c1", "pay", {"amount": 5})
+        decided = reconcile([ToolCall("c1", "pay", {"amount": 5})], [pay], ledger, run_id)
+        assert ["c1"] == [m.tool_call_id for m in decided.messages]
+        settled = stored_status(*kind_and_place, run_id, "c1")
+        assert "interrupted" == settled[0]
+        ledger.settled(run_id, "c1", "ok")  # the worker that was thought lost
+        ledger.settled(run_id, "c1", "error")
+        assert settled == stored_status(*kind_and_place, run_id, "c1")
+        assert () == ledger.unresolved(run_id)
 
     def test_released_call_starts_once_more(self, ledger: SqliteLedger, run_id: str) -> None:
         """A released call may be started again, once."""
