@@ -218,6 +218,97 @@ class TestPostgres:
         ledger.close()
 
 
+#: Conninfos a password leaks from in libpq's messages, each with the password's parts.
+LEAKY_CONNINFOS = {
+    # libpq's parse error quotes the text around the problem: the password.
+    "a % in a URI password": ("postgresql://alice:hunter%zz2@localhost/db", ["hunter"]),
+    "a space in a password": ("host=localhost password=open sesame dbname=x", ["sesame"]),
+    "an = in a password": ("host=localhost password=open sesame=x dbname=x", ["sesame"]),
+    "a quote in a password": ("host=localhost password='sesame dbname=x", ["sesame"]),
+    "the whole URI quoted": ("postgresql://alice:sesame@[::1/db", ["sesame"]),
+    # Parsed, but the password, split by an unescaped @ or /, lands in another field, which
+    # the connection error quotes.
+    "an @ in a URI password": (
+        "postgresql://alice:open@sesame@/db?hostaddr=127.0.0.1&port=1",
+        ["sesame"],
+    ),
+    "a / in a URI password": (
+        "postgresql://alice:hunter/sesame@localhost/db",
+        ["hunter", "sesame"],
+    ),
+    "a password in another field": (
+        "host=/nonexistent port=5432 sslmode=sesame password=sesame",
+        ["sesame"],
+    ),
+}
+
+
+class TestConninfoSecrets:
+    """A password in the conninfo reaches no message: libpq's errors quote the conninfo
+    (before the fix, a parse error was appended to the masked conninfo whole)."""
+
+    @pytest.mark.parametrize("case", LEAKY_CONNINFOS)
+    def test_no_password_in_ledger_error_abort_or_cli(
+        self, case: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from tinytools import Context, DispatchAborted, ToolCall, dispatch_sync, tool
+        from tinytools._cli import main
+
+        conninfo, parts = LEAKY_CONNINFOS[case]
+
+        @tool
+        def noop() -> str:
+            """Do nothing."""
+            return ""
+
+        seen = []
+        with PostgresLedger(conninfo) as ledger:
+            seen.append(repr(ledger))
+            with pytest.raises(LedgerError) as failed:
+                ledger.started("r", "c", "t", {})
+            seen.append(_whole(failed.value))
+            with pytest.raises(DispatchAborted) as aborted:
+                dispatch_sync([ToolCall("c", "noop", {})], [noop], ledger=ledger, context=Context())
+            seen.append(_whole(aborted.value))
+        assert 1 == main(["ledger", "list", "--db", conninfo])
+        seen.append(capsys.readouterr().err)
+        assert "could not connect" in seen[1]
+        for text in seen:
+            for part in parts:
+                assert part not in text
+
+    def test_what_libpq_cannot_parse_is_named(self) -> None:
+        """The message says, in its own words, what libpq found wrong, and how to write it."""
+        conninfo = "postgresql://alice:hunter%zz2@localhost/db"
+        with PostgresLedger(conninfo) as ledger, pytest.raises(LedgerError) as failed:
+            ledger.unresolved()
+        assert "a '%' in the URI is not followed by two hex digits" in str(failed.value)
+        assert "% as %25" in str(failed.value)
+
+    def test_the_database_is_still_named(self, postgres: str) -> None:
+        """What shows where the database is stays in the message: host, port, database,
+        user, and the server's complaint (its quoted option value hidden, named)."""
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        fields = conninfo_to_dict(postgres)
+        conninfo = make_conninfo(postgres, password="sesame", options="-c lock_timeout=forty")
+        with PostgresLedger(conninfo) as ledger, pytest.raises(LedgerError) as failed:
+            ledger.unresolved()
+        text = str(failed.value)
+        assert "sesame" not in text
+        assert "invalid value for parameter <options>: <options>" in text
+        for name in ("host", "port", "dbname", "user"):
+            if name in fields:
+                assert f"{name}={fields[name]}" in text
+
+
+def _whole(error: BaseException) -> str:
+    """An exception as a log shows it: its traceback, with every cause and context."""
+    import traceback
+
+    return "".join(traceback.format_exception(type(error), error, error.__traceback__))
+
+
 def test_importing_the_ledger_loads_no_driver() -> None:
     """`import tinytools.ledger` does not load psycopg: a PostgresLedger imports it when
     it first connects."""

@@ -15,6 +15,7 @@ from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
 from tinytools._wire import MessageStatus
 
 from ._connected import Connected
+from ._conninfo import connect_failure, described, parse
 from ._errors import UNSETTLED, LedgerError
 from ._rows import RELEASED, arguments_text, entry, key, unkey
 
@@ -120,6 +121,13 @@ class PostgresLedger(Connected):
     One ledger object may be shared by threads (it holds one connection, used by one
     thread at a time) and is reconnected in a forked child.
 
+    Its errors and ``repr`` name the database by the conninfo's host, port, database and
+    user, never by its password or other fields (``***``; so is a field that does not
+    have the form of one, where a password split by an unescaped ``@`` or ``/`` in a URI
+    lands). libpq's own messages quote the conninfo: a conninfo libpq cannot parse is
+    described in other words, and a connection error's quoted values that could come
+    from a hidden field are replaced by its name (``<options>``).
+
     Args:
         conninfo: A libpq connection string or URI (``"postgresql://user@host/db"``,
             ``"host=/run/postgresql dbname=app"``).
@@ -133,7 +141,7 @@ class PostgresLedger(Connected):
         self._connection: psycopg.Connection[Any] | None = None
 
     def __repr__(self) -> str:
-        return f"PostgresLedger({_safe(self.conninfo)!r})"
+        return f"PostgresLedger({described(self.conninfo)!r})"
 
     # --- the protocol ---------------------------------------------------------
 
@@ -284,27 +292,31 @@ class PostgresLedger(Connected):
             raise LedgerError(
                 'PostgresLedger needs psycopg 3: pip install "tinytools[postgres]"'
             ) from error
-        try:
-            connection = psycopg.connect(
-                make_conninfo(self.conninfo, **self._settings()), autocommit=True
-            )
-        except Exception as error:
+        # The failure is raised outside the `except`: libpq's error, which may quote the
+        # conninfo, must not ride along as the LedgerError's context.
+        fields = parse(self.conninfo)
+        failure = fields if isinstance(fields, str) else ""
+        made = None
+        if isinstance(fields, dict):
+            try:
+                conninfo = make_conninfo("", **{**fields, **self._settings(fields)})
+                made = psycopg.connect(conninfo, autocommit=True)
+            except Exception as error:
+                failure = connect_failure(_first_line(error), fields)
+        if made is None:
             raise LedgerError(
-                f"PostgresLedger {_safe(self.conninfo)!r}: could not connect to {doing}: "
-                f"{_first_line(error)}{UNSETTLED if doing == _SETTLING else ''}"
-            ) from error
+                f"PostgresLedger {described(self.conninfo)!r}: could not connect to {doing}: "
+                f"{failure}{UNSETTLED if doing == _SETTLING else ''}"
+            )
         try:
-            _create_schema(connection)
+            _create_schema(made)
         except BaseException:
-            connection.close()
+            made.close()
             raise
-        self._connection, self._pid = connection, os.getpid()
-        return connection
+        self._connection, self._pid = made, os.getpid()
+        return made
 
-    def _settings(self) -> dict[str, str]:
-        from psycopg.conninfo import conninfo_to_dict
-
-        given = conninfo_to_dict(self.conninfo)
+    def _settings(self, given: dict[str, str]) -> dict[str, str]:
         settings = {name: value for name, value in _CONNECT_DEFAULTS.items() if name not in given}
         lock_ms = max(1, round(self.lock_timeout * 1000))
         # Settled and released rows commit without waiting for the WAL flush (see the
@@ -338,7 +350,7 @@ class PostgresLedger(Connected):
                 "empty ledger (whose calls may then run again)"
             )
         return LedgerError(
-            f"PostgresLedger {_safe(self.conninfo)!r}: could not {doing}: "
+            f"PostgresLedger {described(self.conninfo)!r}: could not {doing}: "
             f"{_first_line(error)}{after}"
         )
 
@@ -368,18 +380,3 @@ def _create_schema(connection: psycopg.Connection[Any]) -> None:
 def _first_line(error: Exception) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
-
-
-def _safe(conninfo: str) -> str:
-    """The conninfo without a password (for messages)."""
-    try:
-        from psycopg.conninfo import conninfo_to_dict, make_conninfo
-    except ImportError:
-        return "<conninfo>" if "password" in conninfo or "@" in conninfo else conninfo
-    try:
-        params = conninfo_to_dict(conninfo)
-    except Exception:
-        return "<conninfo>"
-    if "password" in params:
-        params["password"] = "***"
-    return str(make_conninfo("", **params))
