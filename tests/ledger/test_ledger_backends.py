@@ -3,6 +3,8 @@ database."""
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import sqlite3
 import sys
 from contextlib import closing
@@ -106,6 +108,32 @@ class TestProtocol:
         assert "t\x00" == entries[call_id].tool_name
         assert {"v": "\x00\udfff"} == entries[call_id].arguments
 
+    @pytest.mark.parametrize("size", [3_000, 100_000])
+    def test_ids_of_any_length(self, ledger: SqliteLedger, run_id: str, size: int) -> None:
+        """A call id or run id of any length (random, so that it does not compress; with
+        NUL and a lone surrogate too) is claimed, read back whole, released, settled and
+        refused again like any other; ids that differ only at their end, or an id spelled as
+        another's digest, are other calls.
+        PostgreSQL refused a row key over its index's ~2.7 KB, and with it the batch."""
+        long = secrets.token_hex(size // 2)
+        odd = f"\x00{long}\ud800"
+        twin = f"{long[:-1]}!"
+        forged = f"~json:sha256:{hashlib.sha256(long.encode()).hexdigest()}"  # long's digest
+        ids = {long, odd, twin, forged, "short"}
+        calls = [(call_id, "t", {"n": n}) for n, call_id in enumerate(sorted(ids))]
+        for run in (run_id, f"{run_id}{long}\ud800"):
+            assert frozenset() == ledger.started_batch(run, calls)
+            assert ids == {e.call_id for e in ledger.unresolved(run)}
+            assert {run} == {e.run_id for e in ledger.unresolved(run)}
+            assert frozenset(ids) == ledger.started_batch(run, calls)
+            ledger.release(run, odd)
+            assert {odd} == ledger._released_ids(run)
+            for call_id in ids - {"short"}:
+                ledger.settled(run, call_id, "ok")
+            assert ["short"] == [e.call_id for e in ledger.unresolved(run)]
+            with pytest.raises(AlreadyStarted):
+                ledger.started(run, odd, "t", {})
+
     def test_unencodable_arguments_still_recorded(self, ledger: SqliteLedger, run_id: str) -> None:
         """Arguments JSON cannot hold are stored by their repr; the row is still written."""
         ledger.started(run_id, "c", "t", {"when": object, "big": 10**40})
@@ -180,6 +208,26 @@ class TestSqlite:
             SqliteLedger(tmp_path / "l.db", synchronous="off")  # type: ignore[arg-type]
 
 
+#: The tables version 1 of the PostgreSQL ledger made, as it made them.
+VERSION_1_SCHEMA = """
+CREATE TABLE tinytools_ledger_version (version integer NOT NULL);
+INSERT INTO tinytools_ledger_version (version) VALUES (1);
+CREATE TABLE tinytools_effects (
+    run_id      text NOT NULL,
+    call_id     text NOT NULL,
+    tool_name   text NOT NULL,
+    arguments   text NOT NULL,
+    started_at  double precision NOT NULL,
+    attempt     integer NOT NULL DEFAULT 1,
+    status      text,
+    settled_at  double precision,
+    PRIMARY KEY (run_id, call_id)
+);
+CREATE INDEX tinytools_effects_open ON tinytools_effects (started_at)
+    WHERE status IS NULL OR status = 'released';
+"""
+
+
 class TestPostgres:
     def test_version_table_and_newer_schema_refused(self, fresh_postgres: str) -> None:
         """The schema's version is in tinytools_ledger_version; a newer one is refused."""
@@ -188,10 +236,55 @@ class TestPostgres:
         with PostgresLedger(fresh_postgres) as fresh:
             fresh.unresolved()
         with psycopg.connect(fresh_postgres, autocommit=True) as raw:
-            assert [(1,)] == raw.execute("SELECT version FROM tinytools_ledger_version").fetchall()
+            assert [(2,)] == raw.execute("SELECT version FROM tinytools_ledger_version").fetchall()
             raw.execute("UPDATE tinytools_ledger_version SET version = 7")
         with PostgresLedger(fresh_postgres) as old, pytest.raises(LedgerError, match="is newer"):
             old.unresolved()
+
+    def test_a_version_1_database_is_upgraded(self, fresh_postgres: str, run_id: str) -> None:
+        """A database made by the previous schema (version 1) is upgraded by the first
+        connection: its rows are kept and read, and ids of any length are taken."""
+        import psycopg
+
+        with psycopg.connect(fresh_postgres, autocommit=True) as raw:
+            raw.execute(VERSION_1_SCHEMA)
+            raw.execute(
+                "INSERT INTO tinytools_effects (run_id, call_id, tool_name, arguments, "
+                "started_at) VALUES (%s, 'old', 'pay', '{\"n\": 1}', 1.0)",
+                (run_id,),
+            )
+        long = secrets.token_hex(2_000)
+        with PostgresLedger(fresh_postgres) as ledger:
+            assert [("old", "pay", {"n": 1})] == [
+                (e.call_id, e.tool_name, e.arguments) for e in ledger.unresolved(run_id)
+            ]
+            with pytest.raises(AlreadyStarted):
+                ledger.started(run_id, "old", "pay", {"n": 1})
+            ledger.settled(run_id, "old", "ok")
+            ledger.started(run_id, long, "pay", {})
+            assert [long] == [e.call_id for e in ledger.unresolved(run_id)]
+        with PostgresLedger(fresh_postgres) as again:  # upgraded once
+            assert [long] == [e.call_id for e in again.unresolved(run_id)]
+        with psycopg.connect(fresh_postgres, autocommit=True) as raw:
+            versions = raw.execute("SELECT version FROM tinytools_ledger_version").fetchall()
+        assert [(1,), (2,)] == sorted(versions)
+
+    def test_an_upgrade_held_up_by_a_long_transaction_says_so(self, fresh_postgres: str) -> None:
+        """An upgrade that waits past lock_timeout for a transaction of a worker of the
+        older version is a LedgerError saying so; once that transaction ends, it is done."""
+        import psycopg
+
+        with psycopg.connect(fresh_postgres, autocommit=True) as raw:
+            raw.execute(VERSION_1_SCHEMA)
+        with psycopg.connect(fresh_postgres) as older:  # a transaction of its own
+            older.execute("SELECT count(*) FROM tinytools_effects").fetchone()
+            with PostgresLedger(fresh_postgres, lock_timeout=0.05) as ledger:
+                with pytest.raises(LedgerError) as failed:
+                    ledger.unresolved()
+                older.rollback()
+                assert () == ledger.unresolved()
+        assert "could not create or upgrade its tables to schema version 2" in str(failed.value)
+        assert "a long transaction of another worker holds the table" in str(failed.value)
 
     def test_unreachable_server_is_an_error(self, postgres: str, tmp_path: Path) -> None:
         """No server: a LedgerError naming the ledger, at once, and no password shown."""

@@ -17,15 +17,16 @@ from tinytools._wire import MessageStatus
 from ._connected import Connected
 from ._conninfo import connect_failure, described, parse
 from ._errors import UNSETTLED, LedgerError
-from ._rows import RELEASED, arguments_text, entry, key, unkey
+from ._rows import RELEASED, arguments_text, entry, index_key, key, unkey
 
 if TYPE_CHECKING:
     import psycopg
 
 __all__ = ["PostgresLedger"]
 
-#: The schema version this code writes (the one row of ``tinytools_ledger_version``).
-SCHEMA_VERSION = 1
+#: The schema version this code writes (the highest row of ``tinytools_ledger_version``):
+#: 2 added the whole ids beside the digests that key rows with long ids.
+SCHEMA_VERSION = 2
 #: Serialises schema creation between workers that start at once.
 _SCHEMA_LOCK = 0x7469_6E79
 
@@ -43,15 +44,20 @@ _SCHEMA = (
     )""",
     """CREATE INDEX IF NOT EXISTS tinytools_effects_open ON tinytools_effects (started_at)
         WHERE status IS NULL OR status = 'released'""",
+    # Version 2 (a version 1 table gains them, and no row is rewritten): the whole id of
+    # a row whose run_id or call_id holds its digest (see `index_key`), else NULL.
+    """ALTER TABLE tinytools_effects ADD COLUMN IF NOT EXISTS whole_run_id text,
+        ADD COLUMN IF NOT EXISTS whole_call_id text""",
 )
 _EPOCH = "extract(epoch from clock_timestamp())"
 # One statement claims the whole batch, in call-id order (so two workers claiming
 # overlapping batches lock rows in the same order and never deadlock). A row is
 # claimed when it is new or was released for a re-run; RETURNING names the claimed.
 _START = f"""
-INSERT INTO tinytools_effects (run_id, call_id, tool_name, arguments, started_at)
-SELECT %s, c, t, a, {_EPOCH}
-FROM unnest(%s::text[], %s::text[], %s::text[]) AS batch (c, t, a) ORDER BY c
+INSERT INTO tinytools_effects
+    (run_id, whole_run_id, call_id, whole_call_id, tool_name, arguments, started_at)
+SELECT %s, %s, c, w, t, a, {_EPOCH}
+FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[]) AS batch (c, w, t, a) ORDER BY c
 ON CONFLICT (run_id, call_id) DO UPDATE SET
     tool_name = excluded.tool_name, arguments = excluded.arguments,
     started_at = excluded.started_at, attempt = tinytools_effects.attempt + 1,
@@ -71,10 +77,13 @@ _PRUNE = (
     "DELETE FROM tinytools_effects WHERE status IS NOT NULL AND status <> 'released' "
     f"AND settled_at < {_EPOCH} - %s"
 )
-_RELEASED = "SELECT call_id FROM tinytools_effects WHERE run_id = %s AND status = 'released'"
+_RELEASED = (
+    "SELECT coalesce(whole_call_id, call_id) FROM tinytools_effects "
+    "WHERE run_id = %s AND status = 'released'"
+)
 _OPEN = (
-    "SELECT run_id, call_id, tool_name, arguments, started_at FROM tinytools_effects "
-    "WHERE (status IS NULL OR status = 'released')"
+    "SELECT coalesce(whole_run_id, run_id), coalesce(whole_call_id, call_id), tool_name, "
+    "arguments, started_at FROM tinytools_effects WHERE (status IS NULL OR status = 'released')"
 )
 _SETTLING = "settle a call"
 # Settings that keep a lost server or network from hanging a worker; the conninfo's
@@ -98,7 +107,15 @@ class PostgresLedger(Connected):
     The started rows of a batch are one statement in one transaction, committed
     before any tool of the batch runs. The schema is created on first use (under an
     advisory lock, so workers starting together do not race), with its version in
-    the table ``tinytools_ledger_version``; a newer version is refused.
+    the table ``tinytools_ledger_version``; a newer version is refused. Ids of any
+    length are taken: an index row holds at most about 2.7 KB, so a run or call id over
+    1 KB is keyed by its SHA-256 digest, and kept whole beside it.
+
+    Upgrading: the first connection of this version upgrades a database of schema
+    version 1 (tinytools before ids of any length) to version 2: it adds two columns,
+    rewrites no row, and needs the right to alter the table. Workers of the older
+    version that are connected go on working; one that connects after refuses the newer
+    schema, so upgrade them all.
 
     Durability: a batch's started rows commit with ``synchronous_commit=on``
     (whatever the server's default): when ``started`` returns they are in the server's
@@ -169,20 +186,21 @@ class PostgresLedger(Connected):
             LedgerError: The database could not be reached or written (nothing was
                 claimed).
         """
-        keyed: dict[str, tuple[str, str, str]] = {}
+        keyed: dict[str, tuple[str, str | None, str, str]] = {}
         for call_id, name, arguments in calls:
-            keyed.setdefault(key(call_id), (call_id, key(name), arguments_text(arguments)))
-        columns = list(zip(*((k, n, t) for k, (_, n, t) in keyed.items()), strict=True))
-        if not columns:
+            call_key, whole = index_key(call_id)
+            keyed.setdefault(call_key, (call_id, whole, key(name), arguments_text(arguments)))
+        if not keyed:
             return frozenset()
+        run_key, whole_run = index_key(run_id)
+        rows = list(keyed.values())
+        columns = [list(keyed), [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]]
         with self._lock:
             connection = self._open("claim calls")
             try:
                 # The claim waits for the WAL flush whatever the session's default.
                 connection.execute("BEGIN; SET LOCAL synchronous_commit = on")
-                cursor = connection.execute(
-                    _START, (key(run_id), list(columns[0]), list(columns[1]), list(columns[2]))
-                )
+                cursor = connection.execute(_START, (run_key, whole_run, *columns))
                 claimed = {row[0] for row in cursor.fetchall()}
                 self._commit(connection)
             except Exception as error:
@@ -205,7 +223,7 @@ class PostgresLedger(Connected):
         Raises:
             LedgerError: The database could not be reached or written.
         """
-        self._write(_SETTLING, _SETTLE, (str(status), key(run_id), key(call_id)))
+        self._write(_SETTLING, _SETTLE, (str(status), *_row_key(run_id, call_id)))
 
     def release(self, run_id: str, call_id: str) -> None:
         """Let a claimed (or settled) call be claimed once more (``reconcile`` found it
@@ -214,7 +232,7 @@ class PostgresLedger(Connected):
         Raises:
             LedgerError: The database could not be reached or written.
         """
-        self._write("release a call", _RELEASE, (RELEASED, key(run_id), key(call_id)))
+        self._write("release a call", _RELEASE, (RELEASED, *_row_key(run_id, call_id)))
 
     def prune(self, older_than: float) -> int:
         """Delete the rows settled more than ``older_than`` seconds ago (unresolved and
@@ -241,7 +259,7 @@ class PostgresLedger(Connected):
         query = _OPEN
         parameters: tuple[str, ...] = ()
         if run_id is not None:
-            query, parameters = f"{_OPEN} AND run_id = %s", (key(run_id),)
+            query, parameters = f"{_OPEN} AND run_id = %s", (index_key(run_id)[0],)
         with self._lock:
             connection = self._open("read unresolved calls")
             try:
@@ -260,7 +278,7 @@ class PostgresLedger(Connected):
         with self._lock:
             connection = self._open("read released calls")
             try:
-                rows = connection.execute(_RELEASED, (key(run_id),)).fetchall()
+                rows = connection.execute(_RELEASED, (index_key(run_id)[0],)).fetchall()
             except Exception as error:
                 raise self._failed("read released calls", error) from error
         return frozenset(unkey(row[0]) for row in rows)
@@ -310,11 +328,27 @@ class PostgresLedger(Connected):
             )
         try:
             _create_schema(made)
-        except BaseException:
+        except BaseException as error:
             made.close()
+            if isinstance(error, psycopg.Error):
+                raise self._unmade(doing, error) from error
             raise
         self._connection, self._pid = made, os.getpid()
         return made
+
+    def _unmade(self, doing: str, error: psycopg.Error) -> LedgerError:
+        """The error for tables that could not be created or upgraded."""
+        import psycopg
+
+        hint = ""
+        if isinstance(error, psycopg.errors.InsufficientPrivilege):
+            hint = " (the first connection of a new version needs the right to alter them)"
+        elif isinstance(error, psycopg.errors.LockNotAvailable):
+            hint = " (a long transaction of another worker holds the table: retry once it ends)"
+        return LedgerError(
+            f"PostgresLedger {described(self.conninfo)!r}: could not create or upgrade its "
+            f"tables to schema version {SCHEMA_VERSION} to {doing}: {_first_line(error)}{hint}"
+        )
 
     def _settings(self, given: dict[str, str]) -> dict[str, str]:
         settings = {name: value for name, value in _CONNECT_DEFAULTS.items() if name not in given}
@@ -365,6 +399,7 @@ def _create_schema(connection: psycopg.Connection[Any]) -> None:
         version = None if row is None else row[0]
         if version == SCHEMA_VERSION:
             return
+        # New, or version 1: every statement is idempotent, so one list makes both.
         if version is not None and version > SCHEMA_VERSION:
             raise LedgerError(
                 f"the PostgreSQL ledger's schema version {version} is newer than this "
@@ -375,6 +410,11 @@ def _create_schema(connection: psycopg.Connection[Any]) -> None:
         connection.execute(
             "INSERT INTO tinytools_ledger_version (version) VALUES (%s)", (SCHEMA_VERSION,)
         )
+
+
+def _row_key(run_id: str, call_id: str) -> tuple[str, str]:
+    """The key of a call's row."""
+    return index_key(run_id)[0], index_key(call_id)[0]
 
 
 def _first_line(error: Exception) -> str:
