@@ -7,8 +7,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
 from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
@@ -195,16 +195,12 @@ class PostgresLedger(Connected):
         run_key, whole_run = index_key(run_id)
         rows = list(keyed.values())
         columns = [list(keyed), [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]]
-        with self._lock:
-            connection = self._open("claim calls")
-            try:
-                # The claim waits for the WAL flush whatever the session's default.
-                connection.execute("BEGIN; SET LOCAL synchronous_commit = on")
-                cursor = connection.execute(_START, (run_key, whole_run, *columns))
-                claimed = {row[0] for row in cursor.fetchall()}
-                self._commit(connection)
-            except Exception as error:
-                raise self._failed("claim calls", error) from error
+        with self._statement("claim calls") as connection:
+            # The claim waits for the WAL flush whatever the session's default.
+            connection.execute("BEGIN; SET LOCAL synchronous_commit = on")
+            cursor = connection.execute(_START, (run_key, whole_run, *columns))
+            claimed = {row[0] for row in cursor.fetchall()}
+            self._commit(connection)
         refused = {k for k in keyed if k not in claimed}
         refused_ids = {keyed[k][0] for k in refused}
         if len(keyed) < len(calls):  # a repeated id: its second occurrence is not claimed
@@ -223,7 +219,8 @@ class PostgresLedger(Connected):
         Raises:
             LedgerError: The database could not be reached or written.
         """
-        self._write(_SETTLING, _SETTLE, (str(status), *_row_key(run_id, call_id)))
+        with self._statement(_SETTLING) as connection:  # (autocommit: one transaction)
+            connection.execute(_SETTLE, (str(status), *_row_key(run_id, call_id)))
 
     def release(self, run_id: str, call_id: str) -> None:
         """Let a claimed (or settled) call be claimed once more (``reconcile`` found it
@@ -232,7 +229,8 @@ class PostgresLedger(Connected):
         Raises:
             LedgerError: The database could not be reached or written.
         """
-        self._write("release a call", _RELEASE, (RELEASED, *_row_key(run_id, call_id)))
+        with self._statement("release a call") as connection:
+            connection.execute(_RELEASE, (RELEASED, *_row_key(run_id, call_id)))
 
     def prune(self, older_than: float) -> int:
         """Delete the rows settled more than ``older_than`` seconds ago (unresolved and
@@ -242,13 +240,8 @@ class PostgresLedger(Connected):
         Raises:
             LedgerError: The database could not be reached or written.
         """
-        with self._lock:
-            connection = self._open("prune settled rows")
-            try:
-                cursor = connection.execute(_PRUNE, (float(older_than),))
-            except Exception as error:
-                raise self._failed("prune settled rows", error) from error
-            return int(cursor.rowcount)
+        with self._statement("prune settled rows") as connection:
+            return int(connection.execute(_PRUNE, (float(older_than),)).rowcount)
 
     def unresolved(self, run_id: str | None = None) -> tuple[LedgerEntry, ...]:
         """The calls claimed and never settled (released ones included), oldest first.
@@ -260,13 +253,9 @@ class PostgresLedger(Connected):
         parameters: tuple[str, ...] = ()
         if run_id is not None:
             query, parameters = f"{_OPEN} AND run_id = %s", (index_key(run_id)[0],)
-        with self._lock:
-            connection = self._open("read unresolved calls")
-            try:
-                rows = connection.execute(f"{query} ORDER BY started_at, call_id", parameters)
-                return tuple(entry(*row) for row in rows.fetchall())
-            except Exception as error:
-                raise self._failed("read unresolved calls", error) from error
+        with self._statement("read unresolved calls") as connection:
+            rows = connection.execute(f"{query} ORDER BY started_at, call_id", parameters)
+            return tuple(entry(*row) for row in rows.fetchall())
 
     def _released_ids(self, run_id: str) -> frozenset[str]:
         """The ids of ``run_id``'s released calls (``reconcile`` reads them: such a call
@@ -275,23 +264,37 @@ class PostgresLedger(Connected):
         Raises:
             LedgerError: The database could not be reached or read.
         """
-        with self._lock:
-            connection = self._open("read released calls")
-            try:
-                rows = connection.execute(_RELEASED, (index_key(run_id)[0],)).fetchall()
-            except Exception as error:
-                raise self._failed("read released calls", error) from error
+        with self._statement("read released calls") as connection:
+            rows = connection.execute(_RELEASED, (index_key(run_id)[0],)).fetchall()
         return frozenset(unkey(row[0]) for row in rows)
 
     # --- the connection ---------------------------------------------------------
 
-    def _write(self, doing: str, statement: str, parameters: tuple[str, ...]) -> None:
+    # A KeyboardInterrupt may land anywhere in a statement, in psycopg's code too, whose
+    # state it may leave half-changed: `_statement` drops the connection (the server
+    # rolls back what it was doing at once: the claim's transaction holds its rows'
+    # locks, which other workers wait for), and `_open` ends a transaction that even that
+    # missed, so the next statement never runs inside one.
+
+    @contextmanager
+    def _statement(self, doing: str) -> Iterator[psycopg.Connection[Any]]:
+        """The connection, for statements that end as they began: outside a transaction.
+
+        Raises:
+            LedgerError: A statement failed (its transaction was rolled back).
+        """
         with self._lock:
-            connection = self._open(doing)
             try:
-                connection.execute(statement, parameters)  # autocommit: one transaction
-            except Exception as error:
-                raise self._failed(doing, error) from error
+                connection = self._open(doing)
+                try:
+                    yield connection
+                except Exception as error:
+                    self._end(connection, error)
+                    raise self._failed(doing, error) from error
+            except BaseException as error:
+                if not isinstance(error, Exception):
+                    self._drop()
+                raise
 
     def _commit(self, connection: psycopg.Connection[Any]) -> None:
         connection.execute("COMMIT")
@@ -301,7 +304,9 @@ class PostgresLedger(Connected):
         in a forked child."""
         connection = self._connection
         if connection is not None and self._pid == os.getpid() and not connection.closed:
-            return connection
+            self._end(connection)  # what an interrupt left: nothing of it was committed
+            if self._connection is connection:
+                return connection
         self._connection = None
         try:
             import psycopg
@@ -359,22 +364,39 @@ class PostgresLedger(Connected):
         settings["options"] = f"{given.get('options', '')} {options}".strip()
         return settings
 
-    def _failed(self, doing: str, error: Exception) -> LedgerError:
-        """The error for a failed statement; a lost connection is dropped (the next call
-        connects again), a failed transaction rolled back."""
+    def _end(self, connection: psycopg.Connection[Any], error: Exception | None = None) -> None:
+        """End what ``connection`` was doing: roll back its transaction, or drop it when it
+        is lost, mid-statement or cannot roll back (the server then rolls back); the next
+        use connects again."""
         import psycopg
+        from psycopg.pq import TransactionStatus
 
-        connection = self._connection
-        if connection is not None:
-            if connection.closed or isinstance(error, psycopg.OperationalError):
-                self._connection = None
-                with suppress(Exception):
-                    connection.close()
-            else:
+        if not connection.closed and not isinstance(error, psycopg.OperationalError):
+            status = connection.info.transaction_status
+            if status == TransactionStatus.IDLE:
+                return
+            if status in (TransactionStatus.INTRANS, TransactionStatus.INERROR):
                 try:
                     connection.execute("ROLLBACK")
                 except Exception:
-                    self._connection = None
+                    pass  # (dropped below)
+                else:
+                    return
+        if self._connection is connection:
+            self._drop()
+
+    def _drop(self) -> None:
+        """Close the connection (the server rolls back what it was doing); the next use
+        connects again."""
+        connection, self._connection = self._connection, None
+        if connection is not None and self._pid == os.getpid():
+            with suppress(Exception):
+                connection.close()
+
+    def _failed(self, doing: str, error: Exception) -> LedgerError:
+        """The error for a failed statement."""
+        import psycopg
+
         after = UNSETTLED if doing == _SETTLING else ""
         if isinstance(error, psycopg.errors.UndefinedTable):
             after = (
