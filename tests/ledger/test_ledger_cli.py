@@ -151,6 +151,9 @@ class TestReconcile:
 ODD_RUN = "run\x1b]0;owned\x07"
 ODD_CALL = "c\ud800\x1b[2J\n  c9 (pay): replay-safe, released to run again"
 ODD_TOOL = "pay\udcff\x1b[31m"
+#: How every verb's human output shows them.
+SHOWN_CALL = "c\\ud800\\x1b[2J\\n  c9 (pay): replay-safe, released to run again"
+SHOWN_TOOL = "pay\\udcff\\x1b[31m"
 
 
 class TestOddText:
@@ -166,12 +169,16 @@ class TestOddText:
 
     @pytest.mark.parametrize("verb", [["list"], ["reconcile", "--run", ODD_RUN]])
     def test_human_output(self, odd_db: str, verb: list[str]) -> None:
-        """Every verb prints them (before: ``list`` and ``reconcile`` died of
-        UnicodeEncodeError, ``reconcile`` after settling the rows, so the operator never
-        saw the outcome)."""
+        """Every verb prints them escaped, one rule for all (before: ``list`` and
+        ``reconcile`` died of UnicodeEncodeError, ``reconcile`` after settling the rows,
+        and ``reconcile`` printed the escapes raw)."""
         done = run_cli("ledger", *verb, "--db", odd_db, env={"PYTHONIOENCODING": "utf-8"})
         assert (0, "") == (done.returncode, done.stderr)
-        assert "\\ud800" in done.stdout
+        assert SHOWN_CALL in done.stdout
+        assert SHOWN_TOOL in done.stdout
+        assert "run\\x1b]0;owned\\x07" in done.stdout
+        assert not any(c in done.stdout for c in "\x1b\x07")
+        assert not any(line.startswith("  c9 (pay)") for line in done.stdout.splitlines())
         assert "interrupted, will not run again" in done.stdout or verb == ["list"]
 
     @pytest.mark.parametrize("verb", [["list"], ["reconcile", "--run", ODD_RUN]])
@@ -190,6 +197,14 @@ class TestOddText:
             assert {"note": "x\ud800\x1b[2J"} == row["arguments"]
         else:
             assert {"rerun": [], "interrupted": [ODD_CALL], "waiting": []} == document
+
+    def test_errors_are_escaped_too(self, tmp_path: Path) -> None:
+        """What the verbs say on standard error follows the same rule."""
+        missing = str(tmp_path / "no\x1b[2J.db")
+        done = run_cli("ledger", "list", "--db", missing)
+        assert 1 == done.returncode
+        assert "no\\x1b[2J.db" in done.stderr
+        assert "\x1b" not in done.stderr
 
 
 def test_postgres_conninfo(postgres: str, run_id: str, capsys: pytest.CaptureFixture[str]) -> None:
