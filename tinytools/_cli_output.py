@@ -8,7 +8,10 @@ plain and stable.
 
 Text that comes from a tool or a model (a result, a stored call id) is printed
 through :func:`printable`: control characters are written as escapes, so tool
-output cannot move the cursor, retitle the terminal or hide lines.
+output cannot move the cursor, retitle the terminal or hide lines. What the
+output's encoding cannot hold (a lone surrogate, which a stored call id may
+have) is written as a backslash escape too (:func:`tolerant`), so no text cuts a
+verb's output short.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ __all__ = [
     "load_or_exit",
     "paragraph",
     "printable",
+    "tolerant",
     "use_colour",
 ]
 
@@ -39,6 +43,15 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def printable(text: str) -> str:
     """``text`` with every control character but tab and newline written as ``\\xNN``."""
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def tolerant(stream: TextIO) -> TextIO:
+    """``stream``, set to write what its encoding cannot hold as backslash escapes
+    (``\\ud800``, valid in JSON text too) instead of raising ``UnicodeEncodeError``."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None and getattr(stream, "errors", None) in ("strict", "surrogateescape"):
+        reconfigure(errors="backslashreplace")
+    return stream
 
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
