@@ -298,6 +298,24 @@ class TestXmlParse:
         text = "<div><b>hi</b></div> <nope><a>1</a></nope> use <search> to look"
         assert Parsed((), text, ()) == xml.parse(text, TOOLS)
 
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "<tool_call><shell/></tool_call>",
+            "<tool_call><shell><cmd>rm -rf /</cmd></shell></tool_call>",
+            "<tool_call>\n<search><query>x</query></search>\n<rm/>\n</tool_call>",
+            "<tool_call><search/><rm></rm></tool_call>",
+            "<tool_call><shell/>",
+        ],
+    )
+    def test_unoffered_tag_inside_tool_call_is_no_call(self, text: str) -> None:
+        """Inside <tool_call>, a tag naming no tool of ``tools`` is not a call (only the
+        function and GLM forms name a tool outright): the block is one error, unnamed."""
+        parsed = xml.parse(f"before {text}", TOOLS)
+        assert [] == calls(parsed)
+        assert [("", text)] == [(e.name, e.arguments) for e in parsed.errors]
+        assert "before " == parsed.text
+
     def test_qwen_forms(self) -> None:
         """The Qwen3-Coder form is read with or without the outer tag, any name."""
         text = (
@@ -426,6 +444,8 @@ class TestPtypeParse:
             "see nope(1) and [nope(a=1)]", TOOLS
         )
         assert [("nope", {"a": 1})] == calls(ptype.parse(" [nope(a=1)]\n", TOOLS))
+        for text in ("nope(a=1) and more", "[nope(a=1)] and more", "nope(a=1)\nsearch('x')"):
+            assert [] == [call for call in ptype.parse(text, TOOLS).calls if call.name == "nope"]
 
     def test_not_calls(self) -> None:
         """Method calls, definitions and names inside words are prose."""

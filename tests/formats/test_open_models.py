@@ -140,6 +140,9 @@ class TestLlamaJson:
             'Data: {"name": "search"}',
             'Data: {"type": "object", "name": "search", "parameters": {}}',
             'Config: {"a": {"name": "search", "parameters": {}}}',  # nested in other JSON
+            # a list is a call only when every object in it names a tool of the catalogue
+            'Run: [{"name": "search", "parameters": {}}, {"name": "rm", "parameters": {}}]',
+            'Run: [{"name": "rm", "parameters": {}}, {"name": "search", "parameters": {}}]',
             'Use {braces} freely, and {"name": 1}.',
             "<|python_tag|>import math\nprint(math.pi)",
             '<|python_tag|>brave_search.call(query="a")\nprint(1)',
