@@ -363,7 +363,8 @@ class TestCutOff:
         [
             ('<tool_call>{"name": "search", "arguments": {"q": "x"', "search"),
             ('<tool_call>{"name": "search", "arguments": {"q": "x"}', "search"),
-            ("<tool_call>{'name': 'search', 'arguments': {}}", "search"),
+            ("<tool_call>{'name': 'search', 'arguments': {'q': '}'", "search"),
+            ("<tool_call>{'name': 'search', /* } */ 'arguments': {}", "search"),
             ('<tool_call>{"arguments": {"q": 1}, "name": "se', ""),
         ],
     )
@@ -382,9 +383,17 @@ class TestCutOff:
         assert [{"q": "y"}] == [call.arguments for call in parsed.calls]
         assert [first] == [error.arguments for error in parsed.errors]
 
-    def test_json_in_tag_complete_json_unclosed(self) -> None:
-        """Complete JSON proves the call complete, closing tag or not."""
-        text = '<tool_call>{"name": "search", "arguments": {"q": "x"}}'
+    @pytest.mark.parametrize(
+        "body",
+        [
+            '{"name": "search", "arguments": {"q": "x"}}',
+            '{"name": "search", "arguments": {q: "x"}}',
+            "{'name': 'search', 'arguments': {'q': 'x'},}",
+        ],
+    )
+    def test_json_in_tag_complete_json_unclosed(self, body: str) -> None:
+        """A complete value, strict or relaxed, proves the call complete, closing tag or not."""
+        text = f"<tool_call>{body}"
         assert [{"q": "x"}] == [c.arguments for c in json_in_tag.parse(text).calls]
 
 

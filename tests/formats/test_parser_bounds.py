@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinytools import Tool, ToolCall
+from tinytools import Tool, ToolCall, _relaxed
 from tinytools.formats import (
     _dialect,
     _jsonscan,
@@ -41,7 +41,7 @@ from tinytools.formats._parsed import Parsed
 
 DIALECTS = [deepseek, json_in_tag, llama_json, mistral, ptype, xml]
 BY_DIALECT = pytest.mark.parametrize("dialect", DIALECTS, ids=lambda m: m.__name__)
-SCANNED = [_dialect, _jsonscan, _pyscan, *DIALECTS]
+SCANNED = [_dialect, _jsonscan, _pyscan, _relaxed, *DIALECTS]
 
 TOOLS = [
     Tool.from_schema(
@@ -198,6 +198,9 @@ ADVERSARIAL = {
     "deepseek ascii": repeat("<|tool▁call▁begin|>f<|tool▁sep|>"),
     "tool_call open": repeat("<tool_call>{"),
     "tool_call strings": repeat('<tool_call>{"k": "'),
+    "tool_call relaxed strings": repeat("<tool_call>{'k': '{"),
+    "tool_call comments": repeat("<tool_call>{k: /* { */ {"),
+    "tool_call relaxed closed": repeat("<tool_call>{'name': 'f', 'arguments': {k: 1}} "),
     "gemma open": repeat("<|tool_call>call:f{"),
     "gemma quotes": repeat('<|tool_call>call:f{a:<|"|>'),
     "several objects": "<tool_call>" + repeat('{"name": "f", "arguments": {}}\n') + "</tool_call>",
