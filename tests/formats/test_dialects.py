@@ -475,6 +475,23 @@ class TestPtypeParse:
         assert [("search", {"query": "x"}), ("nope", {"a": 1})] == calls(parsed)
         assert "" == parsed.text.strip()
 
+    @pytest.mark.parametrize(
+        "text",
+        [
+            '<|python_start|>search(query="x")\nI may run nope(a=1) later.',
+            "```tool_code\nsearch(query='x')\nthen nope(a=1) and search(query='y')",
+            "<|tool_call_start|>[search(query='x')]\nAnd [nope(a=1)], search('y')",
+        ],
+    )
+    def test_unclosed_wrapper_ends_at_prose(self, text: str) -> None:
+        """A wrapper never closed holds the calls right after it; the prose after them is
+        outside it, where only a tool's name makes a call."""
+        parsed = ptype.parse(text, TOOLS)
+        assert [("search", "x")] == [(c.name, c.arguments["query"]) for c in parsed.calls[:1]]  # type: ignore[index]
+        assert ["search"] * len(parsed.calls) == [c.name for c in parsed.calls]
+        assert "nope(a=1)" in parsed.text
+        assert () == parsed.errors
+
     def test_unknown_names_in_prose(self) -> None:
         """Outside a list or wrapper an unknown name is prose; a whole-message list is not."""
         assert Parsed((), "see nope(1) and [nope(a=1)]", ()) == ptype.parse(

@@ -209,6 +209,8 @@ ADVERSARIAL = {
     "several objects": "<tool_call>" + repeat('{"name": "f", "arguments": {}}\n') + "</tool_call>",
     "xml open": repeat("<search><query>"),
     "ptype calls": repeat("search("),
+    "ptype unclosed wrappers": repeat("<|python_start|>x ") + "f(1)",
+    "ptype unclosed wrapper calls": repeat("<|python_start|>f(1) x "),
     "think": repeat("<think>[TOOL_CALLS]"),
 }
 
