@@ -18,7 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from ._cli_output import printable
+from ._cli_output import printable, printable_json
 
 if TYPE_CHECKING:
     from ._registry import AnyTool
@@ -156,14 +156,14 @@ def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: 
             }
             for e in entries
         ]
-        out.write(json.dumps(rows, ensure_ascii=False, default=repr) + "\n")
+        out.write(printable_json(rows, default=repr) + "\n")
         return 0
     if not entries:
         _say(out, "No unresolved calls.")
         return 0
     _say(out, f"{len(entries)} unresolved call(s), oldest first:")
     for e in entries:
-        arguments = json.dumps(e.arguments, ensure_ascii=False, default=repr)
+        arguments = printable_json(e.arguments, default=repr)
         waits = (e.run_id, e.call_id) in released
         _say(
             out,
@@ -192,7 +192,7 @@ def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, 
             "interrupted": [m.tool_call_id for m in decided.messages],
             "waiting": [e.call_id for e in waiting],
         }
-        out.write(json.dumps(document, ensure_ascii=False) + "\n")
+        out.write(printable_json(document) + "\n")
         return 0
     if not decided.events and not waiting:
         _say(out, f"Run {args.run}: no unresolved calls.")

@@ -23,6 +23,7 @@ import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from ._cli_target import Loaded, TargetError, load
@@ -58,7 +59,9 @@ def tolerant(stream: TextIO) -> TextIO:
     return stream
 
 
-def printable_json(value: object, *, indent: int | None = None) -> str:
+def printable_json(
+    value: object, *, indent: int | None = None, default: Callable[[object], object] | None = None
+) -> str:
     """``value`` as JSON text (non-ASCII kept) with no control character left raw.
 
     ``json.dumps`` escapes the C0 controls but leaves DEL and the C1 controls (``\\x9b``
@@ -66,7 +69,7 @@ def printable_json(value: object, *, indent: int | None = None) -> str:
     ``\\u009b``, which decodes to the same value. A raw tab or newline left in the text is
     indentation, never part of a string.
     """
-    text = json.dumps(value, indent=indent, ensure_ascii=False)
+    text = json.dumps(value, indent=indent, ensure_ascii=False, default=default)
     return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 

@@ -154,6 +154,11 @@ ODD_TOOL = "pay\udcff\x1b[31m"
 #: How every verb's human output shows them.
 SHOWN_CALL = "c\\ud800\\x1b[2J\\n  c9 (pay): replay-safe, released to run again"
 SHOWN_TOOL = "pay\\udcff\\x1b[31m"
+#: Arguments holding what JSON text leaves raw unless told: DEL and a C1 control (``\x9b``
+#: opens an escape sequence as ``ESC [`` does).
+ODD_ARGUMENTS = {"note": "x\ud800\x1b[2J\x9b2J\x7f"}
+#: Characters no verb may print raw.
+RAW = "\x1b\x07\x9b\x7f"
 
 
 class TestOddText:
@@ -164,7 +169,7 @@ class TestOddText:
     def odd_db(self, tmp_path: Path) -> str:
         path = str(tmp_path / "odd.db")
         with SqliteLedger(path) as ledger:
-            ledger.started(ODD_RUN, ODD_CALL, ODD_TOOL, {"note": "x\ud800\x1b[2J"})
+            ledger.started(ODD_RUN, ODD_CALL, ODD_TOOL, ODD_ARGUMENTS)
         return path
 
     @pytest.mark.parametrize("verb", [["list"], ["reconcile", "--run", ODD_RUN]])
@@ -177,7 +182,7 @@ class TestOddText:
         assert SHOWN_CALL in done.stdout
         assert SHOWN_TOOL in done.stdout
         assert "run\\x1b]0;owned\\x07" in done.stdout
-        assert not any(c in done.stdout for c in "\x1b\x07")
+        assert not any(c in done.stdout for c in RAW)
         assert not any(line.startswith("  c9 (pay)") for line in done.stdout.splitlines())
         assert "interrupted, will not run again" in done.stdout or verb == ["list"]
 
@@ -186,6 +191,7 @@ class TestOddText:
         """``--json`` gives them back exactly (the lone surrogate as a JSON escape)."""
         done = run_cli("ledger", *verb, "--db", odd_db, "--json", env={"PYTHONIOENCODING": "utf-8"})
         assert (0, "") == (done.returncode, done.stderr)
+        assert not any(c in done.stdout for c in RAW)
         document = json.loads(done.stdout)
         if verb == ["list"]:
             (row,) = document
@@ -194,7 +200,7 @@ class TestOddText:
                 row["call_id"],
                 row["tool_name"],
             )
-            assert {"note": "x\ud800\x1b[2J"} == row["arguments"]
+            assert ODD_ARGUMENTS == row["arguments"]
         else:
             assert {"rerun": [], "interrupted": [ODD_CALL], "waiting": []} == document
 
