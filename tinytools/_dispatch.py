@@ -18,7 +18,7 @@ Only execution differs between the two entry points. ``dispatch_sync`` runs
 synchronous tools inline, with no event loop at all; a batch that holds an async
 tool or an async ``on_event`` handler (or several threaded calls allowed to run at
 once) runs its execution stage on this thread's long-lived asyncio loop
-(:func:`_workers.event_loop`), never a new loop per call. ``dispatch`` runs it under
+(:func:`_workers.loop_holder`), never a new loop per call. ``dispatch`` runs it under
 the caller's event loop, trio or asyncio (:mod:`_concurrency`, imported on first use).
 
 Invariants kept here (see DESIGN.md): every call id is answered exactly once in
