@@ -167,65 +167,164 @@ class _Scripted:
         return self.answer
 
 
-@pytest.mark.parametrize(
-    ("answer", "expected"),
-    [
-        ({"content": "plain text, off the spec"}, "plain text, off the spec"),
-        (
-            {"content": [{"type": "image", "data": "not base64!", "mimeType": "image/png"}]},
-            "[MCP image content whose data is not valid base64",
-        ),
-    ],
-    ids=["string-content", "bad-base64"],
-)
-def test_careless_server_results(answer: dict[str, object], expected: str) -> None:
-    """A string `content` is one text, not one block per letter; invalid base64 is said, not
-    turned into empty bytes."""
-    import anyio
-
-    async def run() -> Any:
-        toolset = await McpToolset(_Scripted(answer)).refresh()  # type: ignore[arg-type]
-        return await dispatch([ToolCall("1", "fetch", {})], toolset)
-
-    [message] = anyio.run(run).messages
-    assert message.content.startswith(expected)
+#: What the model reads when the server's answer is no valid tool result.
+MALFORMED = "The MCP server's answer is not a valid tool result: "
 
 
 @pytest.mark.parametrize(
     ("answer", "status", "expected"),
     [
-        (None, "error", "The MCP server's answer is not a tool result (found null)"),
-        ([1, 2], "error", "The MCP server's answer is not a tool result (found [1,2])"),
-        ({"result": "x"}, "error", "The MCP server's answer is not a tool result"),
+        (None, "error", MALFORMED + "it has no content list (it sent null)"),
+        ([1, 2], "error", MALFORMED + "it has no content list (it sent [1,2])"),
+        ({"result": "x"}, "error", MALFORMED + 'it has no content list (it sent {"result":"x"})'),
         ({"content": [], "structuredContent": {"a": 1}}, "ok", '{"a":1}'),
-        ({"structuredContent": [1, 2]}, "ok", "[1,2]"),
-        ({"content": {"type": "text", "text": "one block"}}, "ok", "one block"),
-        ({"content": b"abc"}, "ok", ""),
+        ({"content": [{"type": "text", "text": "hi"}], "isError": False}, "ok", "hi"),
         ({"isError": True, "content": [{"type": "text", "text": " "}]}, "error", "The MCP server"),
         (
             {"isError": True, "content": [{"type": "image", "data": "", "mimeType": "image/png"}]},
             "error",
             "The MCP server reported an error without a message.",
         ),
-        ({"content": [{"type": "x" * 100_000}]}, "ok", "[unsupported MCP content of type"),
+        # content that is not a list of content blocks
+        (
+            {"content": 5},
+            "error",
+            MALFORMED + "its content must be a list of content blocks, not 5",
+        ),
+        (
+            {"content": True},
+            "error",
+            MALFORMED + "its content must be a list of content blocks, not true",
+        ),
+        (
+            {"content": b"abc"},
+            "error",
+            MALFORMED + "its content must be a list of content blocks, not ",
+        ),
+        (
+            {"content": {"type": "text", "text": "one block"}},
+            "error",
+            MALFORMED + 'its content must be a list of content blocks, not {"type":"text"',
+        ),
+        (
+            {"content": "plain text, off the spec"},
+            "error",
+            MALFORMED + 'its content must be a list of content blocks, not "plain text, off',
+        ),
+        ({"structuredContent": {"a": 1}}, "error", MALFORMED + "it has no content list"),
+        # content items that are not content blocks
+        ({"content": [5]}, "error", MALFORMED + "its content[0] is not a content block (5)"),
+        ({"content": ["hi"]}, "error", MALFORMED + 'its content[0] is not a content block ("hi")'),
+        ({"content": [None]}, "error", MALFORMED + "its content[0] is not a content block (null)"),
+        (
+            {"content": [{"type": "text", "text": "a"}, [{"type": "text"}]]},
+            "error",
+            MALFORMED + "its content[1] is not a content block",
+        ),
+        (
+            {"content": [{"type": "x" * 100_000}]},
+            "error",
+            MALFORMED + 'its content[0] has a type tinytools does not read ("xxx',
+        ),
+        (
+            {"content": [{"text": "no type"}]},
+            "error",
+            MALFORMED + "its content[0] is not a content",
+        ),
+        ({"content": [{"type": "text", "text": 5}]}, "error", MALFORMED + "its content[0] (text)"),
+        ({"content": [{"type": "text"}]}, "error", MALFORMED + "its content[0] (text) has no text"),
+        (
+            {"content": [{"type": "image", "data": "not base64!", "mimeType": "image/png"}]},
+            "error",
+            MALFORMED + "its content[0] (image) data is not valid base64",
+        ),
+        (
+            {"content": [{"type": "image", "data": 5, "mimeType": "image/png"}]},
+            "error",
+            MALFORMED + "its content[0] (image) has no base64 data",
+        ),
+        (
+            {"content": [{"type": "audio", "data": "AAAA"}]},
+            "error",
+            MALFORMED + "its content[0] (audio) has no mimeType",
+        ),
+        (
+            {"content": [{"type": "resource", "resource": "file:///x"}]},
+            "error",
+            MALFORMED + "its content[0] (resource) has no resource with a uri",
+        ),
+        (
+            {"content": [{"type": "resource", "resource": {"uri": "file:///x"}}]},
+            "error",
+            MALFORMED + "its content[0] (resource) has neither text nor a base64 blob",
+        ),
+        (
+            {"content": [{"type": "resource_link", "uri": "file:///x"}]},
+            "error",
+            MALFORMED + "its content[0] (resource_link) has no name",
+        ),
+        # isError and structuredContent of the wrong kind
+        (
+            {"content": [{"type": "text", "text": "fine"}], "isError": "false"},
+            "error",
+            MALFORMED + 'its isError must be true or false, not "false"',
+        ),
+        (
+            {"content": [{"type": "text", "text": "fine"}], "isError": 0},
+            "error",
+            MALFORMED + "its isError must be true or false, not 0",
+        ),
+        (
+            {"content": [], "structuredContent": [1, 2]},
+            "error",
+            MALFORMED + "its structuredContent must be a JSON object, not [1,2]",
+        ),
+        (
+            {"content": [], "structuredContent": "text"},
+            "error",
+            MALFORMED + 'its structuredContent must be a JSON object, not "text"',
+        ),
     ],
     ids=[
         "none",
         "list",
         "no-result-fields",
         "structured-only",
-        "structured-array-only",
-        "one-block-unlisted",
-        "bytes",
+        "text",
         "error-blank-text",
         "error-image-only",
-        "huge-type",
+        "content-number",
+        "content-bool",
+        "content-bytes",
+        "content-one-unlisted-block",
+        "content-string",
+        "content-missing",
+        "item-number",
+        "item-string",
+        "item-null",
+        "item-list",
+        "item-huge-type",
+        "item-no-type",
+        "text-not-string",
+        "text-missing",
+        "image-bad-base64",
+        "image-data-not-string",
+        "audio-no-mime-type",
+        "resource-not-object",
+        "resource-no-text-or-blob",
+        "resource-link-no-name",
+        "is-error-string",
+        "is-error-number",
+        "structured-array",
+        "structured-string",
     ],
 )
 def test_hostile_server_answers(answer: object, status: str, expected: str) -> None:
-    """What a hostile or broken server answers: an answer that is no tool result was an
-    empty success, structured content alone reached the model as nothing, an error with
-    blank text said nothing, and an unknown content type was echoed whole."""
+    """What a hostile or broken server answers: an answer that is no tool result, or whose
+    content is no list of content blocks (a number, a bool, bytes, one unlisted block), was
+    an empty success; structured content alone reached the model as nothing, an error with
+    blank text said nothing, and an unknown content type was echoed whole. Every malformed
+    answer is the call's error, naming what the server sent wrong."""
     import anyio
 
     async def run() -> Any:
@@ -234,7 +333,7 @@ def test_hostile_server_answers(answer: object, status: str, expected: str) -> N
 
     result = anyio.run(run)
     [message] = result.messages
-    assert (status, True) == (message.status, message.content.startswith(expected))
+    assert (status, expected) == (message.status, message.content[: len(expected)])
     assert len(message.content) < 1000
     assert msgspec.json.encode(result)
 
