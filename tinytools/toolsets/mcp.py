@@ -45,6 +45,7 @@ from tinytools._tool_policy import ToolPolicy
 from tinytools._validate import preview
 from tinytools._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolResult
 from tinytools.errors import ToolDefinitionError
+from tinytools.toolsets._base import Remote
 
 if TYPE_CHECKING:
     from tinytools._inject import Context
@@ -74,7 +75,7 @@ def _field(value: object, *names: str) -> object:
     return None
 
 
-class _Call:
+class _Call(Remote):
     """A tool's function: one ``session.call_tool`` under the server's own name."""
 
     __slots__ = ("name", "session")
