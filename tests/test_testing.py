@@ -302,7 +302,7 @@ class TestValidArguments:
             """Takes no n at all."""
             return n
 
-        with pytest.raises(InvalidArgument, match=r"schema of tool 'crossed'.*max_value=1"):
+        with pytest.raises(InvalidArgument, match=r"no argument dict satisfies .* tool 'crossed'"):
             valid_arguments(crossed)
 
 
@@ -902,3 +902,108 @@ class TestValidArgumentsAreValid:
             item.validate(arguments)
 
         prop()
+
+
+def holds_both_ways(item: Tool[..., object]) -> None:
+    """`valid_arguments` draws only what `item` accepts, `invalid_arguments` only what it
+    rejects; with hypothesis' health checks on (a strategy that mostly misses fails them)."""
+
+    @settings(max_examples=100, database=None, deadline=None)
+    @given(valid_arguments(item))
+    def accepted(arguments: dict[str, object]) -> None:
+        item.validate(arguments)
+        item.validate(msgspec.json.encode(arguments).decode())
+
+    @settings(max_examples=100, database=None, deadline=None)
+    @given(invalid_arguments(item))
+    def rejected(arguments: dict[str, object]) -> None:
+        with pytest.raises(ToolArgumentsError):
+            item.validate(arguments)
+
+    accepted()
+    rejected()
+
+
+def _one_number(number: dict[str, object]) -> Tool[..., object]:
+    schema = {"type": "object", "properties": {"n": number}, "required": ["n"]}
+    return Tool.from_schema("pick", "Pick.", schema, fn=_anything)
+
+
+BIG = 2**63 - 1
+
+
+class TestNumbersAtAnySize:
+    """A bound a float cannot hold (``2**63 - 1``) made ``valid_arguments`` say no argument
+    satisfies the schema (hypothesis refused it as a float bound), and a break one past a
+    large bound was absorbed by float arithmetic: for ``maximum: 1e20``,
+    ``invalid_arguments`` drew ``1e20`` itself, which is valid. Bounds and ``multipleOf``
+    are now kept exactly, for schemas and for parameter types."""
+
+    @pytest.mark.parametrize(
+        "number",
+        [
+            {"type": "number", "maximum": BIG},
+            {"type": "number", "exclusiveMaximum": BIG},
+            {"type": "number", "minimum": BIG},
+            {"type": "number", "exclusiveMinimum": 2**53 + 1},
+            {"type": "number", "maximum": 1e20},
+            {"maximum": 1e20},
+            {"type": "integer", "maximum": 1e20},
+            {"type": "integer", "exclusiveMinimum": -1e20},
+            {"type": "number", "minimum": 10**400},
+            {"type": "number", "maximum": 5, "exclusiveMaximum": 10},
+            {"type": "number", "minimum": 1, "exclusiveMinimum": 3},
+            {"type": "number", "multipleOf": 0.1, "minimum": 0.25, "maximum": 0.35},
+            {"type": "number", "multipleOf": 5, "minimum": 1e20},
+            {"type": "integer", "multipleOf": 1.5},
+            {"type": "integer", "minimum": 10**30, "maximum": 10**30 + 100, "multipleOf": 7},
+        ],
+        ids=[
+            "max-2**63-1",
+            "exclusive-max-2**63-1",
+            "min-2**63-1",
+            "exclusive-min-2**53+1",
+            "max-1e20",
+            "untyped-max-1e20",
+            "integer-max-1e20",
+            "integer-exclusive-min--1e20",
+            "min-10**400",
+            "max-and-exclusive-max",
+            "min-and-exclusive-min",
+            "multiple-of-0.1",
+            "multiple-of-5-past-1e20",
+            "integer-multiple-of-1.5",
+            "integer-multiple-of-7-past-10**30",
+        ],
+    )
+    def test_schema_bounds(self, number: dict[str, object]) -> None:
+        holds_both_ways(_one_number(number))
+
+    def test_the_bound_itself_is_drawn(self) -> None:
+        """Edge values stay: a maximum no float holds is drawn exactly."""
+        drawn = valid_arguments(_one_number({"type": "number", "maximum": BIG}))
+        comes(drawn, lambda a: a["n"] == BIG)
+
+    @pytest.mark.parametrize(
+        "meta",
+        [
+            (float, msgspec.Meta(le=BIG)),
+            (float, msgspec.Meta(lt=2**53 + 1)),
+            (float, msgspec.Meta(ge=2**53 + 1)),
+            (float, msgspec.Meta(multiple_of=0.1)),
+            (float, msgspec.Meta(gt=0, lt=1, multiple_of=0.3)),
+            (float, msgspec.Meta(ge=1e300, multiple_of=1e299)),
+            (int, msgspec.Meta(ge=2**62, multiple_of=7)),
+            (int, msgspec.Meta(le=-(2**62) + 5, multiple_of=3)),
+        ],
+        ids=lambda meta: f"{meta[0].__name__}-{meta[1]!r}",
+    )
+    def test_parameter_bounds(self, meta: tuple[type, msgspec.Meta]) -> None:
+        kind, constraint = meta
+
+        def pick(n: int) -> str:
+            """Pick."""
+            return "ok"
+
+        pick.__annotations__["n"] = Annotated[kind, constraint]
+        holds_both_ways(tool(pick))

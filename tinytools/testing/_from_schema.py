@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import datetime
 import functools
-import math
 import re
 from collections.abc import Callable, Mapping
+from decimal import Decimal
+from fractions import Fraction
+from typing import TypeGuard
 
 import msgspec
 from hypothesis import strategies as st
@@ -29,6 +31,7 @@ from tinytools._patterns import Pattern, linear
 from tinytools._validate import json_type
 
 from ._json import INTEGERS, json_values, keys
+from ._numbers import decimal_multiples, float_interval, integer_interval, integer_multiples
 
 __all__ = ["JSON_TYPES", "Resolver", "needs_check", "values_from_schema"]
 
@@ -236,40 +239,22 @@ class _Drawer:
         )
 
     def _number(self, schema: Mapping[str, object], integral: bool) -> SearchStrategy[object]:
-        low, low_open = _bound(schema, "minimum", "exclusiveMinimum")
-        high, high_open = _bound(schema, "maximum", "exclusiveMaximum")
+        low, low_open = _bound(schema, "minimum", "exclusiveMinimum", lower=True)
+        high, high_open = _bound(schema, "maximum", "exclusiveMaximum", lower=False)
+        given = schema.get("multipleOf")
+        step = given if _is_number(given) and given > 0 else None
+        integers = _integers(low, low_open, high, high_open, step)
         if integral:
-            # (one bound alone may lie past the 64-bit range, which JSON numbers can: the
-            # other end follows it; multiples by integer division, exact at any size)
-            first = None if low is None else math.floor(low) + 1 if low_open else math.ceil(low)
-            last = None if high is None else math.ceil(high) - 1 if high_open else math.floor(high)
-            if first is None:
-                first = -(2**63) if last is None else min(-(2**63), last - 2**64)
-            if last is None:
-                last = max(2**64 - 1, first + 2**64)
-            if last < first:  # no integer lies between the bounds
-                return st.nothing()
-            step = schema.get("multipleOf")
-            if isinstance(step, int) and step > 0:
-                if -(-first // step) > last // step:  # no multiple between the bounds
-                    return st.nothing()
-                return st.integers(-(-first // step), last // step).map(lambda k: k * step)
-            return st.integers(first, last) if (low, high) != (None, None) else INTEGERS
-        if (
-            low is not None
-            and high is not None
-            and (low > high or (low == high and (low_open or high_open)))
-        ):
-            return st.nothing()  # nothing between the bounds
-        floats = st.floats(
-            min_value=low,
-            max_value=high,
-            exclude_min=low_open and low is not None,
-            exclude_max=high_open and high is not None,
-            allow_nan=False,
-            allow_infinity=False,
-        )
-        return floats | self._number(schema, integral=True)
+            return integers
+        floats = float_interval(low, low_open, high, high_open)
+        if floats is None:  # no float lies between the bounds (an integer still may)
+            return integers
+        lo, hi = floats
+        if isinstance(step, float):
+            return decimal_multiples(step, lo, hi) | integers
+        if step is not None:  # an integer step: its multiples are integers
+            return integers
+        return st.floats(lo, hi, allow_nan=False, allow_infinity=False) | integers
 
 
 def _merged(siblings: Mapping[str, object], branch: object) -> object:
@@ -298,16 +283,53 @@ def _int(value: object, default: int) -> int:
 
 
 def _bound(
-    schema: Mapping[str, object], inclusive: str, exclusive: str
+    schema: Mapping[str, object], inclusive: str, exclusive: str, *, lower: bool
 ) -> tuple[float | None, bool]:
-    """A bound and whether it is open, in draft 4 (boolean exclusive) or later form."""
-    strict = schema.get(exclusive)
-    if isinstance(strict, (int, float)) and not isinstance(strict, bool):
-        return strict, True
-    value = schema.get(inclusive)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value, strict is True
-    return None, False
+    """The bound and whether it is open: the tighter of the inclusive and the exclusive
+    one (from draft 6 on both apply), or draft 4's boolean ``exclusive`` form."""
+    strict, value = schema.get(exclusive), schema.get(inclusive)
+    found: list[tuple[float, bool]] = []
+    if _is_number(value):
+        found.append((value, strict is True))
+    if _is_number(strict):
+        found.append((strict, True))
+    if not found:
+        return None, False
+    # The larger lower bound, the smaller upper one; at one value, the open one.
+    if lower:
+        return max(found, key=lambda pair: (pair[0], pair[1]))
+    return min(found, key=lambda pair: (pair[0], not pair[1]))
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _integers(
+    low: float | None,
+    low_open: bool,
+    high: float | None,
+    high_open: bool,
+    step: int | float | None,
+) -> SearchStrategy[object]:
+    span = integer_interval(low, low_open, high, high_open)
+    if span is None:  # no integer lies between the bounds
+        return st.nothing()
+    first, last = span
+    if (first, last) == (None, None) and step is None:
+        return INTEGERS
+    # (one bound alone may lie past the 64-bit range, which JSON numbers can: the
+    # other end follows it)
+    if first is None:
+        first = -(2**63) if last is None else min(-(2**63), last - 2**64)
+    if last is None:
+        last = max(2**64 - 1, first + 2**64)
+    if isinstance(step, int):
+        return integer_multiples(step, first, last)
+    if isinstance(step, float):  # whole multiples of a fraction: multiples of its numerator
+        numerator = Fraction(Decimal(repr(step))).numerator
+        return integer_multiples(numerator, first, last)
+    return st.integers(first, last)
 
 
 def _canonical(value: object) -> bytes:

@@ -19,6 +19,7 @@ import attrs
 from tinytools._validate import json_type
 
 from ._from_schema import JSON_TYPES, Resolver
+from ._numbers import beyond
 
 __all__ = ["Violation", "violations"]
 
@@ -195,20 +196,16 @@ def _outside(members: list[object]) -> object | None:
 def _number_violations(
     node: Mapping[str, object], value: float, path: tuple[str | int, ...], found: list[Violation]
 ) -> None:
-    integral = node.get("type") == "integer" or isinstance(value, int)
-    below = 1 if integral else 0.5
-    for key, step, strict in (
-        ("minimum", -below, False),
-        ("exclusiveMinimum", 0, True),
-        ("maximum", below, False),
-        ("exclusiveMaximum", 0, True),
+    # An integer past the bound, found exactly: `1e20 + 1` is `1e20` again in floats.
+    for key, above, open_ in (
+        ("minimum", False, False),
+        ("exclusiveMinimum", False, True),
+        ("maximum", True, False),
+        ("exclusiveMaximum", True, True),
     ):
         bound = node.get(key)
         if isinstance(bound, (int, float)) and not isinstance(bound, bool):
-            broken = bound + step if not strict else bound
-            if integral and isinstance(broken, float) and not broken.is_integer():
-                continue
-            broken = int(broken) if integral else broken
+            broken = beyond(bound, above=above, open_=open_)
             found.append(Violation(path, key, _setter(path, broken)))
 
 
