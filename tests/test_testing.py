@@ -49,6 +49,7 @@ from tinytools import (
     tool,
 )
 from tinytools._demo import TOOLS as DEMO_TOOLS
+from tinytools._schema_dialect import ENFORCED_FORMATS
 from tinytools.formats.bfcl import tool_from_bfcl
 from tinytools.repair import recover_relaxed_object
 from tinytools.testing import (
@@ -904,17 +905,17 @@ class TestValidArgumentsAreValid:
         prop()
 
 
-def holds_both_ways(item: Tool[..., object]) -> None:
+def holds_both_ways(item: Tool[..., object], examples: int = 100) -> None:
     """`valid_arguments` draws only what `item` accepts, `invalid_arguments` only what it
     rejects; with hypothesis' health checks on (a strategy that mostly misses fails them)."""
 
-    @settings(max_examples=100, database=None, deadline=None)
+    @settings(max_examples=examples, database=None, deadline=None)
     @given(valid_arguments(item))
     def accepted(arguments: dict[str, object]) -> None:
         item.validate(arguments)
         item.validate(msgspec.json.encode(arguments).decode())
 
-    @settings(max_examples=100, database=None, deadline=None)
+    @settings(max_examples=examples, database=None, deadline=None)
     @given(invalid_arguments(item))
     def rejected(arguments: dict[str, object]) -> None:
         with pytest.raises(ToolArgumentsError):
@@ -1007,3 +1008,117 @@ class TestNumbersAtAnySize:
 
         pick.__annotations__["n"] = Annotated[kind, constraint]
         holds_both_ways(tool(pick))
+
+
+def _one_string(string: dict[str, object], enforce: str = "full") -> Tool[..., object]:
+    schema = {"type": "object", "properties": {"s": string}, "required": ["s"]}
+    return Tool.from_schema("pick", "Pick.", schema, fn=_anything, enforce=enforce)  # type: ignore[arg-type]
+
+
+#: The MCP reference fetch server's input schema (pydantic's, for its `Fetch` model).
+FETCH = Tool.from_schema(
+    "fetch",
+    "Fetches a URL from the internet.",
+    {
+        "description": "Parameters for fetching a URL.",
+        "properties": {
+            "url": {
+                "description": "URL to fetch",
+                "format": "uri",
+                "minLength": 1,
+                "title": "Url",
+                "type": "string",
+            },
+            "max_length": {
+                "default": 5000,
+                "description": "Maximum number of characters to return.",
+                "exclusiveMaximum": 1000000,
+                "exclusiveMinimum": 0,
+                "title": "Max Length",
+                "type": "integer",
+            },
+            "start_index": {"default": 0, "minimum": 0, "title": "Start Index", "type": "integer"},
+            "raw": {"default": False, "title": "Raw", "type": "boolean"},
+        },
+        "required": ["url"],
+        "title": "Fetch",
+        "type": "object",
+    },
+    fn=_anything,
+)
+
+
+class TestFormats:
+    """``valid_arguments`` drew `uri`, `hostname`, `uri-reference` and `json-pointer`
+    strings as any text, which `validate` refuses: every test of a tool such as the MCP
+    fetch server's (`url`) failed hypothesis' health check. Every format `validate`
+    enforces is now drawn, at the lengths and with the patterns a schema adds."""
+
+    def test_the_fetch_servers_tool(self) -> None:
+        holds_both_ways(FETCH)
+
+    @pytest.mark.parametrize("fmt", sorted(ENFORCED_FORMATS))
+    def test_every_enforced_format(self, fmt: str) -> None:
+        holds_both_ways(_one_string({"type": "string", "format": fmt}))
+
+    @pytest.mark.parametrize(
+        "string",
+        [
+            {"format": "uri", "maxLength": 3},
+            {"format": "uri", "minLength": 300},
+            {"format": "uri", "pattern": "^https://"},
+            {"format": "uri-reference", "maxLength": 0},
+            {"format": "hostname", "minLength": 200, "maxLength": 200},
+            {"format": "hostname", "pattern": "^[a-z]+\\.internal$"},
+            {"format": "json-pointer", "maxLength": 1},
+            {"format": "json-pointer", "pattern": "^/items/"},
+            {"format": "email", "pattern": "@example\\.com$"},
+            {"format": "date", "pattern": "^20"},
+            {"format": "date-time", "minLength": 40},
+            {"format": "time", "maxLength": 3},
+            {"format": "time", "minLength": 10, "maxLength": 10},
+            {"format": "ipv4", "minLength": 8, "maxLength": 8},
+            {"format": "ipv6", "minLength": 44},
+            {"format": "ipv6", "maxLength": 3},
+            {"type": ["string", "null"], "format": "uri", "maxLength": 2048},
+        ],
+        ids=json.dumps,
+    )
+    def test_with_lengths_and_patterns(self, string: dict[str, object]) -> None:
+        holds_both_ways(_one_string({"type": "string", **string}), examples=40)
+
+    @pytest.mark.parametrize(
+        "string",
+        [
+            {"format": "uuid", "maxLength": 35},
+            {"format": "date", "minLength": 11},
+            {"format": "date-time", "minLength": 21, "maxLength": 21},
+            {"format": "ipv4", "maxLength": 6},
+            {"format": "uri", "maxLength": 2},
+        ],
+        ids=json.dumps,
+    )
+    def test_a_length_no_value_in_the_format_has_is_said_up_front(
+        self, string: dict[str, object]
+    ) -> None:
+        with pytest.raises(InvalidArgument, match="no argument dict satisfies the schema of"):
+            valid_arguments(_one_string({"type": "string", **string}))
+
+    def test_a_string_in_no_format_is_a_break(self) -> None:
+        """`invalid_arguments` breaks a format too: the only fault is a non-empty `url`."""
+
+        def format_broken(arguments: dict[str, object]) -> bool:
+            url = arguments.get("url")
+            if not isinstance(url, str) or url == "":
+                return False
+            try:
+                FETCH.validate({**arguments, "url": "https://example.com"})
+            except ToolArgumentsError:
+                return False  # broken elsewhere
+            return True
+
+        comes(invalid_arguments(FETCH), format_broken)
+
+    def test_no_format_break_where_formats_are_not_enforced(self) -> None:
+        """Under `enforce="subset"` a format is not checked, so it is never the break."""
+        holds_both_ways(_one_string({"type": "string", "format": "uri"}, enforce="subset"))

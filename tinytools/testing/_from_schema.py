@@ -15,7 +15,6 @@ the tool's own validator accepts, always.
 
 from __future__ import annotations
 
-import datetime
 import functools
 import re
 from collections.abc import Callable, Mapping
@@ -28,8 +27,10 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from tinytools._patterns import Pattern, linear
+from tinytools._schema_dialect import ENFORCED_FORMATS
 from tinytools._validate import json_type
 
+from ._formats import formatted, in_format
 from ._json import INTEGERS, json_values, keys
 from ._numbers import decimal_multiples, float_interval, integer_interval, integer_multiples
 
@@ -48,15 +49,6 @@ _UNDERSTOOD = frozenset(
         "deprecated", "readOnly", "writeOnly", "nullable", "optional",
     }
 )  # fmt: skip
-_FORMATS: dict[str, SearchStrategy[object]] = {
-    "date": st.dates().map(msgspec.to_builtins),
-    "date-time": st.datetimes(timezones=st.just(datetime.timezone.utc)).map(msgspec.to_builtins),
-    "time": st.times(timezones=st.just(datetime.timezone.utc)).map(msgspec.to_builtins),
-    "uuid": st.uuids().map(str),
-    "email": st.emails(),
-    "ipv4": st.ip_addresses(v=4).map(str),
-    "ipv6": st.ip_addresses(v=6).map(str),
-}
 _MAX_EXTRA_ITEMS = 4
 
 
@@ -119,7 +111,7 @@ def needs_check(schema: Mapping[str, object]) -> bool:
             continue
         if set(node) - _UNDERSTOOD:
             return True
-        if "format" in node and node["format"] not in _FORMATS:
+        if "format" in node and node["format"] not in ENFORCED_FORMATS:
             return True
         step = node.get("multipleOf")
         if step is not None and (node.get("type") != "integer" or not isinstance(step, int)):
@@ -224,19 +216,22 @@ class _Drawer:
         if high is not None and high < low:  # no length fits
             return st.nothing()
         fmt = schema.get("format")
+        shaped = formatted(fmt, low, high) if isinstance(fmt, str) else None
         pattern = schema.get("pattern")
-        if isinstance(fmt, str) and fmt in _FORMATS:
-            base = _FORMATS[fmt]
-        elif isinstance(pattern, str):
-            matches = linear(pattern) or re.compile(pattern)  # RE2: linear in the text
-            # ASCII classes: `\d`, `\w` and `\b` are ASCII in RE2 and ECMA-262, not in `re`
-            written = re.compile(pattern, re.ASCII)
-            base = st.from_regex(written).map(functools.partial(_ecma_end, matches))
-        else:
-            return st.text(min_size=low, max_size=high)
-        return base.filter(
-            lambda s: isinstance(s, str) and low <= len(s) and (high is None or len(s) <= high)
-        )
+        if not isinstance(pattern, str):
+            return st.text(min_size=low, max_size=high) if shaped is None else shaped
+        matches = linear(pattern) or re.compile(pattern)  # RE2: linear in the text
+        # ASCII classes: `\d`, `\w` and `\b` are ASCII in RE2 and ECMA-262, not in `re`
+        written = re.compile(pattern, re.ASCII)
+        drawn = st.from_regex(written).map(functools.partial(_ecma_end, matches))
+        drawn = drawn.filter(lambda s: low <= len(s) and (high is None or len(s) <= high))
+        if shaped is None:
+            return drawn
+        if shaped.is_empty:
+            return shaped
+        # Both: a value in the format that the pattern matches, or a match in the format.
+        assert isinstance(fmt, str)
+        return shaped.filter(lambda s: bool(matches.search(s))) | drawn.filter(in_format(fmt))
 
     def _number(self, schema: Mapping[str, object], integral: bool) -> SearchStrategy[object]:
         low, low_open = _bound(schema, "minimum", "exclusiveMinimum", lower=True)
