@@ -1122,3 +1122,138 @@ class TestFormats:
     def test_no_format_break_where_formats_are_not_enforced(self) -> None:
         """Under `enforce="subset"` a format is not checked, so it is never the break."""
         holds_both_ways(_one_string({"type": "string", "format": "uri"}, enforce="subset"))
+
+
+def _schema_tool(schema: dict[str, object]) -> Tool[..., object]:
+    return Tool.from_schema("pick", "Pick.", schema, fn=_anything)
+
+
+#: What Pydantic v1 (and FastAPI on it) writes for a field typed by a model or an enum
+#: with a description: the reference wrapped in an `allOf`, the description beside it.
+PYDANTIC_V1 = {
+    "title": "Order",
+    "type": "object",
+    "properties": {
+        "item": {
+            "title": "Item",
+            "description": "What.",
+            "allOf": [{"$ref": "#/definitions/Item"}],
+        },
+        "size": {"description": "How big.", "allOf": [{"$ref": "#/definitions/Size"}]},
+        "parent": {"description": "Nested.", "allOf": [{"$ref": "#/definitions/Order"}]},
+    },
+    "required": ["item", "size"],
+    "definitions": {
+        "Item": {
+            "title": "Item",
+            "type": "object",
+            "properties": {
+                "name": {"title": "Name", "type": "string", "minLength": 1},
+                "price": {"title": "Price", "type": "number", "exclusiveMinimum": 0},
+            },
+            "required": ["name", "price"],
+            "additionalProperties": False,
+        },
+        "Size": {"title": "Size", "enum": ["S", "M", "L"], "type": "string"},
+        "Order": {"$ref": "#"},
+    },
+}
+#: `required` (and types) only inside a top-level `allOf`.
+PARTS = {
+    "type": "object",
+    "allOf": [
+        {"properties": {"a": {"type": "string"}}, "required": ["a"]},
+        {"properties": {"b": {"type": "integer", "minimum": 0}}, "required": ["b"]},
+    ],
+}
+
+
+class TestAllOf:
+    """``allOf`` was not drawn: Pydantic v1 / FastAPI's ``{"allOf": [{"$ref": ...}],
+    "description": ...}`` made both strategies fail hypothesis' health check, and with
+    a top-level ``allOf`` holding ``required``, ``invalid_arguments`` said the tool
+    "accepts every JSON object" though ``validate`` rejects ``{}``. The parts of an
+    ``allOf`` are now merged into the one schema a value meets."""
+
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            PYDANTIC_V1,
+            PARTS,
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "allOf": [
+                    {"properties": {"a": {}, "b": {}}, "additionalProperties": False},
+                    {"properties": {"b": {"minLength": 2}, "c": {"type": "boolean"}}},
+                ],
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "n": {"allOf": [{"type": "number", "minimum": 1}, {"exclusiveMaximum": 9}]},
+                    "k": {"allOf": [{"type": "integer", "multipleOf": 2}, {"multipleOf": 3}]},
+                    "s": {"allOf": [{"type": "string", "minLength": 2}, {"maxLength": 3}]},
+                },
+                "required": ["n", "k", "s"],
+            },
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "allOf": [{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}],
+            },
+        ],
+        ids=["pydantic-v1", "required-in-parts", "closed-part", "bounds", "union-in-part"],
+    )
+    def test_drawn_and_broken(self, schema: dict[str, object]) -> None:
+        holds_both_ways(_schema_tool(schema))
+
+    def test_a_required_key_of_a_part_is_left_out(self) -> None:
+        """A break drawn is a part's required key left out."""
+        comes(invalid_arguments(_schema_tool(PARTS)), lambda a: "b" in a and "a" not in a)
+
+    def test_merged_bounds_are_drawn_at_their_edge(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {"n": {"allOf": [{"type": "integer", "maximum": 9}, {"maximum": 5}]}},
+            "required": ["n"],
+        }
+        comes(valid_arguments(_schema_tool(schema)), lambda a: a["n"] == 5)
+
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            {"allOf": [{"type": "string"}, {"type": "integer"}]},
+            {"allOf": [{"type": "integer", "minimum": 5}, {"maximum": 1}]},
+            {"allOf": [{"enum": ["a", "b"]}, {"enum": ["c"]}]},
+            {"allOf": [{"const": 1}, {"const": 2}]},
+            {
+                "type": "object",
+                "allOf": [
+                    {"properties": {"a": {}}, "additionalProperties": False},
+                    {"required": ["b"]},
+                ],
+            },
+        ],
+        ids=["types", "bounds", "enums", "consts", "required-but-closed"],
+    )
+    def test_parts_no_value_meets_together_are_said_up_front(
+        self, schema: dict[str, object]
+    ) -> None:
+        item = _schema_tool({"type": "object", "properties": {"n": schema}, "required": ["n"]})
+        with pytest.raises(InvalidArgument, match="no argument dict satisfies the schema of"):
+            valid_arguments(item)
+
+    def test_nothing_it_cannot_break_is_said_to_accept_every_object(self) -> None:
+        """Where no break is certain, the refusal says so, not that every object passes."""
+        either = _schema_tool(
+            {"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}
+        )
+        with pytest.raises(ToolArgumentsError):
+            either.validate({})
+        with pytest.raises(
+            InvalidArgument, match="cannot break the schema of tool 'pick'"
+        ) as raised:
+            invalid_arguments(either)
+        assert "`anyOf`" in str(raised.value)
+        assert "accepts every JSON object" not in str(raised.value)

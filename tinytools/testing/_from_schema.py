@@ -6,11 +6,11 @@ removed, so with a current hypothesis every object schema fails to draw with an
 ``AttributeError``; depending on it would cap every user's hypothesis version.
 Tool schemas use a small part of JSON Schema (``type``, ``properties``,
 ``required``, ``additionalProperties``, ``items``, ``enum``, ``const``, bounds,
-lengths, ``pattern``, a few ``format``\\s, ``anyOf``, ``$ref``), which this module
-draws directly. :func:`needs_check` says when a schema uses anything else. Drawing
-is exact keyword by keyword, not for every combination (an ``anyOf`` of
-``required`` beside ``properties``), so ``valid_arguments`` keeps only the values
-the tool's own validator accepts, always.
+lengths, ``pattern``, the ``format``\\s ``Tool.validate`` enforces, ``anyOf``,
+``allOf``, ``$ref``), which this module draws directly. :func:`needs_check` says
+when a schema uses anything else. Drawing is exact keyword by keyword, not for
+every combination (an ``anyOf`` of ``required`` beside ``properties``), so
+``valid_arguments`` keeps only the values the tool's own validator accepts, always.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from tinytools._patterns import Pattern, linear
 from tinytools._schema_dialect import ENFORCED_FORMATS
 from tinytools._validate import json_type
 
+from ._conjunction import ANNOTATIONS, conjunction
 from ._formats import formatted, in_format
 from ._json import INTEGERS, json_values, keys
 from ._numbers import decimal_multiples, float_interval, integer_interval, integer_multiples
@@ -43,10 +44,8 @@ _UNDERSTOOD = frozenset(
         "type", "properties", "required", "additionalProperties", "items", "enum",
         "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
         "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems",
-        "anyOf", "$ref", "$defs", "definitions", "format", "multipleOf",
-        # annotations
-        "description", "title", "default", "examples", "$schema", "$id", "$comment",
-        "deprecated", "readOnly", "writeOnly", "nullable", "optional",
+        "anyOf", "allOf", "$ref", "format", "multipleOf", "nullable", "optional",
+        *ANNOTATIONS,
     }
 )  # fmt: skip
 _MAX_EXTRA_ITEMS = 4
@@ -62,20 +61,57 @@ def _has_type(value: object, allowed: str) -> bool:
 
 
 class Resolver:
-    """Follows local ``$ref``\\s (``#/$defs/...``, ``#/definitions/...``) in one schema."""
+    """Reads the subschemas of one schema as the drawer needs them: local references
+    (``#/$defs/...``, ``#/definitions/...``) followed, and an ``allOf`` (or a ``$ref``
+    with constraints beside it, which 2020-12 applies too) merged into one schema."""
 
     def __init__(self, root: Mapping[str, object]) -> None:
         self.root = root
+        # id(node) -> (node, its merge): the node is kept, so its id is never reused.
+        self._merged: dict[int, tuple[object, Mapping[str, object]]] = {}
 
     def __call__(self, schema: object) -> Mapping[str, object]:
-        """``schema`` with its ``$ref`` chain followed (an unreadable one reads as ``{}``)."""
+        """``schema`` with references followed and ``allOf`` merged (an unreadable
+        reference reads as ``{}``)."""
+        node = self._followed(schema)
+        if "allOf" not in node and "$ref" not in node:
+            return node
+        key = id(node)
+        if key not in self._merged:
+            self._merged[key] = (node, conjunction(self._parts(node, set())))
+        return self._merged[key][1]
+
+    def _followed(self, schema: object) -> Mapping[str, object]:
+        """The end of ``schema``'s ``$ref`` chain, stopping at a reference with
+        constraints beside it."""
         seen = 0
         while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and seen < 32:
-            node: object = self.root
-            for part in str(schema["$ref"]).removeprefix("#").strip("/").split("/"):
-                node = node.get(part) if isinstance(node, Mapping) and part else node
-            schema, seen = node, seen + 1
+            if not set(schema) - ANNOTATIONS <= {"$ref"}:
+                return schema
+            schema, seen = self._target(str(schema["$ref"])), seen + 1
         return schema if isinstance(schema, Mapping) else {}
+
+    def _target(self, ref: str) -> object:
+        node: object = self.root
+        for part in ref.removeprefix("#").strip("/").split("/"):
+            node = node.get(part) if isinstance(node, Mapping) and part else node
+        return node
+
+    def _parts(self, node: Mapping[str, object], seen: set[int]) -> list[Mapping[str, object]]:
+        """The schemas ``node`` asks a value to meet, its ``allOf`` and reference split out
+        (a part met again on the way is met already)."""
+        if id(node) in seen or len(seen) > 64:
+            return []
+        seen.add(id(node))
+        own = {k: v for k, v in node.items() if k not in ("allOf", "$ref")}
+        parts: list[Mapping[str, object]] = [own]
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            parts += self._parts(self._followed(self._target(ref)), seen)
+        branches = node.get("allOf")
+        for branch in branches if isinstance(branches, list) else []:
+            parts += self._parts(self._followed(branch), seen)
+        return parts
 
     def types(self, schema: object) -> frozenset[str] | None:
         """The JSON types ``schema`` admits, when it says so definitely; else None."""
@@ -133,35 +169,46 @@ def values_from_schema(schema: Mapping[str, object]) -> SearchStrategy[object]:
 class _Drawer:
     def __init__(self, resolve: Resolver) -> None:
         self.resolve = resolve
-        self._refs: dict[str, SearchStrategy[object]] = {}
+        # id(node) -> (node, its strategy); placed before building, so a recursive
+        # reference meets the deferral (the node is kept, so its id is never reused).
+        self._built: dict[int, tuple[object, SearchStrategy[object]]] = {}
 
     def of(self, schema: object) -> SearchStrategy[object]:
         if isinstance(schema, bool):
             return json_values() if schema else st.nothing()
         if not isinstance(schema, Mapping):
             return json_values()
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            if ref not in self._refs:
-                self._refs[ref] = st.deferred(lambda: built)
-                built = self.of(self.resolve(schema))
-                self._refs[ref] = built
-            return self._refs[ref]
+        key = id(schema)
+        if key not in self._built:
+            self._built[key] = (schema, st.deferred(lambda: built))
+            built = self._of(schema)
+            self._built[key] = (schema, built)
+        return self._built[key][1]
+
+    def _of(self, schema: Mapping[str, object]) -> SearchStrategy[object]:
+        if "$ref" in schema or "allOf" in schema:
+            return self.of(self.resolve(schema))
         if "const" in schema:
             return st.just(schema["const"])
         declared = schema.get("type")
         allowed = [declared] if isinstance(declared, str) else declared
-        if isinstance(schema.get("enum"), list):
+        members = schema.get("enum")
+        if isinstance(members, list):
             values = [
                 v
-                for v in schema["enum"]
+                for v in members
                 if not isinstance(allowed, list) or any(_has_type(v, t) for t in allowed)
             ]
             return st.sampled_from(values) if values else st.nothing()
         branches = schema.get("anyOf", schema.get("oneOf"))
         if isinstance(branches, list):  # oneOf's overlaps are left to the validator's check
-            siblings = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
-            return st.one_of([self.of(_merged(siblings, branch)) for branch in branches])
+            siblings = {k: v for k, v in schema.items() if k not in ANNOTATIONS}
+            siblings = {k: v for k, v in siblings.items() if k not in ("anyOf", "oneOf")}
+            if not siblings:
+                return st.one_of([self.of(branch) for branch in branches])
+            # A branch is drawn with the keywords beside it, since a value meets both.
+            both = [self.resolve({"allOf": [siblings, branch]}) for branch in branches]
+            return st.one_of([self.of(node) for node in both])
         if not isinstance(allowed, list):
             return json_values()
         return st.one_of([self._typed(schema, t) for t in allowed if t in _TYPED])
@@ -250,21 +297,6 @@ class _Drawer:
         if step is not None:  # an integer step: its multiples are integers
             return integers
         return st.floats(lo, hi, allow_nan=False, allow_infinity=False) | integers
-
-
-def _merged(siblings: Mapping[str, object], branch: object) -> object:
-    """An ``anyOf``/``oneOf`` branch drawn with the keywords beside it (its own win;
-    ``required`` lists and ``properties`` joined), since a value must meet both."""
-    if not siblings or not isinstance(branch, Mapping) or "$ref" in branch:
-        return branch
-    out = {**siblings, **branch}
-    listed = [siblings.get("required"), branch.get("required")]
-    if any(isinstance(r, list) for r in listed):
-        out["required"] = list(dict.fromkeys(n for r in listed if isinstance(r, list) for n in r))
-    shared = [siblings.get("properties"), branch.get("properties")]
-    if all(isinstance(p, Mapping) for p in shared):
-        out["properties"] = {**shared[0], **shared[1]}  # type: ignore[dict-item]
-    return out
 
 
 def _ecma_end(pattern: Pattern | re.Pattern[str], text: str) -> str:

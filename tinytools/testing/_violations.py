@@ -82,10 +82,12 @@ def violations(
     *,
     enforced: Enforced,
     injected: Sequence[str] = (),
+    resolve: Resolver | None = None,
 ) -> list[Violation]:
-    """Every certain way to break ``value`` (valid under ``schema``) at one site."""
+    """Every certain way to break ``value`` (valid under ``schema``) at one site
+    (``resolve``: a resolver of ``schema`` to reuse)."""
     found: list[Violation] = []
-    resolve = Resolver(schema)
+    resolve = Resolver(schema) if resolve is None else resolve
     _walk(resolve, schema, value, (), found, enforced)
     for name in injected:
         found.append(Violation((name,), "injected", _setter((name,), "forged")))
@@ -121,16 +123,35 @@ def _walk(
     found: list[Violation],
     enforced: Enforced,
 ) -> None:
-    node = _branch(resolve, schema, value)
-    if node is None:
-        return
     outer = resolve(schema)
-    if path and node is outer:
-        _leaf_violations(resolve, node, value, path, found, enforced)
-    elif path:  # one branch of a union: only a type no branch admits breaks it for certain
-        union: list[Violation] = []
+    branches = outer.get("anyOf", outer.get("oneOf"))
+    if branches is None:
+        if path:
+            _leaf_violations(resolve, outer, value, path, found, enforced)
+        _descend(resolve, outer, value, path, found, enforced)
+        return
+    # The keywords beside a union apply whatever the branch: breaking one is certain.
+    beside = {k: v for k, v in outer.items() if k not in ("anyOf", "oneOf")}
+    if path:
+        _leaf_violations(resolve, beside, value, path, found, enforced, site=outer)
+        union: list[Violation] = []  # only a type no branch admits breaks the union surely
         _leaf_violations(resolve, outer, value, path, union, _TYPES_ONLY)
         found.extend(v for v in union if v.rule.startswith("type"))
+    _descend(resolve, beside, value, path, found, enforced)
+    node = _branch(resolve, branches, value)
+    if node is not None:
+        _descend(resolve, node, value, path, found, enforced)
+
+
+def _descend(
+    resolve: Resolver,
+    node: Mapping[str, object],
+    value: object,
+    path: tuple[str | int, ...],
+    found: list[Violation],
+    enforced: Enforced,
+) -> None:
+    """The breaks inside an object or array ``value`` that ``node`` checks."""
     if isinstance(value, Mapping) and isinstance(node.get("properties", {}), Mapping):
         _object_violations(resolve, node, value, path, found, enforced)
     elif isinstance(value, list):
@@ -142,15 +163,11 @@ def _walk(
             _length_violations(node, value, path, found, "minItems", "maxItems")
 
 
-def _branch(resolve: Resolver, schema: object, value: object) -> Mapping[str, object] | None:
-    """The one (sub)schema ``value`` is checked against here, or None when that is unclear."""
-    node = resolve(schema)
-    branches = node.get("anyOf", node.get("oneOf"))
-    if branches is None:
-        return node
+def _branch(resolve: Resolver, branches: object, value: object) -> Mapping[str, object] | None:
+    """The one branch of a union ``value`` is checked against, or None when that is
+    unclear: exactly one branch admits the value's JSON type."""
     if not isinstance(branches, list):
         return None
-    # A union: descend only when exactly one branch admits the value's JSON type.
     kind = json_type(value)
     matching = [b for b in branches if kind in _admitted(resolve.types(b))]
     return resolve(matching[0]) if len(matching) == 1 else None
@@ -169,11 +186,14 @@ def _leaf_violations(
     path: tuple[str | int, ...],
     found: list[Violation],
     enforced: Enforced,
+    site: Mapping[str, object] | None = None,
 ) -> None:
+    """The breaks of ``value`` itself that ``node`` checks (``site``: the whole schema at
+    ``path``, when ``node`` is only the keywords beside a union)."""
     types = resolve.types(node)
     if types is not None:
         admitted = _admitted(types)
-        pool = _NOT_NUMBERS if _formatted(resolve, node) else tuple(_SAMPLES)
+        pool = _NOT_NUMBERS if _formatted(resolve, site or node) else tuple(_SAMPLES)
         for kind in pool:
             if kind not in admitted:
                 found.append(Violation(path, f"type: not {kind}", _setter(path, _SAMPLES[kind])))
