@@ -35,10 +35,15 @@ from hypothesis.errors import InvalidArgument
 from locations import CORPORA
 
 from tinytools import (
+    ApprovalRequired,
+    CallDeferred,
     CallId,
+    DeferredToolRequests,
+    DeferredToolResults,
     DispatchResult,
     Inject,
     Registry,
+    RunContext,
     Tool,
     ToolArgumentsError,
     ToolCall,
@@ -50,9 +55,11 @@ from tinytools import (
 )
 from tinytools._demo import TOOLS as DEMO_TOOLS
 from tinytools._schema_dialect import ENFORCED_FORMATS
+from tinytools.events import ToolApproved, ToolCompleted, ToolDeferred, ToolStarted
 from tinytools.formats.bfcl import tool_from_bfcl
 from tinytools.repair import recover_relaxed_object
 from tinytools.testing import (
+    Entry,
     check_dispatch_invariants,
     invalid_arguments,
     relaxed_json,
@@ -1257,3 +1264,147 @@ class TestAllOf:
             invalid_arguments(either)
         assert "`anyOf`" in str(raised.value)
         assert "accepts every JSON object" not in str(raised.value)
+
+
+# --- the checker on a batch resolved inline by on_deferred ---------------------------------
+
+
+def inline_tools(journal: list[Entry]) -> Registry:
+    """Tools deferred four ways, each recording every entry into it."""
+
+    @tool
+    def transfer(amount: int, ctx: Inject[RunContext], call_id: Inject[CallId]) -> str:
+        """Asks for approval from inside, unless approved."""
+        journal.append(Entry(call_id, "transfer", {"amount": amount}))
+        if not ctx.approved:
+            raise ApprovalRequired({"amount": amount})
+        return f"moved {amount}"
+
+    @tool(approval_required=True)
+    def pay(amount: int, call_id: Inject[CallId]) -> str:
+        """Gated by its policy."""
+        journal.append(Entry(call_id, "pay", {"amount": amount}))
+        return f"paid {amount}"
+
+    @tool
+    def later(amount: int, call_id: Inject[CallId]) -> str:
+        """Leaves the call to the host."""
+        journal.append(Entry(call_id, "later", {"amount": amount}))
+        raise CallDeferred({"amount": amount})
+
+    lookup = Tool.from_schema(
+        "lookup",
+        "Host-executed.",
+        {"type": "object", "properties": {"amount": {"type": "integer"}}},
+    )
+    return Registry.of(transfer, pay, later, lookup)
+
+
+DECISIONS: dict[str, Callable[[DeferredToolRequests], DeferredToolResults]] = {
+    "approve": lambda pending: pending.approve("c"),
+    "edit": lambda pending: pending.approve_with_args("c", {"amount": 8}),
+    "edit-badly": lambda pending: pending.approve_with_args("c", {"amount": "eight"}),
+    "deny": lambda pending: pending.deny("c", "operator refused"),
+    "respond": lambda pending: pending.respond("c", "the host did it"),
+    "undecided": lambda pending: pending.results(),
+}
+
+
+def inline(name: str, decision: str, journal: list[Entry]) -> tuple[list[ToolCall], DispatchResult]:
+    calls = [ToolCall("c", name, '{"amount": 7}'), ToolCall("d", "pay", {"amount": 1})]
+    decide = DECISIONS[decision]
+
+    def on_deferred(pending: DeferredToolRequests) -> DeferredToolResults:
+        return decide(pending).approve("d") if decision != "undecided" else decide(pending)
+
+    return calls, dispatch_sync(calls, inline_tools(journal), on_deferred=on_deferred)
+
+
+class TestInlineResolution:
+    """`check_dispatch_invariants` failed a correct `on_deferred` flow: a tool that asks
+    for approval, approved inline, runs twice (Started, Deferred, Approved, Started,
+    Completed), which it read as a call with two starts; the project's own property test
+    skipped the check for such results. Each pass of a call is now checked alone."""
+
+    @pytest.mark.parametrize("decision", list(DECISIONS))
+    @pytest.mark.parametrize("name", ["transfer", "pay", "later", "lookup"])
+    def test_every_inline_flow_passes(self, name: str, decision: str) -> None:
+        journal: list[Entry] = []
+        calls, result = inline(name, decision, journal)
+        check_dispatch_invariants(calls, result, inline_tools([]), ran=journal)
+
+    def test_the_reported_flow(self) -> None:
+        journal: list[Entry] = []
+        calls, result = inline("transfer", "approve", journal)
+        kinds = [type(e).__name__ for e in result.events if getattr(e, "call_id", "") == "c"]
+        assert ["ToolStarted", "ToolDeferred", "ToolApproved", "ToolStarted", "ToolCompleted"] == (
+            kinds
+        )
+        check_dispatch_invariants(calls, result, inline_tools([]), ran=journal)
+
+
+def _events_of_c(
+    result: DispatchResult, change: Callable[[list[object]], list[object]]
+) -> DispatchResult:
+    """``result`` with call c's events changed (the other calls' kept in place)."""
+    others = [e for e in result.events if getattr(e, "call_id", "") != "c"]
+    mine = change([e for e in result.events if getattr(e, "call_id", "") == "c"])
+    return msgspec.structs.replace(result, events=(*mine, *others))  # type: ignore[arg-type]
+
+
+def _without(kind: type) -> Callable[[list[object]], list[object]]:
+    return lambda events: [e for e in events if not isinstance(e, kind)]
+
+
+def _run_with(arguments: dict[str, object], run: int) -> Callable[[list[object]], list[object]]:
+    """Call c's ``run``-th start reporting ``arguments``."""
+
+    def change(events: list[object]) -> list[object]:
+        at = [i for i, e in enumerate(events) if isinstance(e, ToolStarted)][run]
+        started = events[at]
+        assert isinstance(started, ToolStarted)
+        events[at] = msgspec.structs.replace(started, arguments=arguments)
+        return events
+
+    return change
+
+
+DOCTORED: dict[str, Callable[[DispatchResult], DispatchResult]] = {
+    "ran again unapproved": lambda r: _events_of_c(r, _without(ToolApproved)),
+    "two starts in one pass": lambda r: _events_of_c(r, _without(ToolDeferred)),
+    "no end": lambda r: _events_of_c(r, _without(ToolCompleted)),
+    "ended twice": lambda r: _events_of_c(r, lambda e: [*e, e[-1]]),
+    "ran again on invalid arguments": lambda r: _events_of_c(r, _run_with({"amount": "x"}, 1)),
+    # (the run after the host's approval may have the host's edited arguments: only its
+    # schema is checked; the first run's must be the call's)
+    "first ran on other arguments": lambda r: _events_of_c(r, _run_with({"amount": 9}, 0)),
+    "executed omits it": lambda r: msgspec.structs.replace(r, executed=("d",)),
+    "answered and deferred": lambda r: msgspec.structs.replace(
+        r, deferred=DeferredToolRequests((), (ToolCall("c", "transfer", '{"amount": 7}'),))
+    ),
+    "an error answer for a success": lambda r: msgspec.structs.replace(
+        r,
+        messages=(
+            msgspec.structs.replace(r.messages[0], is_error=True, status="error"),
+            *r.messages[1:],
+        ),
+    ),
+}
+
+
+class TestInlineResolutionStillBites:
+    @pytest.mark.parametrize("doctor", list(DOCTORED))
+    def test_a_doctored_result_is_rejected(self, doctor: str) -> None:
+        """Each way of breaking the correct flow's result is still caught."""
+        journal: list[Entry] = []
+        calls, result = inline("transfer", "approve", journal)
+        with pytest.raises(AssertionError):
+            check_dispatch_invariants(calls, DOCTORED[doctor](result), inline_tools([]))
+
+    def test_what_the_tool_received_is_checked_against_what_was_reported(self) -> None:
+        """A recorded run the events do not report is caught."""
+        journal: list[Entry] = []
+        calls, result = inline("transfer", "approve", journal)
+        journal[-1] = Entry("c", "transfer", {"amount": 9})
+        with pytest.raises(AssertionError, match="invariant 3"):
+            check_dispatch_invariants(calls, result, inline_tools([]), ran=journal)
