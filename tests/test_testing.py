@@ -1209,8 +1209,38 @@ class TestAllOf:
                 "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
                 "allOf": [{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}],
             },
+            {
+                "type": "object",
+                "properties": {
+                    "n": {
+                        "allOf": [
+                            {"type": "string"},
+                            *({"minLength": 1, "title": str(i)} for i in range(300)),
+                            {"pattern": "^x+$"},
+                        ]
+                    }
+                },
+                "required": ["n"],
+            },
+            {
+                "type": "object",
+                "properties": {"s": {"$ref": "#/$defs/D0"}},
+                "required": ["s"],
+                "$defs": {
+                    **{f"D{i}": {"allOf": [{"$ref": f"#/$defs/D{i + 1}"}]} for i in range(100)},
+                    "D100": {"type": "string", "maxLength": 2},
+                },
+            },
         ],
-        ids=["pydantic-v1", "required-in-parts", "closed-part", "bounds", "union-in-part"],
+        ids=[
+            "pydantic-v1",
+            "required-in-parts",
+            "closed-part",
+            "bounds",
+            "union-in-part",
+            "many-parts",
+            "long-reference-chain",
+        ],
     )
     def test_drawn_and_broken(self, schema: dict[str, object]) -> None:
         holds_both_ways(_schema_tool(schema))

@@ -78,7 +78,7 @@ class Resolver:
             return node
         key = id(node)
         if key not in self._merged:
-            self._merged[key] = (node, conjunction(self._parts(node, set())))
+            self._merged[key] = (node, conjunction(self._parts(node)))
         return self._merged[key][1]
 
     def _followed(self, schema: object) -> Mapping[str, object]:
@@ -97,20 +97,25 @@ class Resolver:
             node = node.get(part) if isinstance(node, Mapping) and part else node
         return node
 
-    def _parts(self, node: Mapping[str, object], seen: set[int]) -> list[Mapping[str, object]]:
-        """The schemas ``node`` asks a value to meet, its ``allOf`` and reference split out
-        (a part met again on the way is met already)."""
-        if id(node) in seen or len(seen) > 64:
-            return []
-        seen.add(id(node))
-        own = {k: v for k, v in node.items() if k not in ("allOf", "$ref")}
-        parts: list[Mapping[str, object]] = [own]
-        ref = node.get("$ref")
-        if isinstance(ref, str):
-            parts += self._parts(self._followed(self._target(ref)), seen)
-        branches = node.get("allOf")
-        for branch in branches if isinstance(branches, list) else []:
-            parts += self._parts(self._followed(branch), seen)
+    def _parts(self, node: Mapping[str, object]) -> list[Mapping[str, object]]:
+        """The schemas ``node`` asks a value to meet, in order, its ``allOf`` and
+        reference split out (a part met again on the way is met already)."""
+        parts: list[Mapping[str, object]] = []
+        seen: set[int] = set()
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            parts.append({k: v for k, v in current.items() if k not in ("allOf", "$ref")})
+            inner = []
+            ref = current.get("$ref")
+            if isinstance(ref, str):
+                inner.append(self._followed(self._target(ref)))
+            branches = current.get("allOf")
+            inner += [self._followed(b) for b in branches] if isinstance(branches, list) else []
+            stack.extend(reversed(inner))
         return parts
 
     def types(self, schema: object) -> frozenset[str] | None:
