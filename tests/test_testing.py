@@ -1271,8 +1271,9 @@ class TestAllOf:
                     {"required": ["b"]},
                 ],
             },
+            {"allOf": [{"type": "string"}, False]},
         ],
-        ids=["types", "bounds", "enums", "consts", "required-but-closed"],
+        ids=["types", "bounds", "enums", "consts", "required-but-closed", "false"],
     )
     def test_parts_no_value_meets_together_are_said_up_front(
         self, schema: dict[str, object]

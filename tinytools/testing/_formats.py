@@ -19,13 +19,13 @@ from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._schema_dialect import ENFORCED_FORMATS
 from tinytools._spec import Tool
 from tinytools.errors import ToolArgumentsError
 
 __all__ = ["BREAKS_EVERY_FORMAT", "LENGTHS", "formatted", "in_format"]
 
-#: Per enforced format, the shortest and longest text its check accepts (None: no limit).
+#: Per format ``Tool.validate`` enforces (``ENFORCED_FORMATS``), the shortest and longest
+#: text its check accepts (None: no limit).
 LENGTHS: dict[str, tuple[int, int | None]] = {
     "date": (10, 10),
     "date-time": (20, None),
@@ -39,7 +39,6 @@ LENGTHS: dict[str, tuple[int, int | None]] = {
     "json-pointer": (0, None),
     "uuid": (36, 36),
 }
-assert set(LENGTHS) == ENFORCED_FORMATS, "every enforced format needs a way to draw it"
 #: Lengths between those that no text in the format has (a fraction needs a digit).
 _GAPS: dict[str, frozenset[int]] = {"date-time": frozenset({21})}
 #: A string no enforced format accepts (whitespace alone is no date, no address, no
@@ -70,7 +69,8 @@ def formatted(fmt: str, low: int, high: int | None) -> SearchStrategy[str] | Non
     if most is not None:
         high = most if high is None else min(high, most)
     low = max(low, least)
-    if high is not None and set(range(low, high + 1)) <= _GAPS.get(fmt, frozenset()):
+    gaps = _GAPS.get(fmt, frozenset())
+    if high is not None and high - low < len(gaps) and all(n in gaps for n in range(low, high + 1)):
         return st.nothing()  # no text of those lengths is in this format
     return _BUILDERS[fmt](low, high)
 

@@ -49,6 +49,8 @@ _UNDERSTOOD = frozenset(
     }
 )  # fmt: skip
 _MAX_EXTRA_ITEMS = 4
+#: The schema ``false`` as a part of an ``allOf``: no value meets it.
+_NOTHING: Mapping[str, object] = {"enum": []}
 
 
 def _has_type(value: object, allowed: str) -> bool:
@@ -109,12 +111,13 @@ class Resolver:
                 continue
             seen.add(id(current))
             parts.append({k: v for k, v in current.items() if k not in ("allOf", "$ref")})
-            inner = []
+            inner: list[Mapping[str, object]] = []
             ref = current.get("$ref")
             if isinstance(ref, str):
                 inner.append(self._followed(self._target(ref)))
             branches = current.get("allOf")
-            inner += [self._followed(b) for b in branches] if isinstance(branches, list) else []
+            for branch in branches if isinstance(branches, list) else []:
+                inner.append(_NOTHING if branch is False else self._followed(branch))
             stack.extend(reversed(inner))
         return parts
 
