@@ -31,6 +31,7 @@ from tinytools import (
     Tool,
     ToolCall,
     ToolDefinitionError,
+    ToolMessage,
     ToolOutput,
     ToolPolicy,
     ToolResult,
@@ -610,6 +611,60 @@ class TestDeferral:
         calls = [call("1", "lookup"), call("2", "add", '{"a": 1}')]
         result = dispatch_sync(calls, TOOLS, policy=RunPolicy(max_tool_calls=1))
         assert ["ok"] == [m.status for m in result.messages]
+
+
+@tool
+def no_city(city: str) -> ToolResult:
+    """Fail the way a tool that knows why does: with an error result."""
+    ran.append(("no_city", city))
+    return ToolResult.error(
+        f"No city named {city}; send a capital.", structured={"city": city}, metadata={"ms": 3}
+    )
+
+
+@tool
+async def no_city_async(city: str) -> ToolResult:
+    """The same, async."""
+    ran.append(("no_city_async", city))
+    return ToolResult.error(f"No city named {city}; send a capital.")
+
+
+class TestErrorResult:
+    """A tool returning ``ToolResult.error`` was checked for its status only by a property
+    test: it ran and answered, so its message is an error the model reads, word for word,
+    and its end is ``ToolCompleted`` with ``is_error`` (not ``ToolFailed``: nothing raised)."""
+
+    def test_answered_as_an_error_with_its_own_words(self) -> None:
+        result = dispatch_sync([call("c", "no_city", '{"city": "Atlantis"}')], [no_city])
+        assert [
+            ToolMessage(
+                tool_call_id="c",
+                name="no_city",
+                content="No city named Atlantis; send a capital.",
+                is_error=True,
+                artifact=ToolOutput(structured={"city": "Atlantis"}),
+                status="error",
+            )
+        ] == list(result.messages)
+        assert [
+            ToolStarted(call_id="c", tool_name="no_city", arguments={"city": "Atlantis"}),
+            ToolCompleted(call_id="c", tool_name="no_city", is_error=True, metadata={"ms": 3}),
+        ] == list(result.events)
+        assert (("c",), {"c": {"ms": 3}}) == (result.executed, result.metadata)
+        assert [("no_city", "Atlantis")] == ran  # once: an error result is not retried
+
+    @pytest.mark.anyio
+    async def test_async_tool_under_await_dispatch(self) -> None:
+        result = await dispatch([call("c", "no_city_async", {"city": "Atlantis"})], [no_city_async])
+        [message] = result.messages
+        assert (True, "error", "No city named Atlantis; send a capital.") == (
+            message.is_error,
+            message.status,
+            message.content,
+        )
+        assert ["tool_started", "tool_completed"] == kinds(result.events)
+        assert isinstance(result.events[-1], ToolCompleted)
+        assert result.events[-1].is_error
 
 
 class TestFold:
