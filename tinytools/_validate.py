@@ -11,7 +11,7 @@ Two validators share one interface (``validate(tool_name, arguments)``):
 * :class:`SchemaValidator`, for tools built from a JSON schema: msgspec
   decodes, and a fastjsonschema validator, compiled on first use, checks the
   whole schema in its dialect (draft 7 or 2020-12, see ``_schema_dialect``),
-  or the seed's subset under ``enforce="subset"``. Its patterns run on RE2, in
+  or a subset of it under ``enforce="subset"``. Its patterns run on RE2, in
   time linear in the model's text (see ``_patterns``), never on Python's ``re``.
 
 Both raise ``ToolArgumentsError`` whose message is written for the model.
