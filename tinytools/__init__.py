@@ -10,7 +10,8 @@ private; its public names are re-exported here):
   ``_validate`` (compiled validators), ``_tool_policy`` (``ToolPolicy``),
   ``_format`` (``ToolFormat``), ``_registry`` (``Registry``), ``_import``
   (foreign schema dialects such as BFCL's)
-* wire — ``_wire`` (``ToolCall``, ``ToolResult``, ``ToolMessage``)
+* wire — ``_wire`` (``ToolCall``, ``ToolResult``, ``ToolMessage``); ``_text`` (names,
+  previews and JSON text that always encode, for messages, events and errors)
 * expose — ``toolsets`` (the ``Toolset`` protocol and its adaptors; resolved once
   per dispatch, cached), ``_exposure`` (``ExposureExplanation``), ``discovery``
   (``Catalog``, ``Discovery``)

@@ -42,8 +42,9 @@ from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
 from ._redact import Redactor, every_secret
 from ._registry import AnyTool
 from ._spec import Exposure
+from ._text import json_text, preview, printable
 from ._unread import UnreadCall, is_fragment, unnamed_text
-from ._validate import json_text, plain_values, preview, printable, text_problem
+from ._validate import plain_values, text_problem
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call, plain_text
 from .errors import ToolArgumentsError
 from .events import (

@@ -32,7 +32,8 @@ from . import repair
 from ._redact import MARKER, every_secret
 from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
-from ._validate import json_type, preview, printable, text_problem
+from ._text import json_type, preview, printable
+from ._validate import text_problem
 from ._wire import ToolCall, ToolMessage, plain_call
 from .errors import ToolArgumentsError, ToolDefinitionError
 from .events import Event, ToolSearched

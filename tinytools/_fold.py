@@ -27,7 +27,7 @@ import msgspec
 
 from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput, stored
 from ._middleware import After, HookFailed
-from ._validate import printable
+from ._text import printable
 from ._wire import (
     Artifact,
     ContentBlock,

@@ -45,8 +45,8 @@ from ._redact import shown_arguments
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
 from ._spec import is_async_function
+from ._text import printable
 from ._tool_lists import registry_of
-from ._validate import printable
 from ._wire import ContentBlock, ToolCall, ToolMessage, ToolResult
 from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
 from .policies import RunPolicy

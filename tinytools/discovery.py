@@ -36,8 +36,8 @@ import msgspec
 from ._exposure import ExposureExplanation
 from ._registry import AnyTool, tool_items
 from ._spec import Exposure, Tool
+from ._text import printable
 from ._tool_policy import ToolPolicy
-from ._validate import printable
 from .errors import ToolDefinitionError
 from .toolsets._base import Adaptor, Resolution, Toolset, _Memo, is_remote, withheld
 from .toolsets._intrinsic import Intrinsic

@@ -23,7 +23,7 @@ from typing import Final
 import msgspec
 
 from tinytools._registry import AnyTool
-from tinytools._validate import json_type, printable
+from tinytools._text import json_type, printable
 from tinytools._wire import ToolCall
 
 from ._parsed import SyntheticIds

@@ -53,7 +53,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from tinytools._inject import Context
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._dialect import decode_strict

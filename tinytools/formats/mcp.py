@@ -47,7 +47,7 @@ import msgspec
 from tinytools._artifacts import ToolOutput
 from tinytools._inject import Context
 from tinytools._registry import AnyTool
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._parsed import SyntheticIds

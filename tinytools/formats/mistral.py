@@ -40,7 +40,7 @@ import msgspec
 
 from tinytools._relaxed import value_end
 from tinytools._spec import NAME_PATTERN
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall
 
 from ._dialect import (

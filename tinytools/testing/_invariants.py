@@ -30,7 +30,8 @@ from tinytools._registry import Registry
 from tinytools._result import DispatchResult
 from tinytools._schema_dialect import Dialect, Enforce, local_schema
 from tinytools._spec import Exposure, Tool
-from tinytools._validate import SchemaValidator, json_text, printable
+from tinytools._text import json_text, printable
+from tinytools._validate import SchemaValidator
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.errors import ToolArgumentsError
 from tinytools.events import (
