@@ -1,4 +1,5 @@
-"""Tests for `tinytools._decorate` (and the schema it builds through `tinytools._schema`)."""
+"""Tests for `tinytools._declare.decorate` (and the schema it builds through
+`tinytools._declare.schema`)."""
 
 from __future__ import annotations
 

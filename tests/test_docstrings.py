@@ -1,4 +1,4 @@
-"""Tests for `tinytools._docstrings`."""
+"""Tests for `tinytools._declare.docstrings`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinytools._docstrings import ParsedDocstring, parse_docstring
+from tinytools._declare.docstrings import ParsedDocstring, parse_docstring
 
 #: Section names the parser must know; the parser may know more.
 SECTION_NAMES = frozenset(

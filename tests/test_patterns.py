@@ -1,4 +1,4 @@
-"""Tests for schema patterns (`tinytools._patterns`): matched by RE2, in time linear in the
+"""Tests for schema patterns (`tinytools._declare.patterns`): matched by RE2, in time linear in the
 model's text, with ECMA-262's meaning; a pattern RE2 cannot run is left to the tool."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinytools import Tool, ToolArgumentsError, ToolCall, dispatch_sync
-from tinytools._patterns import linear
+from tinytools._declare.patterns import linear
 
 #: Patterns Python's backtracking `re` takes exponential time on (about 2**n steps for a
 #: text of n characters that almost matches).

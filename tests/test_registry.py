@@ -1,4 +1,4 @@
-"""Tests for `tinytools._registry` and the tool name rules."""
+"""Tests for `tinytools._declare.registry` and the tool name rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tests for `tinytools._schema_check`: `Tool.from_schema` refuses a schema that is not JSON
+"""Tests for `tinytools._declare.schema_check`: `Tool.from_schema` refuses a schema that is not JSON
 Schema in its dialect when the tool is built, never at the first call."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import urllib.request
 import pytest
 
 from tinytools import Tool, ToolDefinitionError
-from tinytools._schema_dialect import Enforce
+from tinytools._declare.schema_dialect import Enforce
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 DRAFT2020 = "https://json-schema.org/draft/2020-12/schema"

@@ -1,6 +1,7 @@
-"""Tests for whole-schema enforcement of `Tool.from_schema` tools (`tinytools._schema_dialect`,
-`tinytools._validate.SchemaValidator`): every keyword of draft 7 and 2020-12 that the compiled
-validator supports, lazily compiled once per tool, with model-readable errors."""
+"""Tests for whole-schema enforcement of `Tool.from_schema` tools
+(`tinytools._declare.schema_dialect`, `tinytools._declare.validate.SchemaValidator`): every
+keyword of draft 7 and 2020-12 that the compiled validator supports, lazily compiled once per
+tool, with model-readable errors."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from pydantic import Field  # the `mcp` server below reads its annotations from here
 
 from tinytools import Registry, Tool, ToolArgumentsError, ToolCall, dispatch, dispatch_sync
-from tinytools._schema_dialect import Enforce
+from tinytools._declare.schema_dialect import Enforce
 
 DRAFT7 = "http://json-schema.org/draft-07/schema#"
 DRAFT2020 = "https://json-schema.org/draft/2020-12/schema"

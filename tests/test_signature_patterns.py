@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tinytools import Tool, ToolArgumentsError, ToolCall, ToolDefinitionError, dispatch_sync, tool
-from tinytools._validate import StructValidator
+from tinytools._declare.validate import StructValidator
 
 if sys.version_info >= (3, 11):
     from typing import NotRequired, TypedDict

@@ -54,8 +54,8 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
+from tinytools._declare.schema_dialect import ENFORCED_FORMATS
 from tinytools._demo import TOOLS as DEMO_TOOLS
-from tinytools._schema_dialect import ENFORCED_FORMATS
 from tinytools.events import ToolApproved, ToolCompleted, ToolDeferred, ToolStarted
 from tinytools.formats.bfcl import tool_from_bfcl
 from tinytools.repair import recover_relaxed_object

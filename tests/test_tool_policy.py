@@ -1,4 +1,4 @@
-"""Tests for `tinytools._tool_policy`."""
+"""Tests for `tinytools._declare.tool_policy`."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinytools._tool_policy import (
+from tinytools._declare.tool_policy import (
     ReplayMode,
     SandboxMode,
     ToolAccess,

@@ -1,4 +1,4 @@
-"""Tests for `tinytools._validate`, through `Tool.validate`."""
+"""Tests for `tinytools._declare.validate`, through `Tool.validate`."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._schema_dialect import Enforce
+from tinytools._declare.schema_dialect import Enforce
 from tinytools.repair import recover_relaxed_object
 
 

@@ -3,18 +3,15 @@
 Module map, in the order data flows (every module but the public ones is
 private; its public names are re-exported here):
 
-* declare — ``_decorate`` (``@tool``), ``_introspect`` (signature → params),
-  ``_docstrings`` (parameter descriptions), ``_inject`` (``Inject[...]``,
+* declare — ``_declare`` (a function or a schema → an immutable ``Tool``: ``@tool``,
+  introspection, docstrings, the JSON schema, the argument validators, ``ToolPolicy``,
+  ``ToolFormat``, ``ExposureExplanation``, ``Registry``, BFCL's schema dialect; its
+  docstring lists its modules in build order), ``_inject`` (``Inject[...]``,
   ``Context``, binding)
-* spec — ``_spec`` (``Tool``), ``_schema`` (params → JSON schema),
-  ``_validate`` (compiled validators), ``_tool_policy`` (``ToolPolicy``),
-  ``_format`` (``ToolFormat``), ``_registry`` (``Registry``), ``_import``
-  (foreign schema dialects such as BFCL's)
 * wire — ``_wire`` (``ToolCall``, ``ToolResult``, ``ToolMessage``); ``_text`` (names,
   previews and JSON text that always encode, for messages, events and errors)
 * expose — ``toolsets`` (the ``Toolset`` protocol and its adaptors; resolved once
-  per dispatch, cached), ``_exposure`` (``ExposureExplanation``), ``discovery``
-  (``Catalog``, ``Discovery``)
+  per dispatch, cached), ``discovery`` (``Catalog``, ``Discovery``)
 * admit — ``_dispatch_env`` (what is callable this turn), ``_middleware``
   (``before_tool``/``after_tool``), ``_discovery_calls`` (``tool_call`` unwrapped,
   ``tool_search`` answered, before admission), ``_admit`` (one call → a verdict, pure)
@@ -44,16 +41,24 @@ from ._artifacts import ArtifactStore as ArtifactStore
 from ._artifacts import DirectoryArtifactStore as DirectoryArtifactStore
 from ._artifacts import MemoryArtifactStore as MemoryArtifactStore
 from ._artifacts import ToolOutput as ToolOutput
-from ._decorate import ToolDecorator as ToolDecorator
-from ._decorate import tool as tool
+from ._declare.decorate import ToolDecorator as ToolDecorator
+from ._declare.decorate import tool as tool
+from ._declare.registry import AnyTool as AnyTool
+from ._declare.registry import Registry as Registry
+from ._declare.spec import Exposure as Exposure
+from ._declare.spec import Tool as Tool
+from ._declare.tool_format import Json as Json
+from ._declare.tool_format import PType as PType
+from ._declare.tool_format import ToolFormat as ToolFormat
+from ._declare.tool_format import Xml as Xml
+from ._declare.tool_policy import ToolAccess as ToolAccess
+from ._declare.tool_policy import ToolPolicy as ToolPolicy
+from ._declare.tool_policy import ToolRuntime as ToolRuntime
+from ._declare.tool_policy import ToolSideEffects as ToolSideEffects
 from ._dispatch import DeferredToolHandler as DeferredToolHandler
 from ._dispatch import EventHandler as EventHandler
 from ._dispatch import dispatch as dispatch
 from ._dispatch import dispatch_sync as dispatch_sync
-from ._format import Json as Json
-from ._format import PType as PType
-from ._format import ToolFormat as ToolFormat
-from ._format import Xml as Xml
 from ._human import ApprovalCallback as ApprovalCallback
 from ._human import ApprovalOutcome as ApprovalOutcome
 from ._human import HumanApprovalMiddleware as HumanApprovalMiddleware
@@ -77,17 +82,9 @@ from ._policy_middleware import PolicyExposure as PolicyExposure
 from ._policy_middleware import SideEffect as SideEffect
 from ._policy_middleware import ToolPolicyMiddleware as ToolPolicyMiddleware
 from ._policy_middleware import Workspace as Workspace
-from ._registry import AnyTool as AnyTool
-from ._registry import Registry as Registry
 from ._result import DispatchAborted as DispatchAborted
 from ._result import DispatchResult as DispatchResult
 from ._result import FollowUp as FollowUp
-from ._spec import Exposure as Exposure
-from ._spec import Tool as Tool
-from ._tool_policy import ToolAccess as ToolAccess
-from ._tool_policy import ToolPolicy as ToolPolicy
-from ._tool_policy import ToolRuntime as ToolRuntime
-from ._tool_policy import ToolSideEffects as ToolSideEffects
 from ._wire import Artifact as Artifact
 from ._wire import ContentBlock as ContentBlock
 from ._wire import FileBlock as FileBlock

@@ -21,7 +21,7 @@ from typing import TextIO
 
 from . import __version__, _cli_call, _cli_check, _cli_inspect, _cli_ledger
 from ._cli_output import tolerant
-from ._registry import AnyTool
+from ._declare.registry import AnyTool
 from .errors import ToolArgumentsError
 
 __all__ = ["main"]

@@ -24,7 +24,7 @@ from ._cli_output import (
     printable_json,
     use_colour,
 )
-from ._registry import AnyTool
+from ._declare.registry import AnyTool
 
 __all__ = ["FORMATS", "add_parser", "run"]
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 from ._cli_output import printable, printable_json
 
 if TYPE_CHECKING:
-    from ._registry import AnyTool
+    from ._declare.registry import AnyTool
     from .ledger import PostgresLedger, SqliteLedger
 
 __all__ = ["add_commands", "run"]

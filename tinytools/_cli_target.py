@@ -46,8 +46,8 @@ from types import ModuleType
 
 import attrs
 
-from ._registry import AnyTool
-from ._spec import Tool
+from ._declare.registry import AnyTool
+from ._declare.spec import Tool
 
 __all__ = ["Broken", "Found", "Loaded", "TargetError", "load", "put_cwd_on_path", "target_help"]
 

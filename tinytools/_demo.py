@@ -15,10 +15,10 @@ from typing import Annotated, Literal, TypedDict
 import attrs
 import msgspec
 
-from ._decorate import tool
+from ._declare.decorate import tool
+from ._declare.registry import AnyTool, Registry
+from ._declare.spec import Tool
 from ._inject import Inject, RunContext, State
-from ._registry import AnyTool, Registry
-from ._spec import Tool
 from ._wire import ToolCall
 from .errors import ModelRetry
 

@@ -46,8 +46,8 @@ from ._wire import (
 from .events import Event, ToolCompleted, ToolFailed
 
 if TYPE_CHECKING:
+    from ._declare.registry import Registry
     from ._dispatch_env import DispatchEnv
-    from ._registry import Registry
     from ._result import DispatchResult
 
 __all__ = [

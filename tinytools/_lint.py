@@ -19,7 +19,7 @@ from typing import Literal
 import attrs
 
 from ._cli_target import Broken, Found
-from ._spec import Exposure
+from ._declare.spec import Exposure
 from ._suggest import normalize
 
 __all__ = ["DEFAULT_BUDGET", "OPENAI_MAX_TOOLS", "RULES", "Diagnostic", "Rule", "lint"]

@@ -40,7 +40,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from ._registry import AnyTool, Registry
+from ._declare.registry import AnyTool, Registry
 from ._suggest import normalize
 
 __all__ = ["MARKER", "SHORT", "Redactor", "every_secret", "shown_arguments"]

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING
 import attrs
 import msgspec
 
-from ._exposure import ExposureExplanation
-from ._registry import AnyTool, tool_items
-from ._spec import Exposure, Tool
+from ._declare.exposure import ExposureExplanation
+from ._declare.registry import AnyTool, tool_items
+from ._declare.spec import Exposure, Tool
+from ._declare.tool_policy import ToolPolicy
 from ._text import printable
-from ._tool_policy import ToolPolicy
 from .errors import ToolDefinitionError
 from .toolsets._base import Adaptor, Resolution, Toolset, _Memo, is_remote, withheld
 from .toolsets._intrinsic import Intrinsic

@@ -22,7 +22,7 @@ from typing import Final
 
 import msgspec
 
-from tinytools._registry import AnyTool
+from tinytools._declare.registry import AnyTool
 from tinytools._text import json_type, printable
 from tinytools._wire import ToolCall
 

@@ -47,8 +47,8 @@ import re
 from collections.abc import Container
 from typing import Final
 
+from tinytools._declare.spec import NAME_PATTERN
 from tinytools._relaxed import value_end
-from tinytools._spec import NAME_PATTERN
 from tinytools._text import printable
 from tinytools._wire import ToolCall
 

@@ -38,8 +38,8 @@ from typing import Final
 
 import msgspec
 
+from tinytools._declare.spec import NAME_PATTERN
 from tinytools._relaxed import value_end
-from tinytools._spec import NAME_PATTERN
 from tinytools._text import printable
 from tinytools._wire import ToolCall
 

@@ -63,7 +63,7 @@ from typing import Final, TypeAlias
 
 import msgspec
 
-from tinytools._spec import NAME_PATTERN
+from tinytools._declare.spec import NAME_PATTERN
 from tinytools._text import printable
 from tinytools._wire import ToolCall
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._spec import Tool
-from tinytools._validate import StructValidator
+from tinytools._declare.spec import Tool
+from tinytools._declare.validate import StructValidator
 from tinytools.errors import ToolArgumentsError
 
 from ._conjunction import ANNOTATIONS

@@ -26,8 +26,8 @@ import msgspec
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._patterns import Pattern, linear
-from tinytools._schema_dialect import ENFORCED_FORMATS
+from tinytools._declare.patterns import Pattern, linear
+from tinytools._declare.schema_dialect import ENFORCED_FORMATS
 from tinytools._text import json_type
 
 from ._conjunction import ANNOTATIONS, conjunction

@@ -16,7 +16,7 @@ from typing import Any
 
 import attrs
 
-from tinytools._schema_dialect import ENFORCED_FORMATS
+from tinytools._declare.schema_dialect import ENFORCED_FORMATS
 from tinytools._text import json_type
 
 from ._formats import BREAKS_EVERY_FORMAT

@@ -22,10 +22,10 @@ import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
 
-from tinytools._exposure import ExposureExplanation
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool, Registry
+from tinytools._declare.spec import Tool
 from tinytools._memo import remember
-from tinytools._registry import AnyTool, Registry
-from tinytools._spec import Tool
 from tinytools.errors import ToolDefinitionError
 
 if TYPE_CHECKING:

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
-from tinytools._spec import Tool
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import Tool
 
 from ._base import Adaptor, Resolution, Toolset, When, _Memo, label
 from ._intrinsic import is_intrinsic

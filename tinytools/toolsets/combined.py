@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
 from tinytools.errors import ToolDefinitionError
 
 from ._base import Adaptor, Resolution, Toolset, When, _Memo, is_remote, withheld

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
+from tinytools._declare.exposure import ExposureExplanation
 
 from ._base import Adaptor, Resolution, Toolset, _Memo
 from ._intrinsic import is_intrinsic

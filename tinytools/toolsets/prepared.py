@@ -7,17 +7,17 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
-from tinytools._schema_check import schema_problems
-from tinytools._validate import SchemaValidator
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.schema_check import schema_problems
+from tinytools._declare.validate import SchemaValidator
 from tinytools.errors import ToolDefinitionError
 
 from ._base import Adaptor, Resolution, Toolset, _Memo, checked_tools, label
 
 if TYPE_CHECKING:
+    from tinytools._declare.validate import Arguments, StructValidator
     from tinytools._inject import Context
-    from tinytools._validate import Arguments, StructValidator
 
 __all__ = ["Prepared"]
 

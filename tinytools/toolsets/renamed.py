@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._spec import check_name
+from tinytools._declare.spec import check_name
 from tinytools.errors import ToolDefinitionError
 
 from ._base import Adaptor, Resolution, Toolset, _Memo

@@ -17,7 +17,7 @@ from typing import Annotated
 import attrs
 import msgspec
 
-from ._inject import Injection, builtin_source, is_injected, marker_of, plan_injection
+from tinytools._inject import Injection, builtin_source, is_injected, marker_of, plan_injection
 
 __all__ = ["REQUIRED", "Param", "Signature", "injections_of", "introspect"]
 

@@ -4,7 +4,7 @@
 that could be refused at definition time waits for the first call. Two parts:
 
 * The dialect's official meta-schema (draft 7, or 2020-12 with its vocabularies
-  merged into one document), shipped in ``tinytools/_metaschemas`` and compiled by
+  merged into one document), shipped in ``tinytools/_declare/metaschemas`` and compiled by
   fastjsonschema once per process, on first use (20-40 ms of CPU). Checking a tool's
   schema against it costs about 20 microseconds (a few per subschema). Formats the
   meta-schema names are checked too, so a ``pattern`` Python's ``re`` cannot compile
@@ -26,7 +26,7 @@ from functools import cache
 from importlib import resources
 from urllib.parse import unquote
 
-from ._schema_dialect import Dialect
+from .schema_dialect import Dialect
 
 __all__ = ["DEEP", "inline_depth", "schema_problems", "subschemas"]
 
@@ -251,7 +251,7 @@ def _resolves(schema: Mapping[str, object], ref: str) -> bool:
 
 
 def _load(name: str) -> object:
-    return json.loads((resources.files(__package__) / "_metaschemas" / name).read_text("utf-8"))
+    return json.loads((resources.files(__package__) / "metaschemas" / name).read_text("utf-8"))
 
 
 def _one_document(node: object) -> object:

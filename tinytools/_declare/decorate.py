@@ -21,11 +21,12 @@ from typing import ParamSpec, Protocol, TypeVar, overload
 
 import attrs
 
-from ._docstrings import parse_docstring
-from ._format import ToolFormat
-from ._introspect import introspect
-from ._schema import build_arguments
-from ._spec import (
+from tinytools.errors import ToolDefinitionError
+
+from .docstrings import parse_docstring
+from .introspect import introspect
+from .schema import build_arguments
+from .spec import (
     DEFAULT_FORMAT,
     DEFAULT_POLICY,
     Exposure,
@@ -33,9 +34,9 @@ from ._spec import (
     check_name,
     is_async_function,
 )
-from ._tool_policy import WRITES, ToolPolicy
-from ._validate import StructValidator
-from .errors import ToolDefinitionError
+from .tool_format import ToolFormat
+from .tool_policy import WRITES, ToolPolicy
+from .validate import StructValidator
 
 __all__ = ["tool"]
 

@@ -6,7 +6,7 @@ it takes hours, inside one C call no deadline can interrupt. So a signature-buil
 tool never lets msgspec see a pattern. :func:`unpatterned` rewrites a parameter's
 type into the same type without its patterns — every other constraint, default,
 name and tag kept, so msgspec decodes exactly as before — and returns a function
-that, after decoding, matches the removed patterns with RE2 (``_patterns``, in time
+that, after decoding, matches the removed patterns with RE2 (``patterns``, in time
 linear in the text) and raises the ``ValidationError`` msgspec would have raised,
 at the same path, with the same words.
 
@@ -46,7 +46,7 @@ import attrs
 import msgspec
 import msgspec.inspect as mi
 
-from ._patterns import linear
+from .patterns import linear
 
 if sys.version_info >= (3, 11):
     from typing import NotRequired, Required

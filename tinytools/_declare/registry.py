@@ -12,15 +12,16 @@ from collections.abc import Iterable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
-from ._exposure import ExposureExplanation
-from ._spec import Exposure, Tool
-from ._suggest import NameIndex
-from ._tool_policy import ToolPolicy
-from .errors import ToolDefinitionError
+from tinytools._suggest import NameIndex
+from tinytools.errors import ToolDefinitionError
+
+from .exposure import ExposureExplanation
+from .spec import Exposure, Tool
+from .tool_policy import ToolPolicy
 
 if TYPE_CHECKING:
-    from ._inject import Context
-    from ._wire import ToolCall
+    from tinytools._inject import Context
+    from tinytools._wire import ToolCall
 
 __all__ = ["UNSCANNED", "AnyTool", "Registry", "not_tools", "tool_items"]
 

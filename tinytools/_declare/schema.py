@@ -24,8 +24,8 @@ import attrs
 import msgspec
 import msgspec.inspect as mi
 
-from ._introspect import Param
-from ._signature_patterns import UNSET, Unfit, ecma_spelling, leftover_patterns, unpatterned
+from .introspect import Param
+from .signature_patterns import UNSET, Unfit, ecma_spelling, leftover_patterns, unpatterned
 
 __all__ = ["Checks", "build_arguments"]
 
@@ -159,7 +159,7 @@ def build_arguments(
         straight into the struct; when the parameters hold a ``msgspec.Meta``
         pattern it is ``(decode_struct, checks)``: the same struct without its
         patterns, and what matches them with RE2 after decoding (see
-        ``_signature_patterns``). Or a list of problem sentences when a
+        ``signature_patterns``). Or a list of problem sentences when a
         parameter's type is unsupported or holds a pattern RE2 cannot run.
     """
     try:

@@ -16,7 +16,7 @@ still see it): ``unevaluatedProperties``, ``unevaluatedItems``, ``$dynamicRef``,
 ``minContains``/``maxContains`` (with the ``contains`` they qualify),
 ``contentEncoding``/``contentMediaType``/``contentSchema`` (annotations in both
 dialects), a ``format`` outside :data:`ENFORCED_FORMATS` (an annotation in 2020-12),
-and a ``pattern`` RE2 cannot run (lookaround, backreferences; see ``_patterns``: every
+and a ``pattern`` RE2 cannot run (lookaround, backreferences; see ``patterns``: every
 pattern enforced locally runs in time linear in the text, never on Python's
 backtracking ``re``). A ``patternProperties`` entry RE2 cannot run is dropped with the
 ``additionalProperties`` beside it (which would otherwise take the fields it matches).
@@ -35,7 +35,7 @@ from collections.abc import Mapping
 from typing import Literal, TypeAlias
 from urllib.parse import unquote
 
-from ._patterns import enforceable
+from .patterns import enforceable
 
 __all__ = [
     "DIALECTS",

@@ -18,15 +18,16 @@ import attrs
 import msgspec
 from msgspec.structs import asdict as _asdict
 
-from ._format import Json, ToolFormat
-from ._inject import Injection
-from ._introspect import injections_of
-from ._plan import Plan
-from ._schema_check import DEEP, inline_depth, schema_problems
-from ._schema_dialect import Dialect, Enforce, dialect_of
-from ._tool_policy import ToolPolicy
-from ._validate import Arguments, SchemaValidator, StructValidator
-from .errors import ToolDefinitionError
+from tinytools._inject import Injection
+from tinytools._plan import Plan
+from tinytools.errors import ToolDefinitionError
+
+from .introspect import injections_of
+from .schema_check import DEEP, inline_depth, schema_problems
+from .schema_dialect import Dialect, Enforce, dialect_of
+from .tool_format import Json, ToolFormat
+from .tool_policy import ToolPolicy
+from .validate import Arguments, SchemaValidator, StructValidator
 
 __all__ = [
     "DEFAULT_FORMAT",

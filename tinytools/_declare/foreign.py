@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from ._spec import Tool
+from .spec import Tool
 
 __all__ = ["BFCL_TYPES", "schema_from_bfcl", "tool_from_bfcl"]
 

@@ -17,7 +17,7 @@ both. A pattern RE2 cannot run — lookaround (``(?=``, ``(?<!``), backreference
 repetition count above 1,000, a construct RE2 reads otherwise (``[]``, ``[^]``,
 ``[[:alpha:]]``, an escape ECMA-262 reads as a literal letter) — gets no
 :class:`Pattern`: it is not enforced locally, like the other constraints
-``_schema_dialect`` leaves to the tool (the local check is looser than the schema,
+``schema_dialect`` leaves to the tool (the local check is looser than the schema,
 never stricter, never slow).
 """
 
