@@ -15,7 +15,7 @@ import pytest
 
 from tinytools import Tool
 from tinytools._cli import main
-from tinytools._demo import CALLS, EXAMPLES, TOOLS
+from tinytools._cli.demo import CALLS, EXAMPLES, TOOLS
 from tinytools.errors import ToolArgumentsError
 
 #: The user-facing examples the demo copies (absent from an installed package).
@@ -270,7 +270,7 @@ class TestEntryPoints:
         code = (
             "import sys, tinytools; "
             "print(sorted(m for m in sys.modules if m.startswith('tinytools._cli') or m in "
-            "('tinytools._demo', 'tinytools._lint', 'tinytools.__main__')))"
+            "('tinytools._cli.demo', 'tinytools._cli.lint', 'tinytools.__main__')))"
         )
         done = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
@@ -324,7 +324,7 @@ class TestReferencePage:
             pytest.skip(f"the docs are not at {page} (an installed package?)")
         text = page.read_text(encoding="utf-8")
 
-        from tinytools._cli import _parser
+        from tinytools._cli.app import _parser
 
         commands = next(a for a in _parser()._actions if isinstance(a, argparse._SubParsersAction))
         assert set(DOCUMENTED_VERBS) == set(commands.choices)

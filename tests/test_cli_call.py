@@ -1,4 +1,4 @@
-"""Tests for `tinytools call` (`tinytools._cli_call`)."""
+"""Tests for `tinytools call` (`tinytools._cli.cmd_call`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Tests for `tinytools check` (`tinytools._cli_check` and the rules of `tinytools._lint`)."""
+"""Tests for `tinytools check` (`tinytools._cli.cmd_check` and the rules of
+`tinytools._cli.lint`)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 from cli_run import REPO, run_cli
 
-from tinytools._lint import OPENAI_MAX_TOOLS, RULES
+from tinytools._cli.lint import OPENAI_MAX_TOOLS, RULES
 
 BAD = "tests/cli_targets/bad_tools.py"
 GOOD = "tests/cli_targets/good_tools.py"

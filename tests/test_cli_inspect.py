@@ -1,4 +1,4 @@
-"""Tests for `tinytools inspect` (`tinytools._cli_inspect`)."""
+"""Tests for `tinytools inspect` (`tinytools._cli.cmd_inspect`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from cli_run import run_cli
 from cli_targets import good_tools
 
 from tinytools import formats
-from tinytools._cli_inspect import DIALECTS, PROVIDERS
-from tinytools._demo import EXAMPLES
+from tinytools._cli.cmd_inspect import DIALECTS, PROVIDERS
+from tinytools._cli.demo import EXAMPLES
 
 GOOD = "tests/cli_targets/good_tools.py"
 

@@ -1,4 +1,4 @@
-"""Tests for the TARGET of the command line (`tinytools._cli_target`), through the real verbs."""
+"""Tests for the TARGET of the command line (`tinytools._cli.target`), through the real verbs."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from cli_run import run_cli
 
 from tinytools._cli import main
-from tinytools._cli_target import TargetError, load
+from tinytools._cli.target import TargetError, load
 
 VERBS = [("inspect",), ("check",), ("call", "{}")]
 
@@ -62,7 +62,7 @@ class TestBadTargets:
 
     def test_attribute_not_a_tool(self, verb):
         """An attribute that is a plain function: exit 2, and it says to decorate it."""
-        done = self.run(*with_verb(verb, "tinytools._demo:_lookup_order"))
+        done = self.run(*with_verb(verb, "tinytools._cli.demo:_lookup_order"))
 
         assert 2 == done.returncode, done.stderr
         assert "is a function, not a Tool, Registry, toolset" in done.stderr

@@ -20,7 +20,7 @@ import json
 import sys
 from typing import TextIO
 
-from ._cli_output import (
+from .output import (
     Paint,
     add_target,
     example_epilog,
@@ -78,9 +78,9 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     """Dispatch the call; see the module docstring for the exit status."""
     import msgspec
 
-    from . import Context, Registry, ToolCall, dispatch_sync
-    from ._result import DispatchAborted
-    from .errors import TinytoolsError
+    from tinytools import Context, Registry, ToolCall, dispatch_sync
+    from tinytools._result import DispatchAborted
+    from tinytools.errors import TinytoolsError
 
     loaded = load_or_exit(args.target)
     if isinstance(loaded, int):

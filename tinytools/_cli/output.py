@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from ._cli_target import Loaded, TargetError, load
+from .target import Loaded, TargetError, load
 
 __all__ = [
     "Paint",

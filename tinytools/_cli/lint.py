@@ -18,9 +18,10 @@ from typing import Literal
 
 import attrs
 
-from ._cli_target import Broken, Found
-from ._declare.spec import Exposure
-from ._suggest import normalize
+from tinytools._declare.spec import Exposure
+from tinytools._suggest import normalize
+
+from .target import Broken, Found
 
 __all__ = ["DEFAULT_BUDGET", "OPENAI_MAX_TOOLS", "RULES", "Diagnostic", "Rule", "lint"]
 
@@ -94,7 +95,7 @@ def lint(
     """Every finding for the tools of a target, in file and line order.
 
     Args:
-        found: The tools, as :func:`tinytools._cli_target.load` found them.
+        found: The tools, as :func:`tinytools._cli.target.load` found them.
         broken: Files that failed to import.
         budget: The byte budget of the declarations of the direct tools.
         ignore: Codes not to report.
@@ -154,7 +155,7 @@ def _tool_rules(item: Found) -> Iterator[Diagnostic]:
 
 
 def _schema_rules(item: Found) -> Iterator[Diagnostic]:
-    from .formats._providers import strict_schema
+    from tinytools.formats._providers import strict_schema
 
     tool = item.tool
     try:
@@ -186,7 +187,7 @@ def _schema_rules(item: Found) -> Iterator[Diagnostic]:
 
 def _gemini_losses(schema: Mapping[str, object]) -> list[str]:
     """What Gemini's subset drops from a schema (moved to prose by ``subset_schema``)."""
-    from .formats.gemini import _DROP, _FORMATS, _KEEP
+    from tinytools.formats.gemini import _DROP, _FORMATS, _KEEP
 
     converted = {"$ref", "oneOf", "const", "prefixItems"}
     lost: set[str] = set()
@@ -272,7 +273,7 @@ def _name_rules(found: Sequence[Found]) -> Iterator[Diagnostic]:
 
 
 def _manifest_rules(found: Sequence[Found], budget: int) -> Iterator[Diagnostic]:
-    from .discovery import declaration_bytes  # what openai_chat.declarations sends
+    from tinytools.discovery import declaration_bytes  # what openai_chat.declarations sends
 
     direct = [item for item in found if item.tool.exposure is Exposure.Direct]
     total = 2  # the brackets of the JSON list; a comma between declarations

@@ -15,12 +15,12 @@ from typing import Annotated, Literal, TypedDict
 import attrs
 import msgspec
 
-from ._declare.decorate import tool
-from ._declare.registry import AnyTool, Registry
-from ._declare.spec import Tool
-from ._inject import Inject, RunContext, State
-from ._wire import ToolCall
-from .errors import ModelRetry
+from tinytools._declare.decorate import tool
+from tinytools._declare.registry import AnyTool, Registry
+from tinytools._declare.spec import Tool
+from tinytools._inject import Inject, RunContext, State
+from tinytools._wire import ToolCall
+from tinytools.errors import ModelRetry
 
 __all__ = ["CALLS", "EXAMPLES", "TOOLS", "TURN", "DemoCall"]
 

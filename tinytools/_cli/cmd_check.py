@@ -12,7 +12,8 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from ._cli_output import (
+from .lint import DEFAULT_BUDGET, RULES, Diagnostic, lint
+from .output import (
     Paint,
     Progress,
     add_target,
@@ -23,8 +24,7 @@ from ._cli_output import (
     printable_json,
     use_colour,
 )
-from ._cli_target import Broken, Found
-from ._lint import DEFAULT_BUDGET, RULES, Diagnostic, lint
+from .target import Broken, Found
 
 __all__ = ["add_parser", "run"]
 

@@ -14,7 +14,9 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TextIO
 
-from ._cli_output import (
+from tinytools._declare.registry import AnyTool
+
+from .output import (
     Paint,
     add_target,
     example_epilog,
@@ -24,7 +26,6 @@ from ._cli_output import (
     printable_json,
     use_colour,
 )
-from ._declare.registry import AnyTool
 
 __all__ = ["FORMATS", "add_parser", "run"]
 

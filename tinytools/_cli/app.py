@@ -1,9 +1,9 @@
 """The ``tinytools`` command line, built on argparse alone.
 
-``demo`` lives here; every other verb is a module of its own: ``_cli_inspect``,
-``_cli_call`` and ``_cli_check`` have ``add_parser(commands)``, which registers the
+``demo`` lives here; every other verb is a module of its own: ``cmd_inspect``,
+``cmd_call`` and ``cmd_check`` have ``add_parser(commands)``, which registers the
 verb and sets its ``run(args, stdout) -> exit status`` as the ``run`` default;
-``_cli_ledger`` registers ``ledger`` and is dispatched through ``_COMMANDS``.
+``cmd_ledger`` registers ``ledger`` and is dispatched through ``_COMMANDS``.
 
 Run as the ``tinytools`` console script or ``python -m tinytools``. CLI-only
 code and imports stay in this module, which ``import tinytools`` never loads.
@@ -19,10 +19,12 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TextIO
 
-from . import __version__, _cli_call, _cli_check, _cli_inspect, _cli_ledger
-from ._cli_output import tolerant
-from ._declare.registry import AnyTool
-from .errors import ToolArgumentsError
+from tinytools import __version__
+from tinytools._declare.registry import AnyTool
+from tinytools.errors import ToolArgumentsError
+
+from . import cmd_call, cmd_check, cmd_inspect, cmd_ledger
+from .output import tolerant
 
 __all__ = ["main"]
 
@@ -40,7 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status. Usage errors exit through argparse with status 2,
         ``--help`` and ``--version`` with status 0.
     """
-    out = tolerant(sys.stdout)  # (a stored id may hold a lone surrogate: see _cli_output)
+    out = tolerant(sys.stdout)  # (a stored id may hold a lone surrogate: see output)
     tolerant(sys.stderr)
     args = _parser().parse_args(argv)
     command = _COMMANDS.get(args.command) or args.run
@@ -76,9 +78,9 @@ def _parser() -> argparse.ArgumentParser:
             "the function would receive or the error message the model would read."
         ),
     )
-    for verb in (_cli_inspect, _cli_call, _cli_check):
+    for verb in (cmd_inspect, cmd_call, cmd_check):
         verb.add_parser(commands)
-    _cli_ledger.add_commands(commands)
+    cmd_ledger.add_commands(commands)
     return parser
 
 
@@ -87,7 +89,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _demo(_args: argparse.Namespace, out: TextIO) -> int:
     # Imported here so that `--help` and the other commands do not build the demo tools.
-    from ._demo import CALLS, EXAMPLES, TOOLS
+    from .demo import CALLS, EXAMPLES, TOOLS
 
     _write(out, *_heading(f"{_PROG} {__version__} demo", "="), "")
     _write(
@@ -133,8 +135,9 @@ def _dispatch_turn(out: TextIO) -> None:
     """One model turn through dispatch_sync: the messages, the events, what was deferred."""
     import msgspec
 
-    from . import Context, dispatch_sync
-    from ._demo import TOOLS, TURN, Cart
+    from tinytools import Context, dispatch_sync
+
+    from .demo import TOOLS, TURN, Cart
 
     _write(out, *_heading(f"One turn of {len(TURN)} calls, dispatched", "="), "")
     _write(
@@ -196,5 +199,5 @@ def _write(out: TextIO, *lines: str) -> None:
 #: Each command: ``(parsed arguments, stdout) -> exit status``.
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], int]] = {
     "demo": _demo,
-    "ledger": _cli_ledger.run,
+    "ledger": cmd_ledger.run,
 }

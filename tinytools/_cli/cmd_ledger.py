@@ -18,11 +18,11 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from ._cli_output import printable, printable_json
+from .output import printable, printable_json
 
 if TYPE_CHECKING:
-    from ._declare.registry import AnyTool
-    from .ledger import PostgresLedger, SqliteLedger
+    from tinytools._declare.registry import AnyTool
+    from tinytools.ledger import PostgresLedger, SqliteLedger
 
 __all__ = ["add_commands", "run"]
 
@@ -94,7 +94,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def run(args: argparse.Namespace, out: TextIO) -> int:
     """Run ``tinytools ledger ACTION``; 1 when the ledger cannot be read or written."""
-    from .ledger import LedgerError
+    from tinytools.ledger import LedgerError
 
     try:
         ledger = _open(args.db)
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _open(db: str) -> SqliteLedger | PostgresLedger:
-    from .ledger import PostgresLedger, SqliteLedger
+    from tinytools.ledger import PostgresLedger, SqliteLedger
 
     if db.startswith(("postgresql://", "postgres://")) or "=" in db:
         return PostgresLedger(db)
@@ -179,7 +179,7 @@ _RELEASED = "  released: waits to start again (its tool deferred it, or reconcil
 
 
 def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
-    from .ledger import reconcile
+    from tinytools.ledger import reconcile
 
     tools = _tools(args.tools) if args.tools else ()
     decided = reconcile((), tools, ledger, args.run)
@@ -230,8 +230,8 @@ class _TargetError(Exception):
 
 
 def _tools(target: str) -> tuple[AnyTool, ...]:
-    """The tools ``target`` names, found as every verb's TARGET is (``_cli_target.load``)."""
-    from ._cli_target import TargetError, load
+    """The tools ``target`` names, found as every verb's TARGET is (``target.load``)."""
+    from .target import TargetError, load
 
     try:
         loaded = load(target)

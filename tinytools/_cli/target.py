@@ -46,8 +46,8 @@ from types import ModuleType
 
 import attrs
 
-from ._declare.registry import AnyTool
-from ._declare.spec import Tool
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import Tool
 
 __all__ = ["Broken", "Found", "Loaded", "TargetError", "load", "put_cwd_on_path", "target_help"]
 
@@ -352,7 +352,7 @@ def _tools_of(value: object, *, strict: bool) -> tuple[AnyTool, ...] | None:
 
 
 def _call_tools(method: object) -> list[object]:
-    from ._inject import Context
+    from tinytools._inject import Context
 
     assert callable(method)
     try:
