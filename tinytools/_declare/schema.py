@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import attrs
 import msgspec
-import msgspec.inspect as mi
 
 from .introspect import Param
-from .signature_patterns import UNSET, Unfit, ecma_spelling, leftover_patterns, unpatterned
+
+if TYPE_CHECKING:
+    import msgspec.inspect as mi
 
 __all__ = ["Checks", "build_arguments"]
 
@@ -182,6 +184,8 @@ def build_arguments(
 
 def _respell(schema: dict[str, object]) -> None:
     """Write each pattern's Python ``\\A``/``\\Z`` as JSON Schema's ``^``/``$``, in place."""
+    from .signature_patterns import ecma_spelling  # (only a schema with patterns gets here)
+
     stack: list[object] = [schema]
     while stack:
         node = stack.pop()
@@ -206,6 +210,11 @@ def _decoding(
     params: Sequence[Param],
 ) -> tuple[type[msgspec.Struct], Checks] | list[str] | None:
     """The decode struct without patterns and the checks that match them, or the problems."""
+    # Imported here: only parameters holding a pattern need it (and msgspec.inspect).
+    import msgspec.inspect as mi
+
+    from .signature_patterns import UNSET, Unfit, leftover_patterns, unpatterned
+
     problems: list[str] = []
     plain: list[Param] = []
     fixes: dict[str, Callable[[object, str], object]] = {}

@@ -23,7 +23,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator, Mapping
 from functools import cache
-from importlib import resources
 from urllib.parse import unquote
 
 from .schema_dialect import Dialect
@@ -251,6 +250,8 @@ def _resolves(schema: Mapping[str, object], ref: str) -> bool:
 
 
 def _load(name: str) -> object:
+    from importlib import resources  # (on the first hand-written schema only)
+
     return json.loads((resources.files(__package__) / "metaschemas" / name).read_text("utf-8"))
 
 
