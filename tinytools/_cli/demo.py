@@ -1,7 +1,7 @@
 """The catalogue ``tinytools demo`` shows: the example tools and model-style calls.
 
 The tools are copies of the ones in the repository's ``examples/`` folder,
-which is not part of the installed package; ``tests/test_cli.py`` checks that
+which is not part of the installed package; ``tests/cli/test_cli.py`` checks that
 both define the same tools (names, descriptions, schemas, injections), so
 edit them together. Nothing here is imported by ``import tinytools``.
 """

@@ -19,7 +19,7 @@ from tinytools._cli.demo import CALLS, EXAMPLES, TOOLS
 from tinytools.errors import ToolArgumentsError
 
 #: The user-facing examples the demo copies (absent from an installed package).
-EXAMPLES_DIR = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES_DIR = Path(__file__).resolve().parents[2] / "examples"
 
 
 def run_main(capsys, *argv):
@@ -319,7 +319,7 @@ class TestReferencePage:
         verb that has actions (``ledger list``), naming each of its options: a verb's own
         in its section, an action's in its section or in the verb's introduction (the
         options every action takes)."""
-        page = Path(__file__).resolve().parents[1] / "docs" / "reference" / "cli.md"
+        page = Path(__file__).resolve().parents[2] / "docs" / "reference" / "cli.md"
         if not page.is_file():
             pytest.skip(f"the docs are not at {page} (an installed package?)")
         text = page.read_text(encoding="utf-8")

@@ -13,7 +13,7 @@ from tinytools import formats
 from tinytools._cli.cmd_inspect import DIALECTS, PROVIDERS
 from tinytools._cli.demo import EXAMPLES
 
-GOOD = "tests/cli_targets/good_tools.py"
+GOOD = "tests/cli/cli_targets/good_tools.py"
 
 
 class TestInspect:
@@ -58,17 +58,17 @@ class TestInspect:
 
     def test_registry_attribute(self):
         """module:attribute picks one registry."""
-        done = run_cli("inspect", "tests/cli_targets/good_tools.py:registry", "--json")
+        done = run_cli("inspect", "tests/cli/cli_targets/good_tools.py:registry", "--json")
 
         names = [t["name"] for t in json.loads(done.stdout)["tools"]]
         assert ["get_forecast", "send_alert"] == names
 
     def test_folder_with_broken_file(self):
         """A folder's file that raises is named on stderr; stdout stays one JSON document."""
-        done = run_cli("inspect", "tests/cli_targets/", "--json")
+        done = run_cli("inspect", "tests/cli/cli_targets/", "--json")
 
         assert 0 == done.returncode
-        assert "skipped tests/cli_targets/broken/raises_on_import.py:16" in done.stderr
+        assert "skipped tests/cli/cli_targets/broken/raises_on_import.py:16" in done.stderr
         assert 11 == len(json.loads(done.stdout)["tools"])  # 12 tools; `lookup` is shown once
 
     def test_unknown_format(self):

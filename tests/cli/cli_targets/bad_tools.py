@@ -1,4 +1,4 @@
-"""Deliberately bad tools: each breaks one rule of ``tinytools check`` (tests/test_cli_check.py)."""
+"""Deliberately bad tools: each breaks one rule of ``tinytools check`` (cli/test_cli_check.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Tools that pass ``tinytools check`` cleanly (tests/test_cli_check.py)."""
+"""Tools that pass ``tinytools check`` cleanly (tests/cli/test_cli_check.py)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A module that fails while being imported (tests/test_cli_check.py)."""
+"""A module that fails while being imported (tests/cli/test_cli_check.py)."""
 
 from tinytools import tool
 

@@ -1,4 +1,4 @@
-"""A module in a package, with a relative import (tests/test_cli_target.py)."""
+"""A module in a package, with a relative import (tests/cli/test_cli_target.py)."""
 
 from tinytools import tool
 

@@ -35,7 +35,7 @@ class TestBadTargets:
 
     @pytest.fixture(autouse=True)
     def _capsys(self, capsys, monkeypatch):
-        monkeypatch.chdir(Path(__file__).resolve().parents[1])
+        monkeypatch.chdir(Path(__file__).resolve().parents[2])
         self.capsys = capsys
 
     def run(self, *argv: str) -> Done:
@@ -70,7 +70,7 @@ class TestBadTargets:
 
     def test_missing_attribute(self, verb):
         """A misspelt attribute: exit 2, with the close names suggested."""
-        done = self.run(*with_verb(verb, "tests/cli_targets/good_tools.py:registy"))
+        done = self.run(*with_verb(verb, "tests/cli/cli_targets/good_tools.py:registy"))
 
         assert 2 == done.returncode
         assert "good_tools.py` has no attribute `registy` (did you mean `registry`" in done.stderr
@@ -84,7 +84,7 @@ class TestBadTargets:
 
     def test_module_that_raises(self, verb):
         """A single module that raises on import: exit 2, with the file, line and error."""
-        target = "tests/cli_targets/broken/raises_on_import.py"
+        target = "tests/cli/cli_targets/broken/raises_on_import.py"
         done = self.run(*with_verb(verb, target))
 
         assert 2 == done.returncode
@@ -149,7 +149,7 @@ def test_bad_target_in_a_subprocess():
 
 def test_json_of_found_target_is_parseable():
     """A target found through a registry reports tools at their def lines (check --format json)."""
-    done = run_cli("check", "tests/cli_targets/good_tools.py:registry", "--format", "json")
+    done = run_cli("check", "tests/cli/cli_targets/good_tools.py:registry", "--format", "json")
 
     assert {"tools": 2, "errors": 0} == {
         k: v for k, v in json.loads(done.stdout).items() if k in ("tools", "errors")

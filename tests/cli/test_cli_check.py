@@ -16,8 +16,8 @@ from cli_run import REPO, run_cli
 
 from tinytools._cli.lint import OPENAI_MAX_TOOLS, RULES
 
-BAD = "tests/cli_targets/bad_tools.py"
-GOOD = "tests/cli_targets/good_tools.py"
+BAD = "tests/cli/cli_targets/bad_tools.py"
+GOOD = "tests/cli/cli_targets/good_tools.py"
 
 
 def findings(out: str) -> list[tuple[str, int, str, str]]:
@@ -121,10 +121,10 @@ class TestCheckText:
 
     def test_folder_with_broken_file(self):
         """A file that raises on import is a TT000 error at the raising line; others are checked."""
-        done = run_cli("check", "tests/cli_targets/")
+        done = run_cli("check", "tests/cli/cli_targets/")
 
         assert 1 == done.returncode
-        broken = "tests/cli_targets/broken/raises_on_import.py:16: TT000 error: importing"
+        broken = "tests/cli/cli_targets/broken/raises_on_import.py:16: TT000 error: importing"
         assert broken in done.stdout
         assert "RuntimeError: this module cannot be imported" in done.stdout
         assert "Checked 12 tools in 3 files" in done.stdout
