@@ -213,7 +213,8 @@ def _decoding(
     # Imported here: only parameters holding a pattern need it (and msgspec.inspect).
     import msgspec.inspect as mi
 
-    from .signature_patterns import UNSET, Unfit, leftover_patterns, unpatterned
+    from .pattern_classes import UNSET
+    from .signature_patterns import Unfit, leftover_patterns, unpatterned
 
     problems: list[str] = []
     plain: list[Param] = []
