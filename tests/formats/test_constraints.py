@@ -1,0 +1,413 @@
+"""Tests for the decoding constraints (`constraint` in the text dialects, `Constraint`).
+
+Each grammar is checked with llguidance and its byte tokenizer: the Lark grammar as
+written, the GBNF one through llguidance's ``gbnf_to_lark``. Valid calls as the
+dialect's ``render_call`` writes them are accepted; mutated ones are not; whatever a
+grammar accepts reads back with the dialect's ``parse`` into calls of the tools given.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from types import ModuleType
+from typing import ClassVar
+
+import pytest
+from constraints import accepts, compiled, lark_of_gbnf
+from hypothesis import HealthCheck, assume, currently_in_test_context, given, settings
+from hypothesis import strategies as st
+
+from tinytools import Tool, ToolCall
+from tinytools.formats import MAX_PARALLEL_CALLS, Constraint, Gbnf, json_in_tag
+from tinytools.formats._writable import REFUSAL_PREFIX
+from tinytools.testing import valid_arguments
+
+DIALECTS = [json_in_tag]
+
+# Strings that stress escaping: quotes, escapes, controls, tags the parsers read.
+_AWKWARD = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<|tool_call>", "[TOOL_CALLS]",
+            "[ARGS]", "<|python_tag|>", '"', "\\", "\n", "\x00", "\u2028", "é", "𝄞", "<", "[",
+            "{", "}", "<t", "</thin", "a"]  # fmt: skip
+awkward_text = st.lists(st.sampled_from(_AWKWARD), max_size=6).map("".join)
+
+_LEAVES = [
+    {"type": "string"},
+    {"type": "string", "pattern": "^[A-Z]{3}$"},
+    {"type": "string", "pattern": "^[a-z0-9_-]{1,8}(\\.[a-z]+)?$"},
+    {"type": "string", "minLength": 1, "maxLength": 4},
+    {"type": "integer"},
+    {"type": "integer", "minimum": 0, "maximum": 9},
+    {"type": "number"},
+    {"type": "boolean"},
+    {"type": "null"},
+    {"enum": ["celsius", "fahrenheit", 'say "hi"', "<think>", "a\\b", 3, None]},
+    {"const": {"k": [1, "x"]}},
+    {"type": ["string", "null"]},
+    {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+    {},
+    {"$ref": "#/$defs/Small"},
+]
+
+
+def _nested(children: st.SearchStrategy[dict[str, object]]) -> st.SearchStrategy[dict[str, object]]:
+    names = st.sampled_from(["a", "b_c", "D-e", 'q"t', "<think>", "ü", "a b"])
+    return st.one_of(
+        st.builds(
+            lambda props, required, extra: {
+                "type": "object",
+                "properties": props,
+                "required": [name for name in props if name in required],
+                **extra,
+            },
+            st.dictionaries(names, children, max_size=4),
+            st.lists(names, max_size=4),
+            st.sampled_from([{}, {"additionalProperties": False}, {"additionalProperties": True}]),
+        ),
+        st.builds(
+            lambda items, low, span: {
+                "type": "array",
+                "items": items,
+                "minItems": low,
+                "maxItems": low + span,
+            },
+            children,
+            st.integers(0, 2),
+            st.integers(0, 3),
+        ),
+        st.builds(
+            lambda items: {"type": "array", "prefixItems": items},
+            st.lists(children, min_size=1, max_size=3),
+        ),
+        st.builds(lambda a: {"anyOf": a}, st.lists(children, min_size=1, max_size=3)),
+    )
+
+
+# (No allOf, `format` or huge bounds: valid_arguments is being taught those elsewhere.)
+schemas = st.recursive(st.sampled_from(_LEAVES), _nested, max_leaves=6)
+
+
+def tool_for(schema: dict[str, object], required: bool, name: str = "t") -> Tool[..., object]:
+    parameters = {
+        "type": "object",
+        "properties": {"v": schema, "w": {"type": "string"}},
+        "required": ["v", "w"] if required else ["w"],
+        "additionalProperties": False,
+        "$defs": {"Small": {"type": "integer", "maximum": 5}},
+    }
+    return Tool.from_schema(name, "", parameters)  # type: ignore[arg-type]
+
+
+def grammars(constraint: Constraint) -> dict[str, str]:
+    """Every grammar of the constraint as Lark, by backend form."""
+    found = {"lark": constraint.lark(), "gbnf": lark_of_gbnf(constraint.gbnf(lazy=False).text)}
+    if constraint.choice == "auto":
+        found["gbnf-lazy"] = lark_of_gbnf(constraint.gbnf().text)
+    return found
+
+
+def rendered(dialect: ModuleType, tools: list[Tool[..., object]], *calls: ToolCall) -> str:
+    texts = [dialect.render_call(call, tools) for call in calls]
+    written = not any(text.startswith(REFUSAL_PREFIX) for text in texts)
+    if currently_in_test_context():
+        assume(written)  # (a lone surrogate, say: render_call refuses it)
+    assert written, texts
+    return "\n".join(texts)
+
+
+SETTINGS = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.__name__.rsplit(".", 1)[-1])
+class TestValidCalls:
+    """Every call render_call writes for schema-valid arguments is accepted."""
+
+    @SETTINGS
+    @given(schema=schemas, required=st.booleans(), data=st.data())
+    def test_random_schemas(
+        self, dialect: ModuleType, schema: dict[str, object], required: bool, data: st.DataObject
+    ) -> None:
+        """Arguments drawn from random schemas, rendered, pass every backend's grammar."""
+        tool = tool_for(schema, required)
+        arguments = data.draw(valid_arguments(tool))
+        text = rendered(dialect, [tool], ToolCall("1", "t", arguments))
+        for choice in ("auto", "required", "t"):
+            constraint = dialect.constraint([tool], choice=choice)
+            for form, lark in grammars(constraint).items():
+                assert accepts(lark, text), (form, choice, text)
+        assert [c.arguments for c in dialect.parse(text, [tool]).calls] == [arguments]
+
+    @SETTINGS
+    @given(value=awkward_text, key=awkward_text.filter(bool))
+    def test_awkward_strings_and_keys(self, dialect: ModuleType, value: str, key: str) -> None:
+        """Strings and property names holding tags, quotes and controls are accepted."""
+        tool = Tool.from_schema(
+            "t", "", {"type": "object", "properties": {key: {"type": "string"},
+                                                         "e": {"enum": [value]}}}
+        )  # fmt: skip
+        text = rendered(dialect, [tool], ToolCall("1", "t", {key: value, "e": value}))
+        for lark in grammars(dialect.constraint([tool])).values():
+            assert accepts(lark, text), text
+
+    def test_prose_then_calls(self, dialect: ModuleType) -> None:
+        """With "auto", prose alone, and prose before the calls, are accepted."""
+        tool = tool_for({"type": "integer"}, True)
+        call = rendered(dialect, [tool], ToolCall("1", "t", {"v": 1, "w": "x"}))
+        lark = dialect.constraint([tool]).lark()
+        assert accepts(lark, "No tool is needed for that.")
+        assert accepts(lark, "Let me look.\n" + call)
+        assert accepts(lark, "")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.__name__.rsplit(".", 1)[-1])
+class TestRejected:
+    """Calls the tools' specs rule out, and shapes the choice rules out, are rejected."""
+
+    TOOLS: ClassVar[list[Tool[..., object]]] = [
+        Tool.from_schema(
+            "get_weather",
+            "",
+            {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "units": {"enum": ["celsius", "fahrenheit"]},
+                    "days": {"type": "integer"},
+                },
+                "required": ["city"],
+                "additionalProperties": False,
+            },
+        ),
+        Tool.from_schema(
+            "get_time", "", {"type": "object", "properties": {"city": {"type": "string"}}}
+        ),
+    ]
+    GOOD: ClassVar[dict[str, object]] = {"city": "Paris", "units": "celsius", "days": 2}
+
+    def text(self, dialect: ModuleType, name: str, arguments: dict[str, object]) -> str:
+        return rendered(dialect, self.TOOLS, ToolCall("1", name, arguments))
+
+    @pytest.mark.parametrize(
+        ("name", "arguments"),
+        [
+            ("get_wether", GOOD),
+            ("get_weather", {"units": "celsius"}),
+            ("get_weather", {**GOOD, "units": "kelvin"}),
+            ("get_weather", {**GOOD, "days": "2"}),
+            ("get_weather", {**GOOD, "city": 5}),
+            ("get_weather", {**GOOD, "extra": 1}),
+            ("get_time", {"city": "Oslo", "extra": 1}),
+        ],
+        ids=["name", "required", "enum", "type", "type-string", "extra", "extra-no-additional"],
+    )
+    def test_mutated(self, dialect: ModuleType, name: str, arguments: dict[str, object]) -> None:
+        """A wrong name, a dropped required key, a wrong enum or type, an extra key."""
+        text = self.text(dialect, name, arguments)
+        assert accepts(dialect.constraint(self.TOOLS).lark(), self.text(dialect, *self.good))
+        for choice in ("auto", "required"):
+            for form, lark in grammars(dialect.constraint(self.TOOLS, choice=choice)).items():
+                assert not accepts(lark, text), (form, choice)
+
+    good = ("get_weather", GOOD)
+
+    def test_truncated(self, dialect: ModuleType) -> None:
+        """A call cut off anywhere is not a whole match."""
+        text = self.text(dialect, *self.good)
+        lark = dialect.constraint(self.TOOLS, choice="required").lark()
+        assert accepts(lark, text)
+        for end in range(len(text) - 1):
+            assert not accepts(lark, text[:end]), text[:end]
+
+    def test_required_refuses_prose(self, dialect: ModuleType) -> None:
+        """ "required" takes no prose alone, and nothing before the first call."""
+        call = self.text(dialect, *self.good)
+        for form, lark in grammars(dialect.constraint(self.TOOLS, choice="required")).items():
+            assert not accepts(lark, "The weather is nice."), form
+            assert not accepts(lark, ""), form
+            assert not accepts(lark, "Sure. " + call), form
+
+    def test_named_refuses_other_tools(self, dialect: ModuleType) -> None:
+        """A named choice takes one call of that tool and no other tool."""
+        constraint = dialect.constraint(self.TOOLS, choice="get_time")
+        other = self.text(dialect, *self.good)
+        mine = self.text(dialect, "get_time", {"city": "Oslo"})
+        for form, lark in grammars(constraint).items():
+            assert accepts(lark, mine), form
+            assert not accepts(lark, other), form
+            assert not accepts(lark, mine + "\n" + mine), form
+
+    def test_parallel(self, dialect: ModuleType) -> None:
+        """parallel=False takes one call; True takes several, up to MAX_PARALLEL_CALLS."""
+        one = self.text(dialect, *self.good)
+        sep = {json_in_tag: "\n"}.get(dialect, "")
+
+        def calls(count: int) -> str:
+            return sep.join([one] * count)
+
+        single = grammars(dialect.constraint(self.TOOLS, parallel=False))
+        several = grammars(dialect.constraint(self.TOOLS))
+        for form in single:
+            assert accepts(single[form], one), form
+            assert not accepts(single[form], calls(2)), form
+            assert accepts(several[form], calls(MAX_PARALLEL_CALLS)), form
+            assert not accepts(several[form], calls(MAX_PARALLEL_CALLS + 1)), form
+
+    def test_reasoning(self, dialect: ModuleType) -> None:
+        """reasoning=True allows a <think>…</think> first; without it, it is refused."""
+        call = self.text(dialect, *self.good)
+        thought = "<think>\nThe user wants <b>weather</b>.\n</think>\n\n"
+        for choice in ("auto", "required"):
+            with_ = dialect.constraint(self.TOOLS, choice=choice, reasoning=True).lark()
+            without = dialect.constraint(self.TOOLS, choice=choice).lark()
+            assert accepts(with_, thought + call)
+            assert accepts(with_, call)
+            assert not accepts(without, thought + call)
+
+    @SETTINGS
+    @given(pieces=st.lists(st.sampled_from(["x", " ", "\n", "<think>", "</think>", "<", "{",
+                                            "[TOOL_CALLS]", "<tool_call>", "</tool_call>",
+                                            '{"name": "get_time"', "<|python_tag|>", "CALL"]),
+                           max_size=8),
+           choice=st.sampled_from(["auto", "required", "get_time"]))  # fmt: skip
+    def test_accepted_text_parses_to_tools_calls(
+        self, dialect: ModuleType, pieces: list[str], choice: str
+    ) -> None:
+        """Whatever a grammar accepts parses into calls of the given tools, nothing broken."""
+        call = self.text(dialect, *self.good)
+        text = "".join(call if piece == "CALL" else piece for piece in pieces)
+        lark = dialect.constraint(self.TOOLS, choice=choice).lark()
+        if accepts(lark, text):
+            parsed = dialect.parse(text, self.TOOLS)
+            assert not parsed.errors, text
+            assert {c.name for c in parsed.calls} <= {"get_weather", "get_time"}
+            if choice != "auto":
+                assert parsed.calls
+
+
+class TestConstraint:
+    """What a constraint says about itself, and its arguments."""
+
+    TOOLS = TestRejected.TOOLS
+
+    def test_gbnf_laziness(self) -> None:
+        """ "auto" is lazy, triggered by the opening tag; the others are eager."""
+        auto = json_in_tag.constraint(self.TOOLS)
+        assert auto.gbnf().lazy
+        assert auto.gbnf().triggers == ("<tool_call>",)
+        assert auto.gbnf().text.startswith('root ::= "<tool_call>"')
+        assert not auto.gbnf(lazy=False).lazy
+        required = json_in_tag.constraint(self.TOOLS, choice="required").gbnf()
+        assert required == Gbnf(required.text, False, ())
+        with pytest.raises(ValueError, match='only choice="auto"'):
+            json_in_tag.constraint(self.TOOLS, choice="required").gbnf(lazy=True)
+
+    def test_bad_choice(self) -> None:
+        """A choice naming no tool offered, or "required" with no tool, is refused."""
+        with pytest.raises(ValueError, match=r"get_wether.*offered: 'get_weather', 'get_time'"):
+            json_in_tag.constraint(self.TOOLS, choice="get_wether")
+        with pytest.raises(ValueError, match="none is offered"):
+            json_in_tag.constraint([], choice="required")
+
+    def test_no_tools(self) -> None:
+        """With no tools, "auto" allows prose only."""
+        constraint = json_in_tag.constraint([])
+        assert accepts(constraint.lark(), "hello")
+        assert not accepts(constraint.lark(), self_call := "<tool_call>"), self_call
+        assert not constraint.gbnf().lazy
+
+    def test_unenforced(self) -> None:
+        """The keywords the grammars leave to validation are listed; enforced ones are not."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "a": {"type": "string", "format": "date", "maxLength": 9},
+            "b": {"type": "array", "items": {"type": "integer", "minimum": 1}, "uniqueItems": True},
+            "c": {"type": "string", "pattern": "^(?=x)"},
+            "d": {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+        }})  # fmt: skip
+        assert json_in_tag.constraint([tool]).unenforced == {
+            "format", "maxLength", "minimum", "uniqueItems", "pattern", "oneOf"
+        }  # fmt: skip
+        assert json_in_tag.constraint(self.TOOLS).unenforced == frozenset()
+
+    @SETTINGS
+    @given(names=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=6))
+    def test_rule_names(self, names: list[str]) -> None:
+        """Rule names are [a-z0-9-], distinct, whatever the tool and parameter names."""
+        tools = [
+            Tool.from_schema(
+                f"t{i}_{re.sub(r'[^A-Za-z0-9_]', '_', name)[:20]}",
+                "",
+                {"type": "object", "properties": {name: {"enum": [name]}}},
+            )
+            for i, name in enumerate(names)
+        ]
+        text = json_in_tag.constraint(tools).gbnf().text
+        heads = [line.split(" ::= ")[0] for line in text.splitlines()]
+        assert all(re.fullmatch(r"[a-z][a-z0-9-]*", head) for head in heads), heads
+        assert len(heads) == len(set(heads))
+        compiled(lark_of_gbnf(text))
+
+
+class TestGolden:
+    """The exact text of each backend for a small tool."""
+
+    TOOL = Tool.from_schema(
+        "get_weather",
+        "",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "units": {"enum": ["c", "f"]}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    )
+
+    def test_gbnf(self) -> None:
+        """The lazy GBNF: the calls from the trigger on, each rule on one line."""
+        text = json_in_tag.constraint([self.TOOL], parallel=False).gbnf().text
+        lines = text.splitlines()
+        assert lines[:4] == [
+            'root ::= "<tool_call>" calls-rest',
+            'calls-rest ::= call "\\n"?',
+            'call ::= "\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": " get-weather '
+            '"}\\n</tool_call>"',
+            'get-weather ::= "{" "\\"city\\"" ": " string (", " "\\"units\\"" ": " '
+            'get-weather-units)? "}"',
+        ]
+        assert lines[4] == 'get-weather-units ::= "\\"c\\"" | "\\"f\\""'
+        assert lines[6].startswith('escape ::= "\\\\" [\\"/\\\\bfnrt] | "\\\\u" (')
+        assert lines[5].startswith('string ::= "\\"" ([^\\x00-\\x1f\\"<\\\\] | escape)* ("<" (')
+
+    def test_lark(self) -> None:
+        """The Lark grammar: prose, or prose lazily up to the trigger and then the calls."""
+        text = json_in_tag.constraint([self.TOOL], parallel=False).lark()
+        lines = text.splitlines()
+        assert lines[:3] == ["%llguidance {}", "", "start: PROSE | prose_head calls_rest"]
+        assert 'prose_head[lazy]: PROSE_HEAD__TEXT "<tool_call>"' in lines
+
+    def test_structural_tag(self) -> None:
+        """The structural tag: the envelope xgrammar's built-in qwen_3 tag writes, byte for
+        byte (begin '<tool_call>\\n{"name": "…", "arguments": ', end '}\\n</tool_call>')."""
+        tag = json_in_tag.constraint([self.TOOL]).structural_tag()
+        assert tag["type"] == "structural_tag"
+        found = tag["format"]
+        assert isinstance(found, dict)
+        content = found["tags"][0].pop("content")
+        assert found == {
+            "type": "triggered_tags",
+            "triggers": ["<tool_call>"],
+            "tags": [{"type": "tag", "begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
+                      "end": "}\n</tool_call>"}],
+            "at_least_one": False,
+            "stop_after_first": False,
+            "excludes": ["</think>", "<think>", "<|tool_call>"],
+        }  # fmt: skip
+        assert content["type"] == "grammar"
+        assert accepts(lark_of_gbnf(content["grammar"]), '{"city": "Oslo", "units": "f"}')
+        call = json_in_tag.render_call(ToolCall("1", "get_weather", {"city": "Oslo"}))
+        assert call.startswith(found["tags"][0]["begin"])
+        assert call.endswith(found["tags"][0]["end"])
+        required = json_in_tag.constraint([self.TOOL], choice="required").structural_tag()
+        assert required["format"]["type"] == "tags_with_separator"  # type: ignore[index]
+        named = json_in_tag.constraint([self.TOOL], choice="get_weather").structural_tag()
+        assert named["format"]["type"] == "tag"  # type: ignore[index]
+        json.dumps(named)  # plain JSON, as response_format takes it
