@@ -19,11 +19,37 @@ from hypothesis import HealthCheck, assume, currently_in_test_context, given, se
 from hypothesis import strategies as st
 
 from tinytools import Tool, ToolCall
-from tinytools.formats import MAX_PARALLEL_CALLS, Constraint, Gbnf, json_in_tag
+from tinytools.formats import (
+    MAX_PARALLEL_CALLS,
+    Constraint,
+    Gbnf,
+    deepseek,
+    json_in_tag,
+    llama_json,
+    mistral,
+)
 from tinytools.formats._writable import REFUSAL_PREFIX
 from tinytools.testing import valid_arguments
 
-DIALECTS = [json_in_tag]
+DIALECTS = [json_in_tag, llama_json, mistral, deepseek]
+_IDS = {
+    json_in_tag: "json_in_tag",
+    llama_json: "llama_json",
+    mistral: "mistral",
+    deepseek: "deepseek",
+}
+_BETWEEN = {json_in_tag: "\n", llama_json: "; ", mistral: ""}
+
+
+def joined(dialect: ModuleType, texts: list[str]) -> str:
+    """Several calls as the dialect writes them in one reply (DeepSeek: in one block)."""
+    if dialect is deepseek:
+        inner = (
+            t.removeprefix(deepseek.CALLS_BEGIN).removesuffix(deepseek.CALLS_END) for t in texts
+        )
+        return deepseek.CALLS_BEGIN + "".join(inner) + deepseek.CALLS_END
+    return _BETWEEN[dialect].join(texts)
+
 
 # Strings that stress escaping: quotes, escapes, controls, tags the parsers read.
 _AWKWARD = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<|tool_call>", "[TOOL_CALLS]",
@@ -112,13 +138,13 @@ def rendered(dialect: ModuleType, tools: list[Tool[..., object]], *calls: ToolCa
     if currently_in_test_context():
         assume(written)  # (a lone surrogate, say: render_call refuses it)
     assert written, texts
-    return "\n".join(texts)
+    return joined(dialect, texts)
 
 
-SETTINGS = settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
 class TestValidCalls:
     """Every call render_call writes for schema-valid arguments is accepted."""
 
@@ -159,7 +185,7 @@ class TestValidCalls:
         assert accepts(lark, "")
 
 
-@pytest.mark.parametrize("dialect", DIALECTS, ids=lambda d: d.__name__.rsplit(".", 1)[-1])
+@pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
 class TestRejected:
     """Calls the tools' specs rule out, and shapes the choice rules out, are rejected."""
 
@@ -234,15 +260,14 @@ class TestRejected:
         for form, lark in grammars(constraint).items():
             assert accepts(lark, mine), form
             assert not accepts(lark, other), form
-            assert not accepts(lark, mine + "\n" + mine), form
+            assert not accepts(lark, joined(dialect, [mine, mine])), form
 
     def test_parallel(self, dialect: ModuleType) -> None:
         """parallel=False takes one call; True takes several, up to MAX_PARALLEL_CALLS."""
         one = self.text(dialect, *self.good)
-        sep = {json_in_tag: "\n"}.get(dialect, "")
 
         def calls(count: int) -> str:
-            return sep.join([one] * count)
+            return joined(dialect, [one] * count)
 
         single = grammars(dialect.constraint(self.TOOLS, parallel=False))
         several = grammars(dialect.constraint(self.TOOLS))
@@ -411,3 +436,18 @@ class TestGolden:
         named = json_in_tag.constraint([self.TOOL], choice="get_weather").structural_tag()
         assert named["format"]["type"] == "tag"  # type: ignore[index]
         json.dumps(named)  # plain JSON, as response_format takes it
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
+def test_structural_tag_envelope(dialect: ModuleType) -> None:
+    """A named choice's tag is render_call's envelope around the arguments, byte for byte."""
+    tool = TestGolden.TOOL
+    arguments = {"city": "Oslo", "units": "f"}
+    tag = dialect.constraint([tool], choice="get_weather").structural_tag()["format"]
+    text = dialect.render_call(ToolCall("1", "get_weather", arguments), [tool])
+    begin, end = tag["begin"], tag["end"]
+    assert text.startswith(begin)
+    assert text.endswith(end)
+    inside = text[len(begin) : len(text) - len(end)]
+    assert accepts(lark_of_gbnf(tag["content"]["grammar"]), inside)
+    assert json.loads(inside) == arguments
