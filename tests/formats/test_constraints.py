@@ -319,7 +319,7 @@ class TestConstraint:
         auto = json_in_tag.constraint(self.TOOLS)
         assert auto.gbnf().lazy
         assert auto.gbnf().triggers == ("<tool_call>",)
-        assert auto.gbnf().text.startswith('root ::= "<tool_call>"')
+        assert auto.gbnf().text.startswith('root ::= calls\ncalls ::= "<tool_call>" calls-rest\n')
         assert not auto.gbnf(lazy=False).lazy
         required = json_in_tag.constraint(self.TOOLS, choice="required").gbnf()
         assert required == Gbnf(required.text, False, ())
@@ -390,17 +390,18 @@ class TestGolden:
         """The lazy GBNF: the calls from the trigger on, each rule on one line."""
         text = json_in_tag.constraint([self.TOOL], parallel=False).gbnf().text
         lines = text.splitlines()
-        assert lines[:4] == [
-            'root ::= "<tool_call>" calls-rest',
+        assert lines[:5] == [
+            "root ::= calls",
+            'calls ::= "<tool_call>" calls-rest',
             'calls-rest ::= call "\\n"?',
             'call ::= "\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": " get-weather '
             '"}\\n</tool_call>"',
             'get-weather ::= "{" "\\"city\\"" ": " string (", " "\\"units\\"" ": " '
             'get-weather-units)? "}"',
         ]
-        assert lines[4] == 'get-weather-units ::= "\\"c\\"" | "\\"f\\""'
-        assert lines[6].startswith('escape ::= "\\\\" [\\"/\\\\bfnrt] | "\\\\u" (')
-        assert lines[5].startswith('string ::= "\\"" ([^\\x00-\\x1f\\"<\\\\] | escape)* ("<" (')
+        assert lines[5] == 'get-weather-units ::= "\\"c\\"" | "\\"f\\""'
+        assert lines[7].startswith('escape ::= "\\\\" [\\"/\\\\bfnrt] | "\\\\u" (')
+        assert lines[6].startswith('string ::= "\\"" ([^\\x00-\\x1f\\"<\\\\] | escape)* ("<" (')
 
     def test_lark(self) -> None:
         """The Lark grammar: prose, or prose lazily up to the trigger and then the calls."""

@@ -22,7 +22,7 @@ import attrs
 
 from tinytools._registry import AnyTool
 
-from ._grammar import EMPTY, Alt, Chars, Grammar, Lit, Node, Ref, Rep, Seq, gbnf, lark, opt
+from ._grammar import EMPTY, ROOT, Alt, Chars, Grammar, Lit, Node, Ref, Rep, Seq, gbnf, lark, opt
 from ._json_grammar import JsonStyle, Values, text_avoiding
 from ._tools import Tools, exposed_tools
 
@@ -184,7 +184,7 @@ def build(
     elif choice == "required" and not offered:
         raise ValueError('choice="required" needs at least one tool to call; none is offered')
     grammar = Grammar()
-    root = grammar.name("root")
+    root = ROOT
     values = Values(grammar, form.style)
     arguments = tuple((tool.name, _arguments(values, tool).name) for tool in offered)
     calls = _calls(grammar, form, arguments, parallel and choice in ("auto", "required"))

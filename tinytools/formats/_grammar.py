@@ -27,6 +27,7 @@ from typing import Final, Literal
 __all__ = [
     "EMPTY",
     "REPEAT_CAP",
+    "ROOT",
     "Alt",
     "Chars",
     "Grammar",
@@ -144,20 +145,39 @@ def _merge(ranges: Iterable[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
 
 
 class _Rule:
-    __slots__ = ("node", "refs", "token", "until")
+    __slots__ = ("_refs", "node", "token", "until")
 
-    def __init__(self, node: Node, refs: tuple[str, ...], token: bool, until: str | None) -> None:
-        self.node, self.refs, self.token, self.until = node, refs, token, until
+    def __init__(self, node: Node, token: bool, until: str | None) -> None:
+        self.node, self.token, self.until = node, token, until
+        self._refs: tuple[str, ...] | None = None
+
+    @property
+    def refs(self) -> tuple[str, ...]:
+        """The rules the body names, each once (found when first asked)."""
+        if self._refs is None:
+            self._refs = tuple(dict.fromkeys(_refs(self.node)))
+        return self._refs
 
 
 _NOT_NAME: Final = re.compile(r"[^a-z0-9]+")
 
 
+Dialect = Literal["gbnf", "lark"]
+
+#: The start rule's name; reserved in every grammar.
+ROOT: Final = "root"
+
+
 class Grammar:
-    """Named rules; each name is ``[a-z][a-z0-9-]*`` and unique."""
+    """Named rules; each name is ``[a-z][a-z0-9-]*`` and unique; :data:`ROOT` starts it.
+
+    Rules are spelled once per backend and kept (a structural tag spells every tool's
+    arguments with the rules they share).
+    """
 
     def __init__(self) -> None:
-        self._rules: dict[str, _Rule | None] = {}
+        self._rules: dict[str, _Rule | None] = {ROOT: None}
+        self._spelled: dict[Dialect, dict[str, str]] = {}
 
     def name(self, hint: str) -> str:
         """A fresh rule name read from ``hint``, reserved until :meth:`define` fills it."""
@@ -185,11 +205,12 @@ class Grammar:
             until: The body is text that ends at the first occurrence of this string,
                 which follows it (a lazy lexeme in Lark).
         """
-        refs = tuple(dict.fromkeys(_refs(node)))
-        regular = all((rule := self._rules.get(ref)) is not None and rule.token for ref in refs)
-        if (token or until is not None) and not regular:
+        rule = _Rule(node, token and until is None, until)
+        if (token or until is not None) and not all(
+            (used := self._rules.get(ref)) is not None and used.token for ref in rule.refs
+        ):
             raise ValueError(f"rule {name} must be regular to be a lexeme")
-        self._rules[name] = _Rule(node, refs, token and until is None, until)
+        self._rules[name] = rule
         return Ref(name)
 
     def add(self, hint: str, node: Node, *, token: bool = False, until: str | None = None) -> Ref:
@@ -236,8 +257,6 @@ def _refs(node: Node) -> Iterator[str]:
 
 
 # --- spelling ------------------------------------------------------------------------
-
-Dialect = Literal["gbnf", "lark"]
 
 
 def _repeat(low: int, high: int | None) -> str:
@@ -295,24 +314,30 @@ def _class(chars: Chars, spell: Dialect) -> str:
     return text if spell == "gbnf" else f"/{text}/"
 
 
+# Every character a GBNF literal cannot hold as itself, with its escape.
+_GBNF_ESCAPES: Final = {
+    point: _gbnf_char(point, False)
+    for point in [*range(0x20), *range(0x7F, 0xA0), 0x22, 0x5C, 0x2028, 0x2029]
+}
+
+
 def _literal(text: str, spell: Dialect) -> str:
     if spell == "gbnf":
-        return '"' + "".join(_gbnf_char(ord(c), False) for c in text) + '"'
+        return '"' + text.translate(_GBNF_ESCAPES) + '"'
     return json.dumps(text, ensure_ascii=False)
 
 
 class _Speller:
-    def __init__(self, grammar: Grammar, spell: Dialect, root: str) -> None:
-        self.grammar, self.spell, self.root = grammar, spell, root
+    def __init__(self, grammar: Grammar, spell: Dialect) -> None:
+        self.grammar, self.spell = grammar, spell
 
     def name(self, name: str) -> str:
-        if name == self.root:
-            return "root" if self.spell == "gbnf" else "start"
+        if name == ROOT:
+            return ROOT if self.spell == "gbnf" else "start"
         if self.spell == "gbnf":
             return name
-        rule = self.grammar._rule(name)
         lark = name.replace("-", "_")
-        return lark.upper() if rule.token else lark
+        return lark.upper() if self.grammar._rule(name).token else lark
 
     def node(self, node: Node, inner: bool = False) -> str:
         if isinstance(node, Lit):
@@ -344,29 +369,43 @@ class _Speller:
         text = " | ".join(parts)
         return f"({text})" if inner and len(parts) > 1 else text
 
-    def rules(self) -> Iterator[str]:
-        for name in self.grammar.reachable(self.root):
-            rule = self.grammar._rule(name)
-            head = self.name(name)
-            if self.spell == "gbnf":
-                body = self.node(rule.node)
-                if rule.until is not None:
-                    body = f"{self.node(rule.node, True)} {_literal(rule.until, 'gbnf')}"
-                yield f"{head} ::= {body}"
-            elif rule.until is not None:
-                # the text is a terminal of its own; the rule ends it lazily at `until`
-                text = head.upper() + "__TEXT"  # (generated names never hold "--")
-                yield f"{text}: {self.node(rule.node)}"
-                yield f"{head}[lazy]: {text} {_literal(rule.until, 'lark')}"
-            else:
-                yield f"{head}: {self.node(rule.node)}"
+    def lines(self, name: str) -> str:
+        """The rule's own line(s)."""
+        rule = self.grammar._rule(name)
+        head = self.name(name)
+        if self.spell == "gbnf":
+            body = self.node(rule.node, rule.until is not None)
+            if rule.until is not None:
+                body += " " + _literal(rule.until, "gbnf")
+            return f"{head} ::= {body}"
+        if rule.until is None:
+            return f"{head}: {self.node(rule.node)}"
+        # the text is a terminal of its own; the rule ends it lazily at `until`
+        text = head.upper() + "__TEXT"  # (generated names never hold "--")
+        return (
+            f"{text}: {self.node(rule.node)}\n{head}[lazy]: {text} {_literal(rule.until, 'lark')}"
+        )
+
+    def text(self, root: str) -> str:
+        """The rules ``root`` uses, ``root`` first (under the start name)."""
+        memo = self.grammar._spelled.setdefault(self.spell, {})
+        out = [] if root == ROOT else [f"{self.name(ROOT)}{self._arrow()}{self.name(root)}"]
+        for name in self.grammar.reachable(root):
+            line = memo.get(name)
+            if line is None:
+                line = memo[name] = self.lines(name)
+            out.append(line)
+        return "\n".join(out) + "\n"
+
+    def _arrow(self) -> str:
+        return " ::= " if self.spell == "gbnf" else ": "
 
 
-def gbnf(grammar: Grammar, root: str) -> str:
-    """The rules ``root`` uses, in GBNF (``root`` is named ``root``)."""
-    return "\n".join(_Speller(grammar, "gbnf", root).rules()) + "\n"
+def gbnf(grammar: Grammar, root: str = "root") -> str:
+    """The rules ``root`` uses, in GBNF (the start rule is named ``root``)."""
+    return _Speller(grammar, "gbnf").text(root)
 
 
-def lark(grammar: Grammar, root: str) -> str:
-    """The rules ``root`` uses, in llguidance's Lark (``root`` is named ``start``)."""
-    return "%llguidance {}\n\n" + "\n".join(_Speller(grammar, "lark", root).rules()) + "\n"
+def lark(grammar: Grammar, root: str = "root") -> str:
+    """The rules ``root`` uses, in llguidance's Lark (the start rule is named ``start``)."""
+    return "%llguidance {}\n\n" + _Speller(grammar, "lark").text(root)

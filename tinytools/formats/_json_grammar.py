@@ -136,6 +136,8 @@ class Values:
     def __init__(self, grammar: Grammar, style: JsonStyle) -> None:
         self.grammar, self.style = grammar, style
         self.unenforced: set[str] = set()
+        # (the same keys and enum values recur across tools: spelled once)
+        self._literals: dict[tuple[type, object], Node] = {}
 
         escape = grammar.add("escape", _ESCAPE, token=True)
         body = text_avoiding(Chars.of(_NEVER_RAW, negated=True), style.leads, escape)
@@ -177,11 +179,18 @@ class Values:
         if isinstance(value, list):
             items = [self.literal(item) for item in value]
             return Seq(Lit("["), *_joined(items, Lit(self.style.item)), Lit("]"))
-        spellings = {
-            self.style.escape(json.dumps(value, ensure_ascii=False)),
-            self.style.escape(msgspec.json.encode(value).decode()),
-        }
-        return Alt(*map(Lit, sorted(spellings))) if len(spellings) > 1 else Lit(spellings.pop())
+        key = (type(value), value)
+        known = self._literals.get(key)
+        if known is None:
+            spellings = {
+                self.style.escape(json.dumps(value, ensure_ascii=False)),
+                self.style.escape(msgspec.json.encode(value).decode()),
+            }
+            known = (
+                Alt(*map(Lit, sorted(spellings))) if len(spellings) > 1 else Lit(spellings.pop())
+            )
+            self._literals[key] = known
+        return known
 
     # --- schemas --------------------------------------------------------------------
 
