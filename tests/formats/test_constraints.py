@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
 
@@ -29,6 +30,7 @@ from tinytools.formats import (
     mistral,
 )
 from tinytools.formats._writable import REFUSAL_PREFIX
+from tinytools.formats.bfcl import tool_from_bfcl
 from tinytools.testing import valid_arguments
 
 DIALECTS = [json_in_tag, llama_json, mistral, deepseek]
@@ -452,3 +454,49 @@ def test_structural_tag_envelope(dialect: ModuleType) -> None:
     inside = text[len(begin) : len(text) - len(end)]
     assert accepts(lark_of_gbnf(tag["content"]["grammar"]), inside)
     assert json.loads(inside) == arguments
+
+
+@pytest.fixture(scope="module")
+def bfcl_entries(corpora: Path) -> list[list[Tool[..., object]]]:
+    """The function lists of BFCL's entries as tools, each distinct list once."""
+    found: dict[str, list[Tool[..., object]]] = {}
+    for path in sorted((corpora / "bfcl" / "data").glob("BFCL_v4_*.json")):
+        for line in path.read_text().splitlines():
+            functions = json.loads(line)["function"] if line.strip() else []
+            tools = [tool_from_bfcl(function) for function in functions]
+            if tools:
+                found.setdefault(json.dumps([t.parameters for t in tools]), tools)
+    return list(found.values())
+
+
+class TestBfcl:
+    """The tools of the Berkeley Function Calling Leaderboard, one request's list at a time."""
+
+    def test_every_grammar_compiles(self, bfcl_entries: list[list[Tool[..., object]]]) -> None:
+        """Every entry's constraint compiles in llguidance, as Lark and as GBNF."""
+        for tools in bfcl_entries:
+            constraint = json_in_tag.constraint(tools)
+            compiled(constraint.lark())
+        for tools in bfcl_entries[::20]:
+            compiled(lark_of_gbnf(json_in_tag.constraint(tools, choice="required").gbnf().text))
+
+    @pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
+    @SETTINGS
+    @given(data=st.data())
+    def test_valid_calls_accepted(
+        self,
+        dialect: ModuleType,
+        bfcl_entries: list[list[Tool[..., object]]],
+        data: st.DataObject,
+    ) -> None:
+        """Valid arguments of a BFCL tool, rendered, are accepted; a misspelt name is not."""
+        tools = data.draw(st.sampled_from(bfcl_entries))
+        tool = data.draw(st.sampled_from(tools))
+        arguments = data.draw(valid_arguments(tool))
+        text = rendered(dialect, tools, ToolCall("1", tool.name, arguments))
+        misspelt = tool.name + "x"
+        assume(misspelt not in {t.name for t in tools})
+        wrong = rendered(dialect, tools, ToolCall("1", misspelt, arguments))
+        for form, lark in grammars(dialect.constraint(tools, choice="required")).items():
+            assert accepts(lark, text), (form, text)
+            assert not accepts(lark, wrong), (form, wrong)
