@@ -9,6 +9,8 @@
 * :func:`assistant_message` — the assistant turn holding the calls (for a
   streamed or prompt-guided turn, where no SDK message exists to append).
 * :func:`tool_results` — our ``ToolMessage``s as ``role: "tool"`` messages.
+* :func:`required_schema` — the JSON Schema of a list of calls, for servers that
+  take ``response_format`` but not ``tool_choice="required"``.
 
 Responses may be the SDK's objects or plain dicts (as JSON-decoded); the SDK
 is never imported. Calls fail closed (see ``tinytools.formats._providers``):
@@ -31,6 +33,7 @@ import msgspec
 from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._calls_schema import required_schema
 from ._parsed import SyntheticIds
 from ._providers import (
     Tools,
@@ -51,6 +54,7 @@ __all__ = [
     "assistant_message",
     "declarations",
     "parse_calls",
+    "required_schema",
     "strict_schema",
     "tool_results",
 ]
