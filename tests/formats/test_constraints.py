@@ -402,8 +402,11 @@ class TestGolden:
             'get-weather-units)? "}"',
         ]
         assert lines[5] == 'get-weather-units ::= "\\"c\\"" | "\\"f\\""'
-        assert lines[7].startswith('escape ::= "\\\\" [\\"/\\\\bfnrt] | "\\\\u" (')
-        assert lines[6].startswith('string ::= "\\"" ([^\\x00-\\x1f\\"<\\\\] | escape)* ("<" (')
+        assert lines[6].startswith(
+            'string ::= "\\"" char* ("<" ((([^\\x00-\\x1f\\"/<\\\\t] | escape)'
+        )
+        assert lines[7] == 'char ::= [^\\x00-\\x1f\\"<\\\\] | escape'
+        assert lines[8].startswith('escape ::= "\\\\" [\\"/\\\\bfnrt] | "\\\\u" (')
 
     def test_lark(self) -> None:
         """The Lark grammar: prose, or prose lazily up to the trigger and then the calls."""

@@ -91,18 +91,22 @@ class JsonStyle(NamedTuple):
 
 
 def text_avoiding(
-    base: Chars, leads: Mapping[str, tuple[str, ...]], escape: Node | None = None
+    base: Chars,
+    leads: Mapping[str, tuple[str, ...]],
+    escape: Node | None = None,
+    unit: Node | None = None,
 ) -> Node:
     """Any run of ``base`` characters and ``escape`` s (which start with a character no
     word holds), with lead characters raw except where they start one of their words.
 
     Regular, so a Lark terminal: ``A* (lead (P (B_P A*)?))*`` where ``A`` is any unit
-    but a lead, ``P`` any proper prefix of the lead's words and ``B_P`` any unit that
-    does not carry ``P`` on towards a word.
+    but a lead (``unit``, when a rule for it is given), ``P`` any proper prefix of the
+    lead's words and ``B_P`` any unit that does not carry ``P`` on towards a word.
     """
     raw = base.without("".join(leads))
     units = () if escape is None else (escape,)
-    unit = Alt(raw, *units) if units else raw
+    if unit is None:
+        unit = Alt(raw, *units) if units else raw
     groups: list[Node] = []
     for lead, words in leads.items():
         if "" in words:
@@ -140,7 +144,9 @@ class Values:
         self._literals: dict[tuple[type, object], Node] = {}
 
         escape = grammar.add("escape", _ESCAPE, token=True)
-        body = text_avoiding(Chars.of(_NEVER_RAW, negated=True), style.leads, escape)
+        plain = Chars.of(_NEVER_RAW + "".join(style.leads), negated=True)
+        char = grammar.add("char", Alt(plain, escape), token=True)
+        body = text_avoiding(Chars.of(_NEVER_RAW, negated=True), style.leads, escape, char)
         self.string = grammar.add("string", Seq(Lit('"'), body, Lit('"')), token=True)
         self.integer = grammar.add("integer", _INTEGER, token=True)
         self.number = grammar.add("number", _NUMBER, token=True)

@@ -105,15 +105,14 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
 
 
 # The v11+ form render_call writes (compact JSON, every `<` escaped, and the `[` of a
-# marker); prose holds no [TOOL_CALLS] and no reasoning tag.
-_MARKERS: Final = ("TOOL_CALLS]", "/TOOL_CALLS]", "THINK]", "/THINK]", "ARGS]", "/ARGS]",
-                   "CALL_ID]", "/CALL_ID]")  # fmt: skip
+# marker); a string never holds a raw marker parse looks for, nor prose one that starts a
+# call or reasoning.
 _FORM: Final = CallForm(
     trigger=MARKER,
     begin=lambda name: f"{MARKER}{name}{_ARGS}",
     end="",
     separator="",
-    style=JsonStyle(",", ":", quiet_json, {"<": ("",), "[": _MARKERS}),
+    style=JsonStyle(",", ":", quiet_json, {"<": ("",), "[": ("TOOL_CALLS]", "THINK]", "/THINK]")}),
     prose={"[": ("TOOL_CALLS]", "THINK]", "/THINK]"), "<": ("think>", "/think>")},
 )
 
