@@ -134,6 +134,44 @@ class TestLocalModelLoop:
         assert "Request: Weather in Oslo?<end_of_turn>" in seen[0]
         assert {"valid": 0, "repaired": 0, "refused": 0, "no call": 1} == report["outcomes"]
 
+    def test_first_turn_model(self, example):
+        """``first`` writes each request's first turn, ``complete`` the later ones."""
+        firsts: list[str] = []
+
+        def first(prompt: str) -> str:
+            firsts.append(prompt)
+            return '<tool_call>\n{"name": "get_time", "arguments": {"city": "Lima"}}\n</tool_call>'
+
+        def complete(prompt: str) -> str:
+            assert "[Tool results]" in prompt
+            return "It is 14:05 in Lima."
+
+        report = example.run(complete, [("Current time in Lima?", "get_time")], first=first)
+
+        assert 1 == len(firsts)
+        assert {"valid": 1, "repaired": 0, "refused": 0, "no call": 0} == report["outcomes"]
+
+    def test_hermes_prompt(self, example):
+        """``prompt="hermes"`` gives the tools as JSON signatures inside <tools>."""
+        seen: list[str] = []
+
+        def complete(prompt: str) -> str:
+            seen.append(prompt)
+            return "No tool needed."
+
+        example.run(complete, [("Weather in Oslo?", "get_weather")], shots=0, prompt="hermes")
+
+        signatures = seen[0].split("<tools>\n", 1)[1].split("\n</tools>", 1)[0]
+        names = [json.loads(line)["function"]["name"] for line in signatures.splitlines()]
+        assert names == list(example.TOOLS.names)
+
+    def test_grammar_is_the_tools(self, example):
+        """The grammar ``--grammar`` applies asks for calls of the example's tools only."""
+        assert "required" == example.CONSTRAINT.choice
+        text = example.CONSTRAINT.gbnf().text
+        assert not example.CONSTRAINT.gbnf().lazy
+        assert all(f'\\"{name}\\"' in text for name in example.TOOLS.names)
+
     def test_twenty_requests(self, example):
         """The fixed set has 20 distinct requests, each needing one of the example's tools."""
         assert 20 == len({request for request, _ in example.REQUESTS})
