@@ -8,6 +8,7 @@ grammar accepts reads back with the dialect's ``parse`` into calls of the tools 
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from pathlib import Path
@@ -354,6 +355,31 @@ class TestConstraint:
             "format", "maxLength", "minimum", "uniqueItems", "pattern", "oneOf"
         }  # fmt: skip
         assert json_in_tag.constraint(self.TOOLS).unenforced == frozenset()
+
+    @pytest.mark.parametrize(
+        ("schema", "unenforced", "value"),
+        [
+            ({"const": functools.reduce(lambda inner, _: [inner], range(500), 1)}, "const", None),
+            ({"enum": [functools.reduce(lambda inner, _: {"k": inner}, range(40), 1), 1]},
+             "enum", 1),
+            ({"enum": []}, None, None),
+            ({"type": "array", "minItems": 10**9}, "minItems", None),
+            ({"type": "string", "pattern": "^(a+)+$"}, None, "aaa"),
+        ],
+        ids=["const-nested-500-deep", "enum-nested-40-deep", "empty-enum", "huge-minItems",
+             "nested-quantifier"],
+    )  # fmt: skip
+    def test_hostile_schemas(self, schema: dict[str, object], unenforced: str | None,
+                             value: object) -> None:  # fmt: skip
+        """Schemas at the edges build a grammar llguidance compiles, and say what they leave."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {"v": schema}})
+        constraint = json_in_tag.constraint([tool], choice="required")
+        for lark in grammars(constraint).values():
+            compiled(lark)
+            if value is not None:
+                text = rendered(json_in_tag, [tool], ToolCall("1", "t", {"v": value}))
+                assert accepts(lark, text)
+        assert constraint.unenforced == ({unenforced} if unenforced else set())
 
     @SETTINGS
     @given(names=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=6))

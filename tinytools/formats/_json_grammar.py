@@ -40,6 +40,7 @@ import msgspec
 
 from ._grammar import EMPTY, REPEAT_CAP, Alt, Chars, Grammar, Lit, Node, Ref, Rep, Seq, opt
 from ._pattern import pattern_node
+from ._writable import unwritable
 
 __all__ = ["JsonStyle", "Values", "text_avoiding"]
 
@@ -55,6 +56,8 @@ _VALIDATION: Final = frozenset(
      "unevaluatedProperties", "unevaluatedItems", "additionalItems", "contentEncoding",
      "contentMediaType", "contentSchema"}
 )  # fmt: skip
+#: The deepest ``const`` or ``enum`` value spelled out; a deeper one is left to validation.
+LITERAL_DEPTH: Final = 32
 _HEX: Final = Chars([(48, 57), (65, 70), (97, 102)])
 # A \u escape of anything but a surrogate half.
 _UNICODE_ESCAPE: Final = Seq(
@@ -176,14 +179,21 @@ class Values:
 
     # --- literals -------------------------------------------------------------------
 
-    def literal(self, value: object) -> Node:
-        """The spellings of one JSON value as the dialect's writer gives it."""
+    def literal(self, value: object) -> Node | None:
+        """The spellings of one JSON value as the dialect's writer gives it; ``None`` for
+        a value nested deeper than :data:`LITERAL_DEPTH` or one no writer writes (an
+        integer past Python's digit limit, a lone surrogate…)."""
+        if unwritable({"": value}, LITERAL_DEPTH) is not None:
+            return None
+        return self._spelled(value)
+
+    def _spelled(self, value: object) -> Node:
         if isinstance(value, Mapping):
-            members = [Seq(self.literal(str(k)), Lit(self.style.key), self.literal(v))
+            members = [Seq(self._spelled(str(k)), Lit(self.style.key), self._spelled(v))
                        for k, v in value.items()]  # fmt: skip
             return Seq(Lit("{"), *_joined(members, Lit(self.style.item)), Lit("}"))
         if isinstance(value, list):
-            items = [self.literal(item) for item in value]
+            items = [self._spelled(item) for item in value]
             return Seq(Lit("["), *_joined(items, Lit(self.style.item)), Lit("]"))
         key = (type(value), value)
         known = self._literals.get(key)
@@ -235,15 +245,17 @@ class _Builder:
         ref = schema.get("$ref")
         if isinstance(ref, str):
             return self._ref(ref, hint)
-        if "const" in schema:
-            return self.grammar.add(hint, self.values.literal(schema["const"]), token=True)
-        enum = schema.get("enum")
-        if isinstance(enum, list):
+        listed = [schema["const"]] if "const" in schema else schema.get("enum")
+        if isinstance(listed, list):
             kinds = self._kinds(schema)
-            kept = [v for v in enum if kinds is None or _kind(v) in kinds or
+            kept = [v for v in listed if kinds is None or _kind(v) in kinds or
                     (_kind(v) == "integer" and "number" in kinds)]  # fmt: skip
-            literals = Alt(*(self.values.literal(v) for v in kept))
-            return self.grammar.add(hint, literals, token=True)
+            spelled = [self.values.literal(v) for v in kept]
+            if all(node is not None for node in spelled):
+                literals = Alt(*(node for node in spelled if node is not None))
+                return self.grammar.add(hint, literals, token=True)
+            self.values.unenforced.add("const" if "const" in schema else "enum")
+            return self.any(schema)
         branches = schema.get("anyOf", schema.get("oneOf"))
         if isinstance(branches, list) and branches:
             rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
@@ -314,7 +326,7 @@ class _Builder:
             if names:
                 self.values.unenforced.add("additionalProperties")
         members = [
-            (Seq(self.values.literal(n), Lit(self.values.style.key),
+            (Seq(self.values._spelled(n), Lit(self.values.style.key),
                  self.of((props or {}).get(n, True), f"{hint}-{n}")), n in required)
             for n in names
         ]  # fmt: skip

@@ -175,6 +175,10 @@ class _Reader:
             raise _Unsupported("bound")
         if self.peek() == "?":
             self.pos += 1  # lazy: the same strings
+        inner = node.items[0] if isinstance(node, Seq) and len(node.items) == 1 else node
+        if isinstance(inner, Rep) and inner.high is None and inner.low <= 1:
+            # (x*)… is x*, (x+){n,…} is x{n,}: one repetition, as every backend reads it
+            return Rep(inner.item, low if inner.low else 0, None)
         return Rep(node, low, high)
 
     def spell(self, chars: Chars) -> Node:
