@@ -28,6 +28,10 @@ everything before a ``</think>`` that has no ``<think>``, as R1's template
 opens it) is never read for calls: it stays in ``Parsed.text``. Reading is
 linear: tokens are found by one regular expression anchored on ``<``, from
 positions that only move forward.
+
+:func:`constraint` builds a decoding constraint that holds a model to V3.1
+calls of the tools, in one block, as :func:`render_call` writes them (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations

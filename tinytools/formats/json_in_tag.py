@@ -42,6 +42,10 @@ each ``<tool_call>`` block:
 
 Reading is linear in the text: blocks are found with memoised ``str.find``,
 and each is decoded from its start to where its JSON ends or breaks.
+
+:func:`constraint` builds a decoding constraint that holds a model to calls of
+the tools in exactly the form :func:`render_call` writes (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations

@@ -35,6 +35,10 @@ Reading is linear in the text: every candidate bracket is scanned by one
 :class:`~tinytools.formats._jsonscan.Spans`, which remembers where each
 value it passed ends, so no part of the text is scanned twice for the same
 bracket.
+
+:func:`constraint` builds a decoding constraint that holds a model to bare
+JSON calls of the tools as :func:`render_call` writes them (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations

@@ -28,6 +28,10 @@ Text before, between and after the calls is prose; the end-of-sequence token
 and Magistral's ``[THINK]…[/THINK]``) is never read for calls: it stays in
 ``Parsed.text``. Reading is linear in the text: markers are found with
 ``str.find`` and each value is scanned once, up to the next marker.
+
+:func:`constraint` builds a decoding constraint that holds a model to v11+
+calls of the tools as :func:`render_call` writes them (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations
