@@ -7,10 +7,12 @@ A text dialect describes how ``render_call`` writes a call (:class:`CallForm`);
 llama.cpp, llguidance and xgrammar. Nothing here imports a backend.
 
 The calls are written exactly as ``render_call`` writes them, envelope and
-JSON spacing included. After the calls only a newline may follow, and at most
-:data:`MAX_PARALLEL_CALLS` calls are written: a small model that is free to
-start another call after each one tends to repeat its call until the token
-limit.
+JSON spacing included, and nothing follows the last one. At most
+:data:`MAX_PARALLEL_CALLS` calls are written, one right after another: with
+Gemma 3 270M, a grammar that let a newline follow a call read that newline (the
+model's favourite next token) as the start of another call, and the model
+repeated its call until the token limit; with nothing between calls it stopped
+after its call.
 """
 
 from __future__ import annotations
@@ -237,5 +239,5 @@ def _calls(
     one = grammar.add("call", Alt(*each) if len(each) > 1 else each[0])
     following: Node = Seq(Lit(form.separator), one if form.open else Seq(Lit(form.trigger), one))
     more = Rep(following, 0, MAX_PARALLEL_CALLS - 1) if many else EMPTY
-    rest = grammar.add("calls-rest", Seq(one, more, Lit(form.close), opt(Lit("\n"))))
+    rest = grammar.add("calls-rest", Seq(one, more, Lit(form.close)))
     return grammar.add("calls", Seq(Lit(form.trigger), rest)), rest

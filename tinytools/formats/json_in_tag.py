@@ -179,7 +179,7 @@ _FORM: Final = CallForm(
     trigger=_OPEN,
     begin=lambda name: f'{_OPEN}\n{{"name": {json.dumps(name)}, "arguments": ',
     end=f"}}\n{_CLOSE}",
-    separator="\n",
+    separator="",  # (a newline between calls made a small model repeat its call: see _constraint)
     style=JsonStyle(", ", ": ", escape_json, {"<": ("think>", "/think>")}),
     prose={"<": ("tool_call>", "|tool_call>", "think>", "/think>")},
 )
