@@ -95,7 +95,7 @@ def get_time(city: str) -> str:
 
 @tool(policy=ToolPolicy.read_only())
 def convert_currency(
-    amount: float,
+    amount: Annotated[float, msgspec.Meta(gt=0, lt=1_000_000_000)],
     source: Annotated[str, msgspec.Meta(pattern="^[A-Z]{3}$")],
     target: Annotated[str, msgspec.Meta(pattern="^[A-Z]{3}$")],
 ) -> str:

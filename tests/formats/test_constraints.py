@@ -381,6 +381,25 @@ class TestConstraint:
                 assert accepts(lark, text)
         assert constraint.unenforced == ({unenforced} if unenforced else set())
 
+    def test_number_digits(self) -> None:
+        """Digits a float never has, and integer digits the bounds rule out, are refused (a
+        small model wrote zeros until its token limit); an unbounded integer has any."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e9},
+            "count": {"type": "integer"},
+        }})  # fmt: skip
+        lark = json_in_tag.constraint([tool], choice="required").lark()
+
+        def call(arguments: str) -> str:
+            return f'<tool_call>\n{{"name": "t", "arguments": {arguments}}}\n</tool_call>'
+
+        assert accepts(lark, call('{"amount": 999999999.5, "count": ' + "9" * 400 + "}"))
+        assert accepts(lark, call('{"amount": 1.2345678901234567e-300}'))
+        assert accepts(lark, call(f'{{"amount": {0.000123456789012345678!r}}}'))
+        assert not accepts(lark, call('{"amount": 10000000000}'))
+        assert not accepts(lark, call('{"amount": 1.' + "0" * 33 + "}"))
+        assert not accepts(lark, call('{"amount": 1e1234}'))
+
     @SETTINGS
     @given(names=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=6))
     def test_rule_names(self, names: list[str]) -> None:

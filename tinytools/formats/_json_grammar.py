@@ -33,6 +33,7 @@ be looser than the schema, never stricter about a value — and record in
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final, NamedTuple
 
@@ -71,12 +72,42 @@ _ESCAPE: Final = Alt(Seq(Lit("\\"), Chars.of('"\\/bfnrt')), _UNICODE_ESCAPE)
 # What JSON text never holds raw inside a string.
 _NEVER_RAW: Final = '"\\' + "".join(map(chr, range(0x20)))
 _DIGITS: Final = Chars([(48, 57)])
-_INTEGER: Final = Seq(opt(Lit("-")), Alt(Lit("0"), Seq(Chars([(49, 57)]), Rep(_DIGITS))))
-_NUMBER: Final = Seq(
-    _INTEGER,
-    opt(Seq(Lit("."), Rep(_DIGITS, 1))),
-    opt(Seq(Chars.of("eE"), opt(Chars.of("+-")), Rep(_DIGITS, 1))),
-)
+# A float's shortest spelling (repr, msgspec) has at most 17 significant digits: its
+# fraction at most 21 digits, its exponent 3. Only an integer has more digits, before any
+# point, so capping these is never stricter about a value (and a model cannot write digits
+# until its token limit there).
+_FRACTION_DIGITS: Final = 32
+_EXPONENT_DIGITS: Final = 3
+
+
+def _numeral(*, integral: bool, digits: int | None = None) -> Node:
+    """A JSON number (an integer when ``integral``), at most ``digits`` before any point."""
+    whole = Alt(
+        Lit("0"), Seq(Chars([(49, 57)]), Rep(_DIGITS, 0, None if digits is None else digits - 1))
+    )
+    if integral:
+        return Seq(opt(Lit("-")), whole)
+    return Seq(
+        opt(Lit("-")),
+        whole,
+        opt(Seq(Lit("."), Rep(_DIGITS, 1, _FRACTION_DIGITS))),
+        opt(Seq(Chars.of("eE"), opt(Chars.of("+-")), Rep(_DIGITS, 1, _EXPONENT_DIGITS))),
+    )
+
+
+def _digits_within(schema: Mapping[str, object]) -> int | None:
+    """How many digits a number within the schema's bounds has before any point, when it
+    gives one on each side (``None`` otherwise)."""
+
+    def bound(*keys: str) -> float | None:
+        found = [v for k in keys if isinstance(v := schema.get(k), (int, float))
+                 and not isinstance(v, bool) and math.isfinite(v)]  # fmt: skip
+        return max(map(abs, found)) if found else None
+
+    low, high = bound("minimum", "exclusiveMinimum"), bound("maximum", "exclusiveMaximum")
+    if low is None or high is None:
+        return None
+    return len(str(int(max(low, high))))
 
 
 class JsonStyle(NamedTuple):
@@ -151,8 +182,8 @@ class Values:
         char = grammar.add("char", Alt(plain, escape), token=True)
         body = text_avoiding(Chars.of(_NEVER_RAW, negated=True), style.leads, escape, char)
         self.string = grammar.add("string", Seq(Lit('"'), body, Lit('"')), token=True)
-        self.integer = grammar.add("integer", _INTEGER, token=True)
-        self.number = grammar.add("number", _NUMBER, token=True)
+        self.integer = grammar.add("integer", _numeral(integral=True), token=True)
+        self.number = grammar.add("number", _numeral(integral=False), token=True)
         self.boolean = grammar.add("boolean", Alt(Lit("true"), Lit("false")), token=True)
         self.null = grammar.add("null", Lit("null"), token=True)
         # Any JSON value (recursive): named first, defined once its parts exist.
@@ -307,6 +338,9 @@ class _Builder:
             if node is not None:
                 return self.grammar.add(hint, Seq(Lit('"'), node, Lit('"')), token=True)
             self.values.unenforced.add("pattern")
+        if kind in ("integer", "number") and (digits := _digits_within(schema)) is not None:
+            node = _numeral(integral=kind == "integer", digits=digits)
+            return self.grammar.add(hint, node, token=True)
         return self.values._types[kind]
 
     def _object(self, schema: Mapping[str, object], hint: str) -> Ref:
