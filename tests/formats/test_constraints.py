@@ -387,6 +387,7 @@ class TestConstraint:
         tool = Tool.from_schema("t", "", {"type": "object", "properties": {
             "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e9},
             "count": {"type": "integer"},
+            "price": {"type": "number", "minimum": 0, "exclusiveMaximum": 1000},
         }})  # fmt: skip
         lark = json_in_tag.constraint([tool], choice="required").lark()
 
@@ -399,6 +400,8 @@ class TestConstraint:
         assert not accepts(lark, call('{"amount": 10000000000}'))
         assert not accepts(lark, call('{"amount": 1.' + "0" * 33 + "}"))
         assert not accepts(lark, call('{"amount": 1e1234}'))
+        assert accepts(lark, call('{"price": 999.99}'))
+        assert not accepts(lark, call('{"price": 1000}'))  # (below 1,000: three digits)
 
     @SETTINGS
     @given(names=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=6))

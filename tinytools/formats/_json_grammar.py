@@ -99,15 +99,24 @@ def _digits_within(schema: Mapping[str, object]) -> int | None:
     """How many digits a number within the schema's bounds has before any point, when it
     gives one on each side (``None`` otherwise)."""
 
-    def bound(*keys: str) -> float | None:
-        found = [v for k in keys if isinstance(v := schema.get(k), (int, float))
-                 and not isinstance(v, bool) and math.isfinite(v)]  # fmt: skip
-        return max(map(abs, found)) if found else None
+    def largest(inclusive: str, exclusive: str) -> int | None:
+        """The largest whole part a value on this side can have (``None``: unbounded)."""
+        found = []
+        for key in (inclusive, exclusive):
+            bound = schema.get(key)
+            if isinstance(bound, (int, float)) and not isinstance(bound, bool):
+                if not math.isfinite(bound):
+                    continue
+                whole = math.floor(abs(bound))
+                # (below an exclusive whole bound, the whole part is one less)
+                found.append(whole - 1 if key == exclusive and whole == abs(bound) else whole)
+        return min(found) if found else None
 
-    low, high = bound("minimum", "exclusiveMinimum"), bound("maximum", "exclusiveMaximum")
+    low = largest("minimum", "exclusiveMinimum")
+    high = largest("maximum", "exclusiveMaximum")
     if low is None or high is None:
         return None
-    return len(str(int(max(low, high))))
+    return len(str(max(low, high, 0)))
 
 
 class JsonStyle(NamedTuple):
