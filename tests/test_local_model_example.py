@@ -181,21 +181,34 @@ class TestLocalModelLoop:
 DOCS = EXAMPLE.parents[1] / "docs"
 
 
-@pytest.mark.parametrize(
-    ("results", "row"),
-    [
-        ("local-model-results.json", "one worked exchange first (`--shots 1`, the default)"),
-        ("local-model-results-zero-shot.json", "catalogue and request only (`--shots 0`)"),
-    ],
-)
+#: The runs docs/how-to/local-model.md shows, each with its row's first cell.
+RUNS = [
+    ("local-model-results.json", "catalogue, one worked exchange first (`--shots 1`)"),
+    ("local-model-results-zero-shot.json", "catalogue and request only (`--shots 0`)"),
+    ("local-model-results-grammar.json", "`--grammar`, one worked exchange first"),
+    ("local-model-results-grammar-zero-shot.json", "`--grammar`, zero-shot"),
+    ("local-model-results-grammar-hermes.json", "`--grammar --prompt hermes`, one worked exchange"),
+    ("local-model-results-grammar-hermes-zero-shot.json", "`--grammar --prompt hermes`, zero-shot"),
+]
+
+
+def table_row(recorded: dict[str, object], row: str) -> str:
+    """The docs' table row for a recorded run."""
+    outcomes = recorded["outcomes"]
+    assert isinstance(outcomes, dict)
+    counts = [outcomes[k] for k in ("valid", "repaired", "refused", "no call")]
+    cells = [row, *counts, recorded["right_tool"]]
+    cells += [recorded["ms_per_token"], recorded["first_turns_at_token_limit"]]
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+@pytest.mark.parametrize(("results", "row"), RUNS)
 def test_docs_table_is_the_recorded_run(results: str, row: str) -> None:
     """The counts docs/how-to/local-model.md shows are those of the run it points to."""
     page = DOCS / "how-to" / "local-model.md"
     if not page.is_file():
         pytest.skip(f"the docs folder is not at {DOCS} (an installed package?)")
     recorded = json.loads((DOCS / results).read_text(encoding="utf-8"))
+    assert table_row(recorded, row) in page.read_text(encoding="utf-8").splitlines()
     outcomes = recorded["outcomes"]
-    counts = [outcomes[k] for k in ("valid", "repaired", "refused", "no call")]
-    expected = f"| {row} | " + " | ".join(map(str, [*counts, recorded["right_tool"]])) + " |"
-    assert expected in page.read_text(encoding="utf-8").splitlines()
-    assert sum(counts) == recorded["requests"] == len(recorded["details"])
+    assert sum(outcomes.values()) == recorded["requests"] == len(recorded["details"])
