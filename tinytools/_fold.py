@@ -409,7 +409,12 @@ def _from_result(
         output = ToolOutput(result.structured, artifacts)
     final: MessageStatus = "error" if result.is_error and status == "ok" else status
     blocks = result.content  # render, its common case written out
-    text = blocks[0].text if len(blocks) == 1 and type(blocks[0]) is TextBlock else render(blocks)
+    attached: tuple[ImageBlock | FileBlock, ...] = ()
+    if len(blocks) == 1 and type(blocks[0]) is TextBlock:
+        text = blocks[0].text
+    else:
+        text = render(blocks)
+        attached = tuple(b for b in blocks if type(b) is ImageBlock or type(b) is FileBlock)
     if not text.isascii():
         text = printable(text)
     message = ToolMessage(
@@ -419,6 +424,7 @@ def _from_result(
         is_error=result.is_error or final != "ok",
         artifact=output,
         status=final,
+        attachments=attached,
     )
     event: Event
     if isinstance(outcome, (Failed, Fatal)):

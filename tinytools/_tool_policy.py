@@ -176,7 +176,7 @@ class ToolRuntime:
         max_result_bytes: The largest content, in UTF-8 bytes, of a message about
             one of the tool's calls (its result, or dispatch's answer); None means
             no limit of its own. With ``RunPolicy.max_result_bytes`` the stricter
-            of the two holds.
+            of the two holds. Images and files are not counted (see there).
         replay: ``"safe"`` lets a call interrupted by a crash run again on
             resume; ``"never"`` settles it as interrupted instead.
         blocking: The (synchronous) tool blocks on I/O or CPU: dispatch runs it

@@ -136,7 +136,9 @@ class RunPolicy:
             ``ToolRuntime.max_result_bytes`` can only make the limit stricter for
             the messages about its calls, never looser: the run's limit holds for
             every message, as ``ToolPolicyMiddleware.enforce_result_bytes`` reads
-            the two limits too.
+            the two limits too. It bounds the text: a result's images and files
+            (``ToolMessage.attachments``) are kept whole, and each provider module's
+            ``tool_results`` bounds them by its ``max_attachment_bytes``.
         allowlist: ``None``: no allow-list (every registered, advertised tool
             may be called). A collection: only those names. An empty one
             denies every tool unless ``fail_closed_allowlist`` is False.

@@ -29,7 +29,8 @@
   ``{"content": [{"type": "text", "text"}], "isError"}``, plus
   ``structuredContent`` when ``structured`` is on and the tool's structured
   output (a dict, dataclass, ``TypedDict`` or ``msgspec.Struct``) encodes as
-  a JSON object. Wrap each
+  a JSON object, and the result's images and files as ``image``, ``audio``,
+  ``resource`` and ``resource_link`` content. Wrap each
   in the JSON-RPC response for its request.
 
 Requests and results may be the ``mcp`` SDK's objects or plain dicts.
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import typing
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from functools import partial
 
@@ -50,6 +52,7 @@ from tinytools._registry import AnyTool
 from tinytools._validate import printable
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._attachments import ATTACHMENT_BYTES, Attached, attach, encoded
 from ._parsed import SyntheticIds
 from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call
 from ._received import received
@@ -203,9 +206,20 @@ def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dic
 
 
 def tool_results(
-    messages: Iterable[ToolMessage], *, structured: bool = True
+    messages: Iterable[ToolMessage],
+    *,
+    structured: bool = True,
+    max_attachment_bytes: int | None = ATTACHMENT_BYTES,
 ) -> list[dict[str, object]]:
     """One ``CallToolResult`` dict per ``ToolMessage``, in order.
+
+    A message's attachments (a result's ``ImageBlock`` and ``FileBlock``) follow its
+    text content: an image as ``image`` content and audio as ``audio`` content
+    (base64 ``data`` and ``mimeType``), another file as an embedded ``resource``
+    (its ``uri``, else ``attachment:`` and its name, with the ``blob``), and one given
+    by reference only as a ``resource_link``. One with data that is not what its
+    media type says, or more than ``max_attachment_bytes``, is left out, and a line
+    of the text tells the client which and why.
 
     Args:
         messages: The messages, such as ``dispatch(...).messages``.
@@ -214,11 +228,14 @@ def tool_results(
             makes it, or the ``artifact`` itself) encodes as a JSON object —
             a dict, dataclass, ``TypedDict`` or ``msgspec.Struct``, as
             :func:`output_schema` declares; turn off to keep it on the host.
+        max_attachment_bytes: The most bytes of data one attachment may have (None:
+            no limit; the default is 3,932,160, 5 MiB in base64).
     """
     results: list[dict[str, object]] = []
     for m in messages:
+        text, sent = attach(m, _content, max_attachment_bytes)
         result: dict[str, object] = {
-            "content": [{"type": "text", "text": m.content}],
+            "content": [{"type": "text", "text": text}, *(part for _, part in sent)],
             "isError": m.is_error,
         }
         output = m.artifact.structured if isinstance(m.artifact, ToolOutput) else m.artifact
@@ -230,3 +247,17 @@ def tool_results(
                     result["structuredContent"] = value
         results.append(result)
     return results
+
+
+def _content(attached: Attached) -> dict[str, object]:
+    """An attachment as MCP content (MCP takes every kind)."""
+    media = attached.media
+    if attached.data is None:  # (a url or uri: the block is refused without one)
+        name = attached.name or attached.kind
+        return {"type": "resource_link", "uri": attached.url, "name": name, "mimeType": media}
+    if media.startswith(("image/", "audio/")):
+        kind = media.partition("/")[0]
+        return {"type": kind, "data": encoded(attached), "mimeType": media}
+    uri = attached.url or "attachment:" + urllib.parse.quote(attached.name)
+    resource = {"uri": uri, "mimeType": media, "blob": encoded(attached)}
+    return {"type": "resource", "resource": resource}
