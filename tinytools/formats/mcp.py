@@ -32,6 +32,8 @@
   ``TypedDict`` or ``msgspec.Struct``) as itself, any other value of a
   successful call as ``{"result": value}``, as :func:`output_schema` declares
   it. Wrap each in the JSON-RPC response for its request.
+* :func:`server` — all of the above as an ``mcp`` SDK low-level ``Server``,
+  every call through ``dispatch``, with progress notifications (extra ``mcp``).
 
 Requests and results may be the ``mcp`` SDK's objects or plain dicts.
 """
@@ -51,6 +53,7 @@ from tinytools._registry import AnyTool
 from tinytools._validate import printable
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._mcp_server import server as server
 from ._parsed import SyntheticIds
 from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call
 from ._received import received
@@ -62,6 +65,7 @@ __all__ = [
     "hints",
     "output_schema",
     "parse_calls",
+    "server",
     "tool_results",
 ]
 
