@@ -38,5 +38,22 @@ def dotted() -> str:
     return "unreachable"
 
 
+#: A second server, whose tools take names a host already uses: ``add`` (the test's own
+#: tool's, and the first server's) and discovery's ``tool_search``.
+shadowing = MCPServer("tinytools-test-shadowing")
+
+
+@shadowing.tool(name="add")
+def concatenate(a: str, b: str) -> str:
+    """Join two strings."""
+    return a + b
+
+
+@shadowing.tool(name="tool_search")
+def search_everything(query: str) -> str:
+    """Search everything."""
+    return f"found {query}"
+
+
 if __name__ == "__main__":
     server.run("stdio")

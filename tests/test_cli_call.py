@@ -117,3 +117,31 @@ def test_tool_output_cannot_drive_the_terminal(tmp_path):
     assert 0 == done.returncode, done.stderr
     assert not any(c in done.stdout for c in "\x1b\x07\x9b\r")
     assert "\\x1b]0;owned\\x07\\x1b[2Ahidden\\x9b31m\\x0dover" in done.stdout
+
+
+def test_tool_text_in_json_and_errors_cannot_drive_the_terminal(tmp_path):
+    """--json escapes DEL and the C1 controls too (json.dumps leaves them raw) and still
+    decodes to the tool's text; a fatal error's message on stderr is escaped."""
+    module = tmp_path / "loud.py"
+    module.write_text(
+        "from tinytools import tool\n"
+        "from tinytools.errors import FatalToolError\n\n\n"
+        "@tool\n"
+        "def shout(text: str) -> str:\n"
+        '    """Echo text."""\n'
+        "    return text\n\n\n"
+        "@tool\n"
+        "def stop(text: str) -> str:\n"
+        '    """Stop the batch."""\n'
+        "    raise FatalToolError(text)\n"
+    )
+    hostile = "\x9b2J\x1b]0;owned\x07\x7f"
+    echoed = run_cli("call", str(module), "shout", json.dumps({"text": hostile}), "--json")
+    stopped = run_cli("call", str(module), "stop", json.dumps({"text": hostile}))
+
+    assert 0 == echoed.returncode, echoed.stderr
+    assert not any(c in echoed.stdout for c in "\x1b\x07\x9b\x7f")
+    assert hostile == json.loads(echoed.stdout)["message"]["content"]
+    assert 1 == stopped.returncode
+    assert not any(c in stopped.stderr + stopped.stdout for c in "\x1b\x07\x9b\x7f")
+    assert "\\x9b2J\\x1b]0;owned\\x07\\x7f" in stopped.stderr

@@ -326,3 +326,32 @@ def test_default_budget_is_16384_bytes(tmp_path: Path, total: int, code: int):
     assert (code == 1) == (" TT401 " in done.stdout)
     sent = [Tool.from_schema(f"tool_{i}", "", {"type": "object"}) for i in range(4)]
     assert 2 + 3 + 4 * empty == len(msgspec.json.encode(openai_chat.declarations(sent)))
+
+
+#: The characters that must never reach the terminal raw (escape, BEL, the C1 CSI, DEL).
+RAW = "\x1b\x07\x9b\x7f"
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "github"])
+def test_tool_text_cannot_drive_the_terminal(tmp_path: Path, fmt: str):
+    """A finding that quotes a tool's own text (an undocumented parameter's name) or what a
+    file raised on import is printed with its control characters escaped, in every format;
+    the JSON document still decodes to the text itself."""
+    parameter = "a\x1b]0;owned\x07\x9b2J\x7f"
+    schema = {"type": "object", "properties": {parameter: {"type": "string"}}}
+    (tmp_path / "loud.py").write_text(
+        "from tinytools import Tool\n\n"
+        f"loud = Tool.from_schema('loud', 'Say the text aloud to the user, once.', {schema!r})\n"
+    )
+    (tmp_path / "raises.py").write_text("raise ValueError('no \\x1b[2J way')\n")
+    done = run_cli("check", ".", "--format", fmt, "--ignore", "TT101", cwd=tmp_path)
+
+    assert 1 == done.returncode
+    assert not any(c in done.stdout for c in RAW)
+    if fmt == "json":
+        messages = [d["message"] for d in json.loads(done.stdout)["diagnostics"]]
+        assert any(f"parameter `{parameter}`" in m for m in messages)
+        assert any("ValueError: no \x1b[2J way" in m for m in messages)
+    else:
+        assert "parameter `a\\x1b]0;owned\\x07\\x9b2J\\x7f`" in done.stdout
+        assert "ValueError: no \\x1b[2J way" in done.stdout

@@ -84,3 +84,78 @@ class TestInspect:
         out = run_cli("inspect", "--help").stdout
 
         assert "examples:\n  tinytools inspect examples/weather.py" in out
+
+
+#: A description and a parameter name holding terminal escape sequences (OSC retitle, BEL,
+#: clear screen, the C1 CSI) and DEL, as a hostile or careless tool author could write them.
+LOUD_DESCRIPTION = "Say it \x1b]0;owned\x07 loud\x1b[2J\x9b31m, twice.\x7f"
+LOUD_PARAMETER = "a\x1b[2Ab"
+LOUD_SCHEMA = {
+    "type": "object",
+    "properties": {LOUD_PARAMETER: {"type": "string", "description": "x\x1b[8m"}},
+}
+#: The characters that must never reach the terminal raw.
+RAW = "\x1b\x07\x9b\x7f"
+
+
+def _loud(tmp_path):
+    (tmp_path / "loud.py").write_text(
+        "from tinytools import Tool\n\n"
+        f"loud = Tool.from_schema('loud', {LOUD_DESCRIPTION!r}, {LOUD_SCHEMA!r})\n"
+    )
+    from tinytools import Tool
+
+    return Tool.from_schema("loud", LOUD_DESCRIPTION, LOUD_SCHEMA)
+
+
+class TestToolTextCannotDriveTheTerminal:
+    @pytest.mark.parametrize("fmt", DIALECTS)
+    def test_dialect_text(self, tmp_path, fmt):
+        """A text dialect's catalogue is printed with the control characters of its
+        descriptions and parameter names escaped."""
+        _loud(tmp_path)
+        done = run_cli("inspect", "loud.py", "--format", fmt, cwd=tmp_path)
+
+        assert (0, "") == (done.returncode, done.stderr)
+        assert not any(c in done.stdout for c in RAW)
+        assert "\\x1b]0;owned\\x07 loud\\x1b[2J\\x9b31m, twice.\\x7f" in done.stdout
+        assert "a\\x1b[2Ab" in done.stdout
+
+    @pytest.mark.parametrize("fmt", PROVIDERS)
+    def test_provider_text(self, tmp_path, fmt):
+        """A provider's declarations are printed as JSON that escapes DEL and the C1
+        controls too (json.dumps leaves them raw)."""
+        _loud(tmp_path)
+        done = run_cli("inspect", "loud.py", "--format", fmt, cwd=tmp_path)
+
+        assert (0, "") == (done.returncode, done.stderr)
+        assert not any(c in done.stdout for c in RAW)
+        assert "loud\\u001b[2J\\u009b31m, twice.\\u007f" in done.stdout
+
+    @pytest.mark.parametrize("fmt", PROVIDERS + DIALECTS)
+    def test_json_document(self, tmp_path, fmt):
+        """--json escapes every control character and still decodes to exactly what the
+        format module gives."""
+        loud = _loud(tmp_path)
+        done = run_cli("inspect", "loud.py", "--format", fmt, "--json", cwd=tmp_path)
+        document = json.loads(done.stdout)
+        module = getattr(formats, fmt)
+
+        assert not any(c in done.stdout for c in RAW)
+        if fmt in DIALECTS:
+            assert module.render([loud]) == document["text"]
+        else:
+            assert module.declarations([loud]) == document["declarations"]
+
+    def test_import_error(self, tmp_path):
+        """What a target's file raised on import is printed escaped, whether the file is
+        skipped in a folder or is the target itself."""
+        _loud(tmp_path)
+        (tmp_path / "raises.py").write_text("raise ValueError('no \\x1b]0;owned\\x07 way')\n")
+        folder = run_cli("inspect", ".", cwd=tmp_path)
+        alone = run_cli("inspect", "raises.py", cwd=tmp_path)
+
+        assert (0, 2) == (folder.returncode, alone.returncode)
+        for done in (folder, alone):
+            assert not any(c in done.stderr for c in RAW)
+            assert "ValueError: no \\x1b]0;owned\\x07 way" in done.stderr

@@ -324,6 +324,32 @@ class TestToolSearch:
             assert "ok" == message.status
             assert 1 == len(json.loads(message.content)["tools"])
 
+    def test_answer_within_max_result_bytes(self) -> None:
+        """``RunPolicy.max_result_bytes`` bounds the search answer dispatch writes (each
+        tool found with its whole schema), cut with the marker tool results get (a
+        2,000-byte limit let a 347 KB answer through)."""
+        wide = [
+            Tool.from_schema(
+                f"report_{n}",
+                f"Report number {n} on sales. " * 20,
+                {
+                    "type": "object",
+                    "properties": {f"field_{i}": {"type": "string"} for i in range(40)},
+                },
+                exposure=Exposure.Deferred,
+            )
+            for n in range(10)
+        ]
+        query = ToolCall("s", "tool_search", {"query": "report sales", "limit": 10})
+        whole = run(query, toolset=Discovery(Registry(wide)))
+        assert len(whole.messages[0].content.encode()) > 10_000  # type: ignore[attr-defined]
+        cut = run(query, toolset=Discovery(Registry(wide)), policy=RunPolicy(max_result_bytes=2000))
+        (message,) = cut.messages  # type: ignore[attr-defined]
+        assert "ok" == message.status
+        assert 2000 >= len(message.content.encode())
+        assert message.content.startswith('{"tools":[{"name":"report_')
+        assert "[truncated: " in message.content
+
     def test_not_advertised(self) -> None:
         """tool_search outside the advertised set is an unknown tool."""
         result = run(ToolCall("s", "tool_search", {"query": "email"}), advertised=["get_weather"])

@@ -17,6 +17,7 @@ without output must succeed. ``sh`` blocks (installing, exporting a key) and
 
 from __future__ import annotations
 
+import re
 import shlex
 import unittest
 from collections.abc import Callable
@@ -28,7 +29,8 @@ from docs_fakes import anthropic_client, openai_client
 from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 
 
 def run_console(example: Example) -> None:
@@ -91,3 +93,41 @@ def test_page(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             continue  # the page says why, in its skip comment
         except Exception as error:
             raise AssertionError(f"{name}, line {example.line}: {error!r}") from error
+
+
+#: A Markdown file named by its path from the repository's root: ``docs/concepts/invariants.md``,
+#: ``CHANGELOG.md``.
+_CITED = re.compile(r"\b(?:docs/[\w./-]+|[A-Z][A-Z_]*)\.md\b")
+#: Names the text uses that are no file of the repository (a placeholder in a command line).
+_PLACEHOLDERS = {"OUT.md"}
+
+
+def test_cited_files_exist():
+    """Every Markdown file the code, tests, docs, benchmarks and examples cite by path is in
+    the repository: a reader is never sent to a file it does not hold (the code cited a
+    design file the repository does not ship)."""
+    texts = [ROOT / "README.md", ROOT / "CHANGELOG.md"]
+    for folder in ("tinytools", "tests", "docs", "benchmarks", "examples"):
+        texts += [f for f in (ROOT / folder).rglob("*") if f.suffix in {".py", ".pyi", ".md"}]
+    missing = {
+        f"{text.relative_to(ROOT)}: {cited}"
+        for text in texts
+        for cited in _CITED.findall(text.read_text(encoding="utf-8"))
+        if cited not in _PLACEHOLDERS and not (ROOT / cited).is_file()
+    }
+    assert set() == missing
+
+
+def test_pipeline_draws_admission_in_the_order_it_runs():
+    """The pipeline page's diagram puts ``before_tool`` hooks before name resolution and
+    validation, and the approval gate after validation, as admission runs them (it drew
+    the hooks after validation). The page's example shows a hook fixing a name."""
+    page = (DOCS / "concepts" / "pipeline.md").read_text(encoding="utf-8")
+    admit = page[page.index('subgraph admit["admit') :]
+    admit = admit[: admit.index("\n    end\n")]
+
+    def at(step: str) -> int:
+        return admit.index(step)
+
+    assert at("before_tool") < at("allow-list") < at("decode") < at("validate")
+    assert at("validate") < at("approval gate")

@@ -9,10 +9,19 @@ import attrs
 import msgspec
 import pytest
 
-from tinytools import Exposure, Registry, ToolCall, ToolPolicy, dispatch_sync, tool
+from tinytools import (
+    Defer,
+    Exposure,
+    Registry,
+    ToolCall,
+    ToolPolicy,
+    dispatch_sync,
+    tool,
+)
 from tinytools._redact import MARKER, Redactor
 from tinytools.discovery import Discovery
-from tinytools.events import UnknownToolCall
+from tinytools.events import InvalidToolArgs, ToolFailed, UnknownToolCall
+from tinytools.formats import anthropic
 from tinytools.testing import check_dispatch_invariants
 
 seen: list[str] = []
@@ -155,8 +164,8 @@ class TestDispatchRedaction:
         assert "hunter22" not in everything(result)
 
     def test_a_secret_inside_arguments_that_are_no_object(self) -> None:
-        """Arguments that are an array, not an object, still hide a secret's value under
-        its name in an object inside (names match at any depth)."""
+        """Arguments that are an array, not an object, are hidden whole, a secret's value
+        under its name in an object inside included."""
         raw = '[{"password": "hunter22"}]'
         result = dispatch_sync([ToolCall("c", "login", raw)], TOOLS)
         assert ["error"] == [m.status for m in result.messages]
@@ -177,6 +186,114 @@ class TestDispatchRedaction:
         check_dispatch_invariants([ToolCall("c", name, arguments)], result, TOOLS)
 
 
+#: Arguments a model may send that are valid JSON but no object, each holding "hunter22".
+NOT_OBJECTS = ['["ann", "hunter22"]', '"hunter22"', '[["hunter22"]]', '[{"user": "hunter22"}]']
+
+
+class TestArgumentsThatAreNoObject:
+    """Arguments that are not an object have no key to tell a secret by: for a tool that
+    redacts anything they are hidden whole on every route, as broken text is."""
+
+    @pytest.mark.parametrize("raw", NOT_OBJECTS)
+    def test_sent_to_the_tool(self, raw: str) -> None:
+        """``InvalidToolArgs`` shows the marker, and no event, message or ledger row the
+        value."""
+        ledger = _Recording()
+        result = dispatch_sync([ToolCall("c", "login", raw)], TOOLS, ledger=ledger)
+        assert ["error"] == [m.status for m in result.messages]
+        [event] = [e for e in result.events if isinstance(e, InvalidToolArgs)]
+        assert MARKER == event.arguments
+        assert "hunter22" not in everything(result) + msgspec.json.encode(ledger.logged).decode()
+        assert [] == seen
+
+    @pytest.mark.parametrize("raw", NOT_OBJECTS)
+    def test_sent_to_an_unknown_name(self, raw: str) -> None:
+        """An unknown name's event and answer (which quotes what was received) show the
+        marker: every registered tool's redaction applies."""
+        result = dispatch_sync([ToolCall("c", "loginn", raw)], TOOLS)
+        [event] = [e for e in result.events if isinstance(e, UnknownToolCall)]
+        assert MARKER == event.arguments
+        assert f"Arguments received: {MARKER}." in result.messages[0].content
+        assert "hunter22" not in everything(result)
+
+    @pytest.mark.parametrize("raw", NOT_OBJECTS)
+    @pytest.mark.parametrize("decoded", [False, True], ids=["as text", "as a value"])
+    def test_sent_through_tool_call(self, raw: str, decoded: bool) -> None:
+        """Unwrapped from discovery's ``tool_call`` (as text or as the decoded value inside
+        the wrapper), the real tool's refusal hides them too."""
+        tools = Discovery(Registry.of(attrs.evolve(login, exposure=Exposure.Deferred)))
+        inner: object = msgspec.json.decode(raw) if decoded else raw
+        call = ToolCall("c", "tool_call", {"name": "login", "arguments": inner})
+        result = dispatch_sync([call], tools)
+        [event] = [e for e in result.events if isinstance(e, InvalidToolArgs)]
+        assert MARKER == event.arguments
+        assert "hunter22" not in everything(result)
+
+    @pytest.mark.parametrize("name", ["login", "loginn"])
+    def test_a_host_call_holding_a_list(self, name: str) -> None:
+        """A host's ``ToolCall`` whose arguments are a Python list (not a dict, not text)
+        is answered, hidden whole (it raised ``TypeError`` out of dispatch)."""
+        result = dispatch_sync([ToolCall("c", name, ["ann", "hunter22"])], TOOLS)  # type: ignore[arg-type]
+        assert ["error"] == [m.status for m in result.messages]
+        assert "hunter22" not in everything(result)
+        assert MARKER in everything(result)
+
+    def test_a_providers_response_holding_an_array(self) -> None:
+        """A provider's tool call whose input is an array (parsed into its JSON text with
+        a reason) is refused without showing it."""
+        response = {
+            "content": [
+                {"type": "tool_use", "id": "t", "name": "login", "input": ["ann", "hunter22"]}
+            ]
+        }
+        result = dispatch_sync(anthropic.parse_calls(response), TOOLS)
+        assert ["error"] == [m.status for m in result.messages]
+        assert "hunter22" not in everything(result)
+
+    def test_deferred_by_a_hook_then_approved(self) -> None:
+        """A hook defers the call before its arguments are checked: ``ToolDeferred``
+        shows no arguments, the host gets the call as sent (to decide on it), and the
+        approved call is refused on resume without showing them."""
+        call = ToolCall("c", "login", '["ann", "hunter22"]')
+
+        class Hold:
+            def before_tool(self, call: ToolCall, env: object) -> object:
+                return call if env.is_call_approved(call.id) else Defer()  # type: ignore[attr-defined]
+
+        first = dispatch_sync([call], TOOLS, middleware=[Hold()])
+        assert "hunter22" not in msgspec.json.encode(first.events).decode()
+        assert first.deferred is not None
+        assert (call,) == first.deferred.calls
+        resumed = dispatch_sync(
+            [call], TOOLS, middleware=[Hold()], approvals=first.deferred.approve("c")
+        )
+        assert ["error"] == [m.status for m in resumed.messages]
+        assert "hunter22" not in everything(resumed)
+        assert [] == seen
+
+
+class TestSecretValuesThatAreNoScalar:
+    """A secret's value may be an array or an object: a tool's error that quotes one item
+    of it is scrubbed, in the message and in ``ToolFailed``'s traceback."""
+
+    @pytest.mark.parametrize(
+        "value", [["x", "hunter22"], {"first": "x", "second": "hunter22"}], ids=["array", "object"]
+    )
+    def test_a_tools_error_quoting_an_item(self, value: object) -> None:
+        @tool(policy=ToolPolicy(redact=("password",)))
+        def unlock(password: list[str] | dict[str, str]) -> str:
+            """Unlock, or fail quoting one item of the password."""
+            items = password if isinstance(password, list) else list(password.values())
+            raise ValueError(f"no such key: {items[1]}")
+
+        result = dispatch_sync([ToolCall("c", "unlock", {"password": value})], Registry.of(unlock))
+        [message] = result.messages
+        assert f"no such key: {MARKER}" in message.content
+        [failed] = [e for e in result.events if isinstance(e, ToolFailed)]
+        assert "hunter22" not in everything(result)
+        assert "no such key" in failed.traceback
+
+
 class TestDiscoveryWrapperRedaction:
     """A ``tool_call`` wrapper that cannot be read still holds another tool's arguments."""
 
@@ -188,8 +305,16 @@ class TestDiscoveryWrapperRedaction:
             ('{"name": "login", "arguments": {"password": "hunter22"}} and more', None),
             ({"name": "login", "arguments": {"password": "hunter22"}}, "cut at hunter22"),
             ('[{"name": "login", "arguments": {"password": "hunter22"}}]', None),
+            ('["login", ["ann", "hunter22"]]', None),
+            (["login", ["ann", "hunter22"]], "cut at hunter22"),
         ],
-        ids=["unreadable text", "provider reason", "not an object"],
+        ids=[
+            "unreadable text",
+            "provider reason",
+            "not an object",
+            "an array holding an array",
+            "provider reason over an array",
+        ],
     )
     def test_the_answer_hides_the_secret(self, arguments: object, invalid: str | None) -> None:
         """The error answering an unreadable wrapper never quotes a secret of a registered

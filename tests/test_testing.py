@@ -35,10 +35,16 @@ from hypothesis.errors import InvalidArgument
 from locations import CORPORA
 
 from tinytools import (
+    ApprovalRequired,
+    CallDeferred,
     CallId,
+    DeferredToolRequests,
+    DeferredToolResults,
     DispatchResult,
     Inject,
     Registry,
+    RunContext,
+    RunPolicy,
     Tool,
     ToolArgumentsError,
     ToolCall,
@@ -49,9 +55,12 @@ from tinytools import (
     tool,
 )
 from tinytools._demo import TOOLS as DEMO_TOOLS
+from tinytools._schema_dialect import ENFORCED_FORMATS
+from tinytools.events import ToolApproved, ToolCompleted, ToolDeferred, ToolStarted
 from tinytools.formats.bfcl import tool_from_bfcl
 from tinytools.repair import recover_relaxed_object
 from tinytools.testing import (
+    Entry,
     check_dispatch_invariants,
     invalid_arguments,
     relaxed_json,
@@ -302,7 +311,7 @@ class TestValidArguments:
             """Takes no n at all."""
             return n
 
-        with pytest.raises(InvalidArgument, match=r"schema of tool 'crossed'.*max_value=1"):
+        with pytest.raises(InvalidArgument, match=r"no argument dict satisfies .* tool 'crossed'"):
             valid_arguments(crossed)
 
 
@@ -646,6 +655,28 @@ class TestCheckerCatchesBrokenDispatchers:
         assert "hunter2" not in repr(result)
         check_dispatch_invariants(calls, result, tools, **options)  # type: ignore[arg-type]
 
+    @pytest.mark.parametrize("limit", [1, 2, 5, 15, 50, 80])
+    def test_refusals_cut_to_the_byte_limit(self, limit: int) -> None:
+        """No false alarm for refusals cut to ``RunPolicy.max_result_bytes`` (the repeated
+        id's answer no longer equals its ``ToolDenied`` message whole, and a cut refusal
+        may no longer name the tool); a denial that is not the event's text still fails."""
+        calls = [
+            ToolCall("a", "echo", {"text": "x"}),
+            ToolCall("a", "echo", {"text": "y"}),
+            ToolCall("b", "ech0", {"text": "z"}),
+            ToolCall("c", "add", {"a": "one"}),
+        ]
+        policy = RunPolicy(max_result_bytes=limit)
+        result = dispatch_sync(calls, MUTATION_TOOLS, policy=policy)
+        check_dispatch_invariants(calls, result, MUTATION_TOOLS, policy=policy)
+        repeat = result.messages[1]
+        forged = msgspec.structs.replace(repeat, content="Another text\n[truncated]")
+        changed = msgspec.structs.replace(
+            result, messages=(result.messages[0], forged, *result.messages[2:])
+        )
+        with pytest.raises(AssertionError, match="repeats an id"):
+            check_dispatch_invariants(calls, changed, MUTATION_TOOLS, policy=policy)
+
     def test_message_names_invariant_call_and_what_it_saw(self) -> None:
         """A failure names the invariant, the call id and what the checker saw."""
         calls = [
@@ -902,3 +933,532 @@ class TestValidArgumentsAreValid:
             item.validate(arguments)
 
         prop()
+
+
+def holds_both_ways(item: Tool[..., object], examples: int = 100) -> None:
+    """`valid_arguments` draws only what `item` accepts, `invalid_arguments` only what it
+    rejects; with hypothesis' health checks on (a strategy that mostly misses fails them)."""
+
+    @settings(max_examples=examples, database=None, deadline=None)
+    @given(valid_arguments(item))
+    def accepted(arguments: dict[str, object]) -> None:
+        item.validate(arguments)
+        item.validate(msgspec.json.encode(arguments).decode())
+
+    @settings(max_examples=examples, database=None, deadline=None)
+    @given(invalid_arguments(item))
+    def rejected(arguments: dict[str, object]) -> None:
+        with pytest.raises(ToolArgumentsError):
+            item.validate(arguments)
+
+    accepted()
+    rejected()
+
+
+def _one_number(number: dict[str, object]) -> Tool[..., object]:
+    schema = {"type": "object", "properties": {"n": number}, "required": ["n"]}
+    return Tool.from_schema("pick", "Pick.", schema, fn=_anything)
+
+
+BIG = 2**63 - 1
+
+
+class TestNumbersAtAnySize:
+    """A bound a float cannot hold (``2**63 - 1``) made ``valid_arguments`` say no argument
+    satisfies the schema (hypothesis refused it as a float bound), and a break one past a
+    large bound was absorbed by float arithmetic: for ``maximum: 1e20``,
+    ``invalid_arguments`` drew ``1e20`` itself, which is valid. Bounds and ``multipleOf``
+    are now kept exactly, for schemas and for parameter types."""
+
+    @pytest.mark.parametrize(
+        "number",
+        [
+            {"type": "number", "maximum": BIG},
+            {"type": "number", "exclusiveMaximum": BIG},
+            {"type": "number", "minimum": BIG},
+            {"type": "number", "exclusiveMinimum": 2**53 + 1},
+            {"type": "number", "maximum": 1e20},
+            {"maximum": 1e20},
+            {"type": "integer", "maximum": 1e20},
+            {"type": "integer", "exclusiveMinimum": -1e20},
+            {"type": "number", "minimum": 10**400},
+            {"type": "number", "maximum": 5, "exclusiveMaximum": 10},
+            {"type": "number", "minimum": 1, "exclusiveMinimum": 3},
+            {"type": "number", "multipleOf": 0.1, "minimum": 0.25, "maximum": 0.35},
+            {"type": "number", "multipleOf": 5, "minimum": 1e20},
+            {"type": "integer", "multipleOf": 1.5},
+            {"type": "integer", "minimum": 10**30, "maximum": 10**30 + 100, "multipleOf": 7},
+        ],
+        ids=[
+            "max-2**63-1",
+            "exclusive-max-2**63-1",
+            "min-2**63-1",
+            "exclusive-min-2**53+1",
+            "max-1e20",
+            "untyped-max-1e20",
+            "integer-max-1e20",
+            "integer-exclusive-min--1e20",
+            "min-10**400",
+            "max-and-exclusive-max",
+            "min-and-exclusive-min",
+            "multiple-of-0.1",
+            "multiple-of-5-past-1e20",
+            "integer-multiple-of-1.5",
+            "integer-multiple-of-7-past-10**30",
+        ],
+    )
+    def test_schema_bounds(self, number: dict[str, object]) -> None:
+        holds_both_ways(_one_number(number))
+
+    def test_the_bound_itself_is_drawn(self) -> None:
+        """Edge values stay: a maximum no float holds is drawn exactly."""
+        drawn = valid_arguments(_one_number({"type": "number", "maximum": BIG}))
+        comes(drawn, lambda a: a["n"] == BIG)
+
+    @pytest.mark.parametrize(
+        "meta",
+        [
+            (float, msgspec.Meta(le=BIG)),
+            (float, msgspec.Meta(lt=2**53 + 1)),
+            (float, msgspec.Meta(ge=2**53 + 1)),
+            (float, msgspec.Meta(multiple_of=0.1)),
+            (float, msgspec.Meta(gt=0, lt=1, multiple_of=0.3)),
+            (float, msgspec.Meta(ge=1e300, multiple_of=1e299)),
+            (int, msgspec.Meta(ge=2**62, multiple_of=7)),
+            (int, msgspec.Meta(le=-(2**62) + 5, multiple_of=3)),
+        ],
+        ids=lambda meta: f"{meta[0].__name__}-{meta[1]!r}",
+    )
+    def test_parameter_bounds(self, meta: tuple[type, msgspec.Meta]) -> None:
+        kind, constraint = meta
+
+        def pick(n: int) -> str:
+            """Pick."""
+            return "ok"
+
+        pick.__annotations__["n"] = Annotated[kind, constraint]
+        holds_both_ways(tool(pick))
+
+
+def _one_string(string: dict[str, object], enforce: str = "full") -> Tool[..., object]:
+    schema = {"type": "object", "properties": {"s": string}, "required": ["s"]}
+    return Tool.from_schema("pick", "Pick.", schema, fn=_anything, enforce=enforce)  # type: ignore[arg-type]
+
+
+#: The MCP reference fetch server's input schema (pydantic's, for its `Fetch` model).
+FETCH = Tool.from_schema(
+    "fetch",
+    "Fetches a URL from the internet.",
+    {
+        "description": "Parameters for fetching a URL.",
+        "properties": {
+            "url": {
+                "description": "URL to fetch",
+                "format": "uri",
+                "minLength": 1,
+                "title": "Url",
+                "type": "string",
+            },
+            "max_length": {
+                "default": 5000,
+                "description": "Maximum number of characters to return.",
+                "exclusiveMaximum": 1000000,
+                "exclusiveMinimum": 0,
+                "title": "Max Length",
+                "type": "integer",
+            },
+            "start_index": {"default": 0, "minimum": 0, "title": "Start Index", "type": "integer"},
+            "raw": {"default": False, "title": "Raw", "type": "boolean"},
+        },
+        "required": ["url"],
+        "title": "Fetch",
+        "type": "object",
+    },
+    fn=_anything,
+)
+
+
+class TestFormats:
+    """``valid_arguments`` drew `uri`, `hostname`, `uri-reference` and `json-pointer`
+    strings as any text, which `validate` refuses: every test of a tool such as the MCP
+    fetch server's (`url`) failed hypothesis' health check. Every format `validate`
+    enforces is now drawn, at the lengths and with the patterns a schema adds."""
+
+    def test_the_fetch_servers_tool(self) -> None:
+        holds_both_ways(FETCH)
+
+    @pytest.mark.parametrize("fmt", sorted(ENFORCED_FORMATS))
+    def test_every_enforced_format(self, fmt: str) -> None:
+        holds_both_ways(_one_string({"type": "string", "format": fmt}))
+
+    @pytest.mark.parametrize(
+        "string",
+        [
+            {"format": "uri", "maxLength": 3},
+            {"format": "uri", "minLength": 300},
+            {"format": "uri", "pattern": "^https://"},
+            {"format": "uri-reference", "maxLength": 0},
+            {"format": "hostname", "minLength": 200, "maxLength": 200},
+            {"format": "hostname", "pattern": "^[a-z]+\\.internal$"},
+            {"format": "json-pointer", "maxLength": 1},
+            {"format": "json-pointer", "pattern": "^/items/"},
+            {"format": "email", "pattern": "@example\\.com$"},
+            {"format": "date", "pattern": "^20"},
+            {"format": "date-time", "minLength": 40},
+            {"format": "time", "maxLength": 3},
+            {"format": "time", "minLength": 10, "maxLength": 10},
+            {"format": "ipv4", "minLength": 8, "maxLength": 8},
+            {"format": "ipv6", "minLength": 44},
+            {"format": "ipv6", "maxLength": 3},
+            {"type": ["string", "null"], "format": "uri", "maxLength": 2048},
+        ],
+        ids=json.dumps,
+    )
+    def test_with_lengths_and_patterns(self, string: dict[str, object]) -> None:
+        holds_both_ways(_one_string({"type": "string", **string}), examples=40)
+
+    @pytest.mark.parametrize(
+        "string",
+        [
+            {"format": "uuid", "maxLength": 35},
+            {"format": "date", "minLength": 11},
+            {"format": "date-time", "minLength": 21, "maxLength": 21},
+            {"format": "ipv4", "maxLength": 6},
+            {"format": "uri", "maxLength": 2},
+        ],
+        ids=json.dumps,
+    )
+    def test_a_length_no_value_in_the_format_has_is_said_up_front(
+        self, string: dict[str, object]
+    ) -> None:
+        with pytest.raises(InvalidArgument, match="no argument dict satisfies the schema of"):
+            valid_arguments(_one_string({"type": "string", **string}))
+
+    def test_a_string_in_no_format_is_a_break(self) -> None:
+        """`invalid_arguments` breaks a format too: the only fault is a non-empty `url`."""
+
+        def format_broken(arguments: dict[str, object]) -> bool:
+            url = arguments.get("url")
+            if not isinstance(url, str) or url == "":
+                return False
+            try:
+                FETCH.validate({**arguments, "url": "https://example.com"})
+            except ToolArgumentsError:
+                return False  # broken elsewhere
+            return True
+
+        comes(invalid_arguments(FETCH), format_broken)
+
+    def test_no_format_break_where_formats_are_not_enforced(self) -> None:
+        """Under `enforce="subset"` a format is not checked, so it is never the break."""
+        holds_both_ways(_one_string({"type": "string", "format": "uri"}, enforce="subset"))
+
+
+def _schema_tool(schema: dict[str, object]) -> Tool[..., object]:
+    return Tool.from_schema("pick", "Pick.", schema, fn=_anything)
+
+
+#: What Pydantic v1 (and FastAPI on it) writes for a field typed by a model or an enum
+#: with a description: the reference wrapped in an `allOf`, the description beside it.
+PYDANTIC_V1 = {
+    "title": "Order",
+    "type": "object",
+    "properties": {
+        "item": {
+            "title": "Item",
+            "description": "What.",
+            "allOf": [{"$ref": "#/definitions/Item"}],
+        },
+        "size": {"description": "How big.", "allOf": [{"$ref": "#/definitions/Size"}]},
+        "parent": {"description": "Nested.", "allOf": [{"$ref": "#/definitions/Order"}]},
+    },
+    "required": ["item", "size"],
+    "definitions": {
+        "Item": {
+            "title": "Item",
+            "type": "object",
+            "properties": {
+                "name": {"title": "Name", "type": "string", "minLength": 1},
+                "price": {"title": "Price", "type": "number", "exclusiveMinimum": 0},
+            },
+            "required": ["name", "price"],
+            "additionalProperties": False,
+        },
+        "Size": {"title": "Size", "enum": ["S", "M", "L"], "type": "string"},
+        "Order": {"$ref": "#"},
+    },
+}
+#: `required` (and types) only inside a top-level `allOf`.
+PARTS = {
+    "type": "object",
+    "allOf": [
+        {"properties": {"a": {"type": "string"}}, "required": ["a"]},
+        {"properties": {"b": {"type": "integer", "minimum": 0}}, "required": ["b"]},
+    ],
+}
+
+
+class TestAllOf:
+    """``allOf`` was not drawn: Pydantic v1 / FastAPI's ``{"allOf": [{"$ref": ...}],
+    "description": ...}`` made both strategies fail hypothesis' health check, and with
+    a top-level ``allOf`` holding ``required``, ``invalid_arguments`` said the tool
+    "accepts every JSON object" though ``validate`` rejects ``{}``. The parts of an
+    ``allOf`` are now merged into the one schema a value meets."""
+
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            PYDANTIC_V1,
+            PARTS,
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "allOf": [
+                    {"properties": {"a": {}, "b": {}}, "additionalProperties": False},
+                    {"properties": {"b": {"minLength": 2}, "c": {"type": "boolean"}}},
+                ],
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "n": {"allOf": [{"type": "number", "minimum": 1}, {"exclusiveMaximum": 9}]},
+                    "k": {"allOf": [{"type": "integer", "multipleOf": 2}, {"multipleOf": 3}]},
+                    "s": {"allOf": [{"type": "string", "minLength": 2}, {"maxLength": 3}]},
+                },
+                "required": ["n", "k", "s"],
+            },
+            {
+                "type": "object",
+                "properties": {"a": {"type": "integer"}, "b": {"type": "string"}},
+                "allOf": [{"anyOf": [{"required": ["a"]}, {"required": ["b"]}]}],
+            },
+            {
+                "type": "object",
+                "properties": {
+                    "n": {
+                        "allOf": [
+                            {"type": "string"},
+                            *({"minLength": 1, "title": str(i)} for i in range(300)),
+                            {"pattern": "^x+$"},
+                        ]
+                    }
+                },
+                "required": ["n"],
+            },
+            {
+                "type": "object",
+                "properties": {"s": {"$ref": "#/$defs/D0"}},
+                "required": ["s"],
+                "$defs": {
+                    **{f"D{i}": {"allOf": [{"$ref": f"#/$defs/D{i + 1}"}]} for i in range(100)},
+                    "D100": {"type": "string", "maxLength": 2},
+                },
+            },
+        ],
+        ids=[
+            "pydantic-v1",
+            "required-in-parts",
+            "closed-part",
+            "bounds",
+            "union-in-part",
+            "many-parts",
+            "long-reference-chain",
+        ],
+    )
+    def test_drawn_and_broken(self, schema: dict[str, object]) -> None:
+        holds_both_ways(_schema_tool(schema))
+
+    def test_a_required_key_of_a_part_is_left_out(self) -> None:
+        """A break drawn is a part's required key left out."""
+        comes(invalid_arguments(_schema_tool(PARTS)), lambda a: "b" in a and "a" not in a)
+
+    def test_merged_bounds_are_drawn_at_their_edge(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {"n": {"allOf": [{"type": "integer", "maximum": 9}, {"maximum": 5}]}},
+            "required": ["n"],
+        }
+        comes(valid_arguments(_schema_tool(schema)), lambda a: a["n"] == 5)
+
+    @pytest.mark.parametrize(
+        "schema",
+        [
+            {"allOf": [{"type": "string"}, {"type": "integer"}]},
+            {"allOf": [{"type": "integer", "minimum": 5}, {"maximum": 1}]},
+            {"allOf": [{"enum": ["a", "b"]}, {"enum": ["c"]}]},
+            {"allOf": [{"const": 1}, {"const": 2}]},
+            {
+                "type": "object",
+                "allOf": [
+                    {"properties": {"a": {}}, "additionalProperties": False},
+                    {"required": ["b"]},
+                ],
+            },
+            {"allOf": [{"type": "string"}, False]},
+        ],
+        ids=["types", "bounds", "enums", "consts", "required-but-closed", "false"],
+    )
+    def test_parts_no_value_meets_together_are_said_up_front(
+        self, schema: dict[str, object]
+    ) -> None:
+        item = _schema_tool({"type": "object", "properties": {"n": schema}, "required": ["n"]})
+        with pytest.raises(InvalidArgument, match="no argument dict satisfies the schema of"):
+            valid_arguments(item)
+
+    def test_nothing_it_cannot_break_is_said_to_accept_every_object(self) -> None:
+        """Where no break is certain, the refusal says so, not that every object passes."""
+        either = _schema_tool(
+            {"type": "object", "anyOf": [{"required": ["a"]}, {"required": ["b"]}]}
+        )
+        with pytest.raises(ToolArgumentsError):
+            either.validate({})
+        with pytest.raises(
+            InvalidArgument, match="cannot break the schema of tool 'pick'"
+        ) as raised:
+            invalid_arguments(either)
+        assert "`anyOf`" in str(raised.value)
+        assert "accepts every JSON object" not in str(raised.value)
+
+
+# --- the checker on a batch resolved inline by on_deferred ---------------------------------
+
+
+def inline_tools(journal: list[Entry]) -> Registry:
+    """Tools deferred four ways, each recording every entry into it."""
+
+    @tool
+    def transfer(amount: int, ctx: Inject[RunContext], call_id: Inject[CallId]) -> str:
+        """Asks for approval from inside, unless approved."""
+        journal.append(Entry(call_id, "transfer", {"amount": amount}))
+        if not ctx.approved:
+            raise ApprovalRequired({"amount": amount})
+        return f"moved {amount}"
+
+    @tool(approval_required=True)
+    def pay(amount: int, call_id: Inject[CallId]) -> str:
+        """Gated by its policy."""
+        journal.append(Entry(call_id, "pay", {"amount": amount}))
+        return f"paid {amount}"
+
+    @tool
+    def later(amount: int, call_id: Inject[CallId]) -> str:
+        """Leaves the call to the host."""
+        journal.append(Entry(call_id, "later", {"amount": amount}))
+        raise CallDeferred({"amount": amount})
+
+    lookup = Tool.from_schema(
+        "lookup",
+        "Host-executed.",
+        {"type": "object", "properties": {"amount": {"type": "integer"}}},
+    )
+    return Registry.of(transfer, pay, later, lookup)
+
+
+DECISIONS: dict[str, Callable[[DeferredToolRequests], DeferredToolResults]] = {
+    "approve": lambda pending: pending.approve("c"),
+    "edit": lambda pending: pending.approve_with_args("c", {"amount": 8}),
+    "edit-badly": lambda pending: pending.approve_with_args("c", {"amount": "eight"}),
+    "deny": lambda pending: pending.deny("c", "operator refused"),
+    "respond": lambda pending: pending.respond("c", "the host did it"),
+    "undecided": lambda pending: pending.results(),
+}
+
+
+def inline(name: str, decision: str, journal: list[Entry]) -> tuple[list[ToolCall], DispatchResult]:
+    calls = [ToolCall("c", name, '{"amount": 7}'), ToolCall("d", "pay", {"amount": 1})]
+    decide = DECISIONS[decision]
+
+    def on_deferred(pending: DeferredToolRequests) -> DeferredToolResults:
+        return decide(pending).approve("d") if decision != "undecided" else decide(pending)
+
+    return calls, dispatch_sync(calls, inline_tools(journal), on_deferred=on_deferred)
+
+
+class TestInlineResolution:
+    """`check_dispatch_invariants` failed a correct `on_deferred` flow: a tool that asks
+    for approval, approved inline, runs twice (Started, Deferred, Approved, Started,
+    Completed), which it read as a call with two starts; the project's own property test
+    skipped the check for such results. Each pass of a call is now checked alone."""
+
+    @pytest.mark.parametrize("decision", list(DECISIONS))
+    @pytest.mark.parametrize("name", ["transfer", "pay", "later", "lookup"])
+    def test_every_inline_flow_passes(self, name: str, decision: str) -> None:
+        journal: list[Entry] = []
+        calls, result = inline(name, decision, journal)
+        check_dispatch_invariants(calls, result, inline_tools([]), ran=journal)
+
+    def test_the_reported_flow(self) -> None:
+        journal: list[Entry] = []
+        calls, result = inline("transfer", "approve", journal)
+        kinds = [type(e).__name__ for e in result.events if getattr(e, "call_id", "") == "c"]
+        assert ["ToolStarted", "ToolDeferred", "ToolApproved", "ToolStarted", "ToolCompleted"] == (
+            kinds
+        )
+        check_dispatch_invariants(calls, result, inline_tools([]), ran=journal)
+
+
+def _events_of_c(
+    result: DispatchResult, change: Callable[[list[object]], list[object]]
+) -> DispatchResult:
+    """``result`` with call c's events changed (the other calls' kept in place)."""
+    others = [e for e in result.events if getattr(e, "call_id", "") != "c"]
+    mine = change([e for e in result.events if getattr(e, "call_id", "") == "c"])
+    return msgspec.structs.replace(result, events=(*mine, *others))  # type: ignore[arg-type]
+
+
+def _without(kind: type) -> Callable[[list[object]], list[object]]:
+    return lambda events: [e for e in events if not isinstance(e, kind)]
+
+
+def _run_with(arguments: dict[str, object], run: int) -> Callable[[list[object]], list[object]]:
+    """Call c's ``run``-th start reporting ``arguments``."""
+
+    def change(events: list[object]) -> list[object]:
+        at = [i for i, e in enumerate(events) if isinstance(e, ToolStarted)][run]
+        started = events[at]
+        assert isinstance(started, ToolStarted)
+        events[at] = msgspec.structs.replace(started, arguments=arguments)
+        return events
+
+    return change
+
+
+DOCTORED: dict[str, Callable[[DispatchResult], DispatchResult]] = {
+    "ran again unapproved": lambda r: _events_of_c(r, _without(ToolApproved)),
+    "two starts in one pass": lambda r: _events_of_c(r, _without(ToolDeferred)),
+    "no end": lambda r: _events_of_c(r, _without(ToolCompleted)),
+    "ended twice": lambda r: _events_of_c(r, lambda e: [*e, e[-1]]),
+    "ran again on invalid arguments": lambda r: _events_of_c(r, _run_with({"amount": "x"}, 1)),
+    # (the run after the host's approval may have the host's edited arguments: only its
+    # schema is checked; the first run's must be the call's)
+    "first ran on other arguments": lambda r: _events_of_c(r, _run_with({"amount": 9}, 0)),
+    "executed omits it": lambda r: msgspec.structs.replace(r, executed=("d",)),
+    "answered and deferred": lambda r: msgspec.structs.replace(
+        r, deferred=DeferredToolRequests((), (ToolCall("c", "transfer", '{"amount": 7}'),))
+    ),
+    "an error answer for a success": lambda r: msgspec.structs.replace(
+        r,
+        messages=(
+            msgspec.structs.replace(r.messages[0], is_error=True, status="error"),
+            *r.messages[1:],
+        ),
+    ),
+}
+
+
+class TestInlineResolutionStillBites:
+    @pytest.mark.parametrize("doctor", list(DOCTORED))
+    def test_a_doctored_result_is_rejected(self, doctor: str) -> None:
+        """Each way of breaking the correct flow's result is still caught."""
+        journal: list[Entry] = []
+        calls, result = inline("transfer", "approve", journal)
+        with pytest.raises(AssertionError):
+            check_dispatch_invariants(calls, DOCTORED[doctor](result), inline_tools([]))
+
+    def test_what_the_tool_received_is_checked_against_what_was_reported(self) -> None:
+        """A recorded run the events do not report is caught."""
+        journal: list[Entry] = []
+        calls, result = inline("transfer", "approve", journal)
+        journal[-1] = Entry("c", "transfer", {"amount": 9})
+        with pytest.raises(AssertionError, match="invariant 3"):
+            check_dispatch_invariants(calls, result, inline_tools([]), ran=journal)

@@ -131,7 +131,7 @@ class TestClassified:
         assert expected == (ToolPolicy.classified().classified, ToolPolicy().classified)
 
     def test_design_example(self) -> None:
-        """The DESIGN.md chain classifies the tool and requires approval."""
+        """The documented chain classifies the tool and requires approval."""
         expected = ToolPolicy(classified=True, access=ToolAccess(approval_required=True))
 
         assert expected == ToolPolicy.classified().with_access(approval_required=True)

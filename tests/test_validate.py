@@ -21,6 +21,7 @@ from tinytools import (
     tool,
 )
 from tinytools._schema_dialect import Enforce
+from tinytools.repair import recover_relaxed_object
 
 
 class Size(enum.Enum):
@@ -257,3 +258,76 @@ class TestDepth:
         error = error_of(t, raw)
         assert error.malformed
         assert "nested too deeply" in str(error)
+
+
+@tool
+def search(q: str = "", limit: int = 10) -> None:
+    """Search; every parameter optional, so `{}` is valid (malformed text must not become it)."""
+
+
+SEARCH = Tool.from_schema(
+    "search",
+    "Search; every parameter optional.",
+    {"type": "object", "properties": {"q": {"type": "string"}, "limit": {"type": "integer"}}},
+)
+#: Text that is not one JSON value: cut off, followed by more, or no JSON at all.
+NOT_JSON = {
+    "truncated": '{"q": "abc"',
+    "truncated in a string": '{"q": "ab',
+    "truncated bytes": b'{"q": "abc"',
+    "trailing garbage": '{"q": "abc"} and more',
+    "two objects": '{"q": "abc"}{"q": "abd"}',
+    "a closing brace too many": '{"q": "abc"}}',
+    "bare word": "abc",
+    "bare words": "search for abc",
+    "empty": "",
+    "only whitespace": " \n\t",
+    "NaN": '{"limit": NaN}',
+    "a byte order mark": '\ufeff{"q": "abc"}',
+}
+#: Relaxed JSON: what a model writes and `tinytools.repair` recovers, which only dispatch
+#: repairs (and reports as repaired); `Tool.validate` takes strict JSON.
+RELAXED = {
+    "unquoted key": "{q: 'abc'}",
+    "single quotes": "{'q': 'abc'}",
+    "trailing comma": '{"q": "abc",}',
+    "fenced": '```json\n{"q": "abc"}\n```',
+    "Python literal": "{'q': 'abc', 'limit': None}",
+}
+BOTH = pytest.mark.parametrize("t", [search, SEARCH], ids=["function", "schema"])
+
+
+class TestMalformedText:
+    """Text that is not JSON is refused with a ``malformed`` ToolArgumentsError naming the
+    tool, by the validator itself, for a function tool and a schema tool alike (only
+    dispatch's tests caught a validator that read malformed text as ``{}``)."""
+
+    @BOTH
+    @pytest.mark.parametrize("text", list(NOT_JSON.values()), ids=list(NOT_JSON))
+    def test_not_json_is_refused(self, t: Tool[..., object], text: str | bytes) -> None:
+        error = error_of(t, text)
+        assert error.malformed
+        assert str(error).startswith(f"Arguments for tool `{t.name}` are not valid JSON")
+
+    @BOTH
+    @pytest.mark.parametrize("text", list(RELAXED.values()), ids=list(RELAXED))
+    def test_relaxed_json_is_refused(self, t: Tool[..., object], text: str) -> None:
+        """Relaxed JSON is repair's to recover (in dispatch), never the validator's."""
+        assert recover_relaxed_object(text) is not None  # (it is relaxed JSON)
+        error = error_of(t, text)
+        assert error.malformed
+        assert str(error).startswith(f"Arguments for tool `{t.name}` are not valid JSON")
+
+    @BOTH
+    @pytest.mark.parametrize("text", ["null", "true", "3", '"abc"', '["abc"]'])
+    def test_json_that_is_no_object_is_refused(self, t: Tool[..., object], text: str) -> None:
+        """JSON, but not an object: a schema error at `$`, not malformed text."""
+        error = error_of(t, text)
+        assert not error.malformed
+        assert error.path == "$"
+        assert error.detail.startswith("Expected `object`, got `")
+
+    @BOTH
+    def test_strict_json_reads_as_its_object(self, t: Tool[..., object]) -> None:
+        assert t.validate({"q": "abc"}) == t.validate('{"q": "abc"}')
+        assert t.validate({}) == t.validate(" {} \n")

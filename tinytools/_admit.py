@@ -1,6 +1,6 @@
 """Admission: one call in, one verdict out — pure and synchronous.
 
-For each call, in the seed's order: limits (cancellation, deadline,
+For each call, in this order: limits (cancellation, deadline,
 ``max_tool_calls``); before-middleware (adjust, reject or defer); name
 resolution against what is callable this turn, with the unknown-tool policy;
 argument decoding (strict, then relaxed repair, then the always-on
@@ -842,7 +842,7 @@ def _secrets(
     arguments, secrets = redactor.raw(call.arguments)
     if isinstance(value, Mapping):
         secrets += redactor.arguments(value)[1]
-    elif isinstance(value, str) and value is not call.arguments:
+    elif value is not None and value is not call.arguments:
         secrets += redactor.raw(value)[1]
     return arguments, secrets
 

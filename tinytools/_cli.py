@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from . import __version__, _cli_call, _cli_check, _cli_inspect, _cli_ledger
+from ._cli_output import tolerant
 from ._registry import AnyTool
 from .errors import ToolArgumentsError
 
@@ -39,10 +40,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         The exit status. Usage errors exit through argparse with status 2,
         ``--help`` and ``--version`` with status 0.
     """
+    out = tolerant(sys.stdout)  # (a stored id may hold a lone surrogate: see _cli_output)
+    tolerant(sys.stderr)
     args = _parser().parse_args(argv)
     command = _COMMANDS.get(args.command) or args.run
     try:
-        status = command(args, sys.stdout)
+        status = command(args, out)
         sys.stdout.flush()  # inside the `try`, so a closed pipe is reported here
     except BrokenPipeError:
         # The reader left early (`tinytools demo | head`): stop quietly, and keep

@@ -27,6 +27,7 @@ from ._cli_output import (
     load_or_exit,
     paragraph,
     printable,
+    printable_json,
     use_colour,
 )
 
@@ -103,10 +104,10 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             result = dispatch_sync(calls, registry, context=context, approvals=approvals)
     except DispatchAborted as aborted:
         result = aborted.result
-        sys.stderr.write(f"tinytools: the tool aborted the batch: {aborted}\n")
+        sys.stderr.write(f"tinytools: the tool aborted the batch: {printable(str(aborted))}\n")
     except TinytoolsError as error:
         sys.stderr.write(
-            f"tinytools: error: {error}\n(the command line passes only "
+            f"tinytools: error: {printable(str(error))}\n(the command line passes only "
             "Context(run_id='tinytools-cli'): a tool that needs state or values runs from "
             "Python with a Context that has them)\n"
         )
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             "awaiting_approval": awaiting,
             "executed": list(result.executed),
         }
-        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        out.write(printable_json(document, indent=2) + "\n")
     else:
         _write_text(out, message, result.events, deferred is not None, awaiting)
     if message is None:

@@ -10,7 +10,6 @@ when a target cannot be used at all, 0 otherwise.
 from __future__ import annotations
 
 import argparse
-import json
 from typing import TextIO
 
 from ._cli_output import (
@@ -20,6 +19,8 @@ from ._cli_output import (
     example_epilog,
     load_or_exit,
     paragraph,
+    printable,
+    printable_json,
     use_colour,
 )
 from ._cli_target import Broken, Found
@@ -122,8 +123,9 @@ def _write_text(
     paint = Paint(use_colour(out))
     for d in diagnostics:
         colour = "red" if d.severity == "error" else "yellow"
-        location = paint(f"{d.path}:{d.line}:", "bold")
-        out.write(f"{location} {paint(d.code, colour)} {paint(d.severity, colour)}: {d.message}\n")
+        location = paint(printable(f"{d.path}:{d.line}:"), "bold")
+        severity = f"{paint(d.code, colour)} {paint(d.severity, colour)}"
+        out.write(f"{location} {severity}: {printable(d.message)}\n")
     where = f"{tools} tool{'s' * (tools != 1)} in {files} file{'s' * (files != 1)}"
     if diagnostics:
         summary = f"{errors} error{'s' * (errors != 1)}, {warnings} warning{'s' * (warnings != 1)}"
@@ -152,14 +154,15 @@ def _write_json(
             for d in diagnostics
         ],
     }
-    out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    out.write(printable_json(document, indent=2) + "\n")
 
 
 def _github_line(d: Diagnostic) -> str:
     """A GitHub Actions workflow command that annotates the file and line."""
 
     def escape(text: str, *, prop: bool = False) -> str:
-        text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+        # printable leaves no control character raw but tab and newline (a tool's text)
+        text = printable(text).replace("%", "%25").replace("\n", "%0A")
         return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
     return (

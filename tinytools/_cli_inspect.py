@@ -10,12 +10,20 @@ carries on every turn.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TextIO
 
-from ._cli_output import Paint, add_target, example_epilog, load_or_exit, paragraph, use_colour
+from ._cli_output import (
+    Paint,
+    add_target,
+    example_epilog,
+    load_or_exit,
+    paragraph,
+    printable,
+    printable_json,
+    use_colour,
+)
 from ._registry import AnyTool
 
 __all__ = ["FORMATS", "add_parser", "run"]
@@ -66,7 +74,8 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     if isinstance(loaded, int):
         return loaded
     for broken in loaded.broken:  # a folder's files that raised (a lone target that raises exits 2)
-        sys.stderr.write(f"tinytools: skipped {broken.path}:{broken.line}: {broken.message}\n")
+        where = f"{broken.path}:{broken.line}: {broken.message}"  # quotes what the file raised
+        sys.stderr.write(f"tinytools: skipped {printable(where)}\n")
     tools = _unique(item.tool for item in loaded.found)
     if args.format in PROVIDERS:
         _providers(args, tools, out)
@@ -110,12 +119,12 @@ def _providers(args: argparse.Namespace, tools: list[AnyTool], out: TextIO) -> N
             "tools": [{"name": _name(d), "bytes": _size(d)} for d in items],
             "declarations": declarations,
         }
-        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        out.write(printable_json(document, indent=2) + "\n")
         return
     paint = Paint(use_colour(out))
     for item in items:
-        out.write(paint(f"{_name(item)}  ({_size(item)} bytes)", "bold") + "\n")
-        out.write(json.dumps(item, indent=2, ensure_ascii=False) + "\n\n")
+        out.write(paint(printable(f"{_name(item)}  ({_size(item)} bytes)"), "bold") + "\n")
+        out.write(printable_json(item, indent=2) + "\n\n")
     out.write(_total_line(args.format, len(items), total))
 
 
@@ -129,11 +138,13 @@ def _dialect(args: argparse.Namespace, tools: list[AnyTool], out: TextIO) -> Non
     shares = [{"name": t.name, "bytes": len(render([t]).encode())} for t in tools]
     if args.json:
         document = {"format": args.format, "total_bytes": total, "tools": shares, "text": text}
-        out.write(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+        out.write(printable_json(document, indent=2) + "\n")
         return
-    out.write(text.rstrip("\n") + "\n\n")
+    # Descriptions and parameter names are the tools' own text: the catalogue is what a
+    # model reads, printed here with its control characters escaped for the terminal.
+    out.write(printable(text.rstrip("\n")) + "\n\n")
     for share in shares:
-        out.write(f"{share['name']}  ({share['bytes']} bytes alone)\n")
+        out.write(printable(f"{share['name']}  ({share['bytes']} bytes alone)") + "\n")
     out.write(_total_line(args.format, len(shares), total))
 
 

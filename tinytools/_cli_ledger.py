@@ -18,7 +18,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, TextIO
 
-from ._cli_output import printable
+from ._cli_output import printable, printable_json
 
 if TYPE_CHECKING:
     from ._registry import AnyTool
@@ -99,7 +99,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     try:
         ledger = _open(args.db)
     except ValueError as error:
-        print(f"tinytools ledger: {error}", file=sys.stderr)
+        _say(sys.stderr, f"tinytools ledger: {error}")
         return 1 if isinstance(error, _NoLedger) else 2
     try:
         if args.action == "list":
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             return _prune(ledger, args, out)
         return _reconcile(ledger, args, out)
     except (LedgerError, _TargetError) as error:
-        print(f"tinytools ledger: {error}", file=sys.stderr)
+        _say(sys.stderr, f"tinytools ledger: {error}")
         return 1
     finally:
         ledger.close()
@@ -156,22 +156,20 @@ def _list(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: 
             }
             for e in entries
         ]
-        out.write(json.dumps(rows, ensure_ascii=False, default=repr) + "\n")
+        out.write(printable_json(rows, default=repr) + "\n")
         return 0
     if not entries:
-        out.write("No unresolved calls.\n")
+        _say(out, "No unresolved calls.")
         return 0
-    out.write(f"{len(entries)} unresolved call(s), oldest first:\n")
+    _say(out, f"{len(entries)} unresolved call(s), oldest first:")
     for e in entries:
-        arguments = json.dumps(e.arguments, ensure_ascii=False, default=repr)
+        arguments = printable_json(e.arguments, default=repr)
         waits = (e.run_id, e.call_id) in released
-        out.write(
-            printable(
-                f"  run {e.run_id}  call {e.call_id}  tool {e.tool_name}  "
-                f"age {_age(now - e.started_at)}{_RELEASED if waits else ''}\n"
-                f"    arguments {arguments}"
-            )
-            + "\n"
+        _say(
+            out,
+            f"  run {e.run_id}  call {e.call_id}  tool {e.tool_name}  "
+            f"age {_age(now - e.started_at)}{_RELEASED if waits else ''}",
+            f"    arguments {arguments}",
         )
     return 0
 
@@ -194,35 +192,36 @@ def _reconcile(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, 
             "interrupted": [m.tool_call_id for m in decided.messages],
             "waiting": [e.call_id for e in waiting],
         }
-        out.write(json.dumps(document, ensure_ascii=False) + "\n")
+        out.write(printable_json(document) + "\n")
         return 0
     if not decided.events and not waiting:
-        out.write(f"Run {args.run}: no unresolved calls.\n")
+        _say(out, f"Run {args.run}: no unresolved calls.")
         return 0
-    out.write(f"Run {args.run}: {len(decided.events)} unresolved call(s) reconciled:\n")
+    _say(out, f"Run {args.run}: {len(decided.events)} unresolved call(s) reconciled:")
     for call in decided.rerun:
-        out.write(f"  {call.id} ({call.name}): replay-safe, released to run again\n")
+        _say(out, f"  {call.id} ({call.name}): replay-safe, released to run again")
     for message in decided.messages:
-        out.write(f"  {message.tool_call_id} ({message.name}): interrupted, will not run again\n")
+        _say(out, f"  {message.tool_call_id} ({message.name}): interrupted, will not run again")
     for entry in waiting:
-        out.write(
+        _say(
+            out,
             f"  {entry.call_id} ({entry.tool_name}): deferred by its tool, waits for the "
-            "host's decision (left as it is)\n"
+            "host's decision (left as it is)",
         )
     if not args.tools:
-        out.write("No --tools given: no call was treated as replay-safe.\n")
+        _say(out, "No --tools given: no call was treated as replay-safe.")
     return 0
 
 
 def _prune(ledger: SqliteLedger | PostgresLedger, args: argparse.Namespace, out: TextIO) -> int:
     if not args.older_than >= 0:
-        print("tinytools ledger: --older-than must be a number of days >= 0", file=sys.stderr)
+        _say(sys.stderr, "tinytools ledger: --older-than must be a number of days >= 0")
         return 2
     deleted = ledger.prune(args.older_than * 86400)
     if args.json:
         out.write(json.dumps({"deleted": deleted}) + "\n")
     else:
-        out.write(f"Deleted {deleted} row(s) settled more than {args.older_than:g} day(s) ago.\n")
+        _say(out, f"Deleted {deleted} row(s) settled more than {args.older_than:g} day(s) ago.")
     return 0
 
 
@@ -239,6 +238,13 @@ def _tools(target: str) -> tuple[AnyTool, ...]:
     except TargetError as error:
         raise _TargetError(f"--tools {target}: {error}") from None
     return tuple(found.tool for found in loaded.found)
+
+
+def _say(out: TextIO, *lines: str) -> None:
+    """Human output, every verb's: each line with its control characters escaped, a line
+    break too (call ids, tool names, run ids and arguments are whatever a model or a host
+    sent: they cannot restyle the terminal nor forge a line of the listing)."""
+    out.write("".join(printable(line).replace("\n", "\\n") + "\n" for line in lines))
 
 
 def _age(seconds: float) -> str:

@@ -6,17 +6,24 @@ otherwise a stream gets colour only when it is a terminal. Progress goes to
 standard error, and only when that is a terminal, so piped and CI output stays
 plain and stable.
 
-Text that comes from a tool or a model (a result, a stored call id) is printed
-through :func:`printable`: control characters are written as escapes, so tool
-output cannot move the cursor, retitle the terminal or hide lines.
+Text that comes from a tool or a model (a result, a stored call id, a
+description, a parameter name) is printed through :func:`printable`: control
+characters are written as escapes, so tool output cannot move the cursor,
+retitle the terminal or hide lines. A JSON document is written by
+:func:`printable_json`, which escapes the same characters in JSON's own notation.
+What the output's encoding cannot hold (a lone surrogate, which a stored call id
+may have) is written as a backslash escape too (:func:`tolerant`), so no text cuts
+a verb's output short.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import re
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from ._cli_target import Loaded, TargetError, load
@@ -29,6 +36,8 @@ __all__ = [
     "load_or_exit",
     "paragraph",
     "printable",
+    "printable_json",
+    "tolerant",
     "use_colour",
 ]
 
@@ -39,6 +48,29 @@ _CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def printable(text: str) -> str:
     """``text`` with every control character but tab and newline written as ``\\xNN``."""
     return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def tolerant(stream: TextIO) -> TextIO:
+    """``stream``, set to write what its encoding cannot hold as backslash escapes
+    (``\\ud800``, valid in JSON text too) instead of raising ``UnicodeEncodeError``."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None and getattr(stream, "errors", None) in ("strict", "surrogateescape"):
+        reconfigure(errors="backslashreplace")
+    return stream
+
+
+def printable_json(
+    value: object, *, indent: int | None = None, default: Callable[[object], object] | None = None
+) -> str:
+    """``value`` as JSON text (non-ASCII kept) with no control character left raw.
+
+    ``json.dumps`` escapes the C0 controls but leaves DEL and the C1 controls (``\\x9b``
+    opens an escape sequence as ``ESC [`` does) raw in strings: they are written as
+    ``\\u009b``, which decodes to the same value. A raw tab or newline left in the text is
+    indentation, never part of a string.
+    """
+    text = json.dumps(value, indent=indent, ensure_ascii=False, default=default)
+    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -122,8 +154,8 @@ def load_or_exit(target: str, err: TextIO | None = None) -> Loaded | int:
     err = err if err is not None else sys.stderr
     try:
         loaded = load(target)
-    except TargetError as error:
-        err.write(f"tinytools: error: {error}\n")
+    except TargetError as error:  # may quote what the target's code raised
+        err.write(f"tinytools: error: {printable(str(error))}\n")
         return 2
     if not loaded.found and not loaded.broken:
         err.write(

@@ -32,7 +32,7 @@ from . import repair
 from ._redact import MARKER, every_secret
 from ._registry import UNSCANNED, AnyTool, Registry
 from ._spec import Exposure
-from ._validate import preview, printable, text_problem
+from ._validate import json_type, preview, printable, text_problem
 from ._wire import ToolCall, ToolMessage, plain_call
 from .errors import ToolArgumentsError, ToolDefinitionError
 from .events import Event, ToolSearched
@@ -156,12 +156,12 @@ def _wrapper(call: ToolCall, tools: Registry) -> dict[str, object] | str:
     if call.invalid is not None and not isinstance(raw, (str, bytes)):
         reason = str(call.invalid)  # (a provider's reason may quote what it could not read)
         if (secret := every_secret(tools)) is not None:
-            reason = secret.scrub(reason, secret.value(value)[1])
+            reason = secret.scrub(reason, secret.raw(value)[1])
         return f"the provider could not read its arguments ({reason})"
     if not isinstance(value, dict):
-        redactor = every_secret(tools)
-        found = value if redactor is None else redactor.value(value)[0]
-        return f"its arguments must be a JSON object, not {preview(found, 60)}"
+        # (what is no object has no key to tell a secret by: its kind alone is named)
+        found = preview(value, 60) if every_secret(tools) is None else f"a JSON {json_type(value)}"
+        return f"its arguments must be a JSON object, not {found}"
     return value
 
 

@@ -18,10 +18,10 @@ Only execution differs between the two entry points. ``dispatch_sync`` runs
 synchronous tools inline, with no event loop at all; a batch that holds an async
 tool or an async ``on_event`` handler (or several threaded calls allowed to run at
 once) runs its execution stage on this thread's long-lived asyncio loop
-(:func:`_workers.event_loop`), never a new loop per call. ``dispatch`` runs it under
+(:func:`_workers.loop_holder`), never a new loop per call. ``dispatch`` runs it under
 the caller's event loop, trio or asyncio (:mod:`_concurrency`, imported on first use).
 
-Invariants kept here (see DESIGN.md): every call id is answered exactly once in
+Invariants kept here (docs/concepts/invariants.md): every call id is answered exactly once in
 call order unless deferred — also when tools raise, time out, or the batch is
 cancelled or aborted, and across the inline ``on_deferred`` resolution; nothing that
 admission refused runs; no tool runs on arguments that failed its schema.
@@ -46,7 +46,7 @@ from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
 from ._spec import is_async_function
 from ._wire import ToolCall
 from ._workers import Backend, check_backend, refuse_nested_loop, run_on
-from .events import Custom
+from .events import Custom, ToolWithheld
 from .policies import RunPolicy
 from .toolsets._base import Toolset
 
@@ -99,6 +99,13 @@ def _check_on_deferred(on_deferred: object, sync: bool) -> None:
             "on_deferred is an async function, which dispatch_sync cannot await: use "
             "`await dispatch(...)`, or a synchronous handler"
         )
+
+
+def _withheld(run: Run) -> None:
+    """Report the remote tools the toolset left out because their names were taken (once
+    per dispatch, before any call's events)."""
+    for left in run.tools._withheld:
+        run.emit(ToolWithheld(tool_name=left.name, reason=left.reason, adaptor=left.adaptor))
 
 
 def _abort_for(run: Run, error: Exception) -> DispatchAborted:
@@ -327,6 +334,8 @@ def dispatch_sync(
         artifacts,
         cancellation,
     )
+    if run.tools._withheld:
+        _withheld(run)
     if on_deferred is not None:
         run.keep_positions()  # the two passes are merged by position
     deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
@@ -475,6 +484,8 @@ async def dispatch(
     if on_deferred is not None:
         _check_on_deferred(on_deferred, sync=False)  # (before anything runs)
         run.keep_positions()  # the two passes are merged by position
+    if run.tools._withheld:
+        _withheld(run)
     deadline = None if policy.deadline is None else current_time() + policy.deadline
     result = await _pass_async(run, deadline, 0)
     if result.deferred is None or on_deferred is None:

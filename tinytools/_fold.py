@@ -9,7 +9,8 @@ as ``wrap_return`` would wrap it (built once, from the text already made); when 
 hand that same result back with nothing added, the message is the direct one.
 Otherwise — a hook's new result, a returned ``ToolResult``, a failure — the result
 is read back: artifacts are persisted, and content blocks become the text the model
-reads. Either way the content is cut to the byte limit with a visible marker.
+reads. Folding cuts nothing: :func:`bounded` cuts every message of a batch to its
+byte limit, the ones dispatch writes itself included, in one place.
 
 A return value that cannot be answered (not JSON-encodable, holding NaN, a
 malformed ``ToolResult``) is an error message for that call, never an abort; a
@@ -46,15 +47,20 @@ from .events import Event, ToolCompleted, ToolFailed
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
+    from ._registry import Registry
+    from ._result import DispatchResult
 
 __all__ = [
     "Failed",
     "Fatal",
     "Folded",
     "Postponed",
+    "bounded",
     "fold",
+    "own_limits",
     "plain_message",
     "render",
+    "stricter",
     "truncate",
 ]
 
@@ -160,6 +166,50 @@ def truncate(text: str, limit: int | None) -> str:
 _SHORT_MARKERS = ("\n[truncated]", "…")
 
 
+def stricter(a: int | None, b: int | None) -> int | None:
+    """The stricter of two byte limits (None: no limit)."""
+    return b if a is None else a if b is None else min(a, b)
+
+
+def own_limits(tools: Registry) -> bool:
+    """Whether any of ``tools`` declares its own byte limit (found once per registry, then
+    kept on it: a batch among 10,000 tools does not walk them)."""
+    try:
+        return tools._limited
+    except AttributeError:
+        pass
+    found = any(tool._plan.limit is not None for tool in tools.values())
+    object.__setattr__(tools, "_limited", found)  # (a registry is frozen: its own memo)
+    return found
+
+
+def bounded(result: DispatchResult, tools: Registry, limit: int | None) -> DispatchResult:
+    """``result`` with each message's content cut to its byte limit with a visible marker
+    (:func:`truncate`): the run's ``limit``, or the registered tool's own where the
+    message names one and it is stricter.
+
+    The one place dispatch cuts what the model reads: a tool's result and what dispatch
+    writes itself (a refusal quoting the schema, discovery's search results, an unknown
+    name's suggestions, a denial, an interruption) alike.
+    """
+    own = tools._tools
+    messages = result.messages
+    cut: list[ToolMessage] | None = None  # (copied only once a message is cut)
+    for index, message in enumerate(messages):
+        most = limit
+        tool = own.get(message.name)
+        if tool is not None and tool._plan.limit is not None:
+            most = stricter(limit, tool._plan.limit)
+        content = message.content
+        if most is not None and len(content) * 4 > most:  # else it fits (see truncate)
+            shown = truncate(content, most)
+            if shown is not content:
+                if cut is None:
+                    cut = list(messages)
+                cut[index] = msgspec.structs.replace(message, content=shown)
+    return result if cut is None else msgspec.structs.replace(result, messages=tuple(cut))
+
+
 def _persist(
     artifacts: tuple[Artifact, ...], store: ArtifactStore | None, run_id: str, call_id: str
 ) -> tuple[ArtifactRef | Artifact, ...]:
@@ -171,7 +221,6 @@ def _persist(
 def fold(
     call: ToolCall,
     name: str,
-    limit: int | None,
     outcome: object,
     afters: tuple[After, ...],
     env: DispatchEnv,
@@ -182,7 +231,6 @@ def fold(
     Args:
         call: The call answered (its id and, for hooks, the call itself).
         name: The name the message and event carry.
-        limit: The byte limit of the content, if any.
         outcome: The tool's return value, or ``Failed`` / ``Fatal``.
         afters: The ``after_tool`` hooks, already in the order they run.
         env: What the hooks receive as their third argument: the run (its
@@ -198,7 +246,7 @@ def fold(
         # A plain return value: its message made directly (no ToolResult unless a hook
         # sees it).
         if not afters:
-            message = plain_message(call, name, limit, outcome)
+            message = plain_message(call, name, outcome)
             if message is not None:
                 return (
                     message,
@@ -228,7 +276,7 @@ def fold(
                         raise HookFailed("after_tool", hook, error) from error
                 if result is not wrapped or wrapped.metadata:
                     result = _hooks_result(afters, result, wrapped)
-                    return _from_result(call, name, limit, result, "ok", outcome, store, env)
+                    return _from_result(call, name, result, "ok", outcome, store, env)
                 # Handed back untouched, with nothing added: the message plain_message
                 # makes, written out from the text made above (one frame fewer).
                 if structured is None:  # text, or None (no structured output)
@@ -237,8 +285,6 @@ def fold(
                 else:
                     content = text  # JSON text that encoded holds no lone surrogate
                     output = ToolOutput(outcome, ())
-                if limit is not None and len(content) * 4 > limit:  # else it fits
-                    content = truncate(content, limit)
                 message = ToolMessage(
                     tool_call_id=call.id, name=name, content=content, artifact=output
                 )
@@ -251,7 +297,7 @@ def fold(
         message = ToolMessage(
             tool_call_id=call.id,
             name=name,
-            content=truncate(printable(said), limit),
+            content=printable(said),
             is_error=True,
             status=outcome.status,  # type: ignore[attr-defined]
         )
@@ -271,23 +317,21 @@ def fold(
             result = wrap_return(outcome)
         except (TypeError, ValueError) as error:
             failed = Failed(type(error).__name__, f"Tool `{name}` returned a bad value: {error}")
-            return fold(call, name, limit, failed, afters, env, store)
+            return fold(call, name, failed, afters, env, store)
         status = "ok"
     if afters:
         result = _after(call, result, afters, env)
-    return _from_result(call, name, limit, result, status, outcome, store, env)
+    return _from_result(call, name, result, status, outcome, store, env)
 
 
-def plain_message(
-    call: ToolCall, name: str, limit: int | None, outcome: object
-) -> ToolMessage | None:
+def plain_message(call: ToolCall, name: str, outcome: object) -> ToolMessage | None:
     """The message for a plain return value (not ``Failed``, ``Fatal``, ``Postponed`` or
     a ``ToolResult``) that no ``after_tool`` hook sees — the one place a value becomes
     its message: a ``str`` is the content, anything else its compact JSON (with the
-    value as structured output), cut to ``limit``. None when the value cannot be
+    value as structured output). None when the value cannot be
     answered as it is (not JSON-encodable, NaN): :func:`fold` answers it as an error.
 
-    ``Run.finish`` calls it directly for the common call (four arguments, no tuple);
+    ``Run.finish`` calls it directly for the common call (three arguments, no tuple);
     :func:`fold` writes it out for a value its hooks handed back untouched.
     """
     output = None
@@ -308,8 +352,6 @@ def plain_message(
             return None  # wrap_return answers it as the error it is
         if outcome is not None:
             output = ToolOutput(outcome, ())
-    if limit is not None and len(content) * 4 > limit:  # else it fits (see truncate)
-        content = truncate(content, limit)
     return ToolMessage(tool_call_id=call.id, name=name, content=content, artifact=output)
 
 
@@ -353,7 +395,6 @@ def _hooks_result(afters: tuple[After, ...], result: object, given: ToolResult) 
 def _from_result(
     call: ToolCall,
     name: str,
-    limit: int | None,
     result: ToolResult,
     status: MessageStatus,
     outcome: object,
@@ -368,11 +409,14 @@ def _from_result(
         output = ToolOutput(result.structured, artifacts)
     final: MessageStatus = "error" if result.is_error and status == "ok" else status
     blocks = result.content  # render, its common case written out
-    text = blocks[0].text if len(blocks) == 1 and type(blocks[0]) is TextBlock else render(blocks)
+    attached: tuple[ImageBlock | FileBlock, ...] = ()
+    if len(blocks) == 1 and type(blocks[0]) is TextBlock:
+        text = blocks[0].text
+    else:
+        text = render(blocks)
+        attached = tuple(b for b in blocks if type(b) is ImageBlock or type(b) is FileBlock)
     if not text.isascii():
         text = printable(text)
-    if limit is not None and len(text) * 4 > limit:  # else it fits (see truncate)
-        text = truncate(text, limit)
     message = ToolMessage(
         tool_call_id=call.id,
         name=name,
@@ -380,6 +424,7 @@ def _from_result(
         is_error=result.is_error or final != "ok",
         artifact=output,
         status=final,
+        attachments=attached,
     )
     event: Event
     if isinstance(outcome, (Failed, Fatal)):

@@ -113,7 +113,7 @@ if hasattr(os, "register_at_fork"):  # POSIX
 
 
 def _run_id(value: str | None) -> str:
-    # `Context(run_id=None)` (DESIGN's spelling of the default) also gets a fresh id.
+    # `Context(run_id=None)` (the documented default, spelt out) also gets a fresh id.
     return _new_run_id() if value is None else value
 
 

@@ -42,13 +42,13 @@ import attrs
 import msgspec
 
 from ._exposure import ExposureExplanation
-from ._fold import render, truncate
+from ._fold import render, stricter, truncate
 from ._inject import Context
 from ._middleware import Defer, Deny
 from ._registry import AnyTool, Registry
 from ._spec import Exposure
 from ._tool_policy import BYTES, ToolPolicy, reads_only
-from ._wire import ContentBlock, TextBlock, ToolCall, ToolResult
+from ._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
@@ -226,7 +226,7 @@ class ToolPolicyMiddleware:
         are cut. Chained twice, the stricter limit wins.
         """
         return attrs.evolve(
-            self, result_bytes=True, max_result_bytes=_stricter(self.max_result_bytes, limit)
+            self, result_bytes=True, max_result_bytes=stricter(self.max_result_bytes, limit)
         )
 
     def expose(
@@ -303,7 +303,7 @@ class ToolPolicyMiddleware:
             return result
         tool = env.tools.get(call.name)
         declared = None if tool is None else tool.policy.runtime.max_result_bytes
-        limit = _stricter(self.max_result_bytes, declared)
+        limit = stricter(self.max_result_bytes, declared)
         if limit is None:
             return result
         content, follow_up = _cut(result.content, limit), _cut(result.follow_up, limit)
@@ -335,16 +335,25 @@ _FLAG_BUILDERS = (
 )
 
 
-def _stricter(a: int | None, b: int | None) -> int | None:
-    return b if a is None else a if b is None else min(a, b)
-
-
 def _cut(blocks: tuple[ContentBlock, ...], limit: int) -> tuple[ContentBlock, ...]:
     """``blocks`` unchanged when their text fits, else that text cut to one block.
 
     The model reads blocks as their rendered text (images and files as
-    placeholders), so cutting the rendering keeps exactly what it would read.
+    placeholders), so cutting the rendering keeps exactly what it would read. The
+    limit bounds that text, not the images and files a provider sends beside it:
+    they are kept, after the cut text, with their placeholders (when even those
+    do not fit, the cut text alone stands).
     """
     text = render(blocks)
     cut = truncate(text, limit)
-    return blocks if cut is text else (TextBlock(cut),)
+    if cut is text:
+        return blocks
+    attached = tuple(b for b in blocks if type(b) in _ATTACHMENTS)
+    room = limit - len(render(attached).encode("utf-8", "surrogatepass")) - 1
+    if not attached or room < 0:
+        return (TextBlock(cut),)
+    words = render(tuple(b for b in blocks if type(b) not in _ATTACHMENTS))
+    return (TextBlock(truncate(words, room)), *attached)
+
+
+_ATTACHMENTS = (ImageBlock, FileBlock)

@@ -6,8 +6,10 @@ values are replaced by :data:`MARKER` wherever tinytools would otherwise
 repeat the arguments: events, the effect ledger, and error messages that
 echo what the model sent. The tool itself still receives the real values.
 
-Raw argument text that cannot be decoded is replaced whole when the tool
-redacts anything: a broken document cannot be redacted field by field.
+Arguments that are not an object are replaced whole when the tool redacts
+anything: raw text that cannot be decoded (a broken document cannot be redacted
+field by field) and valid JSON that is no object (``["ann", "hunter2"]``,
+``"hunter2"``), which has no key to tell a secret by.
 
 Two decisions worth knowing:
 
@@ -21,7 +23,8 @@ Two decisions worth knowing:
   be read, belong to no one tool: every registered tool's redaction applies to
   them.
 - Free text (a tool's exception message, a validation error) is scrubbed of each
-  secret's text. A secret shorter than :data:`SHORT` characters is removed only
+  secret's text; a secret that is an array or an object, of each string and number
+  inside it too. A secret shorter than :data:`SHORT` characters is removed only
   where it stands as a whole token, so that a one-letter secret does not turn
   every such letter into the marker (which would both garble the text and spell
   the secret out by its gaps).
@@ -50,8 +53,6 @@ SHORT = 6
 _NEAR = 0.8
 #: Keys longer than this are never compared for misspellings (a model may send any text).
 _LONGEST_KEY = 128
-#: The key :meth:`Redactor.value` holds a value under: no redaction entry can name it.
-_HOLDER = "."
 
 
 class Redactor:
@@ -136,51 +137,43 @@ class Redactor:
         stack.append((item, path, folded, depth))
         return item
 
-    def raw(
-        self, arguments: dict[str, object] | str
-    ) -> tuple[dict[str, object] | str, list[object]]:
-        """Redacted arguments in their own shape (decoded object or raw text)."""
+    def raw(self, arguments: object) -> tuple[dict[str, object] | str, list[object]]:
+        """Redacted arguments in their own shape, and the secrets they held.
+
+        An object (a dict, or JSON text of one) keeps its shape with each secret's value
+        replaced. Anything else the model or a host sent — text that is not JSON, JSON
+        that is not an object (``["ann", "hunter2"]``, ``"hunter2"``), a list or number
+        in place of a dict — is the marker, and the whole of it a secret: it has no key
+        to tell which part is one.
+        """
         if isinstance(arguments, dict):
             return self.arguments(arguments)
+        if not isinstance(arguments, (str, bytes)):
+            return MARKER, [arguments]
+        text = arguments if isinstance(arguments, str) else arguments.decode("utf-8", "replace")
         try:
             decoded = msgspec.json.decode(arguments)
         except (msgspec.DecodeError, UnicodeError, RecursionError):
-            return MARKER, [arguments]
-        redacted: object
-        if isinstance(decoded, dict):
-            redacted, secrets = self.arguments(decoded)
-        else:  # not arguments, but a secret's name may still stand in an object inside
-            redacted, secrets = self.value(decoded)
-            if not secrets:
-                return arguments, []
+            return MARKER, [text]
+        if not isinstance(decoded, dict):
+            return MARKER, [text, decoded]
+        redacted, secrets = self.arguments(decoded)
         # The same secret may stand in another field too: scrub the whole text.
         return self.scrub(msgspec.json.encode(redacted).decode(), secrets), secrets
-
-    def value(self, value: object) -> tuple[object, list[object]]:
-        """Any JSON value redacted, and the secrets it held: the names match in every
-        object inside it (``$``-rooted paths, which start at the arguments object, do not
-        apply)."""
-        holder, secrets = self.arguments({_HOLDER: value})
-        return holder[_HOLDER], secrets
 
     @staticmethod
     def scrub(text: str, secrets: list[object]) -> str:
         """``text`` with every secret's text form replaced by the marker (a short one
-        only where it stands as a whole token)."""
-        for secret in secrets:
-            if secret == MARKER:
+        only where it stands as a whole token); a secret that is an array or an object
+        is also scrubbed of each string and number inside it (a tool's error may quote
+        one item of it)."""
+        for form in _forms(secrets):
+            if form not in text:
                 continue
-            if isinstance(secret, (dict, list)):
-                forms = [_json_form(secret)]
-            elif isinstance(secret, str):
-                forms = _text_forms(secret)
+            if len(form) >= SHORT:
+                text = text.replace(form, MARKER)
             else:
-                forms = [str(secret)]
-            for form in forms:
-                if len(form) >= SHORT:
-                    text = text.replace(form, MARKER)
-                elif form:
-                    text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
+                text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
         return text
 
 
@@ -202,6 +195,48 @@ def _key_text(key: object) -> str:
         return str(key)
     except Exception:  # a host's own key object
         return f"<{type(key).__name__}>"
+
+
+def _forms(secrets: list[object]) -> dict[str, None]:
+    """The text forms of ``secrets`` to scrub from free text, each once: an array's or
+    object's whole JSON form, then those of every string (keys included) and number at
+    any depth inside it (walked, not recursed: a host's value may hold itself)."""
+    forms: dict[str, None] = {}
+    for secret in secrets:
+        if isinstance(secret, (dict, list, tuple)):
+            forms[_json_form(secret)] = None
+    stack = list(reversed(secrets))
+    walked: set[int] = set()
+    while stack:
+        secret = stack.pop()
+        if isinstance(secret, str):
+            if secret != MARKER:
+                forms.update(dict.fromkeys(_text_forms(secret)))
+        elif isinstance(secret, (dict, list, tuple)):
+            if id(secret) not in walked:
+                walked.add(id(secret))
+                items = (
+                    [v for pair in secret.items() for v in pair]
+                    if isinstance(secret, dict)
+                    else secret
+                )
+                stack.extend(reversed(items))
+        else:
+            forms[_scalar_form(secret)] = None
+    forms.pop("", None)
+    return forms
+
+
+def _scalar_form(value: object) -> str:
+    """A number's (or any other value's) text, by its base type's own method where it
+    has one; never raises (an integer too long to print, a host's object)."""
+    try:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            kind = int if isinstance(value, int) else float
+            return kind.__repr__(value)
+        return str(value)
+    except Exception:  # (ValueError past int's digit limit, a host's failing __str__)
+        return ""
 
 
 def _text_forms(secret: str) -> list[str]:

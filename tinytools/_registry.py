@@ -80,10 +80,21 @@ class Registry(Mapping[str, AnyTool]):
             str or a mapping.
     """
 
-    __slots__ = ("_discovery", "_name_index", "_resolution", "_secrets", "_tools")
+    __slots__ = (
+        "_discovery",
+        "_limited",
+        "_name_index",
+        "_resolution",
+        "_secrets",
+        "_tools",
+        "_withheld",
+    )
 
     _tools: Mapping[str, AnyTool]
     _name_index: NameIndex
+    #: Whether a tool declares its own byte limit (``_fold.own_limits``; set on first need).
+    _limited: bool
+    _withheld: tuple[ExposureExplanation, ...]
 
     def __init__(self, tools: Iterable[AnyTool] | Registry = ()) -> None:
         found: dict[str, AnyTool] = {}
@@ -108,6 +119,9 @@ class Registry(Mapping[str, AnyTool]):
         object.__setattr__(self, "_tools", found)
         # Discovery's intrinsic tools among them: looked for on the first dispatch.
         object.__setattr__(self, "_discovery", UNSCANNED)
+        # The remote tools a toolset left out on the way to this registry, which each
+        # dispatch reports (see toolsets._base.Resolution).
+        object.__setattr__(self, "_withheld", ())
 
     @classmethod
     def of(cls, *tools: AnyTool) -> Registry:

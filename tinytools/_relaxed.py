@@ -25,6 +25,9 @@ other character once: the pass is linear, and it never recurses. A document that
 cannot be rewritten without guessing is refused there and then (``None``); everything
 the scanner leaves alone, such as an unquoted value, a number in a strange form or
 prose, is left for the strict decode to refuse.
+
+`value_end` reads text with the same tokens to say where a value ends, for the text
+dialects: a call whose closing tag never came is complete when its relaxed value is.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ __all__ = [
     "SINGLE_QUOTES",
     "TEMPLATE_TOKENS",
     "rewrite",
+    "value_end",
 ]
 
 # What a rewrite changed, as bits (the compiled scanner uses the same values).
@@ -184,6 +188,49 @@ def rewrite(text: str) -> tuple[str, int] | None:
     if wrappers:
         return None
     return "".join(out), found
+
+
+# Where a bracket, a string (in any of its three syntaxes) or a comment starts.
+_VALUE_PART: Final = re.compile(r"""[{}\[\]"']|/[/*]|<\|"\|?>""")
+# The group holding the end of each token that can be left open.
+_ENDS: Final = {**_STRINGS, "comment": "comment_end"}
+
+
+def value_end(text: str, start: int, limit: int) -> int:
+    """Where the value whose ``{`` or ``[`` is at ``start`` ends, as :func:`rewrite` reads it.
+
+    A bracket inside a string (double-quoted, single-quoted or between template quote
+    tokens) or a comment does not count. Whether the value is one a decode accepts is not
+    judged here, only that the text holds all of it.
+
+    Args:
+        text: The text.
+        start: Where the value's opening bracket is.
+        limit: Where to stop reading.
+
+    Returns:
+        The index just past the bracket that closes the value, or -1 when ``text[:limit]``
+        ends first: inside the value, one of its strings or a block comment.
+    """
+    depth, pos = 0, start
+    while (found := _VALUE_PART.search(text, pos, limit)) is not None:
+        part = found.group()
+        if part in ("{", "["):
+            depth += 1
+        elif part in ("}", "]"):
+            depth -= 1
+            if depth == 0:
+                return found.end()
+        else:  # a string or a comment: skipped whole, as the scanner reads it
+            token = _TOKEN.match(text, found.start(), limit)
+            assert token is not None  # the alternative for what was found matches it
+            kind = str(token.lastgroup)
+            if token.group(_ENDS[kind]) is None and not token.group().startswith("//"):
+                return -1  # the text ends inside it
+            pos = token.end()
+            continue
+        pos = found.end()
+    return -1
 
 
 def _next_character(text: str, at: int) -> str:

@@ -36,7 +36,7 @@ from ._admit import (
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore, PutReturned, check_store
 from ._effects import EffectLedger, release, settle_answered
-from ._fold import Failed, Fatal, Folded, Postponed, fold, plain_message
+from ._fold import Failed, Fatal, Folded, Postponed, bounded, fold, own_limits, plain_message
 from ._host_calls import host_calls, refuse_non_batch
 from ._inject import Cancellation, Context, check_context_type
 from ._memo import remember
@@ -398,13 +398,12 @@ class Run(Admission):
             return
         call, tool = item.call, item.tool
         name = tool.name
-        limit = tool._plan.limit or self.policy.max_result_bytes
         if (
             not self.stack.afters
             and kind is not Failed
             and kind is not Fatal
             and kind is not ToolResult
-            and (message := plain_message(call, name, limit, outcome)) is not None
+            and (message := plain_message(call, name, outcome)) is not None
         ):
             # A plain value no hook sees (the common call): its message, as fold makes it.
             self.answers[item.index] = message
@@ -414,13 +413,13 @@ class Run(Admission):
             return
         try:
             message, event, follow_up, metadata = fold(
-                call, name, limit, outcome, self.stack.afters, self, self.store
+                call, name, outcome, self.stack.afters, self, self.store
             )
         except Exception as error:  # an after_tool hook, or the artifact store
             # A tool that raised, timed out or was interrupted is answered with that, as
             # no hook saw it; only a result the tool did return can have been lost.
             kept = outcome if kind is Failed or kind is Fatal else None
-            message, event, follow_up, metadata = self._lost(error, call, name, limit, kept)
+            message, event, follow_up, metadata = self._lost(error, call, name, kept)
         self.answers[item.index] = message
         if follow_up or metadata:
             self._extras(call, follow_up, metadata)
@@ -457,9 +456,8 @@ class Run(Admission):
             arguments = shown_arguments(tool, arguments)
         name = tool.name if tool else printable(call.name)  # (a lone surrogate escaped)
         self.emit(ToolStarted(call_id=call.id, tool_name=name, arguments=arguments))
-        limit = (tool._plan.limit if tool else None) or self.policy.max_result_bytes
         result = verdict.result
-        message, event, follow_up, metadata = self._fold(call, name, limit, result, result)
+        message, event, follow_up, metadata = self._fold(call, name, result, result)
         if verdict.status == "denied":  # denied stays denied, whatever the hooks made of it
             message = msgspec.structs.replace(message, is_error=True, status="denied")
             if isinstance(event, ToolCompleted):
@@ -468,18 +466,14 @@ class Run(Admission):
         if self.ledger is not None:  # its tool may have deferred it: close its row
             self._settle(call, message, answered=True)
 
-    def _fold(
-        self, call: ToolCall, name: str, limit: int | None, outcome: object, fallback: object
-    ) -> Folded:
+    def _fold(self, call: ToolCall, name: str, outcome: object, fallback: object) -> Folded:
         """:func:`fold` through the ``after_tool`` hooks (see :meth:`_lost` when one raises)."""
         try:
-            return fold(call, name, limit, outcome, self.stack.afters, self, self.store)
+            return fold(call, name, outcome, self.stack.afters, self, self.store)
         except Exception as error:
-            return self._lost(error, call, name, limit, fallback)
+            return self._lost(error, call, name, fallback)
 
-    def _lost(
-        self, error: Exception, call: ToolCall, name: str, limit: int | None, fallback: object
-    ) -> Folded:
+    def _lost(self, error: Exception, call: ToolCall, name: str, fallback: object) -> Folded:
         """An ``after_tool`` hook (or the artifact store) raised while a call was folded:
         the failure is recorded (the batch aborts) and the call is still answered — with
         ``fallback`` as no hook saw it, or, for a call whose tool ran, an error saying its
@@ -496,7 +490,7 @@ class Run(Admission):
                 type(failed).__name__,
                 f"Tool `{name}` ran, but its result was lost: {where} failed.",
             )
-        return fold(call, name, limit, fallback, (), self, None)
+        return fold(call, name, fallback, (), self, None)
 
     def _answer(
         self,
@@ -576,9 +570,12 @@ class Run(Admission):
 
     def result(self, stop: Stop | None = None) -> DispatchResult:
         """The result in call order; calls left unanswered are answered as interrupted
-        (by ``stop``: the batch was cancelled, when no stop is given)."""
+        (by ``stop``: the batch was cancelled, when no stop is given). Every message is
+        cut to its byte limit here, and only here (``_fold.bounded``): a tool's result
+        and every answer dispatch wrote itself alike."""
         calls, answers = self.calls, self.answers
         count = len(calls)
+        done = None
         if len(answers) == count and len(self.admitted) == count and self.extras is None:
             # Every call admitted, run and (unless one is still marked started) answered,
             # no follow-up or metadata: the messages are the answers (read with map,
@@ -587,15 +584,29 @@ class Run(Admission):
             if count == 1:
                 answer = answers[0]
                 if answer is not None:  # (every field given by position: no keyword to match)
-                    return DispatchResult(
+                    done = DispatchResult(
                         (answer,), tuple(self.events), None, (), {}, (calls[0].id,)
                     )
             elif None not in answers.values():
-                return DispatchResult(
+                done = DispatchResult(
                     tuple(map(answers.__getitem__, range(count))),  # type: ignore[arg-type]
                     tuple(self.events),
                     executed=tuple(map(_call_id, calls)),
                 )
+        if done is None:
+            done = self._collected(stop)
+        limit = self.policy.max_result_bytes
+        try:  # own_limits, its memo read written out (one frame fewer)
+            limited = limit is not None or self.tools._limited
+        except AttributeError:
+            limited = own_limits(self.tools)
+        return bounded(done, self.tools, limit) if limited else done
+
+    def _collected(self, stop: Stop | None) -> DispatchResult:
+        """:meth:`result` of a batch not every call of which ran and was answered plainly
+        (before any cut): the verdicts' answers, the deferred calls, what is left
+        answered as interrupted."""
+        calls, answers = self.calls, self.answers
         extras = self.extras
         follow_ups: tuple[FollowUp, ...] = ()
         metadata: dict[str, dict[str, object]] = {}

@@ -173,7 +173,10 @@ class ToolRuntime:
         max_retries: Extra attempts after a retryable failure; 0 means none.
         idempotent: Running the tool twice with the same arguments has the
             effect of running it once.
-        max_result_bytes: The largest result the tool may return; None means no limit.
+        max_result_bytes: The largest content, in UTF-8 bytes, of a message about
+            one of the tool's calls (its result, or dispatch's answer); None means
+            no limit of its own. With ``RunPolicy.max_result_bytes`` the stricter
+            of the two holds. Images and files are not counted (see there).
         replay: ``"safe"`` lets a call interrupted by a crash run again on
             resume; ``"never"`` settles it as interrupted instead.
         blocking: The (synchronous) tool blocks on I/O or CPU: dispatch runs it
@@ -256,7 +259,9 @@ class ToolPolicy:
         redact: Arguments whose values never appear in events, error messages
             or the ledger: argument names matched at any depth (``"password"``)
             or ``$``-rooted dotted paths (``"$.auth.token"``), each also
-            spelled with other case, ``-``, ``_`` or spaces.
+            spelled with other case, ``-``, ``_`` or spaces. Arguments sent
+            as anything but a JSON object (broken text, an array, a bare
+            string) are hidden whole: no key tells which part is secret.
     """
 
     classified: _Classified = attrs.field(  # type: ignore[assignment]
@@ -323,8 +328,10 @@ def _classified(cls: type[ToolPolicy]) -> ToolPolicy:
 class _ClassifiedField:
     """``ToolPolicy.classified``: the builder on the class, the flag on an instance.
 
-    DESIGN.md fixes both names, which in Python share one class attribute, so this
-    data descriptor wraps the slot attrs made for the field and answers each case.
+    The public API has both names (``ToolPolicy.classified()`` starts the builder chain
+    of docs/how-to/approvals.md; ``policy.classified`` is the flag), which in Python share
+    one class attribute, so this data descriptor wraps the slot attrs made for the field
+    and answers each case.
     """
 
     __slots__ = ("_slot",)

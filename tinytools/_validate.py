@@ -11,7 +11,7 @@ Two validators share one interface (``validate(tool_name, arguments)``):
 * :class:`SchemaValidator`, for tools built from a JSON schema: msgspec
   decodes, and a fastjsonschema validator, compiled on first use, checks the
   whole schema in its dialect (draft 7 or 2020-12, see ``_schema_dialect``),
-  or the seed's subset under ``enforce="subset"``. Its patterns run on RE2, in
+  or a subset of it under ``enforce="subset"``. Its patterns run on RE2, in
   time linear in the model's text (see ``_patterns``), never on Python's ``re``.
 
 Both raise ``ToolArgumentsError`` whose message is written for the model.
@@ -599,7 +599,7 @@ class SchemaValidator:
         self.enforce: Enforce = enforce
         self.dialect: Dialect = dialect
         # The function's injected parameters: an open schema would let the model send
-        # one, and injection must never be overridable (DESIGN: a schema violation).
+        # one, and injection must never be overridable (docs/concepts/invariants.md, 4).
         self.injected = injected
         self._check: Callable[[object], object] | None = None
         self._invalid: type[Exception] = _NeverRaised  # fastjsonschema's, once compiled

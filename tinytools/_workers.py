@@ -43,11 +43,13 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   main thread a caller waits in slices (:func:`wait_main`, and the compiled baton alike),
   so that this holds also for a signal another thread received and for
   ``_thread.interrupt_main()``, which flag the handler without waking the main thread.
-* :func:`event_loop` gives ``dispatch_sync`` one asyncio event loop per calling thread,
+* :func:`loop_holder` gives ``dispatch_sync`` one asyncio event loop per calling thread,
   created on first use and reused by every later ``dispatch_sync`` on that thread (about
   7 us to enter, against 200 us for a fresh trio run). On the main thread a signal wakes
   it (:func:`_wake_on_signals`): ``KeyboardInterrupt`` leaves ``dispatch_sync`` at once,
-  also when Ctrl-C lands on a tool's thread. It is closed when its thread ends
+  also when Ctrl-C lands on a tool's thread; one that lands inside the loop's own steps
+  waits until the loop is between two (:func:`_on_sigint`), so that an interrupt at any
+  point leaves the loop fit for the next batch. It is closed when its thread ends
   (or at interpreter exit for the main thread). A forked child never uses or closes its
   parent's loops: on Linux a loop's epoll instance and wake-up pipe are shared with the
   parent across a fork, so closing the copy (at the child's exit) would unregister the
@@ -77,9 +79,16 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Final, Generic, Literal, Protocol, TypeVar, get_args
+from types import FrameType
+from typing import Any, Final, Generic, Literal, Protocol, TypeVar, get_args
 
 import sniffio
+
+try:  # (signal's wrappers convert handlers to enums: about 5 us a call, against 1)
+    from _signal import getsignal as _get_handler  # type: ignore[import-not-found,unused-ignore]
+    from _signal import signal as _set_handler  # type: ignore[import-not-found,unused-ignore]
+except ImportError:  # pragma: no cover - another interpreter
+    _get_handler, _set_handler = signal.getsignal, signal.signal
 
 __all__ = [
     "BACKENDS",
@@ -95,7 +104,7 @@ __all__ = [
     "Signal",
     "ThreadPool",
     "check_backend",
-    "event_loop",
+    "loop_holder",
     "refuse_nested_loop",
     "run_on",
     "wait_main",
@@ -683,16 +692,23 @@ if hasattr(os, "register_at_fork"):  # POSIX
 class _LoopHolder:
     """A thread's event loop; closing it when the thread's locals are dropped."""
 
-    __slots__ = ("forks", "loop", "pid", "signals")
+    __slots__ = ("clean", "deferred", "forks", "loop", "pid", "previous", "signals", "woken")
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
-        self.forks = _forks  # read by event_loop (a process id costs a system call)
+        self.forks = _forks  # read by loop_holder (a process id costs a system call)
         self.pid = os.getpid()  # read by close: a child clears its parent's other
         # threads' locals before any after-fork hook has run
         #: The socket pair that wakes the main thread's loop for a signal (made on first
         #: need: see :func:`_wake_on_signals`).
         self.signals: tuple[socket.socket, socket.socket] | None = None
+        self.woken = False  # (while the wakeup fd is set to them)
+        #: No task of an interrupted batch is left on the loop (see :func:`_run_batch`).
+        self.clean = True
+        #: The host's SIGINT handler while a batch runs on the main thread, and the
+        #: interrupts put off until the loop is between two steps (:func:`_on_sigint`).
+        self.previous: Callable[[int, FrameType | None], object] | None = None
+        self.deferred: list[tuple[int, FrameType | None]] = []
 
     def close(self) -> None:
         loop = self.loop
@@ -716,9 +732,9 @@ def _drain_signals(reader: socket.socket) -> None:
             pass
 
 
-def _wake_on_signals(holder: _LoopHolder) -> bool:
-    """Have a signal wake the main thread's loop while ``dispatch_sync`` runs on it;
-    whether it was set up (undo it then with ``signal.set_wakeup_fd(-1)``).
+def _wake_on_signals(holder: _LoopHolder) -> None:
+    """Have a signal wake the main thread's loop while ``dispatch_sync`` runs on it (undo
+    it with :func:`_unwake`).
 
     Python runs signal handlers in the main thread, between bytecodes: a Ctrl-C that the
     kernel delivers to another thread (a tool's), or ``_thread.interrupt_main()``, would
@@ -735,14 +751,25 @@ def _wake_on_signals(holder: _LoopHolder) -> bool:
         writer.setblocking(False)
         holder.loop.add_reader(reader.fileno(), _drain_signals, reader)
         signals = holder.signals = (reader, writer)
+    ours = signals[1].fileno()
+    holder.woken = True  # (first: an interrupt may come out of the call once it set it)
     try:
-        before = signal.set_wakeup_fd(signals[1].fileno(), warn_on_full_buffer=False)
+        before = signal.set_wakeup_fd(ours, warn_on_full_buffer=False)
     except ValueError:  # not the main interpreter's main thread after all
-        return False
-    if before != -1:  # the host's: put back
+        holder.woken = False
+        return
+    if before != -1 and before != ours:  # the host's: put back
+        holder.woken = False
         signal.set_wakeup_fd(before)
-        return False
-    return True
+
+
+def _unwake(holder: _LoopHolder) -> None:
+    """Undo :func:`_wake_on_signals` (a wakeup fd a tool set meanwhile is kept)."""
+    if holder.woken:
+        holder.woken = False
+        before = signal.set_wakeup_fd(-1)
+        if before != -1 and holder.signals is not None and before != holder.signals[1].fileno():
+            signal.set_wakeup_fd(before)
 
 
 #: Loops inherited over a fork that :func:`_detached` could not make safe to close: kept
@@ -815,7 +842,7 @@ def refuse_nested_loop() -> None:
         )
 
 
-def event_loop() -> asyncio.AbstractEventLoop:
+def loop_holder() -> _LoopHolder:
     """This thread's asyncio loop for ``dispatch_sync`` (made on first use, then reused).
     The caller has checked that no loop runs in this thread (:func:`refuse_nested_loop`).
     """
@@ -825,7 +852,7 @@ def event_loop() -> asyncio.AbstractEventLoop:
         _local.holder = holder
         if threading.current_thread() is threading.main_thread():
             atexit.register(holder.close)
-    return holder.loop
+    return holder
 
 
 #: The event loops ``dispatch_sync`` can run async tools on.
@@ -841,19 +868,155 @@ def check_backend(backend: object) -> None:
         )
 
 
-def _cancel_left(loop: asyncio.AbstractEventLoop) -> None:
-    """Cancel the tasks a batch left on the thread's loop and let them unwind.
+# Interrupts and the reused loop. A signal handler's exception (Ctrl-C) is raised between
+# any two bytecodes of the main thread. Raised inside the steps of asyncio or of the
+# engine, it leaves them half-way: a handle taken off the loop's ready queue and never
+# run (its task never wakes, so cancelling the batch waits for ever), a task made but
+# not counted, a finished future's stop callback still queued (the next run stops at
+# once). So while a batch runs on the main thread, SIGINT's handler is replaced by
+# :func:`_on_sigint`: when it lands in the host's code (a tool, a host callback) it calls
+# the host's handler at once, as before; when it lands in asyncio's or the engine's own
+# code, it stops the loop, and :func:`_drive` calls the host's handler once the loop is
+# between two steps, then the batch is cancelled like any other. Whatever ends a run
+# early, :func:`_drive` ignores a stop left queued by an earlier run, and the tasks left
+# are run to their end before the loop serves another batch (:func:`_unwind`).
 
-    ``KeyboardInterrupt`` or ``SystemExit`` from a task leaves ``run_until_complete`` at
-    once, the batch's other tasks still scheduled: they would start, or go on, at the
-    loop's next use, in a later, unrelated ``dispatch_sync``.
-    """
-    left = asyncio.all_tasks(loop)
-    if not left:
+#: The modules of the engine's own steps: the standard library (asyncio), tinytools and
+#: the packages it runs on (a frame of any other is the host's code).
+_ENGINE: Final = frozenset(sys.stdlib_module_names) | {
+    "anyio",
+    "attr",
+    "attrs",
+    "exceptiongroup",
+    "fastjsonschema",
+    "msgspec",
+    "re2",
+    "sniffio",
+    "tinytools",
+}
+
+
+def _on_sigint(signum: int, frame: FrameType | None) -> object:
+    """SIGINT's handler while a batch runs on the main thread's loop (see above)."""
+    holder: _LoopHolder | None = getattr(_local, "holder", None)
+    if holder is None or holder.previous is None:  # (left installed: see _guard_sigint)
+        return signal.default_int_handler(signum, frame)
+    at = frame
+    while at is not None:
+        if at.f_code in _GUARDED:  # the loop's or the engine's steps: not now
+            holder.deferred.append((signum, frame))
+            holder.loop.call_soon_threadsafe(holder.loop.stop)  # (and wakes it)
+            return None
+        name = at.f_globals.get("__name__")  # (none: exec'd code, judged by its caller)
+        if isinstance(name, str) and name.partition(".")[0] not in _ENGINE:
+            break  # the host's code, run by the batch
+        at = at.f_back
+    return holder.previous(signum, frame)
+
+
+def _drive(holder: _LoopHolder, start: Callable[[], Awaitable[T]]) -> T:
+    """Run the loop until the future or coroutine ``start()`` makes has ended (made here,
+    so that no interrupt falls between making it and the loop owning it); its result."""
+    loop = holder.loop
+    future = asyncio.ensure_future(start(), loop=loop)
+    future.add_done_callback(_stop_loop)
+    try:
+        while not future.done():
+            if holder.deferred:  # the host's handler, now that the loop is between steps
+                _deliver(holder)
+            else:  # (a stop an interrupted run left queued ends a pass early)
+                loop.run_forever()
+    except BaseException:
+        if future.done() and not future.cancelled():
+            future.exception()  # (retrieved: asyncio would log it as never retrieved)
+        raise
+    finally:
+        future.remove_done_callback(_stop_loop)
+    return future.result()
+
+
+def _stop_loop(future: asyncio.Future[Any]) -> None:
+    future.get_loop().stop()
+
+
+def _deliver(holder: _LoopHolder) -> None:
+    """Call the host's SIGINT handler for each interrupt put off (it raises, as a rule)."""
+    previous = holder.previous
+    while holder.deferred:
+        signum, frame = holder.deferred.pop(0)
+        if previous is not None:
+            previous(signum, frame)
+
+
+def _unwind(holder: _LoopHolder) -> None:
+    """Cancel the tasks a batch left on the loop and run them to their end (an interrupt
+    meanwhile leaves the rest for the next use): none may start, or go on, inside a later,
+    unrelated ``dispatch_sync``."""
+    left = asyncio.all_tasks(holder.loop)
+    if left:
+        for task in left:
+            task.cancel()
+        _drive(holder, functools.partial(asyncio.gather, *left, return_exceptions=True))
+    holder.clean = True
+
+
+def _run_batch(holder: _LoopHolder, fn: Callable[..., Awaitable[T]], args: tuple[object, ...]) -> T:
+    """``fn(*args)`` run to completion on the holder's loop; whatever ends it early
+    propagates once the tasks it leaves are unwound."""
+    if not holder.clean:  # an interrupt cut short the unwinding of an earlier batch
+        _unwind(holder)
+    holder.clean = False
+    try:
+        result = _drive(holder, functools.partial(fn, *args))
+    except BaseException:
+        _unwind(holder)
+        raise
+    holder.clean = True
+    return result
+
+
+def _guard_sigint(holder: _LoopHolder) -> None:
+    """Put :func:`_on_sigint` in place of a SIGINT handler written in Python (undo it with
+    :func:`_unguard_sigint`)."""
+    holder.deferred.clear()  # (put off and never delivered: an earlier run was cut short)
+    current = _get_handler(signal.SIGINT)
+    if current is _on_sigint:  # (left installed: its previous handler stands)
+        if holder.previous is None:  # (and this thread's loop made anew since)
+            holder.previous = signal.default_int_handler
         return
-    for task in left:
-        task.cancel()
-    loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+    if callable(current):  # (else ignored, the default action, or not Python's: no exception)
+        holder.previous = current
+        _set_handler(signal.SIGINT, _on_sigint)
+
+
+def _unguard_sigint(holder: _LoopHolder) -> None:
+    """Put the host's SIGINT handler back (unless the batch replaced it meanwhile), then
+    call it for an interrupt still put off."""
+    if _get_handler(signal.SIGINT) is _on_sigint:
+        _set_handler(signal.SIGINT, holder.previous)
+    if holder.deferred:
+        _deliver(holder)
+
+
+def _run_guarded(
+    holder: _LoopHolder, fn: Callable[..., Awaitable[T]], args: tuple[object, ...]
+) -> T:
+    """:func:`_run_batch` on the main thread, woken by signals and with SIGINT put off
+    while it lands in the loop's or the engine's steps (here included: an interrupt
+    between two of these steps is delivered once SIGINT's handler is the host's again)."""
+    try:
+        _wake_on_signals(holder)
+        _guard_sigint(holder)
+        return _run_batch(holder, fn, args)
+    finally:  # (the wakeup fd first: SIGINT is still put off meanwhile)
+        try:
+            _unwake(holder)
+        finally:
+            _unguard_sigint(holder)
+
+
+#: The code that owns the loop while it runs, where an interrupt is put off.
+_GUARDED: Final = frozenset({_drive.__code__, _run_guarded.__code__})
 
 
 def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> T:
@@ -863,18 +1026,10 @@ def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> 
     dispatch does so before the ledger records the batch, so it is not checked again here).
     """
     if backend == "asyncio":
-        loop = event_loop()
-        woken = threading.current_thread() is threading.main_thread() and _wake_on_signals(
-            _local.holder
-        )
-        try:
-            return loop.run_until_complete(fn(*args))
-        except BaseException:
-            _cancel_left(loop)
-            raise
-        finally:
-            if woken:
-                signal.set_wakeup_fd(-1)
+        holder = loop_holder()
+        if threading.current_thread() is threading.main_thread():
+            return _run_guarded(holder, fn, args)
+        return _run_batch(holder, fn, args)  # (no signal handler runs in this thread)
     import trio
 
     return trio.run(fn, *args)

@@ -39,7 +39,7 @@ from ._spec import Exposure, Tool
 from ._tool_policy import ToolPolicy
 from ._validate import printable
 from .errors import ToolDefinitionError
-from .toolsets._base import Adaptor, Resolution, Toolset, _Memo
+from .toolsets._base import Adaptor, Resolution, Toolset, _Memo, is_remote, withheld
 from .toolsets._intrinsic import Intrinsic
 
 if TYPE_CHECKING:
@@ -477,7 +477,9 @@ class Discovery(Adaptor):
     Raises:
         ValueError: ``limit`` or ``budget_bytes`` is out of range.
         ToolDefinitionError: A tool of the toolset is named ``tool_search`` or
-            ``tool_call`` while tools are deferred (when resolved).
+            ``tool_call`` while tools are deferred (when resolved). A remote server's
+            tool of that name (``McpToolset``'s) is left out instead, explained, and
+            reported by each dispatch (``ToolWithheld``).
     """
 
     toolset: Toolset
@@ -520,19 +522,25 @@ class Discovery(Adaptor):
             tools.append(tool)
         if self.budget_bytes is not None:
             tools = self._within_budget(tools, explained)
+        left: list[ExposureExplanation] = []
+        gates = inner.gates
         if any(tool.exposure is Exposure.Deferred for tool in tools):
-            taken = [t.name for t in tools if t.name in (SEARCH_NAME, CALL_NAME)]
-            if taken:
-                raise ToolDefinitionError(
-                    where,
-                    [
-                        f"a tool is named {name!r}, which discovery's intrinsic tool uses; "
-                        "rename it (Renamed or Prefixed)"
-                        for name in taken
-                    ],
-                )
+            taken = [t for t in tools if t.name in (SEARCH_NAME, CALL_NAME)]
+            problems = [
+                f"a tool is named {t.name!r}, which discovery's intrinsic tool uses; "
+                "rename it (Renamed or Prefixed)"
+                for t in taken
+                if not is_remote(t)
+            ]
+            if problems:
+                raise ToolDefinitionError(where, problems)
+            if taken:  # (remote ones: left out, not the host's whole toolset)
+                left = [withheld(t.name, f"discovery's intrinsic {t.name}", where) for t in taken]
+                tools = [t for t in tools if t.name not in (SEARCH_NAME, CALL_NAME)]
+                gates = {k: v for k, v in gates.items() if k not in (SEARCH_NAME, CALL_NAME)}
             tools = [self._search, _call_tool(), *tools]
-        return Resolution(tuple(tools), (*inner.explanations, *explained), inner.gates)
+        explanations = (*inner.explanations, *explained, *left)
+        return Resolution(tuple(tools), explanations, gates, tuple(left))
 
     def _within_budget(
         self, tools: list[AnyTool], explained: list[ExposureExplanation]

@@ -32,6 +32,7 @@ __all__ = [
     "ToolRetried",
     "ToolSearched",
     "ToolStarted",
+    "ToolWithheld",
     "ToolsAdvertised",
     "UnknownToolCall",
 ]
@@ -164,6 +165,19 @@ class ToolsAdvertised(_Event, frozen=True):
     names: tuple[str, ...]
 
 
+class ToolWithheld(_Event, frozen=True):
+    """A tool a remote server lists (``McpToolset``'s) was left out of this dispatch's
+    toolset because another tool has its name: one of the host's, discovery's
+    ``tool_search`` / ``tool_call``, or another server's listed first. ``reason`` and
+    ``adaptor`` are those of its ``ExposureExplanation`` (``toolset.explain()``). Emitted
+    by every dispatch of that toolset, before the events of its calls.
+    """
+
+    tool_name: str
+    reason: str
+    adaptor: str
+
+
 class ToolSearched(_Event, frozen=True):
     """The model searched the deferred-tool catalogue (``tinytools.discovery``'s
     ``tool_search``): the query (its first 1,000 characters) and the names found, best
@@ -200,6 +214,7 @@ Event: TypeAlias = (
     | ToolRetried
     | Custom
     | ToolsAdvertised
+    | ToolWithheld
     | ToolSearched
     | ToolEffectReconciled
 )

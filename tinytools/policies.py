@@ -127,9 +127,18 @@ class RunPolicy:
         tool_timeout: Seconds one attempt of a call may take; a tool's own
             ``ToolRuntime.timeout`` overrides it. A synchronous tool with a
             timeout runs in a worker thread so the timeout holds.
-        max_result_bytes: The largest message content, in UTF-8 bytes; longer
-            content is cut with a visible marker. A tool's own
-            ``ToolRuntime.max_result_bytes`` overrides it.
+        max_result_bytes: The largest content of any message of the batch, in
+            UTF-8 bytes: a tool's result and every answer dispatch writes itself
+            (an invalid-arguments error quoting the schema, an unknown name's
+            suggestions, ``tool_search`` results, a denial, an interruption).
+            Longer content is cut with a visible marker
+            (``[truncated: N bytes, showing the first M]``). A tool's own
+            ``ToolRuntime.max_result_bytes`` can only make the limit stricter for
+            the messages about its calls, never looser: the run's limit holds for
+            every message, as ``ToolPolicyMiddleware.enforce_result_bytes`` reads
+            the two limits too. It bounds the text: a result's images and files
+            (``ToolMessage.attachments``) are kept whole, and each provider module's
+            ``tool_results`` bounds them by its ``max_attachment_bytes``.
         allowlist: ``None``: no allow-list (every registered, advertised tool
             may be called). A collection: only those names. An empty one
             denies every tool unless ``fail_closed_allowlist`` is False.

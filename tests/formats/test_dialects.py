@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
+from json_strategies import relaxed_pairs
 
 from tinytools import Registry, Tool, ToolCall
 from tinytools._format import PType
@@ -83,6 +84,35 @@ class TestJsonInTagParse:
         parsed = json_in_tag.parse(text, TOOLS)
         assert [("search", {"query": "x"})] == calls(parsed)
         assert "A \nthat is all" == parsed.text
+
+    @pytest.mark.parametrize(
+        "body",
+        [
+            '{"name": "search", "arguments": {query: "x"}}',
+            "{'name': 'search', 'arguments': {'query': 'x'},}",
+            "{'name': 'search', 'arguments': {'query': 'x', 'tags': ['}', '{']}}",
+            '{"name": "search", /* } */ "arguments": {"query": "x"} // {\n}',
+        ],
+    )
+    def test_unclosed_relaxed_block(self, body: str) -> None:
+        """A block left open whose value is complete as relaxed JSON is the call, read to
+        its last brace (a bracket in a string or a comment closes nothing); text after it
+        stays prose."""
+        parsed = json_in_tag.parse(f"A <tool_call>{body}\nthat is all", TOOLS)
+        assert ["search"] == [name for name, _ in calls(parsed)]
+        assert "x" == parsed.calls[0].arguments["query"]  # type: ignore[index]
+        assert ("A \nthat is all", ()) == (parsed.text, parsed.errors)
+
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(relaxed_pairs())
+    def test_unclosed_block_reads_as_the_closed_one(self, pair: tuple[object, str]) -> None:
+        """A block whose closing tag was left out (by a server that stops on it) gives the
+        same calls and errors as the closed block, whatever relaxed JSON it holds."""
+        body = '{"name": "f", "arguments": ' + pair[1] + "}"
+        closed = json_in_tag.parse(f"<tool_call>{body}</tool_call>")
+        unclosed = json_in_tag.parse(f"<tool_call>{body}")
+        assert calls(closed) == calls(unclosed)
+        assert [e.name for e in closed.errors] == [e.name for e in unclosed.errors]
 
     def test_tag_inside_a_string(self) -> None:
         """A tag inside a JSON string is text, not the start or end of a block."""
@@ -162,6 +192,7 @@ class TestJsonInTagParse:
             '{"name": "a", "arguments": {}}, {"name": "b", "arguments": {"x": 1}}',
             '{\'name\': \'a\', \'arguments\': {}}\n{"name": "b", "arguments": {"x": 1}}',
             '\n{"name": "a", "arguments": {}}; {"name": "b", "arguments": {"x": 1}}\n',
+            "{'name': 'a', 'arguments': {}, 'note': '}'}\n{'name': 'b', 'arguments': {'x': 1}}",
         ],
     )
     def test_several_objects_in_one_block_are_several_calls(self, body: str) -> None:
@@ -199,6 +230,12 @@ class TestJsonInTagParse:
         parsed = json_in_tag.parse(text)
         assert expected == calls(parsed)
         assert ("", ()) == (parsed.text, parsed.errors)
+
+    def test_gemma4_unclosed_then_prose(self) -> None:
+        """A Gemma 4 block missing <tool_call|> whose object is complete ends after it."""
+        parsed = json_in_tag.parse('<|tool_call>call:f{a:<|"|>x}<|"|>,n:[2]} Done.')
+        assert [("f", {"a": "x}", "n": [2]})] == calls(parsed)
+        assert (" Done.", ()) == (parsed.text, parsed.errors)
 
     def test_gemma4_cut_off_and_mentions(self) -> None:
         """A cut-off Gemma 4 call is a named error; the tag alone is prose."""
@@ -297,6 +334,24 @@ class TestXmlParse:
         """Tags that do not name a tool, and a tool tag in a sentence, are prose."""
         text = "<div><b>hi</b></div> <nope><a>1</a></nope> use <search> to look"
         assert Parsed((), text, ()) == xml.parse(text, TOOLS)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "<tool_call><shell/></tool_call>",
+            "<tool_call><shell><cmd>rm -rf /</cmd></shell></tool_call>",
+            "<tool_call>\n<search><query>x</query></search>\n<rm/>\n</tool_call>",
+            "<tool_call><search/><rm></rm></tool_call>",
+            "<tool_call><shell/>",
+        ],
+    )
+    def test_unoffered_tag_inside_tool_call_is_no_call(self, text: str) -> None:
+        """Inside <tool_call>, a tag naming no tool of ``tools`` is not a call (only the
+        function and GLM forms name a tool outright): the block is one error, unnamed."""
+        parsed = xml.parse(f"before {text}", TOOLS)
+        assert [] == calls(parsed)
+        assert [("", text)] == [(e.name, e.arguments) for e in parsed.errors]
+        assert "before " == parsed.text
 
     def test_qwen_forms(self) -> None:
         """The Qwen3-Coder form is read with or without the outer tag, any name."""
@@ -420,12 +475,31 @@ class TestPtypeParse:
         assert [("search", {"query": "x"}), ("nope", {"a": 1})] == calls(parsed)
         assert "" == parsed.text.strip()
 
+    @pytest.mark.parametrize(
+        "text",
+        [
+            '<|python_start|>search(query="x")\nI may run nope(a=1) later.',
+            "```tool_code\nsearch(query='x')\nthen nope(a=1) and search(query='y')",
+            "<|tool_call_start|>[search(query='x')]\nAnd [nope(a=1)], search('y')",
+        ],
+    )
+    def test_unclosed_wrapper_ends_at_prose(self, text: str) -> None:
+        """A wrapper never closed holds the calls right after it; the prose after them is
+        outside it, where only a tool's name makes a call."""
+        parsed = ptype.parse(text, TOOLS)
+        assert [("search", "x")] == [(c.name, c.arguments["query"]) for c in parsed.calls[:1]]  # type: ignore[index]
+        assert ["search"] * len(parsed.calls) == [c.name for c in parsed.calls]
+        assert "nope(a=1)" in parsed.text
+        assert () == parsed.errors
+
     def test_unknown_names_in_prose(self) -> None:
         """Outside a list or wrapper an unknown name is prose; a whole-message list is not."""
         assert Parsed((), "see nope(1) and [nope(a=1)]", ()) == ptype.parse(
             "see nope(1) and [nope(a=1)]", TOOLS
         )
         assert [("nope", {"a": 1})] == calls(ptype.parse(" [nope(a=1)]\n", TOOLS))
+        for text in ("nope(a=1) and more", "[nope(a=1)] and more", "nope(a=1)\nsearch('x')"):
+            assert [] == [call for call in ptype.parse(text, TOOLS).calls if call.name == "nope"]
 
     def test_not_calls(self) -> None:
         """Method calls, definitions and names inside words are prose."""

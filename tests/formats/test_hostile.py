@@ -359,11 +359,30 @@ class TestCutOff:
         assert ["search"] == [c.name for c in xml.parse(text, [search_tool()]).calls]
 
     @pytest.mark.parametrize(
+        ("text", "rest"),
+        [
+            ("<tool_call><search><q>x</q></search>\nDone.", "\nDone."),
+            (
+                "<tool_call>\n<function=search>\n</function>\nDone, </tool_call",
+                "\nDone, </tool_call",
+            ),
+            ("<tool_call><search/>\n<tool_call><search/></tool_call> ok", "\n ok"),
+        ],
+    )
+    def test_xml_unclosed_wrapper_then_text(self, text: str, rest: str) -> None:
+        """An unclosed <tool_call> ends after its last closed call, as an unclosed
+        json_in_tag block does: prose or the next block after it is not inside it."""
+        parsed = xml.parse(text, [search_tool()])
+        assert ["search"] * text.count("<tool_call>") == [c.name for c in parsed.calls]
+        assert (rest, ()) == (parsed.text, parsed.errors)
+
+    @pytest.mark.parametrize(
         ("text", "name"),
         [
             ('<tool_call>{"name": "search", "arguments": {"q": "x"', "search"),
             ('<tool_call>{"name": "search", "arguments": {"q": "x"}', "search"),
-            ("<tool_call>{'name': 'search', 'arguments': {}}", "search"),
+            ("<tool_call>{'name': 'search', 'arguments': {'q': '}'", "search"),
+            ("<tool_call>{'name': 'search', /* } */ 'arguments': {}", "search"),
             ('<tool_call>{"arguments": {"q": 1}, "name": "se', ""),
         ],
     )
@@ -382,9 +401,17 @@ class TestCutOff:
         assert [{"q": "y"}] == [call.arguments for call in parsed.calls]
         assert [first] == [error.arguments for error in parsed.errors]
 
-    def test_json_in_tag_complete_json_unclosed(self) -> None:
-        """Complete JSON proves the call complete, closing tag or not."""
-        text = '<tool_call>{"name": "search", "arguments": {"q": "x"}}'
+    @pytest.mark.parametrize(
+        "body",
+        [
+            '{"name": "search", "arguments": {"q": "x"}}',
+            '{"name": "search", "arguments": {q: "x"}}',
+            "{'name': 'search', 'arguments': {'q': 'x'},}",
+        ],
+    )
+    def test_json_in_tag_complete_json_unclosed(self, body: str) -> None:
+        """A complete value, strict or relaxed, proves the call complete, closing tag or not."""
+        text = f"<tool_call>{body}"
         assert [{"q": "x"}] == [c.arguments for c in json_in_tag.parse(text).calls]
 
 

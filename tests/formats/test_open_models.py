@@ -63,6 +63,18 @@ class TestMistral:
         assert [("search", {"query": "x"})] == calls(parsed)
         assert ("", ()) == (parsed.text, parsed.errors)
 
+    @pytest.mark.parametrize(
+        "arguments",
+        ["{'query': 'a {b'}", "{'query': 'a}b', /* ] */}", '{query: <|"|>say "{"<|"|>} // {\n'],
+    )
+    def test_relaxed_value_ends_where_repair_reads_it(self, arguments: str) -> None:
+        """A bracket inside a single-quoted string, a template-quoted one or a comment
+        neither ends the arguments nor leaves them open."""
+        parsed = mistral.parse(f"[TOOL_CALLS]search[ARGS]{arguments} Done.", TOOLS)
+        assert 1 == len(parsed.calls)
+        assert ("search", ()) == (parsed.calls[0].name, parsed.errors)
+        assert parsed.text.endswith(" Done.")
+
     def test_several_calls(self) -> None:
         """Several markers, and several name[ARGS] calls after one marker, are calls in order."""
         text = 'a[TOOL_CALLS]search[ARGS]{"query": "x"}add[ARGS]{}[TOOL_CALLS]nope{"b": 1} tail'
@@ -140,6 +152,9 @@ class TestLlamaJson:
             'Data: {"name": "search"}',
             'Data: {"type": "object", "name": "search", "parameters": {}}',
             'Config: {"a": {"name": "search", "parameters": {}}}',  # nested in other JSON
+            # a list is a call only when every object in it names a tool of the catalogue
+            'Run: [{"name": "search", "parameters": {}}, {"name": "rm", "parameters": {}}]',
+            'Run: [{"name": "rm", "parameters": {}}, {"name": "search", "parameters": {}}]',
             'Use {braces} freely, and {"name": 1}.',
             "<|python_tag|>import math\nprint(math.pi)",
             '<|python_tag|>brave_search.call(query="a")\nprint(1)',
@@ -173,6 +188,22 @@ class TestLlamaJson:
         parsed = llama_json.parse(text, TOOLS)
         assert ["brave_search"] == errors(parsed)
         assert reason in str(parsed.errors[0].invalid)
+
+    @pytest.mark.parametrize(
+        "text",
+        [
+            "<|python_tag|>{'name': 'search', 'parameters': {'query': 'a}b'}}",
+            "<|python_tag|>{'name': 'search', 'parameters': {'query': '{'}}<|eom_id|>",
+            "<function=search>{'query': 'x', /* { */}</function>",
+            "<function=search>{'query': 'a}b'}",
+        ],
+    )
+    def test_tagged_relaxed_value_ends_where_repair_reads_it(self, text: str) -> None:
+        """After <|python_tag|> and in a function tag, a bracket inside a single-quoted
+        string or a comment neither ends the value nor leaves it open."""
+        parsed = llama_json.parse(text, TOOLS)
+        assert ["search"] == [name for name, _ in calls(parsed)]
+        assert ("", ()) == (parsed.text, parsed.errors)
 
     def test_unambiguous_forms_take_any_name(self) -> None:
         """After <|python_tag|> and in a function tag, an unknown name is still a call."""

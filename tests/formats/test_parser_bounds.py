@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinytools import Tool, ToolCall
+from tinytools import Tool, ToolCall, _relaxed
 from tinytools.formats import (
     _dialect,
     _jsonscan,
@@ -41,7 +41,7 @@ from tinytools.formats._parsed import Parsed
 
 DIALECTS = [deepseek, json_in_tag, llama_json, mistral, ptype, xml]
 BY_DIALECT = pytest.mark.parametrize("dialect", DIALECTS, ids=lambda m: m.__name__)
-SCANNED = [_dialect, _jsonscan, _pyscan, *DIALECTS]
+SCANNED = [_dialect, _jsonscan, _pyscan, _relaxed, *DIALECTS]
 
 TOOLS = [
     Tool.from_schema(
@@ -193,16 +193,24 @@ ADVERSARIAL = {
     "mistral markers": repeat("[TOOL_CALLS]"),
     "mistral open": repeat("[TOOL_CALLS]search[ARGS]{"),
     "mistral list": repeat("[TOOL_CALLS] [{"),
+    "mistral relaxed open": repeat("[TOOL_CALLS]search[ARGS]{'q': '{"),
+    "python tags relaxed": repeat("<|python_tag|>{'q': /* { */ {"),
+    "function tags relaxed": repeat("<function=search>{'q': '{"),
     "deepseek begins": repeat(deepseek.CALL_BEGIN),
     "deepseek heads": repeat(f"{deepseek.CALL_BEGIN}search{deepseek.SEP}{{"),
     "deepseek ascii": repeat("<|tool▁call▁begin|>f<|tool▁sep|>"),
     "tool_call open": repeat("<tool_call>{"),
     "tool_call strings": repeat('<tool_call>{"k": "'),
+    "tool_call relaxed strings": repeat("<tool_call>{'k': '{"),
+    "tool_call comments": repeat("<tool_call>{k: /* { */ {"),
+    "tool_call relaxed closed": repeat("<tool_call>{'name': 'f', 'arguments': {k: 1}} "),
     "gemma open": repeat("<|tool_call>call:f{"),
     "gemma quotes": repeat('<|tool_call>call:f{a:<|"|>'),
     "several objects": "<tool_call>" + repeat('{"name": "f", "arguments": {}}\n') + "</tool_call>",
     "xml open": repeat("<search><query>"),
     "ptype calls": repeat("search("),
+    "ptype unclosed wrappers": repeat("<|python_start|>x ") + "f(1)",
+    "ptype unclosed wrapper calls": repeat("<|python_start|>f(1) x "),
     "think": repeat("<think>[TOOL_CALLS]"),
 }
 

@@ -9,8 +9,10 @@ neither works the PostgreSQL tests are skipped with the reason, unless
 from __future__ import annotations
 
 import os
+import sqlite3
 import uuid
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -95,6 +97,22 @@ def db_path(tmp_path: Path) -> Path:
 
 def make_ledger(kind: str, where: str) -> SqliteLedger | PostgresLedger:
     return SqliteLedger(where) if kind == "sqlite" else PostgresLedger(where)
+
+
+def stored_status(kind: str, where: str, run_id: str, call_id: str) -> tuple[object, ...]:
+    """What the database holds for a call's row, read with a connection of its own: its
+    status and when it was settled (plain ids only)."""
+    query = "SELECT status, settled_at FROM tinytools_effects WHERE run_id = {0} AND call_id = {0}"
+    if kind == "sqlite":
+        with closing(sqlite3.connect(where)) as raw:
+            row = raw.execute(query.format("?"), (run_id, call_id)).fetchone()
+    else:
+        import psycopg
+
+        with psycopg.connect(where) as raw:
+            row = raw.execute(query.format("%s"), (run_id, call_id)).fetchone()
+    assert row is not None, f"no row for call {call_id!r} of run {run_id!r}"
+    return tuple(row)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -3,15 +3,17 @@ database."""
 
 from __future__ import annotations
 
+import hashlib
+import secrets
 import sqlite3
 import sys
 from contextlib import closing
 from pathlib import Path
 
 import pytest
-from conftest import make_ledger
+from conftest import make_ledger, stored_status
 
-from tinytools.ledger import AlreadyStarted, LedgerError, PostgresLedger, SqliteLedger
+from tinytools.ledger import AlreadyStarted, LedgerError, PostgresLedger, SqliteLedger, reconcile
 
 
 class TestProtocol:
@@ -51,6 +53,29 @@ class TestProtocol:
         ledger.started(run_id, "ghost", "pay", {})
         assert ["ghost"] == [e.call_id for e in ledger.unresolved(run_id)]
 
+    def test_a_settled_call_is_left_as_it_is(
+        self, ledger: SqliteLedger, kind_and_place: tuple[str, str], run_id: str
+    ) -> None:
+        """A call already settled keeps its status and time when settled again: a worker's
+        late ``ok`` after reconcile answered the call as interrupted does not rewrite the
+        record (the model was told the effect is uncertain, and that is what it says)."""
+        from tinytools import ToolCall, tool
+
+        @tool
+        def pay(amount: int) -> str:
+            """Pay (not replay-safe: reconcile answers it as interrupted)."""
+            return "paid"
+
+        ledger.started(run_id, "c1", "pay", {"amount": 5})
+        decided = reconcile([ToolCall("c1", "pay", {"amount": 5})], [pay], ledger, run_id)
+        assert ["c1"] == [m.tool_call_id for m in decided.messages]
+        settled = stored_status(*kind_and_place, run_id, "c1")
+        assert "interrupted" == settled[0]
+        ledger.settled(run_id, "c1", "ok")  # the worker that was thought lost
+        ledger.settled(run_id, "c1", "error")
+        assert settled == stored_status(*kind_and_place, run_id, "c1")
+        assert () == ledger.unresolved(run_id)
+
     def test_released_call_starts_once_more(self, ledger: SqliteLedger, run_id: str) -> None:
         """A released call may be started again, once."""
         ledger.started(run_id, "c1", "lookup", {"key": "a"})
@@ -82,6 +107,32 @@ class TestProtocol:
         assert {call_id, "plain"} == set(entries)
         assert "t\x00" == entries[call_id].tool_name
         assert {"v": "\x00\udfff"} == entries[call_id].arguments
+
+    @pytest.mark.parametrize("size", [3_000, 100_000])
+    def test_ids_of_any_length(self, ledger: SqliteLedger, run_id: str, size: int) -> None:
+        """A call id or run id of any length (random, so that it does not compress; with
+        NUL and a lone surrogate too) is claimed, read back whole, released, settled and
+        refused again like any other; ids that differ only at their end, or an id spelled as
+        another's digest, are other calls.
+        PostgreSQL refused a row key over its index's ~2.7 KB, and with it the batch."""
+        long = secrets.token_hex(size // 2)
+        odd = f"\x00{long}\ud800"
+        twin = f"{long[:-1]}!"
+        forged = f"~json:sha256:{hashlib.sha256(long.encode()).hexdigest()}"  # long's digest
+        ids = {long, odd, twin, forged, "short"}
+        calls = [(call_id, "t", {"n": n}) for n, call_id in enumerate(sorted(ids))]
+        for run in (run_id, f"{run_id}{long}\ud800"):
+            assert frozenset() == ledger.started_batch(run, calls)
+            assert ids == {e.call_id for e in ledger.unresolved(run)}
+            assert {run} == {e.run_id for e in ledger.unresolved(run)}
+            assert frozenset(ids) == ledger.started_batch(run, calls)
+            ledger.release(run, odd)
+            assert {odd} == ledger._released_ids(run)
+            for call_id in ids - {"short"}:
+                ledger.settled(run, call_id, "ok")
+            assert ["short"] == [e.call_id for e in ledger.unresolved(run)]
+            with pytest.raises(AlreadyStarted):
+                ledger.started(run, odd, "t", {})
 
     def test_unencodable_arguments_still_recorded(self, ledger: SqliteLedger, run_id: str) -> None:
         """Arguments JSON cannot hold are stored by their repr; the row is still written."""
@@ -157,6 +208,26 @@ class TestSqlite:
             SqliteLedger(tmp_path / "l.db", synchronous="off")  # type: ignore[arg-type]
 
 
+#: The tables version 1 of the PostgreSQL ledger made, as it made them.
+VERSION_1_SCHEMA = """
+CREATE TABLE tinytools_ledger_version (version integer NOT NULL);
+INSERT INTO tinytools_ledger_version (version) VALUES (1);
+CREATE TABLE tinytools_effects (
+    run_id      text NOT NULL,
+    call_id     text NOT NULL,
+    tool_name   text NOT NULL,
+    arguments   text NOT NULL,
+    started_at  double precision NOT NULL,
+    attempt     integer NOT NULL DEFAULT 1,
+    status      text,
+    settled_at  double precision,
+    PRIMARY KEY (run_id, call_id)
+);
+CREATE INDEX tinytools_effects_open ON tinytools_effects (started_at)
+    WHERE status IS NULL OR status = 'released';
+"""
+
+
 class TestPostgres:
     def test_version_table_and_newer_schema_refused(self, fresh_postgres: str) -> None:
         """The schema's version is in tinytools_ledger_version; a newer one is refused."""
@@ -165,10 +236,55 @@ class TestPostgres:
         with PostgresLedger(fresh_postgres) as fresh:
             fresh.unresolved()
         with psycopg.connect(fresh_postgres, autocommit=True) as raw:
-            assert [(1,)] == raw.execute("SELECT version FROM tinytools_ledger_version").fetchall()
+            assert [(2,)] == raw.execute("SELECT version FROM tinytools_ledger_version").fetchall()
             raw.execute("UPDATE tinytools_ledger_version SET version = 7")
         with PostgresLedger(fresh_postgres) as old, pytest.raises(LedgerError, match="is newer"):
             old.unresolved()
+
+    def test_a_version_1_database_is_upgraded(self, fresh_postgres: str, run_id: str) -> None:
+        """A database made by the previous schema (version 1) is upgraded by the first
+        connection: its rows are kept and read, and ids of any length are taken."""
+        import psycopg
+
+        with psycopg.connect(fresh_postgres, autocommit=True) as raw:
+            raw.execute(VERSION_1_SCHEMA)
+            raw.execute(
+                "INSERT INTO tinytools_effects (run_id, call_id, tool_name, arguments, "
+                "started_at) VALUES (%s, 'old', 'pay', '{\"n\": 1}', 1.0)",
+                (run_id,),
+            )
+        long = secrets.token_hex(2_000)
+        with PostgresLedger(fresh_postgres) as ledger:
+            assert [("old", "pay", {"n": 1})] == [
+                (e.call_id, e.tool_name, e.arguments) for e in ledger.unresolved(run_id)
+            ]
+            with pytest.raises(AlreadyStarted):
+                ledger.started(run_id, "old", "pay", {"n": 1})
+            ledger.settled(run_id, "old", "ok")
+            ledger.started(run_id, long, "pay", {})
+            assert [long] == [e.call_id for e in ledger.unresolved(run_id)]
+        with PostgresLedger(fresh_postgres) as again:  # upgraded once
+            assert [long] == [e.call_id for e in again.unresolved(run_id)]
+        with psycopg.connect(fresh_postgres, autocommit=True) as raw:
+            versions = raw.execute("SELECT version FROM tinytools_ledger_version").fetchall()
+        assert [(1,), (2,)] == sorted(versions)
+
+    def test_an_upgrade_held_up_by_a_long_transaction_says_so(self, fresh_postgres: str) -> None:
+        """An upgrade that waits past lock_timeout for a transaction of a worker of the
+        older version is a LedgerError saying so; once that transaction ends, it is done."""
+        import psycopg
+
+        with psycopg.connect(fresh_postgres, autocommit=True) as raw:
+            raw.execute(VERSION_1_SCHEMA)
+        with psycopg.connect(fresh_postgres) as older:  # a transaction of its own
+            older.execute("SELECT count(*) FROM tinytools_effects").fetchone()
+            with PostgresLedger(fresh_postgres, lock_timeout=0.05) as ledger:
+                with pytest.raises(LedgerError) as failed:
+                    ledger.unresolved()
+                older.rollback()
+                assert () == ledger.unresolved()
+        assert "could not create or upgrade its tables to schema version 2" in str(failed.value)
+        assert "a long transaction of another worker holds the table" in str(failed.value)
 
     def test_unreachable_server_is_an_error(self, postgres: str, tmp_path: Path) -> None:
         """No server: a LedgerError naming the ledger, at once, and no password shown."""
@@ -193,6 +309,97 @@ class TestPostgres:
         ledger.settled(run_id, "c1", "ok")
         assert () == ledger.unresolved(run_id)
         ledger.close()
+
+
+#: Conninfos a password leaks from in libpq's messages, each with the password's parts.
+LEAKY_CONNINFOS = {
+    # libpq's parse error quotes the text around the problem: the password.
+    "a % in a URI password": ("postgresql://alice:hunter%zz2@localhost/db", ["hunter"]),
+    "a space in a password": ("host=localhost password=open sesame dbname=x", ["sesame"]),
+    "an = in a password": ("host=localhost password=open sesame=x dbname=x", ["sesame"]),
+    "a quote in a password": ("host=localhost password='sesame dbname=x", ["sesame"]),
+    "the whole URI quoted": ("postgresql://alice:sesame@[::1/db", ["sesame"]),
+    # Parsed, but the password, split by an unescaped @ or /, lands in another field, which
+    # the connection error quotes.
+    "an @ in a URI password": (
+        "postgresql://alice:open@sesame@/db?hostaddr=127.0.0.1&port=1",
+        ["sesame"],
+    ),
+    "a / in a URI password": (
+        "postgresql://alice:hunter/sesame@localhost/db",
+        ["hunter", "sesame"],
+    ),
+    "a password in another field": (
+        "host=/nonexistent port=5432 sslmode=sesame password=sesame",
+        ["sesame"],
+    ),
+}
+
+
+class TestConninfoSecrets:
+    """A password in the conninfo reaches no message: libpq's errors quote the conninfo
+    (before the fix, a parse error was appended to the masked conninfo whole)."""
+
+    @pytest.mark.parametrize("case", LEAKY_CONNINFOS)
+    def test_no_password_in_ledger_error_abort_or_cli(
+        self, case: str, capsys: pytest.CaptureFixture[str]
+    ) -> None:
+        from tinytools import Context, DispatchAborted, ToolCall, dispatch_sync, tool
+        from tinytools._cli import main
+
+        conninfo, parts = LEAKY_CONNINFOS[case]
+
+        @tool
+        def noop() -> str:
+            """Do nothing."""
+            return ""
+
+        seen = []
+        with PostgresLedger(conninfo) as ledger:
+            seen.append(repr(ledger))
+            with pytest.raises(LedgerError) as failed:
+                ledger.started("r", "c", "t", {})
+            seen.append(_whole(failed.value))
+            with pytest.raises(DispatchAborted) as aborted:
+                dispatch_sync([ToolCall("c", "noop", {})], [noop], ledger=ledger, context=Context())
+            seen.append(_whole(aborted.value))
+        assert 1 == main(["ledger", "list", "--db", conninfo])
+        seen.append(capsys.readouterr().err)
+        assert "could not connect" in seen[1]
+        for text in seen:
+            for part in parts:
+                assert part not in text
+
+    def test_what_libpq_cannot_parse_is_named(self) -> None:
+        """The message says, in its own words, what libpq found wrong, and how to write it."""
+        conninfo = "postgresql://alice:hunter%zz2@localhost/db"
+        with PostgresLedger(conninfo) as ledger, pytest.raises(LedgerError) as failed:
+            ledger.unresolved()
+        assert "a '%' in the URI is not followed by two hex digits" in str(failed.value)
+        assert "% as %25" in str(failed.value)
+
+    def test_the_database_is_still_named(self, postgres: str) -> None:
+        """What shows where the database is stays in the message: host, port, database,
+        user, and the server's complaint (its quoted option value hidden, named)."""
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+        fields = conninfo_to_dict(postgres)
+        conninfo = make_conninfo(postgres, password="sesame", options="-c lock_timeout=forty")
+        with PostgresLedger(conninfo) as ledger, pytest.raises(LedgerError) as failed:
+            ledger.unresolved()
+        text = str(failed.value)
+        assert "sesame" not in text
+        assert "invalid value for parameter <options>: <options>" in text
+        for name in ("host", "port", "dbname", "user"):
+            if name in fields:
+                assert f"{name}={fields[name]}" in text
+
+
+def _whole(error: BaseException) -> str:
+    """An exception as a log shows it: its traceback, with every cause and context."""
+    import traceback
+
+    return "".join(traceback.format_exception(type(error), error, error.__traceback__))
 
 
 def test_importing_the_ledger_loads_no_driver() -> None:

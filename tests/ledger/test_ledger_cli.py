@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_run import run_cli
 
 from tinytools._cli import main
 from tinytools.ledger import SqliteLedger
@@ -142,6 +143,74 @@ class TestReconcile:
         with pytest.raises(SystemExit) as info:
             main(["ledger", "reconcile", "--db", db])
         assert 2 == info.value.code
+
+
+#: A run, call and tool as a model or host may send them: a lone surrogate (which
+#: SqliteLedger stores on purpose), terminal escape sequences, and a line break that would
+#: forge a line of the listing.
+ODD_RUN = "run\x1b]0;owned\x07"
+ODD_CALL = "c\ud800\x1b[2J\n  c9 (pay): replay-safe, released to run again"
+ODD_TOOL = "pay\udcff\x1b[31m"
+#: How every verb's human output shows them.
+SHOWN_CALL = "c\\ud800\\x1b[2J\\n  c9 (pay): replay-safe, released to run again"
+SHOWN_TOOL = "pay\\udcff\\x1b[31m"
+#: Arguments holding what JSON text leaves raw unless told: DEL and a C1 control (``\x9b``
+#: opens an escape sequence as ``ESC [`` does).
+ODD_ARGUMENTS = {"note": "x\ud800\x1b[2J\x9b2J\x7f"}
+#: Characters no verb may print raw.
+RAW = "\x1b\x07\x9b\x7f"
+
+
+class TestOddText:
+    """Call ids, tool names, run ids and arguments holding a lone surrogate or escapes, on
+    the real command line with a strict UTF-8 standard output."""
+
+    @pytest.fixture
+    def odd_db(self, tmp_path: Path) -> str:
+        path = str(tmp_path / "odd.db")
+        with SqliteLedger(path) as ledger:
+            ledger.started(ODD_RUN, ODD_CALL, ODD_TOOL, ODD_ARGUMENTS)
+        return path
+
+    @pytest.mark.parametrize("verb", [["list"], ["reconcile", "--run", ODD_RUN]])
+    def test_human_output(self, odd_db: str, verb: list[str]) -> None:
+        """Every verb prints them escaped, one rule for all (before: ``list`` and
+        ``reconcile`` died of UnicodeEncodeError, ``reconcile`` after settling the rows,
+        and ``reconcile`` printed the escapes raw)."""
+        done = run_cli("ledger", *verb, "--db", odd_db, env={"PYTHONIOENCODING": "utf-8"})
+        assert (0, "") == (done.returncode, done.stderr)
+        assert SHOWN_CALL in done.stdout
+        assert SHOWN_TOOL in done.stdout
+        assert "run\\x1b]0;owned\\x07" in done.stdout
+        assert not any(c in done.stdout for c in RAW)
+        assert not any(line.startswith("  c9 (pay)") for line in done.stdout.splitlines())
+        assert "interrupted, will not run again" in done.stdout or verb == ["list"]
+
+    @pytest.mark.parametrize("verb", [["list"], ["reconcile", "--run", ODD_RUN]])
+    def test_json_output(self, odd_db: str, verb: list[str]) -> None:
+        """``--json`` gives them back exactly (the lone surrogate as a JSON escape)."""
+        done = run_cli("ledger", *verb, "--db", odd_db, "--json", env={"PYTHONIOENCODING": "utf-8"})
+        assert (0, "") == (done.returncode, done.stderr)
+        assert not any(c in done.stdout for c in RAW)
+        document = json.loads(done.stdout)
+        if verb == ["list"]:
+            (row,) = document
+            assert (ODD_RUN, ODD_CALL, ODD_TOOL) == (
+                row["run_id"],
+                row["call_id"],
+                row["tool_name"],
+            )
+            assert ODD_ARGUMENTS == row["arguments"]
+        else:
+            assert {"rerun": [], "interrupted": [ODD_CALL], "waiting": []} == document
+
+    def test_errors_are_escaped_too(self, tmp_path: Path) -> None:
+        """What the verbs say on standard error follows the same rule."""
+        missing = str(tmp_path / "no\x1b[2J.db")
+        done = run_cli("ledger", "list", "--db", missing)
+        assert 1 == done.returncode
+        assert "no\\x1b[2J.db" in done.stderr
+        assert "\x1b" not in done.stderr
 
 
 def test_postgres_conninfo(postgres: str, run_id: str, capsys: pytest.CaptureFixture[str]) -> None:

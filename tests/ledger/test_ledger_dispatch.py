@@ -3,6 +3,7 @@ transaction per batch, settled whatever the outcome, already-started calls refus
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
@@ -117,6 +118,28 @@ class TestStartedRows:
             dispatch_sync(calls, [note], ledger=ledger, context=Context(run_id=run_id))
         assert ["commit"] == commits[: commits.index("tool")]  # then the settled rows
         assert size == commits.count("tool")
+
+    def test_a_long_id_runs_with_its_batch(self, ledger: Any, run_id: str) -> None:
+        """A call id and a run id over 3 KB (random, so that they do not compress) are
+        claimed with the rest of their batch, which runs; before, PostgreSQL refused the
+        row, and the batch was aborted with none of its calls run."""
+        ran: list[int] = []
+
+        @tool
+        def note(n: int) -> int:
+            """Note n."""
+            ran.append(n)
+            return n
+
+        long = secrets.token_hex(1_600)
+        calls = [ToolCall(long, "note", {"n": 0}), ToolCall("c1", "note", {"n": 1})]
+        context = Context(run_id=f"{run_id}{long}")
+        first = dispatch_sync(calls, [note], ledger=ledger, context=context)
+        assert ["ok", "ok"] == [m.status for m in first.messages]
+        again = dispatch_sync(calls, [note], ledger=ledger, context=context)
+        assert ["error", "error"] == [m.status for m in again.messages]  # already started
+        assert [0, 1] == ran
+        assert () == ledger.unresolved(context.run_id)
 
     def test_arguments_stored_redacted(self, ledger: Any, run_id: str) -> None:
         """A redacted argument's value never reaches the ledger; the tool gets it."""

@@ -1,4 +1,4 @@
-"""Property tests for the invariants of `tinytools.dispatch` (DESIGN.md, "Invariants").
+"""Property tests for the invariants of `tinytools.dispatch` (docs/concepts/invariants.md).
 
 Each example draws a batch of calls against one registry mixing synchronous and async
 tools, a hidden, a deferred-exposure, a schema-built and an external tool, a tool with no
@@ -416,7 +416,8 @@ class Verdict:
 def _predict(
     call: ToolCall, registry: Registry, callable_names: frozenset[str], policy: RunPolicy
 ) -> Verdict:
-    """DESIGN.md's admission for one call: name, decode, repair, validate, policies."""
+    """Admission of one call as docs/concepts/pipeline.md describes it: name, decode,
+    repair, validate, policies."""
     name = call.name
     if name not in callable_names:
         rewrite = policy.unknown_tool
@@ -552,7 +553,7 @@ def _check_against_oracle(
     aborted: DispatchAborted | None,
     journal: Journal,
 ) -> None:
-    """The result matches what DESIGN.md says admission and each tool must do."""
+    """The result matches what the docs say admission and each tool must do."""
     policy = scenario.policy
     callable_names = callable_this_turn(registry, policy, scenario.advertised)
     verdicts = [_predict(c, registry, callable_names, policy) for c in scenario.calls]
@@ -709,7 +710,8 @@ class TestRecoveryLabels:
         ],
     )
     def test_label(self, call: ToolCall, policy: RunPolicy, expected: tuple[str, str]) -> None:
-        """Each recovery label of DESIGN.md is produced, and the batch keeps the invariants."""
+        """Each recovery label of ``tinytools.events`` is produced, and the batch keeps the
+        invariants."""
         journal = Journal()
         registry = build_tools(journal, tick=0, retries=0)
         try:

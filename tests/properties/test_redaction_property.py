@@ -2,13 +2,17 @@
 
 Each example hides one secret value under a key spelled as a redacted name (any
 case and separators), at the top, inside a free-form object or an array, and sends
-it as a dict, JSON text or broken JSON text: to the tool itself, to a misspelt or
+it as a dict, JSON text or broken JSON text — or sends arguments that are no object
+and hold the secret with no key to tell it by (an array, a bare string, nested
+arrays; as JSON text or as the value itself) — to the tool itself, to a misspelt or
 unknown name, or through discovery's ``tool_call``. Whatever happens to the call
 (runs, refused, unknown, unreadable), the secret appears in no event, no message
 and no ledger row; the tool itself, when it runs, gets the real value.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import attrs
 import msgspec
@@ -40,8 +44,18 @@ secrets = st.text("abcdefghijklmnopqrstuvwxyz0123456789", min_size=6, max_size=1
 spellings = st.sampled_from(["password", "Password", "PASSWORD", "pass-word", "Pass_Word"])
 #: Where the secret stands.
 places = st.sampled_from(["top", "free-form", "array"])
-#: How the arguments are sent.
-forms = st.sampled_from(["dict", "text", "broken text"])
+#: How the arguments are sent: an object (as a dict, JSON text or broken JSON text), or
+#: no object, holding the secret as a value with no key (as JSON text or the value).
+forms = st.sampled_from(["dict", "text", "broken text", "no object", "no object as text"])
+#: Arguments that are no object, around the secret.
+no_objects = st.sampled_from(
+    [
+        lambda secret: ["ann", secret],
+        lambda secret: secret,
+        lambda secret: [[secret]],
+        lambda secret: [{"user": secret}],
+    ]
+)
 #: Which name the call uses.
 routes = st.sampled_from(["login", "loginn", "Login", "signin", "tool_call"])
 
@@ -56,9 +70,22 @@ def _arguments(secret: str, key: str, place: str) -> dict[str, object]:
 
 class TestSecretsNeverLeave:
     @settings(max_examples=150, deadline=None)
-    @given(secret=secrets, key=spellings, place=places, form=forms, route=routes)
+    @given(
+        secret=secrets,
+        key=spellings,
+        place=places,
+        form=forms,
+        route=routes,
+        no_object=no_objects,
+    )
     def test_no_event_message_or_ledger_row_shows_the_secret(
-        self, secret: str, key: str, place: str, form: str, route: str
+        self,
+        secret: str,
+        key: str,
+        place: str,
+        form: str,
+        route: str,
+        no_object: Callable[[str], object],
     ) -> None:
         """The secret reaches the tool at most, never anything dispatch reports."""
         seen.clear()
@@ -72,7 +99,11 @@ class TestSecretsNeverLeave:
                 pass
 
         arguments: object = _arguments(secret, key, place)
-        if form != "dict":
+        if form.startswith("no object"):
+            arguments = no_object(secret)
+            if form.endswith("as text") or isinstance(arguments, str):
+                arguments = msgspec.json.encode(arguments).decode()
+        elif form != "dict":
             text = msgspec.json.encode(arguments).decode()
             arguments = text[:-1] if form == "broken text" else text
         if route == "tool_call":

@@ -17,13 +17,17 @@ each ``<tool_call>`` block:
   included), and any other JSON value (``null``, an array…, as JSON text), is
   passed on as the raw arguments, for admission to repair (with an event),
   normalise or reject under its policies.
-* A block holding strict JSON ends at its closing tag, or, when it has none
-  before the next block (the final block of a reply, or one cut short by the
-  next), right after the JSON: a complete JSON value shows the call
-  complete. Text after it stays prose, and a ``<tool_call>`` inside a JSON
-  string ends nothing. A block never closed whose JSON is not complete (a
-  reply cut off mid-call) is a broken fragment, ending at the next
-  ``<tool_call>`` or the end of the text, named when it gives a
+* A block ends at its closing tag, or, when it has none before the next
+  block (the final block of a reply, one cut short by the next, or one whose
+  tag a server that stops on ``</tool_call>`` left out), right after its
+  value: a complete value shows the call complete. Completeness is read as
+  relaxed repair reads the text, so ``{"name": "f", "arguments": {city:
+  'Oslo'}}`` is complete and a bracket inside a single-quoted string or a
+  comment closes nothing. Text after the value stays prose, and a
+  ``<tool_call>`` inside a strict JSON string ends nothing (relaxed JSON is
+  read up to the next tag). A block never closed whose value is not
+  complete (a reply cut off mid-call) is a broken fragment, ending at the
+  next ``<tool_call>`` or the end of the text, named when it gives a
   ``"name"``: it is never repaired into a call with partial arguments. An
   unclosed tag not followed by ``{`` or ``[`` is prose, so ``use
   <tool_call> tags`` stays text.
@@ -31,7 +35,7 @@ each ``<tool_call>`` block:
   a name, then an object in Gemma's own notation (bare keys, strings between
   ``<|"|>`` quote tokens, kept verbatim), read through the same relaxed
   repair. A block missing ``<tool_call|>`` is read only when its object is
-  complete, else it is a broken fragment.
+  complete, and ends right after it; else it is a broken fragment.
 * A broken block's error keeps the decoder's reason (``Expecting ',' delimiter
   at line 1, column 30``) and the tool name the block gives, when it gives one.
 * The name is taken as written: a name not among ``tools`` is returned as a
@@ -54,6 +58,7 @@ import json
 import re
 from typing import Final
 
+from tinytools._relaxed import value_end
 from tinytools._wire import ToolCall
 
 from ._constraint import CallForm, Constraint, build
@@ -71,7 +76,7 @@ from ._dialect import (
 )
 from ._envelope import escape_json, json_call_block
 from ._json_grammar import JsonStyle
-from ._jsonscan import ARGUMENT_KEYS, Spans, call_parts
+from ._jsonscan import ARGUMENT_KEYS, call_parts
 from ._parsed import Parsed
 
 __all__ = ["ARGUMENT_KEYS", "PROTOCOL", "constraint", "parse", "render", "render_call"]
@@ -124,7 +129,7 @@ class _Gemma:
         self.name, self.arguments = name, arguments
 
 
-#: The value of a block that is never closed and holds no complete JSON value.
+#: The value of a block that is never closed and holds no complete value.
 _CUT: Final = object()
 _CUT_OFF = (
     "this <tool_call> block is never closed and its JSON is incomplete: the call looks "
@@ -263,8 +268,10 @@ def _read_gemma(text: str, finder: Finder, start: int) -> tuple[int, object] | N
         body = text[head.end() : close].strip()
         return close + len(_GEMMA_CLOSE), _Gemma(head.group(1), _gemma_arguments(body))
     limit = len(text) if after == -1 else after
-    arguments = _gemma_arguments(text[head.end() : limit].strip())
-    return limit, _Gemma(head.group(1), _CUT if arguments is NOTHING else arguments)
+    end = value_end(text, head.end(), limit)
+    if end == -1:
+        return limit, _Gemma(head.group(1), _CUT)
+    return end, _Gemma(head.group(1), _gemma_arguments(text[head.end() : end]))
 
 
 def _gemma_arguments(body: str) -> object:
@@ -293,7 +300,10 @@ def _read(text: str, finder: Finder, start: int) -> tuple[int, object] | None:
         return close + len(_CLOSE), _body_value(text, first, close)
     if not text.startswith(("{", "["), first):
         return None
-    return limit, _CUT  # never closed, and its JSON does not show it complete
+    # Never closed: complete when its value is, as relaxed repair reads it (its own
+    # decode, or the decoder's reason, comes from the value alone).
+    end = value_end(text, first, limit)
+    return (limit, _CUT) if end == -1 else (end, _body_value(text, first, end))
 
 
 def _body_value(text: str, first: int, close: int) -> object:
@@ -303,9 +313,9 @@ def _body_value(text: str, first: int, close: int) -> object:
     value = decode_strict(body)
     if value is not NOTHING:
         return value
-    values, pos, spans = [], first, Spans(text)
+    values, pos = [], first
     while pos < close and text.startswith("{", pos):
-        end = spans.end(pos, close)
+        end = value_end(text, pos, close)
         item = NOTHING if end == -1 else decode_relaxed(text[pos:end])
         if item is NOTHING or isinstance(item, list):
             break

@@ -25,7 +25,10 @@
 Arguments given as a JSON string holding a strict object are decoded; any
 other non-object arguments are passed on as raw text for admission to
 repair or answer. JSON that fails the strict decode is repaired by
-:func:`tinytools.repair.recover_relaxed_object` (never guessed at). A call
+:func:`tinytools.repair.recover_relaxed_object` (never guessed at); after
+``<|python_tag|>`` and in a function tag, where a value ends is read as that
+repair reads it (a bracket inside a single-quoted string or a comment closes
+nothing), while bare JSON in prose must show its end as strict JSON does. A call
 the text ends inside (a reply cut off) is a broken fragment, named when it
 gives a name: after ``<|python_tag|>``, in a function tag, or in bare JSON
 naming a known tool. ``<|eom_id|>`` and ``<|eot_id|>`` right after the calls
@@ -48,6 +51,7 @@ import re
 from collections.abc import Container
 from typing import Final
 
+from tinytools._relaxed import value_end
 from tinytools._spec import NAME_PATTERN
 from tinytools._validate import printable
 from tinytools._wire import ToolCall
@@ -245,7 +249,7 @@ class _Reader:
         text, pos = self.text, start
         values: list[tuple[int, int, object]] = []
         while True:
-            end = self.spans.end(pos, limit)
+            end = self.spans.end(pos, limit) if known else value_end(text, pos, limit)
             if end == -1:
                 named = _NAME_FIRST.match(text, pos, limit)
                 name = "" if named is None else named.group(1)
@@ -352,7 +356,7 @@ class _Reader:
         if not text.startswith("{", body):
             return None  # Qwen3-Coder's <parameter=…> form or prose, not this dialect
         close = self.finder.find(_FUNCTION_CLOSE, body)
-        end = self.spans.end(body, len(text) if close == -1 else close)
+        end = value_end(text, body, len(text) if close == -1 else close)
         self.out.prose(prose, start)
         if end == -1:
             stop = len(text) if close == -1 else close + len(_FUNCTION_CLOSE)

@@ -17,11 +17,12 @@
 A marker says a call is meant, so a name not among ``tools`` is returned as
 written, for dispatch's unknown-tool policy to answer. JSON that fails the
 strict decode is repaired by :func:`tinytools.repair.recover_relaxed_object`
-(never guessed at). JSON that the text ends inside — a reply cut off
-mid-call — is a broken fragment, named when it gives a name, never a call
-with partial arguments. The ids a model writes after ``[CALL_ID]`` are not
-used: calls get synthetic ids like every text dialect's (see
-:mod:`tinytools.formats._parsed`).
+(never guessed at), and where a value ends is read as that repair reads it
+(a bracket inside a single-quoted string or a comment closes nothing). JSON
+that the text ends inside — a reply cut off mid-call — is a broken fragment,
+named when it gives a name, never a call with partial arguments. The ids a
+model writes after ``[CALL_ID]`` are not used: calls get synthetic ids like
+every text dialect's (see :mod:`tinytools.formats._parsed`).
 
 Text before, between and after the calls is prose; the end-of-sequence token
 ``</s>`` right after the calls is dropped. Reasoning (``<think>…</think>``,
@@ -41,6 +42,7 @@ from typing import Final
 
 import msgspec
 
+from tinytools._relaxed import value_end
 from tinytools._spec import NAME_PATTERN
 from tinytools._validate import printable
 from tinytools._wire import ToolCall
@@ -58,7 +60,7 @@ from ._dialect import (
     skip_space,
 )
 from ._json_grammar import JsonStyle
-from ._jsonscan import NAMED, Spans, call_parts, quiet_json, string_end
+from ._jsonscan import NAMED, call_parts, quiet_json, string_end
 from ._parsed import Parsed
 from ._writable import JSON_DEPTH, refusal, unwritable
 
@@ -168,7 +170,6 @@ class _Reader:
         self.out = Collector(text)
         self.text = hide_reasoning(hide_reasoning(text), ("[THINK]", "[/THINK]"))
         self.finder = Finder(self.text)
-        self.spans = Spans(self.text)
 
     def run(self) -> Parsed:
         text, out, pos = self.text, self.out, 0
@@ -239,7 +240,7 @@ class _Reader:
         text = self.text
         if text.startswith('"', at):
             return string_end(text, at, limit)
-        return self.spans.end(at, limit)
+        return value_end(text, at, limit)
 
     def _listed(self, start: int, body: int, limit: int) -> int:
         end = self._value_end(body, limit)

@@ -10,8 +10,10 @@
   names when the list is the whole message.
 * **Wrapped** in ``<|python_start|>…<|python_end|>`` (Llama 4),
   ``<|tool_call_start|>…<|tool_call_end|>`` (LFM2) or a ```` ```tool_code ````
-  fence (Gemma 3), the closing marker optional at the end: every call
-  inside, bare or listed, whatever its name.
+  fence (Gemma 3): every call inside, bare or listed, whatever its name. A
+  wrapper never closed holds the calls right after it, up to the first text
+  that is not one: prose after them is outside the wrapper, where an
+  unknown name is prose.
 * **Gemma 3's** ``default_api.name(...)`` and ``print(default_api.name(...))``:
   the call to ``name`` (the ``print`` and the module are not part of it);
   ``default_api`` says a call is meant, so any name is read where the name
@@ -309,14 +311,32 @@ class _Reader:
         self.out.prose(prose, at)
         body, closer = at + len(marker), _WRAPPERS[marker]
         close = self.finder.find(closer, body)
-        inner = len(self.text) if close == -1 else close
-        stop = self._region(body, inner, wrapped=True)
-        if self.out.full:
-            return stop
-        return inner if close == -1 else close + len(closer)
+        if close == -1:
+            return self._unclosed(body)
+        stop = self._region(body, close, wrapped=True)
+        return stop if self.out.full else close + len(closer)
 
-    def _candidate(self, at: int, end: int, wrapped: bool, prose: int) -> int | None:
-        """Read a call or list whose first ``(`` is at ``at``; its end, or ``None`` for prose."""
+    def _unclosed(self, pos: int) -> int:
+        """Read the calls right after a wrapper that is never closed; where they end.
+
+        The wrapper holds the calls that follow it one after another; the first text that
+        is not one ends it (prose after a call, not inside a wrapper, names only tools).
+        """
+        text = self.text
+        while not self.out.full:
+            start = skip_space(text, pos)
+            paren = self.finder.find("(", start)
+            stop = None if paren == -1 else self._candidate(paren, len(text), True, pos, start)
+            if stop is None:
+                break
+            pos = stop
+        return pos
+
+    def _candidate(
+        self, at: int, end: int, wrapped: bool, prose: int, anchor: int | None = None
+    ) -> int | None:
+        """Read a call or list whose first ``(`` is at ``at``; its end, or ``None`` for prose
+        (also when it does not start at ``anchor``, if one is given)."""
         text = self.text
         start = _name_start(text, at)
         if start is None:
@@ -329,6 +349,8 @@ class _Reader:
         first = start - len(_API) if api else start if bracket is None else bracket
         printed = api and first - len(_PRINT) >= prose and text.startswith(_PRINT, first - 6)
         first -= len(_PRINT) if printed else 0
+        if anchor is not None and first != anchor:
+            return None
         certain = wrapped or name in self.tools or api
         if not certain and first != self.whole[0]:
             return None

@@ -25,10 +25,12 @@ function form) or one GLM call; one holding JSON is an error (that is the
 **Cut-off calls.** A call is run only when its text shows it complete: a
 native or function-form call must be closed by its own closing tag (or by
 the ``</tool_call>`` around it), a GLM call by ``</tool_call>``. An outer
-``<tool_call>`` missing its closing tag at the end of the text is tolerated
-when every call inside was closed. A call the text ends inside (a reply cut
-off mid-call) is a broken fragment in ``Parsed.errors``, named when its
-name was read, never a call with the arguments read so far.
+``<tool_call>`` with no closing tag before the next one (or the end of the
+text) is tolerated when every call inside was closed, as in ``json_in_tag``:
+it ends after its last call, and text after that is prose, not an error. A
+call the text ends inside (a reply cut off mid-call) is a broken fragment in
+``Parsed.errors``, named when its name was read, never a call with the
+arguments read so far.
 
 **Values.** A value is the text between its tags, minus one ``\\n`` right
 after the opening tag and one right before the closing tag (``\\r`` and other
@@ -482,20 +484,27 @@ class _Reader:
             if glm is None:
                 return None
             calls, pos = [glm[0]], glm[1]
-        pos = self._skip(pos)
+        end, pos = pos, self._skip(pos)
         if text.startswith(_WRAP_CLOSE, pos):
             return calls, pos + len(_WRAP_CLOSE)
-        if pos == len(text):
-            if glm is not None:  # only its closing tag shows a GLM call complete
-                raise _Broken(_cut(_WRAP, _WRAP_CLOSE), pos, glm[0][0])
-            return calls, pos  # each call inside was closed by its own tag
+        if glm is not None and pos == len(text):  # only its closing tag shows a GLM call complete
+            raise _Broken(_cut(_WRAP, _WRAP_CLOSE), pos, glm[0][0])
+        if glm is None and self._never_closed(pos):
+            # Each call inside was closed by its own tag; what follows is not inside.
+            return calls, end
         raise _Broken(f"unexpected text inside <tool_call>: {text[pos : pos + 40]!r}", pos)
+
+    def _never_closed(self, pos: int) -> bool:
+        """Whether the ``<tool_call>`` being read has no ``</tool_call>`` before the next one
+        (a server that stops on it left it out, or the model went on without it)."""
+        close, after = self.find(_WRAP_CLOSE, pos), self.find(_WRAP, pos)
+        return close == -1 or -1 < after < close
 
     def _tagged(self, pos: int) -> _Found:
         """The native or function-form calls inside one ``<tool_call>``."""
         calls: list[_Call] = []
         while True:
-            pos = self._skip(pos)
+            end, pos = pos, self._skip(pos)
             if self.text.startswith(_FUNCTION, pos):
                 read = self._function(pos, _WRAP_CLOSE)
                 if read is None:
@@ -506,7 +515,7 @@ class _Reader:
                 found, pos = self._native(pos, name, _WRAP_CLOSE)
                 calls += found
             elif calls:
-                return calls, pos
+                return calls, end
             else:
                 raise _Broken("expected a call inside <tool_call>", pos)
 

@@ -1,4 +1,4 @@
-"""The durable tool-effect ledger (DESIGN.md, "Effect ledger").
+"""The durable tool-effect ledger (docs/how-to/ledger.md).
 
 Dispatch given ``ledger=`` records a ``started`` row for each admitted call of a
 batch before any tool of the batch runs (with :class:`SqliteLedger` and

@@ -40,9 +40,10 @@ class Connected:
     def close(self) -> None:
         """Close the connection (the next use opens it again)."""
         with self._lock:
-            if self._connection is not None and self._pid == os.getpid():
-                self._connection.close()
-            self._connection = None
+            # (unset first: an interrupt in between leaves it unused, never closed and in use)
+            connection, self._connection = self._connection, None
+            if connection is not None and self._pid == os.getpid():
+                connection.close()
 
     def __enter__(self: _Self) -> _Self:
         return self

@@ -4,7 +4,11 @@ A database text column takes neither lone surrogates (not UTF-8) nor, in
 PostgreSQL, NUL, yet a call id is whatever the provider sent. :func:`key` stores
 such a text as ``~json:`` and its ASCII JSON form, and escapes a text that
 already starts with that prefix the same way, so the mapping stays one-to-one
-(two different ids never share a row).
+(two different ids never share a row). An index holds a key of any length only up to
+a limit (PostgreSQL's btree refuses a row over about 2.7 KB): :func:`index_key` stores a
+key over :data:`LONGEST` bytes as ``~json:sha256:`` and its digest, with the whole key
+kept beside it. ``key`` never writes a text that starts so (its escapes start
+``~json:"``), so that mapping stays one-to-one too.
 
 Reading is as forgiving as writing is strict: a row that another version, a
 hand edit or a broken disk left odd (arguments that are not JSON, a malformed
@@ -17,6 +21,7 @@ time as ``0.0``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Mapping
@@ -26,11 +31,13 @@ import msgspec
 from tinytools._effects import LedgerEntry
 from tinytools._validate import json_text, printable
 
-__all__ = ["RELEASED", "arguments_text", "entry", "key", "now", "unkey"]
+__all__ = ["LONGEST", "RELEASED", "arguments_text", "entry", "index_key", "key", "now", "unkey"]
 
 #: The status of a row ``reconcile`` (or a tool's deferral) released: it may start again.
 RELEASED = "released"
 _PREFIX = "~json:"
+#: The longest key, in UTF-8 bytes, an index column holds whole (two ids make a row key).
+LONGEST = 1024
 
 
 def key(text: str) -> str:
@@ -43,6 +50,15 @@ def key(text: str) -> str:
         else:
             return text
     return _PREFIX + json.dumps(text, ensure_ascii=True)
+
+
+def index_key(text: str) -> tuple[str, str | None]:
+    """``text`` as an index column holds it, and the whole :func:`key` when the column
+    holds its digest instead (else None)."""
+    stored = key(text)
+    if len(stored) <= LONGEST // 4 or len(stored.encode()) <= LONGEST:
+        return stored, None
+    return f"{_PREFIX}sha256:{hashlib.sha256(stored.encode()).hexdigest()}", stored
 
 
 def unkey(stored: object) -> str:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
-from typing import Literal
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
+from typing import Any, Literal, TypeVar
 
 from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
 from tinytools._wire import MessageStatus
@@ -68,6 +68,7 @@ _OPEN = (
 _SETTLING = "settle a call"
 
 Synchronous = Literal["full", "normal"]
+_T = TypeVar("_T")
 
 
 class SqliteLedger(Connected):
@@ -127,7 +128,7 @@ class SqliteLedger(Connected):
         self.timeout = timeout
         super().__init__()
         self._connection: sqlite3.Connection | None = None
-        self._full = False  # the connection's current PRAGMA synchronous is FULL
+        self._full: bool | None = False  # the connection's PRAGMA synchronous is FULL
         self._file: tuple[int, int] | None = None  # (device, inode) of the file opened
 
     def __repr__(self) -> str:
@@ -162,13 +163,17 @@ class SqliteLedger(Connected):
             (key(run_id), key(call_id), key(name), arguments_text(arguments), stamp)
             for call_id, name, arguments in calls
         ]
-        refused = []
-        with self._transaction(durable=True, doing="record started calls") as connection:
-            for row, (call_id, _, _) in zip(rows, calls, strict=True):
-                if connection.execute(_START, row).rowcount != 1:
-                    refused.append(call_id)
+
+        def claim(connection: sqlite3.Connection) -> frozenset[str]:
+            refused = [
+                call_id
+                for row, (call_id, _, _) in zip(rows, calls, strict=True)
+                if connection.execute(_START, row).rowcount != 1
+            ]
             self._same_file()  # (raises: the transaction is rolled back)
-        return frozenset(refused)
+            return frozenset(refused)
+
+        return self._write("record started calls", claim, durable=True)
 
     def settled(self, run_id: str, call_id: str, status: MessageStatus) -> None:
         """Record how a started call ended. A released call (waiting to start again) is
@@ -179,8 +184,7 @@ class SqliteLedger(Connected):
             LedgerError: The database could not be written.
         """
         row = (str(status), now(), key(run_id), key(call_id))
-        with self._transaction(durable=False, doing=_SETTLING) as connection:
-            connection.execute(_SETTLE, row)
+        self._write(_SETTLING, lambda connection: connection.execute(_SETTLE, row))
 
     def release(self, run_id: str, call_id: str) -> None:
         """Let a started (or settled) call be started once more: ``reconcile`` found it
@@ -190,8 +194,7 @@ class SqliteLedger(Connected):
             LedgerError: The database could not be written.
         """
         row = (RELEASED, now(), key(run_id), key(call_id))
-        with self._transaction(durable=False, doing="release a call") as connection:
-            connection.execute(_RELEASE, row)
+        self._write("release a call", lambda connection: connection.execute(_RELEASE, row))
 
     def prune(self, older_than: float) -> int:
         """Delete the rows settled more than ``older_than`` seconds ago (unresolved and
@@ -202,8 +205,8 @@ class SqliteLedger(Connected):
             LedgerError: The database could not be written.
         """
         cutoff = now() - older_than
-        with self._transaction(durable=False, doing="prune settled rows") as connection:
-            return int(connection.execute(_PRUNE, (cutoff,)).rowcount)
+        pruned = self._write("prune settled rows", lambda c: c.execute(_PRUNE, (cutoff,)))
+        return int(pruned.rowcount)
 
     def unresolved(self, run_id: str | None = None) -> tuple[LedgerEntry, ...]:
         """The calls started and never settled (released ones included: they still wait
@@ -216,12 +219,10 @@ class SqliteLedger(Connected):
         parameters: tuple[str, ...] = ()
         if run_id is not None:
             query, parameters = f"{_OPEN} AND run_id = ?", (key(run_id),)
-        with self._lock:
-            try:
-                rows = self._open().execute(f"{query} ORDER BY started_at, call_id", parameters)
-                return tuple(entry(*row) for row in rows.fetchall())
-            except sqlite3.Error as error:
-                raise self._failed("read unresolved calls", error) from error
+        rows = self._read(
+            "read unresolved calls", f"{query} ORDER BY started_at, call_id", parameters
+        )
+        return tuple(entry(*row) for row in rows)
 
     def _released_ids(self, run_id: str) -> frozenset[str]:
         """The ids of ``run_id``'s released calls (``reconcile`` reads them: such a call
@@ -230,37 +231,54 @@ class SqliteLedger(Connected):
         Raises:
             LedgerError: The database could not be read.
         """
-        with self._lock:
-            try:
-                rows = self._open().execute(_RELEASED, (key(run_id),)).fetchall()
-            except sqlite3.Error as error:
-                raise self._failed("read released calls", error) from error
+        rows = self._read("read released calls", _RELEASED, (key(run_id),))
         return frozenset(unkey(row[0]) for row in rows)
 
     # --- the connection ---------------------------------------------------------
 
-    @contextmanager
-    def _transaction(self, *, durable: bool, doing: str) -> Iterator[sqlite3.Connection]:
+    # A KeyboardInterrupt may land between any two steps below (a Ctrl-C during a busy
+    # wait lands just after BEGIN returns): every step that opens a transaction is inside
+    # the `try` that ends it, and `_open` ends one an interrupt still left open, so the
+    # file's write lock is never kept and the connection is never stuck in a transaction.
+
+    def _write(
+        self, doing: str, statements: Callable[[sqlite3.Connection], _T], *, durable: bool = False
+    ) -> _T:
+        """``statements`` in one write transaction, committed (rolled back if anything
+        raises, an interrupt included)."""
         with self._lock:
             try:
                 connection = self._open()
                 full = durable and self.synchronous == "full"
                 if full != self._full:
+                    self._full = None  # (unknown until the pragma has run)
                     connection.execute(f"PRAGMA synchronous = {'FULL' if full else 'NORMAL'}")
                     self._full = full
-                connection.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as error:
                 raise self._failed(doing, error) from error
             try:
-                yield connection
+                connection.execute("BEGIN IMMEDIATE")
+                done = statements(connection)
                 self._commit(connection)
             except BaseException as error:
-                if connection.in_transaction:
-                    with suppress(sqlite3.Error):
-                        connection.execute("ROLLBACK")
+                _roll_back(connection)
                 if isinstance(error, sqlite3.Error):
                     raise self._failed(doing, error) from error
                 raise
+            return done
+
+    def _read(self, doing: str, query: str, parameters: tuple[str, ...]) -> list[Any]:
+        """The rows ``query`` reads; its statement is ended whatever happens (an unfinished
+        one would keep the connection on an old snapshot of the file)."""
+        with self._lock:
+            try:
+                cursor = self._open().cursor()
+                try:
+                    return cursor.execute(query, parameters).fetchall()
+                finally:
+                    cursor.close()
+            except sqlite3.Error as error:
+                raise self._failed(doing, error) from error
 
     def _commit(self, connection: sqlite3.Connection) -> None:
         connection.execute("COMMIT")
@@ -269,8 +287,13 @@ class SqliteLedger(Connected):
         """The connection, opened (and the schema made) on first use, and again in a
         forked child (a connection must not cross a fork)."""
         pid = os.getpid()
-        if self._connection is not None and self._pid == pid:
-            return self._connection
+        connection = self._connection
+        if connection is not None and self._pid == pid:
+            _roll_back(connection)  # what an interrupt left open: nothing of it committed
+            if not connection.in_transaction:
+                return connection
+            self._connection = None
+            connection.close()
         connection = sqlite3.connect(
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
@@ -287,8 +310,8 @@ class SqliteLedger(Connected):
         except BaseException:
             connection.close()
             raise
-        self._connection, self._pid, self._full = connection, pid, False
-        self._file = _identity(self.path)
+        self._pid, self._full, self._file = pid, False, _identity(self.path)
+        self._connection = connection  # last: an interrupt before it leaves it unused
         return connection
 
     def _same_file(self) -> None:
@@ -342,8 +365,8 @@ def _create_schema(connection: sqlite3.Connection, path: str) -> None:
             f"SQLite ledger {path}: schema version {version} is newer than this tinytools "
             f"understands ({SCHEMA_VERSION}); upgrade tinytools"
         )
-    connection.execute("BEGIN IMMEDIATE")  # one process creates it; the others wait
     try:
+        connection.execute("BEGIN IMMEDIATE")  # one process creates it; the others wait
         if connection.execute("PRAGMA user_version").fetchone()[0] == 0:
             for statement in _SCHEMA.split(";"):
                 if statement.strip():
@@ -351,5 +374,13 @@ def _create_schema(connection: sqlite3.Connection, path: str) -> None:
             connection.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         connection.execute("COMMIT")
     except BaseException:
-        connection.execute("ROLLBACK")
+        _roll_back(connection)
         raise
+
+
+def _roll_back(connection: sqlite3.Connection) -> None:
+    """End the connection's transaction, if it is in one (nothing of it was committed);
+    a failure leaves it in the transaction, which its owner then sees."""
+    if connection.in_transaction:
+        with suppress(sqlite3.Error):
+            connection.execute("ROLLBACK")

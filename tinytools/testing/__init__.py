@@ -9,9 +9,9 @@ hypothesis). ``import tinytools`` never imports this module or hypothesis.
   calls with unknown names, malformed and relaxed JSON, schema violations and
   repeated ids, in shares you choose;
 * :func:`relaxed_json` — meaning-preserving malformations of an object's JSON;
-* :func:`check_dispatch_invariants` — asserts DESIGN.md's dispatch invariants on
-  one batch and its ``DispatchResult``, naming the broken invariant, the call id
-  and what it saw.
+* :func:`check_dispatch_invariants` — asserts the dispatch invariants
+  (docs/concepts/invariants.md) on one batch and its ``DispatchResult``, naming
+  the broken invariant, the call id and what it saw.
 """
 
 from __future__ import annotations

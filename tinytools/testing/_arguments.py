@@ -14,9 +14,10 @@ from tinytools._spec import Tool
 from tinytools._validate import StructValidator
 from tinytools.errors import ToolArgumentsError
 
-from ._from_schema import values_from_schema
+from ._conjunction import ANNOTATIONS
+from ._from_schema import Resolver, values_from_schema
 from ._from_types import arguments_from_struct
-from ._violations import violations
+from ._violations import Enforced, violations
 
 __all__ = ["invalid_arguments", "valid_arguments"]
 
@@ -28,8 +29,9 @@ def _check_tool(tool: object, caller: str) -> Tool[..., object]:
         f"no argument dict satisfies the schema of tool {tool.name!r}, so a model could "
         "never call it validly: a place the arguments must fill asks for the impossible "
         "(an empty `enum`, a `minimum` above its `maximum`, no multiple of `multipleOf` "
-        "between the bounds, a `minLength` above its `maxLength`, or `minItems` above "
-        "`maxItems`); fix the schema, or the parameter's constraints"
+        "between the bounds, a `minLength` above its `maxLength` or lengths no text in its "
+        "`format` has, or `minItems` above `maxItems`); fix the schema, or the parameter's "
+        "constraints"
     )
     try:
         drawn = _valid(tool)
@@ -49,16 +51,21 @@ def valid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, object]
     enums, literals, nested dataclasses, TypedDicts and Structs, optional
     parameters sometimes left out), as the JSON a model sends: a ``datetime``
     as ISO text, ``bytes`` as base64. For a ``Tool.from_schema`` tool they are
-    drawn from its JSON schema; where the schema uses keywords beyond those
-    tool schemas commonly use (``oneOf``, ``allOf``, ``not``, ``patternProperties``,
-    unknown formats, ...), only the drawn values ``tool.validate`` accepts are
-    kept. Values favour edge cases: empty strings, any Unicode, the bounds of
-    each constraint, ``None`` where allowed. Undeclared extra keys are never
-    sent, unless ``additionalProperties`` gives them a schema.
+    drawn from its JSON schema, in every ``format`` ``tool.validate`` enforces
+    (``uri``, ``hostname``, ``date-time``, ...) at the lengths and with the
+    ``pattern`` the schema adds, and an ``allOf`` as the one schema its parts
+    make together; where the schema uses keywords beyond those tool schemas
+    commonly use (``oneOf``, ``not``, ``patternProperties``, two patterns
+    in one ``allOf``, ...), only the drawn values ``tool.validate`` accepts are
+    kept, and hypothesis reports a health check when they are too rare. Values
+    favour edge cases: empty strings, any Unicode, the bounds of each
+    constraint, ``None`` where allowed. Undeclared extra keys are never sent,
+    unless ``additionalProperties`` gives them a schema.
 
     Raises:
-        hypothesis.errors.InvalidArgument: ``tool`` is not a ``Tool``, or a
-            parameter type has no JSON form.
+        hypothesis.errors.InvalidArgument: ``tool`` is not a ``Tool``, a
+            parameter type has no JSON form, or no argument dict satisfies the
+            schema (the message lists what can cause that).
 
     Example:
         >>> from hypothesis import given
@@ -82,15 +89,18 @@ def invalid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, objec
     schema is definite: a value of a type the place does not admit, a value
     outside an ``enum`` or ``const``, a number past a bound or a string or
     array past a length (where the tool's validator enforces them: every
-    ``@tool`` tool, and schema-built ones with ``enforce="draft7"``), a
-    required key left out, a key the object does not allow, or an injected
-    parameter set by the model. ``tool.validate`` rejects each with a
+    ``@tool`` tool, and schema-built ones unless ``enforce="subset"``), a
+    string in no ``format`` where the schema names one (schema-built tools,
+    unless ``enforce="subset"``), a required key left out, a key the object
+    does not allow, or an injected parameter set by the model. ``tool.validate`` rejects each with a
     ``ToolArgumentsError``. Shrinking leads to the smallest valid dict and the
     first break in schema order.
 
     Raises:
-        hypothesis.errors.InvalidArgument: ``tool`` is not a ``Tool``, or its
-            schema accepts every JSON object (there is nothing to break).
+        hypothesis.errors.InvalidArgument: ``tool`` is not a ``Tool``, its
+            schema accepts every JSON object (there is nothing to break), or it
+            constrains the arguments only where no break is certain (the message
+            names the keywords).
 
     Example:
         >>> import pytest
@@ -134,19 +144,20 @@ def _accepts(item: Tool[..., object], value: object) -> bool:
 @functools.lru_cache(maxsize=1024)
 def _invalid(item: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
     validator = item._validator
-    bounds = isinstance(validator, StructValidator) or getattr(validator, "enforce", "") != "subset"
+    struct = isinstance(validator, StructValidator)
+    full = not struct and getattr(validator, "enforce", "subset") != "subset"
+    enforced = Enforced(bounds=struct or full, formats=full)
     injected = item.injected
     schema = item.parameters
-    if not (injected or schema.get("required") or violations(schema, {}, bounds=bounds)):
-        raise InvalidArgument(
-            f"tool {item.name!r} accepts every JSON object, so no argument dict breaks its "
-            "schema; test it with valid_arguments() and malformed text instead"
-        )
+    resolve = Resolver(schema)
+    top = resolve(schema)  # (its `allOf` merged: `required` may sit in one)
+    if not (injected or top.get("required") or violations(schema, {}, enforced=enforced)):
+        raise InvalidArgument(_unbreakable(item.name, schema))
 
     @st.composite
     def broken(draw: st.DrawFn) -> dict[str, object]:
         value = draw(_valid(item))
-        ways = violations(schema, value, bounds=bounds, injected=injected)
+        ways = violations(schema, value, enforced=enforced, injected=injected, resolve=resolve)
         if not ways:
             reject()
         way = draw(st.sampled_from(ways))
@@ -154,3 +165,31 @@ def _invalid(item: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
         return result
 
     return broken()
+
+
+def _unbreakable(name: str, schema: Mapping[str, object]) -> str:
+    """Why no argument dict can be broken at one certain place, truthfully: a schema
+    with no constraint at all accepts every object; any other only breaks through
+    keywords whose break depends on a branch or a combination."""
+    resolve = Resolver(schema)
+    top = resolve(schema)
+    used = set(top) - ANNOTATIONS - {"type", "properties"}
+    if top.get("additionalProperties") in (None, True, {}):  # extra keys allowed
+        used.discard("additionalProperties")
+    properties = top.get("properties")
+    if isinstance(properties, Mapping) and any(
+        sub is False or set(resolve(sub)) - ANNOTATIONS for sub in properties.values()
+    ):
+        used.add("properties")
+    if not used:
+        return (
+            f"tool {name!r} accepts every JSON object, so no argument dict breaks its "
+            "schema; test it with valid_arguments() and malformed text instead"
+        )
+    named = ", ".join(f"`{keyword}`" for keyword in sorted(used))
+    return (
+        f"invalid_arguments() cannot break the schema of tool {name!r} at one certain "
+        f"place: it constrains the arguments only through {named}, where what breaks "
+        "them depends on a branch or a combination (a union, `not`, a count of keys, "
+        "...); test its refusals with hand-written arguments"
+    )

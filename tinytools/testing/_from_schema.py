@@ -6,29 +6,34 @@ removed, so with a current hypothesis every object schema fails to draw with an
 ``AttributeError``; depending on it would cap every user's hypothesis version.
 Tool schemas use a small part of JSON Schema (``type``, ``properties``,
 ``required``, ``additionalProperties``, ``items``, ``enum``, ``const``, bounds,
-lengths, ``pattern``, a few ``format``\\s, ``anyOf``, ``$ref``), which this module
-draws directly. :func:`needs_check` says when a schema uses anything else. Drawing
-is exact keyword by keyword, not for every combination (an ``anyOf`` of
-``required`` beside ``properties``), so ``valid_arguments`` keeps only the values
-the tool's own validator accepts, always.
+lengths, ``pattern``, the ``format``\\s ``Tool.validate`` enforces, ``anyOf``,
+``allOf``, ``$ref``), which this module draws directly. :func:`needs_check` says
+when a schema uses anything else. Drawing is exact keyword by keyword, not for
+every combination (an ``anyOf`` of ``required`` beside ``properties``), so
+``valid_arguments`` keeps only the values the tool's own validator accepts, always.
 """
 
 from __future__ import annotations
 
-import datetime
 import functools
-import math
 import re
 from collections.abc import Callable, Mapping
+from decimal import Decimal
+from fractions import Fraction
+from typing import TypeGuard
 
 import msgspec
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
 from tinytools._patterns import Pattern, linear
+from tinytools._schema_dialect import ENFORCED_FORMATS
 from tinytools._validate import json_type
 
+from ._conjunction import ANNOTATIONS, conjunction
+from ._formats import formatted, in_format
 from ._json import INTEGERS, json_values, keys
+from ._numbers import decimal_multiples, float_interval, integer_interval, integer_multiples
 
 __all__ = ["JSON_TYPES", "Resolver", "needs_check", "values_from_schema"]
 
@@ -39,22 +44,13 @@ _UNDERSTOOD = frozenset(
         "type", "properties", "required", "additionalProperties", "items", "enum",
         "const", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum",
         "minLength", "maxLength", "pattern", "minItems", "maxItems", "uniqueItems",
-        "anyOf", "$ref", "$defs", "definitions", "format", "multipleOf",
-        # annotations
-        "description", "title", "default", "examples", "$schema", "$id", "$comment",
-        "deprecated", "readOnly", "writeOnly", "nullable", "optional",
+        "anyOf", "allOf", "$ref", "format", "multipleOf", "nullable", "optional",
+        *ANNOTATIONS,
     }
 )  # fmt: skip
-_FORMATS: dict[str, SearchStrategy[object]] = {
-    "date": st.dates().map(msgspec.to_builtins),
-    "date-time": st.datetimes(timezones=st.just(datetime.timezone.utc)).map(msgspec.to_builtins),
-    "time": st.times(timezones=st.just(datetime.timezone.utc)).map(msgspec.to_builtins),
-    "uuid": st.uuids().map(str),
-    "email": st.emails(),
-    "ipv4": st.ip_addresses(v=4).map(str),
-    "ipv6": st.ip_addresses(v=6).map(str),
-}
 _MAX_EXTRA_ITEMS = 4
+#: The schema ``false`` as a part of an ``allOf``: no value meets it.
+_NOTHING: Mapping[str, object] = {"enum": []}
 
 
 def _has_type(value: object, allowed: str) -> bool:
@@ -67,20 +63,63 @@ def _has_type(value: object, allowed: str) -> bool:
 
 
 class Resolver:
-    """Follows local ``$ref``\\s (``#/$defs/...``, ``#/definitions/...``) in one schema."""
+    """Reads the subschemas of one schema as the drawer needs them: local references
+    (``#/$defs/...``, ``#/definitions/...``) followed, and an ``allOf`` (or a ``$ref``
+    with constraints beside it, which 2020-12 applies too) merged into one schema."""
 
     def __init__(self, root: Mapping[str, object]) -> None:
         self.root = root
+        # id(node) -> (node, its merge): the node is kept, so its id is never reused.
+        self._merged: dict[int, tuple[object, Mapping[str, object]]] = {}
 
     def __call__(self, schema: object) -> Mapping[str, object]:
-        """``schema`` with its ``$ref`` chain followed (an unreadable one reads as ``{}``)."""
+        """``schema`` with references followed and ``allOf`` merged (an unreadable
+        reference reads as ``{}``)."""
+        node = self._followed(schema)
+        if "allOf" not in node and "$ref" not in node:
+            return node
+        key = id(node)
+        if key not in self._merged:
+            self._merged[key] = (node, conjunction(self._parts(node)))
+        return self._merged[key][1]
+
+    def _followed(self, schema: object) -> Mapping[str, object]:
+        """The end of ``schema``'s ``$ref`` chain, stopping at a reference with
+        constraints beside it."""
         seen = 0
         while isinstance(schema, Mapping) and isinstance(schema.get("$ref"), str) and seen < 32:
-            node: object = self.root
-            for part in str(schema["$ref"]).removeprefix("#").strip("/").split("/"):
-                node = node.get(part) if isinstance(node, Mapping) and part else node
-            schema, seen = node, seen + 1
+            if not set(schema) - ANNOTATIONS <= {"$ref"}:
+                return schema
+            schema, seen = self._target(str(schema["$ref"])), seen + 1
         return schema if isinstance(schema, Mapping) else {}
+
+    def _target(self, ref: str) -> object:
+        node: object = self.root
+        for part in ref.removeprefix("#").strip("/").split("/"):
+            node = node.get(part) if isinstance(node, Mapping) and part else node
+        return node
+
+    def _parts(self, node: Mapping[str, object]) -> list[Mapping[str, object]]:
+        """The schemas ``node`` asks a value to meet, in order, its ``allOf`` and
+        reference split out (a part met again on the way is met already)."""
+        parts: list[Mapping[str, object]] = []
+        seen: set[int] = set()
+        stack = [node]
+        while stack:
+            current = stack.pop()
+            if id(current) in seen:
+                continue
+            seen.add(id(current))
+            parts.append({k: v for k, v in current.items() if k not in ("allOf", "$ref")})
+            inner: list[Mapping[str, object]] = []
+            ref = current.get("$ref")
+            if isinstance(ref, str):
+                inner.append(self._followed(self._target(ref)))
+            branches = current.get("allOf")
+            for branch in branches if isinstance(branches, list) else []:
+                inner.append(_NOTHING if branch is False else self._followed(branch))
+            stack.extend(reversed(inner))
+        return parts
 
     def types(self, schema: object) -> frozenset[str] | None:
         """The JSON types ``schema`` admits, when it says so definitely; else None."""
@@ -116,7 +155,7 @@ def needs_check(schema: Mapping[str, object]) -> bool:
             continue
         if set(node) - _UNDERSTOOD:
             return True
-        if "format" in node and node["format"] not in _FORMATS:
+        if "format" in node and node["format"] not in ENFORCED_FORMATS:
             return True
         step = node.get("multipleOf")
         if step is not None and (node.get("type") != "integer" or not isinstance(step, int)):
@@ -138,35 +177,46 @@ def values_from_schema(schema: Mapping[str, object]) -> SearchStrategy[object]:
 class _Drawer:
     def __init__(self, resolve: Resolver) -> None:
         self.resolve = resolve
-        self._refs: dict[str, SearchStrategy[object]] = {}
+        # id(node) -> (node, its strategy); placed before building, so a recursive
+        # reference meets the deferral (the node is kept, so its id is never reused).
+        self._built: dict[int, tuple[object, SearchStrategy[object]]] = {}
 
     def of(self, schema: object) -> SearchStrategy[object]:
         if isinstance(schema, bool):
             return json_values() if schema else st.nothing()
         if not isinstance(schema, Mapping):
             return json_values()
-        ref = schema.get("$ref")
-        if isinstance(ref, str):
-            if ref not in self._refs:
-                self._refs[ref] = st.deferred(lambda: built)
-                built = self.of(self.resolve(schema))
-                self._refs[ref] = built
-            return self._refs[ref]
+        key = id(schema)
+        if key not in self._built:
+            self._built[key] = (schema, st.deferred(lambda: built))
+            built = self._of(schema)
+            self._built[key] = (schema, built)
+        return self._built[key][1]
+
+    def _of(self, schema: Mapping[str, object]) -> SearchStrategy[object]:
+        if "$ref" in schema or "allOf" in schema:
+            return self.of(self.resolve(schema))
         if "const" in schema:
             return st.just(schema["const"])
         declared = schema.get("type")
         allowed = [declared] if isinstance(declared, str) else declared
-        if isinstance(schema.get("enum"), list):
+        members = schema.get("enum")
+        if isinstance(members, list):
             values = [
                 v
-                for v in schema["enum"]
+                for v in members
                 if not isinstance(allowed, list) or any(_has_type(v, t) for t in allowed)
             ]
             return st.sampled_from(values) if values else st.nothing()
         branches = schema.get("anyOf", schema.get("oneOf"))
         if isinstance(branches, list):  # oneOf's overlaps are left to the validator's check
-            siblings = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
-            return st.one_of([self.of(_merged(siblings, branch)) for branch in branches])
+            siblings = {k: v for k, v in schema.items() if k not in ANNOTATIONS}
+            siblings = {k: v for k, v in siblings.items() if k not in ("anyOf", "oneOf")}
+            if not siblings:
+                return st.one_of([self.of(branch) for branch in branches])
+            # A branch is drawn with the keywords beside it, since a value meets both.
+            both = [self.resolve({"allOf": [siblings, branch]}) for branch in branches]
+            return st.one_of([self.of(node) for node in both])
         if not isinstance(allowed, list):
             return json_values()
         return st.one_of([self._typed(schema, t) for t in allowed if t in _TYPED])
@@ -221,70 +271,40 @@ class _Drawer:
         if high is not None and high < low:  # no length fits
             return st.nothing()
         fmt = schema.get("format")
+        shaped = formatted(fmt, low, high) if isinstance(fmt, str) else None
         pattern = schema.get("pattern")
-        if isinstance(fmt, str) and fmt in _FORMATS:
-            base = _FORMATS[fmt]
-        elif isinstance(pattern, str):
-            matches = linear(pattern) or re.compile(pattern)  # RE2: linear in the text
-            # ASCII classes: `\d`, `\w` and `\b` are ASCII in RE2 and ECMA-262, not in `re`
-            written = re.compile(pattern, re.ASCII)
-            base = st.from_regex(written).map(functools.partial(_ecma_end, matches))
-        else:
-            return st.text(min_size=low, max_size=high)
-        return base.filter(
-            lambda s: isinstance(s, str) and low <= len(s) and (high is None or len(s) <= high)
-        )
+        if not isinstance(pattern, str):
+            return st.text(min_size=low, max_size=high) if shaped is None else shaped
+        matches = linear(pattern) or re.compile(pattern)  # RE2: linear in the text
+        # ASCII classes: `\d`, `\w` and `\b` are ASCII in RE2 and ECMA-262, not in `re`
+        written = re.compile(pattern, re.ASCII)
+        drawn = st.from_regex(written).map(functools.partial(_ecma_end, matches))
+        drawn = drawn.filter(lambda s: low <= len(s) and (high is None or len(s) <= high))
+        if shaped is None:
+            return drawn
+        if shaped.is_empty:
+            return shaped
+        # Both: a value in the format that the pattern matches, or a match in the format.
+        assert isinstance(fmt, str)
+        return shaped.filter(lambda s: bool(matches.search(s))) | drawn.filter(in_format(fmt))
 
     def _number(self, schema: Mapping[str, object], integral: bool) -> SearchStrategy[object]:
-        low, low_open = _bound(schema, "minimum", "exclusiveMinimum")
-        high, high_open = _bound(schema, "maximum", "exclusiveMaximum")
+        low, low_open = _bound(schema, "minimum", "exclusiveMinimum", lower=True)
+        high, high_open = _bound(schema, "maximum", "exclusiveMaximum", lower=False)
+        given = schema.get("multipleOf")
+        step = given if _is_number(given) and given > 0 else None
+        integers = _integers(low, low_open, high, high_open, step)
         if integral:
-            # (one bound alone may lie past the 64-bit range, which JSON numbers can: the
-            # other end follows it; multiples by integer division, exact at any size)
-            first = None if low is None else math.floor(low) + 1 if low_open else math.ceil(low)
-            last = None if high is None else math.ceil(high) - 1 if high_open else math.floor(high)
-            if first is None:
-                first = -(2**63) if last is None else min(-(2**63), last - 2**64)
-            if last is None:
-                last = max(2**64 - 1, first + 2**64)
-            if last < first:  # no integer lies between the bounds
-                return st.nothing()
-            step = schema.get("multipleOf")
-            if isinstance(step, int) and step > 0:
-                if -(-first // step) > last // step:  # no multiple between the bounds
-                    return st.nothing()
-                return st.integers(-(-first // step), last // step).map(lambda k: k * step)
-            return st.integers(first, last) if (low, high) != (None, None) else INTEGERS
-        if (
-            low is not None
-            and high is not None
-            and (low > high or (low == high and (low_open or high_open)))
-        ):
-            return st.nothing()  # nothing between the bounds
-        floats = st.floats(
-            min_value=low,
-            max_value=high,
-            exclude_min=low_open and low is not None,
-            exclude_max=high_open and high is not None,
-            allow_nan=False,
-            allow_infinity=False,
-        )
-        return floats | self._number(schema, integral=True)
-
-
-def _merged(siblings: Mapping[str, object], branch: object) -> object:
-    """An ``anyOf``/``oneOf`` branch drawn with the keywords beside it (its own win;
-    ``required`` lists and ``properties`` joined), since a value must meet both."""
-    if not siblings or not isinstance(branch, Mapping) or "$ref" in branch:
-        return branch
-    out = {**siblings, **branch}
-    listed = [siblings.get("required"), branch.get("required")]
-    if any(isinstance(r, list) for r in listed):
-        out["required"] = list(dict.fromkeys(n for r in listed if isinstance(r, list) for n in r))
-    shared = [siblings.get("properties"), branch.get("properties")]
-    if all(isinstance(p, Mapping) for p in shared):
-        out["properties"] = {**shared[0], **shared[1]}  # type: ignore[dict-item]
-    return out
+            return integers
+        floats = float_interval(low, low_open, high, high_open)
+        if floats is None:  # no float lies between the bounds (an integer still may)
+            return integers
+        lo, hi = floats
+        if isinstance(step, float):
+            return decimal_multiples(step, lo, hi) | integers
+        if step is not None:  # an integer step: its multiples are integers
+            return integers
+        return st.floats(lo, hi, allow_nan=False, allow_infinity=False) | integers
 
 
 def _ecma_end(pattern: Pattern | re.Pattern[str], text: str) -> str:
@@ -298,16 +318,53 @@ def _int(value: object, default: int) -> int:
 
 
 def _bound(
-    schema: Mapping[str, object], inclusive: str, exclusive: str
+    schema: Mapping[str, object], inclusive: str, exclusive: str, *, lower: bool
 ) -> tuple[float | None, bool]:
-    """A bound and whether it is open, in draft 4 (boolean exclusive) or later form."""
-    strict = schema.get(exclusive)
-    if isinstance(strict, (int, float)) and not isinstance(strict, bool):
-        return strict, True
-    value = schema.get(inclusive)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return value, strict is True
-    return None, False
+    """The bound and whether it is open: the tighter of the inclusive and the exclusive
+    one (from draft 6 on both apply), or draft 4's boolean ``exclusive`` form."""
+    strict, value = schema.get(exclusive), schema.get(inclusive)
+    found: list[tuple[float, bool]] = []
+    if _is_number(value):
+        found.append((value, strict is True))
+    if _is_number(strict):
+        found.append((strict, True))
+    if not found:
+        return None, False
+    # The larger lower bound, the smaller upper one; at one value, the open one.
+    if lower:
+        return max(found, key=lambda pair: (pair[0], pair[1]))
+    return min(found, key=lambda pair: (pair[0], not pair[1]))
+
+
+def _is_number(value: object) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _integers(
+    low: float | None,
+    low_open: bool,
+    high: float | None,
+    high_open: bool,
+    step: int | float | None,
+) -> SearchStrategy[object]:
+    span = integer_interval(low, low_open, high, high_open)
+    if span is None:  # no integer lies between the bounds
+        return st.nothing()
+    first, last = span
+    if (first, last) == (None, None) and step is None:
+        return INTEGERS
+    # (one bound alone may lie past the 64-bit range, which JSON numbers can: the
+    # other end follows it)
+    if first is None:
+        first = -(2**63) if last is None else min(-(2**63), last - 2**64)
+    if last is None:
+        last = max(2**64 - 1, first + 2**64)
+    if isinstance(step, int):
+        return integer_multiples(step, first, last)
+    if isinstance(step, float):  # whole multiples of a fraction: multiples of its numerator
+        numerator = Fraction(Decimal(repr(step))).numerator
+        return integer_multiples(numerator, first, last)
+    return st.integers(first, last)
 
 
 def _canonical(value: object) -> bytes:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import math
 from collections.abc import Callable
 
 import msgspec
@@ -26,6 +25,7 @@ from tinytools._patterns import linear
 from tinytools._signature_patterns import ecma_spelling
 
 from ._json import json_values
+from ._numbers import binary_multiples, float_interval, integer_interval, integer_multiples
 
 __all__ = ["arguments_from_struct"]
 
@@ -137,36 +137,31 @@ def _keys(node: mi.Type) -> SearchStrategy[object]:
 
 
 def _integers(node: mi.IntType) -> SearchStrategy[object]:
-    low = node.ge if node.ge is not None else (node.gt + 1 if node.gt is not None else None)
-    high = node.le if node.le is not None else (node.lt - 1 if node.lt is not None else None)
-    low = -(2**63) if low is None else low
-    high = 2**64 - 1 if high is None else high
-    step = node.multiple_of
-    if step:
-        return st.integers(math.ceil(low / step), math.floor(high / step)).map(lambda k: k * step)
-    return st.integers(low, high)
+    low_open, high_open = node.gt is not None, node.lt is not None
+    span = integer_interval(
+        node.gt if low_open else node.ge, low_open, node.lt if high_open else node.le, high_open
+    )
+    if span is None:  # no integer lies between the bounds
+        return st.nothing()
+    first, last = span
+    first = -(2**63) if first is None else first
+    last = 2**64 - 1 if last is None else last
+    if node.multiple_of:
+        return integer_multiples(node.multiple_of, first, last)
+    return st.integers(first, last)
 
 
 def _floats(node: mi.FloatType) -> SearchStrategy[object]:
-    low = node.ge if node.ge is not None else node.gt
-    high = node.le if node.le is not None else node.lt
+    low_open, high_open = node.gt is not None, node.lt is not None
+    low = node.gt if low_open else node.ge
+    high = node.lt if high_open else node.le
+    span = float_interval(low, low_open, high, high_open)
+    if span is None:  # no float lies between the bounds
+        return st.nothing()
+    lo, hi = span
     if node.multiple_of:
-        step = node.multiple_of
-        first = math.ceil(low / step) if low is not None else -(10**6)
-        last = math.floor(high / step) if high is not None else 10**6
-        if node.gt is not None and first * step <= node.gt:
-            first += 1
-        if node.lt is not None and last * step >= node.lt:
-            last -= 1
-        return st.integers(first, last).map(lambda k: k * step)
-    return st.floats(
-        min_value=low,
-        max_value=high,
-        exclude_min=node.gt is not None,
-        exclude_max=node.lt is not None,
-        allow_nan=False,
-        allow_infinity=False,
-    )
+        return binary_multiples(node.multiple_of, lo, hi)
+    return st.floats(lo, hi, allow_nan=False, allow_infinity=False)
 
 
 def _strings(node: mi.StrType) -> SearchStrategy[object]:

@@ -1,6 +1,7 @@
-"""``check_dispatch_invariants``: DESIGN.md's dispatch invariants, checked on one result.
+"""``check_dispatch_invariants``: the dispatch invariants, checked on one result.
 
-The checker derives what may run from DESIGN.md's rules (the registry, exposure, the
+The invariants are docs/concepts/invariants.md's. The checker derives what may run from
+the documented rules (the registry, exposure, the
 allow-list, ``advertised``), not from the library's own code, and checks the result
 against them: one answer per call in call order (1), nothing unknown, hidden or
 disallowed ran (2), nothing ran on arguments that break its schema or that its call's
@@ -85,7 +86,8 @@ _INVALID_RECOVERIES = frozenset({"repaired", "normalized", "tool_error", "fail"}
 def callable_this_turn(
     tools: Registry, policy: RunPolicy, advertised: Collection[str] | None
 ) -> frozenset[str]:
-    """The names the model may call, derived from DESIGN.md rather than from the library.
+    """The names the model may call, derived from the documented rules rather than from
+    the library.
 
     Registered, not hidden, allowed by the allow-list (a declared empty one denies all
     unless ``fail_closed_allowlist`` is False), and advertised when an ``advertised`` set
@@ -214,9 +216,10 @@ def check_dispatch_invariants(
     ran: Iterable[Entry] | None = None,
     policy: RunPolicy | None = None,
     advertised: Collection[str] | None = None,
-    resolved: Collection[str] = (),
+    resolved: Collection[str] | None = None,
 ) -> None:
-    """Assert DESIGN.md's dispatch invariants for one batch and what dispatch made of it.
+    """Assert the dispatch invariants (docs/concepts/invariants.md) for one batch and
+    what dispatch made of it.
 
     Call it after any dispatch (your own middleware, policies and agent loop
     included) with the calls as the model sent them. It checks, for every call:
@@ -230,11 +233,16 @@ def check_dispatch_invariants(
     ``executed`` agree.
 
     What ran is read from the ``ToolStarted`` events; pass ``ran`` to check
-    what your tool functions really received as well.
+    what your tool functions really received as well. A batch ``on_deferred``
+    resolved inline is checked pass by pass: a call whose tool asked for
+    approval ran once, and again once approved; a run after the host's
+    decision may have the host's edited arguments (``approve_with_args``), so
+    those are checked against the schema only.
 
     Args:
         calls: The batch as given to dispatch. When a ``before_tool`` middleware
-            rewrites arguments, pass the calls as it left them.
+            rewrites arguments, pass the calls as it left them; on a resume with
+            ``approvals``, pass edited calls with the host's arguments.
         result: What dispatch returned, or ``DispatchAborted.result``.
         tools: The registry, tools or toolset the batch ran against (a toolset is
             resolved with no context; a ``Discovery`` is refused with a ``TypeError``).
@@ -244,10 +252,14 @@ def check_dispatch_invariants(
             may be missing.
         policy: The run policy the batch ran with (default ``RunPolicy()``).
         advertised: The ``advertised`` names the batch ran with.
-        resolved: On resume, the ids of the calls a host decision answered
-            (denied or responded): they are folded like a call that ran
-            (``ToolStarted`` and ``ToolCompleted``) but never run, so
-            ``executed`` omits them.
+        resolved: On resume (with ``approvals`` or ``on_deferred``), the ids of
+            the calls a host decision answered with its own result: such a call
+            is folded like one that ran (``ToolStarted`` and ``ToolCompleted``)
+            but never runs, so ``executed`` omits it (a denial is read from its
+            ``ToolDenied``). Without it, a resumed call the host approved is
+            taken to have run, unless it was resolved inline and ``executed``
+            omits it; after its tool ran and asked for approval, the result
+            cannot tell a run from the host's answer, and the checker takes either.
 
     Raises:
         AssertionError: An invariant is broken. The message starts with the
@@ -286,39 +298,133 @@ def check_dispatch_invariants(
     answers = _check_answers(calls, result, events_of)
     firsts = _check_repeats(calls, answers, events_of)
     executed = set(result.executed)
+    deferred = {c.id for c in result.deferred.all} if result.deferred is not None else set()
     _check_schemas(registry)
+    passes_of: dict[str, list[_Pass]] = {}
     for index, call in firsts.items():
         message = answers.get(index)
         events = [event for _, event in events_of[call.id]]
-        folded = call.id in executed or call.id in resolved
-        _check_events(call, message, events, folded, callable_names, registry, resolved)
-        _check_message(call, message, events, folded, policy)
-    unresolved = [c for c in firsts.values() if c.id not in resolved]
-    _check_executed(unresolved, result, events_of)
-    if any(getattr(event, "recovery", None) == "fail" for event in result.events):
-        assert not executed, (
-            f"a Fail policy fired, yet calls {sorted(executed)} ran: Fail aborts the batch "
-            "before any tool runs"
-        )
+        host = None if resolved is None else call.id in resolved
+        passes = _passes(events, call.id in executed, host)
+        passes_of[call.id] = passes
+        _check_passes(call, message, passes, call.id in deferred, callable_names, registry)
+        final = passes[-1]
+        _check_message(call, message, final.events, final.start is not None, policy)
+    _check_executed(list(firsts.values()), result, passes_of)
+    runs = _runs(passes_of)
+    resumed = any(one.resumed and one.events for passes in passes_of.values() for one in passes)
+    _check_fail(result, runs, resumed)
     by_id = {call.id: call for call in firsts.values()}
-    # A call a host decision answered is folded like one that ran, but never ran.
-    started = [e for e in _started(result, registry) if e.call_id not in resolved]
-    _check_journal(by_id, result, registry, callable_names, started, recorded=False)
+    # A pass that may have folded a host's answer reports the call's own arguments, or
+    # `{}` for text: other arguments are a run's, which the schema must allow.
+    started = [
+        Entry(call_id, tool, {} if _redacts(registry, tool) else arguments)
+        for call_id, tool, arguments, _, certain, _ in runs
+        if certain or arguments not in ({}, by_id[call_id].arguments)
+    ]
+    _check_journal(by_id, result, registry, callable_names, started, runs, recorded=False)
     if ran is not None:
-        _check_journal(by_id, result, registry, callable_names, list(ran), recorded=True)
+        _check_journal(by_id, result, registry, callable_names, list(ran), runs, recorded=True)
 
 
-def _started(result: DispatchResult, registry: Registry) -> list[Entry]:
-    """What ran, as the ``ToolStarted`` events report it (redacted arguments left out)."""
-    entries = []
-    for event in result.events:
-        if isinstance(event, ToolStarted):
-            item = registry.get(event.tool_name)
-            redacts = item is not None and bool(getattr(item.policy, "redact", ()))
-            entries.append(
-                Entry(event.call_id, event.tool_name, {} if redacts else event.arguments)
-            )
-    return entries
+@attrs.frozen
+class _Pass:
+    """One pass of a call through dispatch: its events up to a deferral, or to the end.
+
+    A call dispatch resumed inline (``on_deferred``) has two: the first ends in
+    ``ToolDeferred`` (its tool asked for approval, or admission deferred it), the second
+    starts from the host's decision. Its ``ToolStarted`` may fold a host's answer
+    (denied, or answered with the host's own result) instead of a run of the tool.
+    """
+
+    events: tuple[object, ...]
+    resumed: bool  # a later pass: the host's decision re-admitted the call
+    start: int | None  # where its ToolStarted is
+    #: Whether its ToolStarted and ToolCompleted fold a host's answer (nothing ran);
+    #: None when the result cannot tell (see `_passes`).
+    folded: bool | None
+
+    @property
+    def ran(self) -> bool:
+        return self.start is not None and self.folded is False
+
+
+def _passes(events: Sequence[object], executed: bool, resolved: bool | None) -> list[_Pass]:
+    """A call's events cut after each ``ToolDeferred``, each pass told whether it ran.
+
+    A host's denial is folded after its ``ToolDenied``. Otherwise a first pass ran,
+    unless ``resolved`` (the host answered the call) is true for its last start. A
+    resumed pass the host approved ran, or folded the host's own result: ``resolved``
+    tells which when given; else ``executed`` does when no earlier pass ran; else
+    (the tool ran before it and asked for approval) nothing does.
+    """
+    chunks: list[list[object]] = [[]]
+    for event in events:
+        chunks[-1].append(event)
+        if isinstance(event, ToolDeferred):
+            chunks.append([])
+    starts = [
+        next((i for i, e in enumerate(chunk) if isinstance(e, ToolStarted)), None)
+        for chunk in chunks
+    ]
+    last = max((k for k, start in enumerate(starts) if start is not None), default=None)
+    passes: list[_Pass] = []
+    for k, (chunk, start) in enumerate(zip(chunks, starts, strict=True)):
+        folded: bool | None = False
+        if start is None:
+            folded = False
+        elif any(isinstance(e, ToolDenied) for e in chunk[:start]):
+            folded = True
+        elif resolved is not None or k == 0:
+            folded = bool(resolved) and k == last
+        elif not any(one.ran for one in passes):
+            folded = not executed
+        else:
+            folded = None
+        passes.append(_Pass(tuple(chunk), k > 0, start, folded))
+    return passes
+
+
+#: One pass that may have run: call id, tool, arguments, resumed, whether it ran for
+#: certain, and its ToolStarted event.
+_Run = tuple[str, str, dict[str, object], bool, bool, ToolStarted]
+
+
+def _runs(passes_of: Mapping[str, list[_Pass]]) -> list[_Run]:
+    """The passes that ran or may have, as their ``ToolStarted`` events report them."""
+    found = []
+    for call_id, passes in passes_of.items():
+        for one in passes:
+            if one.start is not None and one.folded is not True:
+                event = one.events[one.start]
+                assert isinstance(event, ToolStarted)
+                found.append(
+                    (call_id, event.tool_name, event.arguments, one.resumed, one.ran, event)
+                )
+    return found
+
+
+def _check_fail(result: DispatchResult, runs: Sequence[_Run], resumed: bool) -> None:
+    """A ``Fail`` policy aborts the batch before any tool runs: nothing runs, or (in a
+    batch resumed inline, where the first pass's tools ran before the resumed pass could
+    fail) nothing runs after it."""
+    fired = next(
+        (i for i, e in enumerate(result.events) if getattr(e, "recovery", None) == "fail"), None
+    )
+    if fired is None:
+        return
+    started = {id(event) for *_, certain, event in runs if certain}
+    after = result.events[fired:] if resumed else result.events
+    late = [e for e in after if isinstance(e, ToolStarted) and id(e) in started]
+    assert not late, (
+        f"a Fail policy fired, yet calls {sorted({e.call_id for e in late})} ran after it: "
+        "Fail aborts the batch before any tool runs"
+    )
+
+
+def _redacts(registry: Registry, name: str) -> bool:
+    item = registry.get(name)
+    return item is not None and bool(getattr(item.policy, "redact", ()))
 
 
 def _check_answers(
@@ -398,7 +504,7 @@ def _check_repeats(
         denials = [
             (p, e)
             for p, e in events_of[call.id]
-            if isinstance(e, ToolDenied) and e.message == message.content
+            if isinstance(e, ToolDenied) and _says(message.content, e.message)
         ]
         assert denials, (
             f"invariant 7: call {call.id!r} at position {index} repeats an id and is refused "
@@ -416,6 +522,27 @@ def _check_schemas(registry: Registry) -> None:
             f"invariant 4: tool {name!r} shows injected parameters {sorted(leaked)} in its "
             f"schema {item.parameters}"
         )
+
+
+#: How a message cut to ``RunPolicy.max_result_bytes`` ends: the marker, a short one for a
+#: small limit, or nothing at all below 3 bytes (written out here, not read from dispatch's
+#: code: the checker is an oracle for it).
+_MARKER = re.compile(r"(?:\n\[truncated(?:: \d+ bytes, showing the first \d+)?\]|…)\Z")
+
+
+def _cut(content: str) -> bool:
+    """Whether ``content`` may be a text cut to a byte limit (see :data:`_MARKER`)."""
+    return _MARKER.search(content) is not None or len(content.encode("utf-8", "surrogatepass")) < 3
+
+
+def _says(content: str, said: str) -> bool:
+    """Whether ``content`` is ``said`` as the model reads it: whole, or its start cut to a
+    byte limit."""
+    if content == said:
+        return True
+    found = _MARKER.search(content)
+    kept = content if found is None else content[: found.start()]
+    return _cut(content) and len(kept) < len(said) and said.startswith(kept)
 
 
 def _check_message(
@@ -463,6 +590,8 @@ def _check_message(
         f"invariant 7: call {call.id!r} was refused ({message.content!r}) with no "
         "UnknownToolCall, InvalidToolArgs or ToolDenied event saying why"
     )
+    if _cut(message.content):
+        return  # cut to a byte limit: what it said past the cut cannot be checked
     if reasons and not call.name and call.invalid is not None:
         # A call that could not be read and names no tool: its reason is the answer.
         assert printable(call.invalid.strip()[:40]) in message.content, (
@@ -477,21 +606,41 @@ def _check_message(
         )
 
 
-def _check_events(
+def _check_passes(
     call: ToolCall,
     message: ToolMessage | None,
-    events: Sequence[object],
-    executed: bool,
+    passes: Sequence[_Pass],
+    deferred: bool,
     callable_names: frozenset[str],
     registry: Registry,
-    resolved: Collection[str] = (),
 ) -> None:
-    """Per call: lifecycle order, and what each recovery event promises.
+    """Per call, pass by pass: lifecycle order, and what each recovery event promises."""
+    kinds = [type(event).__name__ for one in passes for event in one.events]
+    if deferred:
+        assert not passes[-1].events, (
+            f"invariant 1: call {call.id!r} is deferred, yet its events do not end with "
+            f"ToolDeferred: {kinds}"
+        )
+    for one in passes:
+        final = one is passes[-1]
+        _check_lifecycle(call, one, kinds)
+        if final and message is not None and one.start is not None:
+            _check_end(call, message, one)
+        recoveries = [e for e in one.events if isinstance(e, (UnknownToolCall, InvalidToolArgs))]
+        answer = message if final else None
+        running = one.start is not None
+        for index, event in enumerate(recoveries):
+            last = index == len(recoveries) - 1
+            if isinstance(event, UnknownToolCall):
+                _check_unknown(call, event, callable_names, running, answer, last, registry)
+            else:
+                _check_invalid(call, event, registry, running, answer, one, last)
 
-    ``executed`` is true for a call that ran, or that a host decision answered (an id in
-    ``resolved``: folded like a call that ran, and a denial keeps its ``denied`` status).
-    """
-    kinds = [type(event).__name__ for event in events]
+
+def _check_lifecycle(call: ToolCall, one: _Pass, kinds: list[str]) -> None:
+    """One ToolStarted followed by exactly one end in a pass that started, none in one
+    that did not; admission before the start, retries and custom events within."""
+    events = one.events
     started = [i for i, e in enumerate(events) if isinstance(e, ToolStarted)]
     # A tool that raises ApprovalRequired or CallDeferred ends with ToolDeferred instead.
     ended = [
@@ -499,37 +648,46 @@ def _check_events(
         for i, e in enumerate(events)
         if isinstance(e, _TERMINAL) or (isinstance(e, ToolDeferred) and started and i > started[0])
     ]
-    if executed:
-        lifecycle = len(started) == 1 and len(ended) == 1 and started[0] < ended[0]
-        assert lifecycle, (
-            f"call {call.id!r} ran, so it needs one ToolStarted followed by exactly one "
-            f"ToolCompleted or ToolFailed; its events are {kinds}"
-        )
-        for index, event in enumerate(events):
-            if isinstance(event, _ADMISSION):
-                assert index < started[0], f"call {call.id!r}: {kinds} has admission after start"
-            if isinstance(event, (ToolRetried, Custom)):
-                assert started[0] < index < ended[0], f"call {call.id!r}: misplaced {kinds}"
-        end = events[ended[0]]
-        if message is not None and not isinstance(end, ToolDeferred):
-            assert getattr(end, "tool_name", None) == message.name, (end, message)
-            if isinstance(end, ToolCompleted):
-                statuses = {"ok", "error", "denied"} if call.id in resolved else {"ok", "error"}
-                assert message.status in statuses, (end, message)
-                assert end.is_error == message.is_error, (end, message)
-            else:
-                assert message.status in {"error", "interrupted"}, (end, message)
-    else:
-        assert not started, f"call {call.id!r} is not in `executed` but has events {kinds}"
-        assert not ended, f"call {call.id!r} is not in `executed` but has events {kinds}"
+    if one.start is None:
+        assert not ended, f"call {call.id!r} ended without a ToolStarted: its events are {kinds}"
         assert not any(isinstance(e, (ToolRetried, Custom)) for e in events), kinds
-    recoveries = [e for e in events if isinstance(e, (UnknownToolCall, InvalidToolArgs))]
-    for index, event in enumerate(recoveries):
-        last = index == len(recoveries) - 1
-        if isinstance(event, UnknownToolCall):
-            _check_unknown(call, event, callable_names, executed, message, last, registry)
-        else:
-            _check_invalid(call, event, registry, executed, message, events, last)
+        return
+    lifecycle = len(started) == 1 and len(ended) == 1 and started[0] < ended[0]
+    assert lifecycle, (
+        f"call {call.id!r} ran, so each run needs one ToolStarted followed by exactly one "
+        f"ToolCompleted, ToolFailed or (the tool deferring) ToolDeferred; its events are {kinds}"
+    )
+    for index, event in enumerate(events):
+        if isinstance(event, _ADMISSION):
+            assert index < started[0], f"call {call.id!r}: {kinds} has admission after start"
+        if isinstance(event, (ToolRetried, Custom)):
+            assert started[0] < index < ended[0], f"call {call.id!r}: misplaced {kinds}"
+            assert not one.folded, f"call {call.id!r}: a host's answer has {kinds}"
+    if one.resumed:
+        decided = any(isinstance(e, (ToolApproved, ToolDenied)) for e in events[: started[0]])
+        assert decided, (
+            f"invariant 2: call {call.id!r} started again after its deferral without a "
+            f"host's decision (ToolApproved or ToolDenied) before it; its events are {kinds}"
+        )
+    if one.folded:
+        assert isinstance(events[ended[0]], ToolCompleted), (
+            f"call {call.id!r}: a host's answer ends with ToolCompleted; its events are {kinds}"
+        )
+
+
+def _check_end(call: ToolCall, message: ToolMessage, final: _Pass) -> None:
+    """The answer agrees with how the call's last pass ended."""
+    end = next(e for e in final.events if isinstance(e, _TERMINAL))
+    assert end.tool_name == message.name, (end, message)
+    if isinstance(end, ToolCompleted):
+        denied = any(isinstance(e, ToolDenied) for e in final.events)
+        statuses = {"denied"} if final.folded and denied else {"ok", "error"}
+        assert message.status in statuses, (
+            f"call {call.id!r}: {end!r} ends it, but it is answered {message.status!r}: {message!r}"
+        )
+        assert end.is_error == message.is_error, (end, message)
+    else:
+        assert message.status in {"error", "interrupted"}, (end, message)
 
 
 def _check_unknown(
@@ -598,12 +756,13 @@ def _check_invalid(
     registry: Registry,
     executed: bool,
     message: ToolMessage | None,
-    events: Sequence[object],
+    within: _Pass,
     last: bool,
 ) -> None:
     assert event.recovery in _INVALID_RECOVERIES, f"unknown recovery in {event!r}"
     assert event.tool_name in registry, f"{event!r} names an unregistered tool"
-    if not getattr(registry[event.tool_name].policy, "redact", None):
+    # (on an inline resume the host may have approved other arguments: it checks them)
+    if not within.resumed and not getattr(registry[event.tool_name].policy, "redact", None):
         assert event.arguments == _shown(call.arguments), (
             f"invariant 3: call {call.id!r} sent {call.arguments!r}, but the checker saw "
             f"InvalidToolArgs report {event.arguments!r}: something replaced the model's "
@@ -626,7 +785,7 @@ def _check_invalid(
         assert isinstance(value, dict), (
             f"call {call.id!r} was 'repaired' but {call.arguments!r} repairs to no object"
         )
-    deferred = any(isinstance(e, ToolDeferred) for e in events)
+    deferred = any(isinstance(e, ToolDeferred) for e in within.events)
     went_on = executed or deferred or not last or message is None
     assert went_on or (message is not None and message.status == "interrupted"), (
         f"call {call.id!r} was {event.recovery} but neither ran, nor was deferred, nor got a "
@@ -635,13 +794,15 @@ def _check_invalid(
 
 
 def _check_executed(
-    calls: Sequence[ToolCall], result: DispatchResult, events_of: Mapping[str, list[Any]]
+    calls: Sequence[ToolCall], result: DispatchResult, passes_of: Mapping[str, list[_Pass]]
 ) -> None:
-    """``executed`` is the started calls, in call order, and extras belong to them."""
-    started = [c.id for c in calls if any(isinstance(e, ToolStarted) for _, e in events_of[c.id])]
+    """``executed`` is the calls that ran, in call order, and extras belong to them."""
+    started = [c.id for c in calls if any(one.ran for one in passes_of[c.id])]
+    never = sorted(set(result.executed) - set(started))
     assert list(result.executed) == started, (
-        f"`executed` must list the calls that started, in call order: {list(result.executed)} "
-        f"!= {started}"
+        f"`executed` must list the calls that ran (a ToolStarted that no host's answer "
+        f"folds), in call order: {list(result.executed)} != {started}"
+        + (f"; {never} never started" if never else "")
     )
     extras = {f.call_id for f in result.follow_ups} | set(result.metadata)
     assert extras <= set(started), f"follow-ups or metadata for calls that never ran: {extras}"
@@ -653,13 +814,16 @@ def _check_journal(
     registry: Registry,
     callable_names: frozenset[str],
     ran: list[Entry],
+    runs: Sequence[_Run],
     *,
     recorded: bool,
 ) -> None:
     """Invariants 2, 3 and 4 against what ran: recorded by the tool functions themselves
-    (``recorded``), or as the ``ToolStarted`` events report it."""
+    (``recorded``), or as the ``ToolStarted`` events of ``runs`` report it."""
     source = "recorded" if recorded else "ToolStarted"
-    started = {e.call_id: e.arguments for e in result.events if isinstance(e, ToolStarted)}
+    reported: dict[str, list[tuple[dict[str, object], bool]]] = collections.defaultdict(list)
+    for call_id, _, arguments, resumed, _, _ in runs:
+        reported[call_id].append((arguments, resumed))
     for entry in ran:
         call = by_id.get(entry.call_id)
         assert call is not None, (
@@ -691,16 +855,21 @@ def _check_journal(
             f"invariant 3: tool {entry.tool!r} ran ({source}) for call {call.id!r} with "
             f"arguments {entry.arguments!r} that break its schema: {problem}"
         )
-        candidates = _candidates(call, item)
-        assert entry.arguments in candidates, (
-            f"invariant 3: tool {entry.tool!r} ran ({source}) for call {call.id!r} with "
-            f"{entry.arguments!r}, which its arguments {call.arguments!r} do not decode, "
-            f"repair or normalize to (admissible: {candidates}); malformed JSON must never "
-            "become `{}` or anything else"
-        )
+        matching = [r for a, r in reported[call.id] if a == entry.arguments]
+        # A run after the host's decision on an inline resume may have the host's edited
+        # arguments (approve_with_args), which no call text gives: its schema was checked.
+        if not (matching and all(matching)):
+            candidates = _candidates(call, item)
+            assert entry.arguments in candidates, (
+                f"invariant 3: tool {entry.tool!r} ran ({source}) for call {call.id!r} with "
+                f"{entry.arguments!r}, which its arguments {call.arguments!r} do not decode, "
+                f"repair or normalize to (admissible: {candidates}); malformed JSON must never "
+                "become `{}` or anything else"
+            )
         if recorded:
-            assert started.get(call.id) == entry.arguments, (
-                f"ToolStarted for {call.id!r} reports {started.get(call.id)!r}, but the tool "
+            assert matching, (
+                f"ToolStarted for {call.id!r} reports "
+                f"{[arguments for arguments, _ in reported[call.id]]!r}, but the tool "
                 f"received {entry.arguments!r}"
             )
     if not recorded:

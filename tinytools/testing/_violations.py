@@ -4,9 +4,9 @@ A violation is drawn against the tool's model-visible schema (``Tool.parameters`
 at a site where the schema is definite, so the break is certain and not an accident
 of a union: a value of a JSON type the site does not admit, a value outside an
 ``enum`` or ``const``, a number past a bound, a string or array past a length, a
-required key left out, a key the object does not allow, or an injected parameter set
-by the model. Bounds and lengths are used only where the tool's validator enforces
-them (every signature-built tool; a schema-built one with ``enforce="draft7"``).
+required key left out, a key the object does not allow, a string in no format, or an
+injected parameter set by the model. Bounds, lengths and formats are used only where
+the tool's validator enforces them (:class:`Enforced`).
 """
 
 from __future__ import annotations
@@ -16,11 +16,14 @@ from typing import Any
 
 import attrs
 
+from tinytools._schema_dialect import ENFORCED_FORMATS
 from tinytools._validate import json_type
 
+from ._formats import BREAKS_EVERY_FORMAT
 from ._from_schema import JSON_TYPES, Resolver
+from ._numbers import beyond
 
-__all__ = ["Violation", "violations"]
+__all__ = ["Enforced", "Violation", "violations"]
 
 #: One value of each JSON type, in the order a shrinker prefers them.
 _SAMPLES: dict[str, object] = {
@@ -37,6 +40,25 @@ _COVERS = {"number": {"number", "integer"}, "integer": {"integer"}}
 #: Where a string site carries a ``format``, validators may read numbers into it (msgspec
 #: reads a number as a Decimal), so only non-numbers break it for certain.
 _NOT_NUMBERS = ("boolean", "null", "array", "object")
+
+
+@attrs.frozen
+class Enforced:
+    """What the tool's validator enforces beyond types, ``enum``, ``const`` and keys.
+
+    Attributes:
+        bounds: Numeric bounds and lengths (every signature-built tool; a schema-built
+            one unless ``enforce="subset"``).
+        formats: String formats (a schema-built tool unless ``enforce="subset"``; msgspec
+            reads a signature-built tool's formats from its types, not its schema).
+    """
+
+    bounds: bool
+    formats: bool
+
+
+#: Types, enums and keys only (a site inside a union, where only a type breaks it surely).
+_TYPES_ONLY = Enforced(bounds=False, formats=False)
 
 
 @attrs.frozen
@@ -58,13 +80,15 @@ def violations(
     schema: Mapping[str, object],
     value: Mapping[str, object],
     *,
-    bounds: bool,
+    enforced: Enforced,
     injected: Sequence[str] = (),
+    resolve: Resolver | None = None,
 ) -> list[Violation]:
-    """Every certain way to break ``value`` (valid under ``schema``) at one site."""
+    """Every certain way to break ``value`` (valid under ``schema``) at one site
+    (``resolve``: a resolver of ``schema`` to reuse)."""
     found: list[Violation] = []
-    resolve = Resolver(schema)
-    _walk(resolve, schema, value, (), found, bounds)
+    resolve = Resolver(schema) if resolve is None else resolve
+    _walk(resolve, schema, value, (), found, enforced)
     for name in injected:
         found.append(Violation((name,), "injected", _setter((name,), "forged")))
     return found
@@ -97,38 +121,53 @@ def _walk(
     value: object,
     path: tuple[str | int, ...],
     found: list[Violation],
-    bounds: bool,
+    enforced: Enforced,
 ) -> None:
-    node = _branch(resolve, schema, value)
-    if node is None:
-        return
     outer = resolve(schema)
-    if path and node is outer:
-        _leaf_violations(resolve, node, value, path, found, bounds)
-    elif path:  # one branch of a union: only a type no branch admits breaks it for certain
-        union: list[Violation] = []
-        _leaf_violations(resolve, outer, value, path, union, False)
+    branches = outer.get("anyOf", outer.get("oneOf"))
+    if branches is None:
+        if path:
+            _leaf_violations(resolve, outer, value, path, found, enforced)
+        _descend(resolve, outer, value, path, found, enforced)
+        return
+    # The keywords beside a union apply whatever the branch: breaking one is certain.
+    beside = {k: v for k, v in outer.items() if k not in ("anyOf", "oneOf")}
+    if path:
+        _leaf_violations(resolve, beside, value, path, found, enforced, site=outer)
+        union: list[Violation] = []  # only a type no branch admits breaks the union surely
+        _leaf_violations(resolve, outer, value, path, union, _TYPES_ONLY)
         found.extend(v for v in union if v.rule.startswith("type"))
+    _descend(resolve, beside, value, path, found, enforced)
+    node = _branch(resolve, branches, value)
+    if node is not None:
+        _descend(resolve, node, value, path, found, enforced)
+
+
+def _descend(
+    resolve: Resolver,
+    node: Mapping[str, object],
+    value: object,
+    path: tuple[str | int, ...],
+    found: list[Violation],
+    enforced: Enforced,
+) -> None:
+    """The breaks inside an object or array ``value`` that ``node`` checks."""
     if isinstance(value, Mapping) and isinstance(node.get("properties", {}), Mapping):
-        _object_violations(resolve, node, value, path, found, bounds)
+        _object_violations(resolve, node, value, path, found, enforced)
     elif isinstance(value, list):
         items = node.get("items")
         if isinstance(items, Mapping):
             for index, item in enumerate(value):
-                _walk(resolve, items, item, (*path, index), found, bounds)
-        if bounds:
+                _walk(resolve, items, item, (*path, index), found, enforced)
+        if enforced.bounds:
             _length_violations(node, value, path, found, "minItems", "maxItems")
 
 
-def _branch(resolve: Resolver, schema: object, value: object) -> Mapping[str, object] | None:
-    """The one (sub)schema ``value`` is checked against here, or None when that is unclear."""
-    node = resolve(schema)
-    branches = node.get("anyOf", node.get("oneOf"))
-    if branches is None:
-        return node
+def _branch(resolve: Resolver, branches: object, value: object) -> Mapping[str, object] | None:
+    """The one branch of a union ``value`` is checked against, or None when that is
+    unclear: exactly one branch admits the value's JSON type."""
     if not isinstance(branches, list):
         return None
-    # A union: descend only when exactly one branch admits the value's JSON type.
     kind = json_type(value)
     matching = [b for b in branches if kind in _admitted(resolve.types(b))]
     return resolve(matching[0]) if len(matching) == 1 else None
@@ -146,12 +185,15 @@ def _leaf_violations(
     value: object,
     path: tuple[str | int, ...],
     found: list[Violation],
-    bounds: bool,
+    enforced: Enforced,
+    site: Mapping[str, object] | None = None,
 ) -> None:
+    """The breaks of ``value`` itself that ``node`` checks (``site``: the whole schema at
+    ``path``, when ``node`` is only the keywords beside a union)."""
     types = resolve.types(node)
     if types is not None:
         admitted = _admitted(types)
-        pool = _NOT_NUMBERS if _formatted(resolve, node) else tuple(_SAMPLES)
+        pool = _NOT_NUMBERS if _formatted(resolve, site or node) else tuple(_SAMPLES)
         for kind in pool:
             if kind not in admitted:
                 found.append(Violation(path, f"type: not {kind}", _setter(path, _SAMPLES[kind])))
@@ -165,7 +207,9 @@ def _leaf_violations(
         outside = _outside([node["const"]])
         if outside is not None:
             found.append(Violation(path, "const", _setter(path, outside)))
-    if not bounds or isinstance(value, bool):
+    if enforced.formats and node.get("format") in ENFORCED_FORMATS:
+        found.append(Violation(path, "format", _setter(path, BREAKS_EVERY_FORMAT)))
+    if not enforced.bounds or isinstance(value, bool):
         return
     if isinstance(value, (int, float)):
         _number_violations(node, value, path, found)
@@ -195,20 +239,16 @@ def _outside(members: list[object]) -> object | None:
 def _number_violations(
     node: Mapping[str, object], value: float, path: tuple[str | int, ...], found: list[Violation]
 ) -> None:
-    integral = node.get("type") == "integer" or isinstance(value, int)
-    below = 1 if integral else 0.5
-    for key, step, strict in (
-        ("minimum", -below, False),
-        ("exclusiveMinimum", 0, True),
-        ("maximum", below, False),
-        ("exclusiveMaximum", 0, True),
+    # An integer past the bound, found exactly: `1e20 + 1` is `1e20` again in floats.
+    for key, above, open_ in (
+        ("minimum", False, False),
+        ("exclusiveMinimum", False, True),
+        ("maximum", True, False),
+        ("exclusiveMaximum", True, True),
     ):
         bound = node.get(key)
         if isinstance(bound, (int, float)) and not isinstance(bound, bool):
-            broken = bound + step if not strict else bound
-            if integral and isinstance(broken, float) and not broken.is_integer():
-                continue
-            broken = int(broken) if integral else broken
+            broken = beyond(bound, above=above, open_=open_)
             found.append(Violation(path, key, _setter(path, broken)))
 
 
@@ -236,7 +276,7 @@ def _object_violations(
     value: Mapping[str, object],
     path: tuple[str | int, ...],
     found: list[Violation],
-    bounds: bool,
+    enforced: Enforced,
 ) -> None:
     properties = node.get("properties") or {}
     assert isinstance(properties, Mapping)
@@ -257,17 +297,17 @@ def _object_violations(
         found.append(Violation((*path, extra), "additionalProperties", _setter((*path, extra), 1)))
     for name, sub in properties.items():
         if name in value:
-            _walk(resolve, sub, value[name], (*path, name), found, bounds)
+            _walk(resolve, sub, value[name], (*path, name), found, enforced)
         else:
             # An optional property left out: sending it with a wrong type breaks it too.
             absent: list[Violation] = []
-            _leaf_violations(resolve, resolve(sub), None, (*path, name), absent, False)
+            _leaf_violations(resolve, resolve(sub), None, (*path, name), absent, _TYPES_ONLY)
             found.extend(v for v in absent if v.rule.startswith("type"))
     extra_schema = node.get("additionalProperties")
     if isinstance(extra_schema, Mapping):
         for name, item in value.items():
             if name not in properties:
-                _walk(resolve, extra_schema, item, (*path, name), found, bounds)
+                _walk(resolve, extra_schema, item, (*path, name), found, enforced)
 
 
 def _dropper(path: tuple[str | int, ...], name: str) -> Callable[[Any], Any]:

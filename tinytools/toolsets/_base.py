@@ -34,13 +34,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Adaptor",
+    "Remote",
     "Resolution",
     "Toolset",
     "ToolsetRegistry",
     "When",
+    "is_remote",
     "label",
     "registry_for",
     "resolve",
+    "withheld",
 ]
 
 #: ``ApprovalRequired``'s condition: ``when(call, context) -> bool``.
@@ -98,6 +101,31 @@ class ToolsetRegistry(Registry):
         return False
 
 
+class Remote:
+    """The base of the function of a tool that a remote server lists and runs
+    (``McpToolset``'s). Where such a tool's name is taken by another tool (one of the
+    host's, discovery's ``tool_search`` / ``tool_call``, an earlier remote one), the
+    remote tool is left out, explained, rather than the composition refused: a server
+    must not be able to take the host's whole toolset down by what it lists."""
+
+    __slots__ = ()
+
+
+def is_remote(tool: AnyTool) -> bool:
+    """Whether ``tool`` is run by a remote server (see :class:`Remote`)."""
+    return isinstance(tool.fn, Remote)
+
+
+def withheld(name: str, taken_by: str, where: str) -> ExposureExplanation:
+    """The explanation of the remote tool ``name`` (as the step ``where`` received it),
+    left out because ``taken_by`` has the name it would have."""
+    reason = (
+        f"left out: the remote server's tool has the name of {taken_by}; to offer it "
+        "too, give it another name (Prefixed or Renamed)"
+    )
+    return ExposureExplanation(name, reason, where)
+
+
 class Resolution:
     """What a toolset resolved to for one context (treat it as immutable).
 
@@ -106,19 +134,24 @@ class Resolution:
         explanations: Why tools were left out or changed, innermost step first.
         gates: Tool name → the ``ApprovalRequired`` conditions that gate it (a
             tool gated for every call has no entry).
+        withheld: The explanations (among ``explanations``) of the remote tools left
+            out on the way here because their name was taken: dispatch reports each
+            as a ``ToolWithheld`` event.
     """
 
-    __slots__ = ("_registry", "explanations", "gates", "tools")
+    __slots__ = ("_registry", "explanations", "gates", "tools", "withheld")
 
     def __init__(
         self,
         tools: tuple[AnyTool, ...],
         explanations: tuple[ExposureExplanation, ...] = (),
         gates: Mapping[str, tuple[When, ...]] | None = None,
+        withheld: tuple[ExposureExplanation, ...] = (),
     ) -> None:
         self.tools = tools
         self.explanations = explanations
         self.gates: Mapping[str, tuple[When, ...]] = gates or {}
+        self.withheld = withheld
         self._registry: Registry | None = None
 
     def registry(self) -> Registry:
@@ -133,6 +166,8 @@ class Resolution:
                 registry = ToolsetRegistry(self.tools, self.gates)
             else:
                 registry = Registry(self.tools)
+            if self.withheld:
+                object.__setattr__(registry, "_withheld", self.withheld)
             self._registry = registry
         return registry
 
@@ -256,6 +291,9 @@ def resolve(toolset: object, context: Context | None) -> Resolution:
                 if made_for is key and all(a is b for a, b in zip(made_from, inputs, strict=True)):
                     return result
         result = toolset._apply(inputs, context)
+        below = tuple(w for resolution in inputs for w in resolution.withheld)
+        if below and all(result is not resolution for resolution in inputs):
+            result.withheld = (*below, *result.withheld)  # (made just now by _apply)
         entries = memo.entries
         if entries:  # the same answer as last time: keep the old one, so caches above hold
             previous = entries[-1][2]

@@ -9,37 +9,56 @@ from tinytools._registry import AnyTool
 from tinytools._spec import check_name
 from tinytools.errors import ToolDefinitionError
 
-from ._base import Resolution, When
+from ._base import Resolution, When, is_remote, withheld
 
 __all__ = ["renamed"]
+
+
+def _named(old: str, new: str) -> str:
+    return f"the tool {old!r}" if old == new else f"the tool {old!r} (renamed {new!r})"
 
 
 def renamed(where: str, inner: Resolution, mapping: dict[str, str]) -> Resolution:
     """``inner`` with the tools in ``mapping`` (old → new) renamed, each explained.
 
+    Where two tools would have one name and one of them is remote (``McpToolset``'s),
+    that one is left out and explained (the first of two remote ones keeps the name).
+
     Raises:
-        ToolDefinitionError: A new name is invalid or collides with another tool's.
+        ToolDefinitionError: A new name is invalid or collides with another tool's
+            (neither of them remote).
     """
     problems: list[str] = []
     tools: list[AnyTool] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[int, str]] = {}  # new name -> (position in tools, old name)
+    left: list[ExposureExplanation] = []
+    dropped: set[str] = set()  # old names of the tools left out
     for tool in inner.tools:
         new = mapping.get(tool.name, tool.name)
+        if new != tool.name:
+            problem = check_name(new)
+            if problem is not None:
+                problems.append(f"{tool.name!r} cannot be renamed: {problem}")
+                continue
         if new in seen:
-            problems.append(
-                f"{tool.name!r} and {seen[new]!r} would both be named {new!r}; "
-                "rename one of them differently"
-            )
+            at, old = seen[new]
+            if not is_remote(tool):
+                if not is_remote(tools[at]):
+                    problems.append(
+                        f"{tool.name!r} and {old!r} would both be named {new!r}; "
+                        "rename one of them differently"
+                    )
+                    continue
+                left.append(withheld(old, _named(tool.name, new), where))
+                dropped.add(old)
+                seen[new] = (at, tool.name)
+                tools[at] = tool if new == tool.name else attrs.evolve(tool, name=new)
+                continue
+            left.append(withheld(tool.name, _named(old, new), where))
+            dropped.add(tool.name)
             continue
-        seen[new] = tool.name
-        if new == tool.name:
-            tools.append(tool)
-            continue
-        problem = check_name(new)
-        if problem is not None:
-            problems.append(f"{tool.name!r} cannot be renamed: {problem}")
-            continue
-        tools.append(attrs.evolve(tool, name=new))
+        seen[new] = (len(tools), tool.name)
+        tools.append(tool if new == tool.name else attrs.evolve(tool, name=new))
     if problems:
         raise ToolDefinitionError(where, problems)
     explained = tuple(
@@ -48,6 +67,6 @@ def renamed(where: str, inner: Resolution, mapping: dict[str, str]) -> Resolutio
         if old != new
     )
     gates: dict[str, tuple[When, ...]] = {
-        mapping.get(name, name): whens for name, whens in inner.gates.items()
+        mapping.get(name, name): whens for name, whens in inner.gates.items() if name not in dropped
     }
-    return Resolution(tuple(tools), (*inner.explanations, *explained), gates)
+    return Resolution(tuple(tools), (*inner.explanations, *explained, *left), gates, tuple(left))

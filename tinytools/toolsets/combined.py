@@ -6,9 +6,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
+from tinytools._exposure import ExposureExplanation
+from tinytools._registry import AnyTool
 from tinytools.errors import ToolDefinitionError
 
-from ._base import Adaptor, Resolution, Toolset, When, _Memo
+from ._base import Adaptor, Resolution, Toolset, When, _Memo, is_remote, withheld
 
 if TYPE_CHECKING:
     from tinytools._inject import Context
@@ -29,13 +31,17 @@ def _member(value: Toolset) -> Toolset:
 class Combined(Adaptor):
     """The tools of every member, in member order.
 
+    A tool that a remote server runs (``McpToolset``'s) whose name another member's tool
+    has is left out and explained, and each dispatch reports it (``ToolWithheld``): the
+    host's tool keeps the name, or, between remote tools, the first member's.
+
     Args:
         *toolsets: The members.
 
     Raises:
         TypeError: A member is not a toolset (when built).
-        ToolDefinitionError: Two members have a tool of the same name (when
-            resolved); the error names both members.
+        ToolDefinitionError: Two members have a tool of the same name, neither of them
+            remote (when resolved); the error names both members.
     """
 
     toolsets: tuple[Toolset, ...]
@@ -48,26 +54,44 @@ class Combined(Adaptor):
         return self.toolsets
 
     def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
-        owner: dict[str, int] = {}
+        # Who keeps each name: the first local tool of that name (two local ones are the
+        # host's mistake), else the first remote one; every other remote one is left out.
+        keeper: dict[str, tuple[int, AnyTool]] = {}
         problems: list[str] = []
         for position, resolution in enumerate(inputs):
             for tool in resolution.tools:
-                first = owner.setdefault(tool.name, position)
-                if first != position:
+                kept = keeper.get(tool.name)
+                if kept is None or (is_remote(kept[1]) and not is_remote(tool)):
+                    keeper[tool.name] = (position, tool)
+                elif not is_remote(tool):
                     problems.append(
-                        f"tool {tool.name!r} is in member {first} ({self.toolsets[first]!r}) "
+                        f"tool {tool.name!r} is in member {kept[0]} ({self.toolsets[kept[0]]!r}) "
                         f"and in member {position} ({self.toolsets[position]!r}); "
                         "wrap one in Prefixed or Renamed, or filter one out"
                     )
         if problems:
             raise ToolDefinitionError("Combined", problems)
+        tools: list[AnyTool] = []
+        left: list[ExposureExplanation] = []
         gates: dict[str, tuple[When, ...]] = {}
-        for resolution in inputs:
-            gates.update(resolution.gates)
+        for position, resolution in enumerate(inputs):
+            for tool in resolution.tools:
+                owner, keeping = keeper[tool.name]
+                if owner == position and keeping is tool:
+                    tools.append(tool)
+                else:
+                    member = f"a tool of member {owner} ({self.toolsets[owner]!r})"
+                    left.append(withheld(tool.name, member, "Combined"))
+            gates.update(
+                (name, whens)
+                for name, whens in resolution.gates.items()
+                if keeper.get(name, (position,))[0] == position
+            )
         return Resolution(
-            tuple(tool for r in inputs for tool in r.tools),
-            tuple(e for r in inputs for e in r.explanations),
+            tuple(tools),
+            (*(e for r in inputs for e in r.explanations), *left),
             gates,
+            tuple(left),
         )
 
     def __repr__(self) -> str:

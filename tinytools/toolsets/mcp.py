@@ -12,10 +12,13 @@ server's own name, whatever ``Prefixed`` or ``Renamed`` made of it. An MCP
 result with ``isError`` is answered as an error message (one with no text says
 the server gave none); structured content is kept as the result's
 ``structured`` value, and is also the model's text, as compact JSON, when the
-server sent no content blocks (the spec asks servers to send both); text, image
-and resource blocks become content blocks. An answer that is not a
-``CallToolResult`` at all (no ``content``, no ``structuredContent``) is the
-call's error, never an empty success.
+server sent no content blocks (the spec asks servers to send both); text, image,
+audio and resource blocks become content blocks. An answer that is no valid
+``CallToolResult`` — ``content`` that is no list of content blocks (a number,
+a bool, bytes, text, one block on its own, none), a block of a type MCP does not
+define or without the fields its type needs, an ``isError`` that is no boolean,
+``structuredContent`` that is no object — is the call's error, naming what the
+server sent wrong: never an empty success.
 
 The tools are async: dispatch them with ``await dispatch(...)`` on the event
 loop the session runs on (``dispatch_sync`` would run them on another loop).
@@ -42,6 +45,7 @@ from tinytools._tool_policy import ToolPolicy
 from tinytools._validate import preview
 from tinytools._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolResult
 from tinytools.errors import ToolDefinitionError
+from tinytools.toolsets._base import Remote
 
 if TYPE_CHECKING:
     from tinytools._inject import Context
@@ -71,7 +75,7 @@ def _field(value: object, *names: str) -> object:
     return None
 
 
-class _Call:
+class _Call(Remote):
     """A tool's function: one ``session.call_tool`` under the server's own name."""
 
     __slots__ = ("name", "session")
@@ -88,78 +92,146 @@ class _Call:
         return f"<MCP tool {self.name!r}>"
 
 
-def _base64(data: object) -> bytes | None:
-    """A content item's base64 data, decoded strictly (``None`` when there is none).
+class _Wrong(str):
+    """What is wrong with a part of a server's answer (a type of its own, so that it is
+    never taken for the text that part holds)."""
 
-    Raises:
-        ValueError: The data is not valid base64.
-    """
-    if not isinstance(data, str):
+    __slots__ = ()
+
+
+#: JSON values that are no object, nor text (an SDK's URL type is not among them).
+_NOT_OBJECTS = (bool, int, float, bytes, bytearray, list, tuple, Mapping)
+
+
+def _text(value: object) -> str | None:
+    """A field that must hold text (a URI, a name), as text; ``None`` when it holds none."""
+    if isinstance(value, str):
+        return value
+    if value is None or isinstance(value, _NOT_OBJECTS):
         return None
+    return str(value)  # (SDK 1.x spells a URI as its ``AnyUrl``)
+
+
+def _base64(data: object, what: str) -> bytes | _Wrong:
+    """``data`` decoded strictly from base64, or what is wrong with it."""
+    if not isinstance(data, str):
+        return _Wrong(f"has no base64 {what}")
     try:
         return base64.b64decode(data, validate=True)
     except (binascii.Error, ValueError) as error:
-        raise ValueError(str(error)) from None
+        return _Wrong(f"{what} is not valid base64 ({error})")
 
 
-def _block(item: object) -> ContentBlock:
-    try:
-        return _content(item)
-    except ValueError as error:
-        kind = _field(item, "type")
-        return TextBlock(f"[MCP {kind} content whose data is not valid base64: {error}]")
+def _media(part: object, required: bool) -> str | _Wrong:
+    """A part's media type (``application/octet-stream`` when an optional one is missing)."""
+    media = _field(part, "mimeType", "mime_type")
+    if isinstance(media, str):
+        return media
+    if media is None and not required:
+        return "application/octet-stream"
+    return _Wrong("has no mimeType" if media is None else "has a mimeType that is no text")
 
 
-def _content(item: object) -> ContentBlock:
+def _text_block(item: object) -> ContentBlock | _Wrong:
+    text = _field(item, "text")
+    return TextBlock(text) if isinstance(text, str) else _Wrong("has no text")
+
+
+def _media_block(item: object) -> ContentBlock | _Wrong:
+    data = _base64(_field(item, "data"), "data")
+    if isinstance(data, _Wrong):
+        return data
+    media = _media(item, required=True)
+    if isinstance(media, _Wrong):
+        return media
+    if _field(item, "type") == "image":
+        return ImageBlock(media, data)
+    return FileBlock("audio", media, data)
+
+
+def _link_block(item: object) -> ContentBlock | _Wrong:
+    uri, name = _text(_field(item, "uri")), _text(_field(item, "name"))
+    if uri is None or name is None:
+        return _Wrong("has no uri" if uri is None else "has no name")
+    media = _media(item, required=False)
+    return media if isinstance(media, _Wrong) else FileBlock(name, media, None, uri)
+
+
+def _resource_block(item: object) -> ContentBlock | _Wrong:
+    resource = _field(item, "resource")
+    uri = _text(_field(resource, "uri"))
+    if uri is None:
+        return _Wrong("has no resource with a uri")
+    text = _field(resource, "text")
+    if isinstance(text, str):
+        return TextBlock(text)
+    blob = _field(resource, "blob")
+    if blob is None and text is None:
+        return _Wrong("has neither text nor a base64 blob")
+    data = _base64(blob, "blob")
+    if isinstance(data, _Wrong):
+        return data
+    media = _media(resource, required=False)
+    return media if isinstance(media, _Wrong) else FileBlock(uri, media, data, uri)
+
+
+#: How each MCP content type is read (every type the specification defines).
+_READERS = {
+    "text": _text_block,
+    "image": _media_block,
+    "audio": _media_block,
+    "resource_link": _link_block,
+    "resource": _resource_block,
+}
+
+
+def _content(item: object) -> ContentBlock | _Wrong:
+    """One item of an MCP result's ``content`` as a block, or what is wrong with it."""
     kind = _field(item, "type")
-    if kind == "text":
-        return TextBlock(str(_field(item, "text") or ""))
-    if kind in ("image", "audio"):
-        data = _field(item, "data")
-        media = str(_field(item, "mimeType", "mime_type") or "application/octet-stream")
-        raw = _base64(data)
-        if kind == "image":
-            return ImageBlock(media, raw)
-        return FileBlock("audio", media, raw)
-    if kind == "resource_link":
-        uri = str(_field(item, "uri") or "")
-        media = str(_field(item, "mimeType", "mime_type") or "application/octet-stream")
-        return FileBlock(str(_field(item, "name") or uri), media, None, uri)
-    if kind == "resource":
-        resource = _field(item, "resource")
-        uri = str(_field(resource, "uri") or "")
-        text = _field(resource, "text")
-        if isinstance(text, str):
-            return TextBlock(text)
-        blob = _field(resource, "blob")
-        media = str(_field(resource, "mimeType", "mime_type") or "application/octet-stream")
-        return FileBlock(uri, media, _base64(blob), uri)
-    return TextBlock(f"[unsupported MCP content of type {preview(kind, 80)}]")
+    if not isinstance(kind, str):
+        return _Wrong(f"is not a content block ({preview(item, 60)})")
+    read = _READERS.get(kind)
+    if read is None:
+        known = ", ".join(_READERS)
+        return _Wrong(f"has a type tinytools does not read ({preview(kind, 40)}; it reads {known})")
+    block = read(item)
+    return _Wrong(f"({kind}) {block}") if isinstance(block, _Wrong) else block
+
+
+def _read(result: object) -> ToolResult | _Wrong:
+    """An MCP ``CallToolResult`` as a ``ToolResult``, or what is wrong with it."""
+    content = _field(result, "content")
+    if content is None:
+        return _Wrong(f"it has no content list (it sent {preview(result, 80)})")
+    if not isinstance(content, Sequence) or isinstance(content, (str, bytes, bytearray)):
+        return _Wrong(f"its content must be a list of content blocks, not {preview(content, 60)}")
+    is_error = _field(result, "isError", "is_error")
+    if is_error is not None and not isinstance(is_error, bool):
+        return _Wrong(f"its isError must be true or false, not {preview(is_error, 40)}")
+    structured = _field(result, "structuredContent", "structured_content")
+    if structured is not None and not isinstance(structured, Mapping):
+        return _Wrong(f"its structuredContent must be a JSON object, not {preview(structured, 60)}")
+    blocks: list[ContentBlock] = []
+    for index, item in enumerate(content):
+        block = _content(item)
+        if isinstance(block, _Wrong):
+            return _Wrong(f"its content[{index}] {block}")
+        blocks.append(block)
+    if not blocks and structured is not None:  # the model reads it as the text
+        with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
+            blocks = [TextBlock(msgspec.json.encode(structured).decode())]
+    if is_error and not any(isinstance(b, TextBlock) and b.text.strip() for b in blocks):
+        blocks.insert(0, TextBlock("The MCP server reported an error without a message."))
+    return ToolResult(content=tuple(blocks), structured=structured, is_error=bool(is_error))
 
 
 def _result(result: object) -> ToolResult:
-    """An MCP ``CallToolResult`` as a ``ToolResult``."""
-    content = _field(result, "content")
-    structured = _field(result, "structuredContent", "structured_content")
-    is_error = bool(_field(result, "isError", "is_error"))
-    if isinstance(content, str):  # off the spec, but seen: the text itself, not its letters
-        blocks: tuple[ContentBlock, ...] = (TextBlock(content),)
-    elif isinstance(content, Mapping):  # off the spec: one block, not in a list
-        blocks = (_block(content),)
-    elif isinstance(content, Sequence) and not isinstance(content, (bytes, bytearray)):
-        blocks = tuple(_block(item) for item in content)
-    elif content is None and structured is None and not is_error:
-        return ToolResult.error(
-            f"The MCP server's answer is not a tool result (found {preview(result, 80)})."
-        )
-    else:
-        blocks = ()
-    if not blocks and structured is not None:  # the model reads it as the text
-        with contextlib.suppress(TypeError, ValueError, OverflowError, RecursionError):
-            blocks = (TextBlock(msgspec.json.encode(structured).decode()),)
-    if is_error and not any(isinstance(b, TextBlock) and b.text.strip() for b in blocks):
-        blocks = (TextBlock("The MCP server reported an error without a message."), *blocks)
-    return ToolResult(content=blocks, structured=structured, is_error=is_error)
+    """An MCP ``CallToolResult`` as a ``ToolResult``; a malformed one is the call's error,
+    naming what the server sent wrong."""
+    read = _read(result)
+    if isinstance(read, _Wrong):
+        return ToolResult.error(f"The MCP server's answer is not a valid tool result: {read}.")
+    return read
 
 
 def _description(value: object) -> str:
