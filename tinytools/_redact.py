@@ -27,17 +27,23 @@ Two decisions worth knowing:
   inside it too. A secret shorter than :data:`SHORT` characters is removed only
   where it stands as a whole token, so that a one-letter secret does not turn
   every such letter into the marker (which would both garble the text and spell
-  the secret out by its gaps).
+  the secret out by its gaps). Its text is looked for as tools write it (JSON,
+  ``repr``, a typed value's ``str`` and ``repr``).
+- Typed values (what validation converts arguments to: a msgspec Struct, a
+  dataclass, an attrs class, a NamedTuple) are read by their fields, a field's
+  name as a key.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
 import sys
 from collections.abc import Mapping
 
+import attrs
 import msgspec
 
 from ._registry import AnyTool, Registry
@@ -125,13 +131,24 @@ class Redactor:
         stack: list[tuple[object, str, str, int]],
         depth: int,
     ) -> object:
-        """A copy of a container to walk later (so the caller's value is never changed)."""
+        """A copy of a container to walk later (so the caller's value is never changed);
+        a typed value (a Struct, a dataclass, a tuple, …) as the container :func:`_opened`
+        makes of it, or the marker where reading its fields raised."""
+        kind = type(item)
+        if kind is str or kind is int or kind is float or kind is bool or item is None:
+            return item  # (the common leaves, told at once)
         if isinstance(item, dict):
             item = dict(item)
         elif isinstance(item, list):
             item = list(item)
         else:
-            return item
+            try:
+                opened = _opened(item)
+            except Exception:  # a host's object whose field cannot be read: shown as nothing
+                return MARKER
+            if opened is None:
+                return item
+            item = opened
         if depth > sys.getrecursionlimit():
             return MARKER
         stack.append((item, path, folded, depth))
@@ -191,19 +208,56 @@ def _key_text(key: object) -> str:
         return key
     if issubclass(type(key), str):
         return str.__str__(key)  # (a str, by its type)
+    if isinstance(key, (bytes, bytearray)):  # (b"password" names what "password" does)
+        return bytes(key).decode("utf-8", "replace")
     try:
         return str(key)
     except Exception:  # a host's own key object
         return f"<{type(key).__name__}>"
 
 
+def _opened(item: object) -> dict[object, object] | list[object] | None:
+    """A typed value as a container of its values, one level deep (None for a scalar).
+
+    What validation makes of the arguments (and a host may pass): a msgspec Struct, a
+    dataclass or an attrs instance is an object of its fields (a Struct's by the names
+    JSON gives them), a NamedTuple too (its field names tell its secrets, though JSON
+    shows it as an array), another tuple, a set or a frozenset an array, any other
+    mapping an object.
+
+    Raises:
+        Exception: Whatever reading a host's object raised.
+    """
+    kind = type(item)
+    if isinstance(item, msgspec.Struct):
+        struct = type(item)  # (its fields read by the class: no method of it runs)
+        values = (getattr(item, field) for field in struct.__struct_fields__)
+        return dict(zip(struct.__struct_encode_fields__, values, strict=True))
+    if isinstance(item, tuple):
+        fields = getattr(kind, "_fields", None)
+        if isinstance(fields, tuple) and len(fields) == len(item):
+            return dict(zip(fields, item, strict=True))
+        return list(item)
+    if isinstance(item, (list, set, frozenset)):
+        return list(item)
+    if isinstance(item, Mapping):
+        return dict(item.items())
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        return {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}
+    if attrs.has(kind):
+        return {a.name: getattr(item, a.name) for a in attrs.fields(kind)}
+    return None
+
+
 def _forms(secrets: list[object]) -> dict[str, None]:
     """The text forms of ``secrets`` to scrub from free text, each once: an array's or
     object's whole JSON form, then those of every string (keys included) and number at
-    any depth inside it (walked, not recursed: a host's value may hold itself)."""
+    any depth inside it (walked, not recursed: a host's value may hold itself); a typed
+    value (a Struct, a dataclass, a UUID, bytes, …) also as ``str`` and ``repr`` write
+    it, and its fields' values or its JSON value in turn."""
     forms: dict[str, None] = {}
     for secret in secrets:
-        if isinstance(secret, (dict, list, tuple)):
+        if not isinstance(secret, (str, int, float)) and secret is not None:
             forms[_json_form(secret)] = None
     stack = list(reversed(secrets))
     walked: set[int] = set()
@@ -212,7 +266,7 @@ def _forms(secrets: list[object]) -> dict[str, None]:
         if isinstance(secret, str):
             if secret != MARKER:
                 forms.update(dict.fromkeys(_text_forms(secret)))
-        elif isinstance(secret, (dict, list, tuple)):
+        elif type(secret) is dict or type(secret) is list or type(secret) is tuple:
             if id(secret) not in walked:
                 walked.add(id(secret))
                 items = (
@@ -221,10 +275,48 @@ def _forms(secrets: list[object]) -> dict[str, None]:
                     else secret
                 )
                 stack.extend(reversed(items))
-        else:
+        elif isinstance(secret, (int, float)) or secret is None:
             forms[_scalar_form(secret)] = None
+        elif id(secret) not in walked:
+            walked.add(id(secret))
+            forms.update(dict.fromkeys(_typed_forms(secret)))
+            stack.extend(reversed(_inside(secret)))
     forms.pop("", None)
     return forms
+
+
+def _typed_forms(value: object) -> list[str]:
+    """How a tool's own text may write a typed value: ``str`` and ``repr`` (never raises)."""
+    try:
+        return [_scalar_form(value), repr(value)]
+    except Exception:  # a host's failing __repr__
+        return [_scalar_form(value)]
+
+
+def _inside(value: object) -> list[object]:
+    """What a typed value holds, for its own forms to be scrubbed too: its fields' values
+    (a dict's keys also), or the JSON value it stands for (a UUID's text, bytes' base64
+    text and their UTF-8 text); never raises."""
+    try:
+        opened = _opened(value)
+    except Exception:  # a host's object whose field cannot be read
+        opened = None
+    if isinstance(opened, dict):
+        if isinstance(value, Mapping):  # (its keys may be secret text, as a dict's are)
+            return [v for pair in opened.items() for v in pair]
+        return list(opened.values())  # (field names are the type's own, no secret)
+    if opened is not None:
+        return opened
+    inside: list[object] = []
+    if isinstance(value, (bytes, bytearray)):
+        inside.append(bytes(value).decode("utf-8", "replace"))
+    try:
+        plain = msgspec.to_builtins(value)
+    except Exception:  # (TypeError for an object msgspec has no form for)
+        return inside
+    if isinstance(plain, (str, int, float)):
+        inside.append(plain)
+    return inside
 
 
 def _scalar_form(value: object) -> str:
@@ -264,7 +356,7 @@ def _json_form(value: object) -> str:
         pass
     try:
         text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError, RecursionError):
+    except Exception:  # (a host's object whose repr raises too)
         return ""  # no JSON form to look for in the text
     return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
 

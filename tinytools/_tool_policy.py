@@ -259,9 +259,11 @@ class ToolPolicy:
         redact: Arguments whose values never appear in events, error messages
             or the ledger: argument names matched at any depth (``"password"``)
             or ``$``-rooted dotted paths (``"$.auth.token"``), each also
-            spelled with other case, ``-``, ``_`` or spaces. Arguments sent
-            as anything but a JSON object (broken text, an array, a bare
-            string) are hidden whole: no key tells which part is secret.
+            spelled with other case, ``-``, ``_`` or spaces; inside a typed
+            parameter (a dataclass, a msgspec Struct, an attrs class, a
+            NamedTuple) a field's name counts as a key. Arguments sent as
+            anything but a JSON object (broken text, an array, a bare string)
+            are hidden whole: no key tells which part is secret.
     """
 
     classified: _Classified = attrs.field(  # type: ignore[assignment]

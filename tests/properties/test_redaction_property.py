@@ -8,11 +8,17 @@ arrays; as JSON text or as the value itself) — to the tool itself, to a misspe
 unknown name, or through discovery's ``tool_call``. Whatever happens to the call
 (runs, refused, unknown, unreadable), the secret appears in no event, no message
 and no ledger row; the tool itself, when it runs, gets the real value.
+
+The same holds for a secret inside typed parameters (a dataclass inside a msgspec
+Struct's list, a NamedTuple inside a dict, an attrs class inside a tuple) that the
+tool's error quotes by repr.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from typing import NamedTuple
 
 import attrs
 import msgspec
@@ -122,3 +128,93 @@ class TestSecretsNeverLeave:
         assert [] == [s for s in seen if s != "p" and s != secret]
         if route != "tool_call":
             check_dispatch_invariants([call], result, DIRECT)
+
+
+@dataclasses.dataclass
+class Account:
+    user: str
+    password: str
+
+
+class Vault(msgspec.Struct, rename="camel"):
+    vault_name: str
+    accounts: list[Account]
+
+
+class Pair(NamedTuple):
+    user: str
+    password: str
+
+
+@attrs.frozen
+class Key:
+    label: str
+    password: str
+
+
+@tool(policy=ToolPolicy(redact=("password",)))
+def store(
+    vault: Vault,
+    pairs: dict[str, Pair] | None = None,
+    keys: tuple[Key, ...] = (),
+    fail: bool = False,
+) -> str:
+    """Store credentials, or fail quoting every one of them."""
+    if fail:
+        raise ValueError(f"cannot store {vault!r}, {pairs}, {keys}")
+    return "stored"
+
+
+TYPED = Registry.of(store, login)
+
+#: Where the secret stands in the typed arguments.
+typed_places = st.sampled_from(["account", "pair", "key"])
+
+
+def _typed_arguments(secret: str, place: str, fail: bool) -> dict[str, object]:
+    arguments: dict[str, object] = {
+        "vault": {"vaultName": "main", "accounts": [{"user": "ann", "password": "p"}]},
+        "fail": fail,
+    }
+    if place == "account":
+        arguments["vault"] = {
+            "vaultName": "main",
+            "accounts": [{"user": "ann", "password": secret}],
+        }
+    elif place == "pair":
+        arguments["pairs"] = {"main": ["bob", secret]}
+    else:
+        arguments["keys"] = [{"label": "k", "password": secret}]
+    return arguments
+
+
+class TestTypedParameters:
+    @settings(max_examples=60, deadline=None)
+    @given(secret=secrets, place=typed_places, fail=st.booleans(), text=st.booleans())
+    def test_a_secret_inside_typed_parameters(
+        self, secret: str, place: str, fail: bool, text: bool
+    ) -> None:
+        """A secret inside a typed parameter appears in no event, message, traceback or
+        ledger row, whether the tool runs or fails quoting every argument's repr."""
+        rows: list[object] = []
+
+        class Ledger:
+            def started(self, run_id: str, call_id: str, name: str, arguments: object) -> None:
+                rows.append(arguments)
+
+            def settled(self, run_id: str, call_id: str, status: str) -> None:
+                pass
+
+        arguments: object = _typed_arguments(secret, place, fail)
+        if text:
+            arguments = msgspec.json.encode(arguments).decode()
+        call = ToolCall("c", "store", arguments)  # type: ignore[arg-type]
+        result = dispatch_sync([call], TYPED, ledger=Ledger())
+        assert ["error" if fail else "ok"] == [m.status for m in result.messages]
+        shown = (
+            msgspec.json.encode(result.events).decode()
+            + msgspec.json.encode(result.messages).decode()
+            + msgspec.json.encode(rows).decode()
+        )
+        assert secret not in shown
+        check_dispatch_invariants([call], result, TYPED)
