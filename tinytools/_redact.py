@@ -28,7 +28,8 @@ Two decisions worth knowing:
   where it stands as a whole token, so that a one-letter secret does not turn
   every such letter into the marker (which would both garble the text and spell
   the secret out by its gaps). Its text is looked for as tools write it (JSON,
-  ``repr``, a typed value's ``str`` and ``repr``).
+  ``repr``, a typed value's ``str`` and ``repr``), and
+  its start where a preview cut it short (``"sk-live-A1b2…``).
 - Typed values (what validation converts arguments to: a msgspec Struct, a
   dataclass, an attrs class, a NamedTuple) are read by their fields, a field's
   name as a key.
@@ -184,14 +185,52 @@ class Redactor:
         only where it stands as a whole token); a secret that is an array or an object
         is also scrubbed of each string and number inside it (a tool's error may quote
         one item of it)."""
-        for form in _forms(secrets):
+        forms = _forms(secrets)
+        for form in forms:
             if form not in text:
                 continue
             if len(form) >= SHORT:
                 text = text.replace(form, MARKER)
             else:
                 text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
-        return text
+        return _cut_short(text, forms) if _CUT in text else text
+
+
+#: What a preview ends a value it cut short with (``_validate.preview``).
+_CUT = "…"
+#: Longer than any preview dispatch writes (200 characters at most): how far before a
+#: ``…`` the start of a secret is looked for (so that scrubbing stays linear in the text).
+_PREVIEWED = 256
+
+
+def _cut_short(text: str, forms: dict[str, None]) -> str:
+    """``text`` with the start of a secret that a preview cut short (``"sk-live-A1b2…``)
+    replaced by the marker: the longest start of any form that ends right at a ``…`` (a
+    start shorter than :data:`SHORT` only where it begins a token, as a short secret)."""
+    pieces: list[str] = []
+    done = after = 0
+    at = text.find(_CUT)
+    while at != -1:
+        lo = max(after, at - _PREVIEWED)
+        start = min((at - _shown_start(text, lo, at, form) for form in forms), default=at)
+        if start < at:
+            pieces += (text[done:start], MARKER)
+            done = at
+        after = at + 1
+        at = text.find(_CUT, after)
+    return "".join(pieces) + text[done:]
+
+
+def _shown_start(text: str, lo: int, at: int, form: str) -> int:
+    """The length of the longest start of ``form`` that ``text[lo:at]`` ends with (0: none)."""
+    start = text.find(form[0], max(lo, at - len(form)), at)
+    while start != -1:
+        if form.startswith(text[start:at]):
+            shown = at - start
+            if shown >= SHORT or start == 0 or re.match(r"\w", text[start - 1]) is None:
+                return shown
+        start = text.find(form[0], start + 1, at)
+    return 0
 
 
 def _fold(name: str) -> str:
