@@ -1,12 +1,14 @@
 """Tests for `tinytools._redact.Redactor.scrub`: no form of a secret survives in free text,
-not even the start of one that a preview cut short."""
+neither the start of one that a preview cut short nor one a URL percent-encoded."""
 
 from __future__ import annotations
+
+import urllib.parse
 
 import msgspec
 import pytest
 
-from tinytools import Registry, Tool, ToolCall, ToolPolicy, dispatch_sync
+from tinytools import Registry, Tool, ToolCall, ToolPolicy, dispatch_sync, tool
 from tinytools._redact import MARKER, Redactor
 
 #: An 88-character API key: longer than any preview of it.
@@ -83,3 +85,30 @@ class TestPreviewsCutShort:
     def test_text_without_a_cut_is_unchanged(self) -> None:
         """Text with no ``…`` keeps every start of a secret that is not the whole of it."""
         assert "sk-live-A1 and …" == Redactor.scrub("sk-live-A1 and …", [SECRET])
+
+
+class TestPercentEncoded:
+    @pytest.mark.parametrize(
+        "encode",
+        [
+            lambda s: urllib.parse.quote(s, safe=""),
+            urllib.parse.quote,
+            urllib.parse.quote_plus,
+        ],
+        ids=["quote(safe='')", "quote", "quote_plus"],
+    )
+    def test_a_url_holding_the_secret(self, encode: object) -> None:
+        """A tool's error quoting a URL with the percent-encoded secret shows the marker
+        in the message and ``ToolFailed`` (traceback included)."""
+        secret = "p@ss/w0rd:42! ü"
+
+        @tool(policy=ToolPolicy(redact=("password",)))
+        def fetch_report(user: str, password: str) -> str:
+            """Fetch the report with basic credentials in the URL."""
+            raise ConnectionError(f"could not reach https://{user}:{encode(password)}@x.example/q")  # type: ignore[operator]
+
+        call = ToolCall("c", "fetch_report", {"user": "ann", "password": secret})
+        result = dispatch_sync([call], Registry.of(fetch_report))
+        text = everything(result)
+        assert encode(secret) not in text  # type: ignore[operator]
+        assert f"https://ann:{MARKER}@x.example/q" in result.messages[0].content

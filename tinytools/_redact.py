@@ -28,7 +28,7 @@ Two decisions worth knowing:
   where it stands as a whole token, so that a one-letter secret does not turn
   every such letter into the marker (which would both garble the text and spell
   the secret out by its gaps). Its text is looked for as tools write it (JSON,
-  ``repr``, a typed value's ``str`` and ``repr``), and
+  ``repr``, percent-encoded in a URL, a typed value's ``str`` and ``repr``), and
   its start where a preview cut it short (``"sk-live-A1b2…``).
 - Typed values (what validation converts arguments to: a msgspec Struct, a
   dataclass, an attrs class, a NamedTuple) are read by their fields, a field's
@@ -42,6 +42,7 @@ import difflib
 import json
 import re
 import sys
+import urllib.parse
 from collections.abc import Mapping
 
 import attrs
@@ -375,7 +376,7 @@ def _text_forms(secret: str) -> list[str]:
     msgspec and as ``json.dumps`` write it, non-ASCII escaped), as ``repr`` and
     ``ascii`` write it, and as the ``repr`` of its UTF-8 bytes (a tool that raises
     ``ValueError(json.dumps(arguments))`` or ``ValueError(secret.encode())``)."""
-    forms = [secret, _json_form(secret)[1:-1]]
+    forms = [secret, _json_form(secret)[1:-1], *_url_forms(secret)]
     if secret.isascii() and secret.isprintable() and "\\" not in secret:
         return forms  # (every other form is one of these)
     try:
@@ -384,6 +385,21 @@ def _text_forms(secret: str) -> list[str]:
         encoded = b""
     more = [json.dumps(secret)[1:-1], repr(secret)[1:-1], ascii(secret)[1:-1], repr(encoded)[2:-1]]
     return list(dict.fromkeys(forms + more))
+
+
+def _url_forms(secret: str) -> list[str]:
+    """``secret`` percent-encoded as a URL carries it (a tool's error quoting the URL it
+    could not reach): every character but letters and digits encoded, ``/`` kept, and as
+    a form field (spaces as ``+``); none where it reads as itself."""
+    try:
+        encoded = [
+            urllib.parse.quote(secret, safe="", errors="surrogatepass"),
+            urllib.parse.quote(secret, errors="surrogatepass"),
+            urllib.parse.quote_plus(secret, errors="surrogatepass"),
+        ]
+    except UnicodeError:  # (never for a str: kept so scrubbing never raises)
+        return []
+    return [form for form in encoded if form != secret]
 
 
 def _json_form(value: object) -> str:
