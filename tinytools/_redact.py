@@ -32,7 +32,9 @@ Two decisions worth knowing:
   its start where a preview cut it short (``"sk-live-A1b2…``).
 - Typed values (what validation converts arguments to: a msgspec Struct, a
   dataclass, an attrs class, a NamedTuple) are read by their fields, a field's
-  name as a key.
+  name as a key. A parser's or provider's reason for a call it could not read
+  quotes the model's text, of which a secret may be any part: where the call's
+  text is hidden, so is the reason (:func:`shown_reason`).
 """
 
 from __future__ import annotations
@@ -50,8 +52,17 @@ import msgspec
 
 from ._registry import AnyTool, Registry
 from ._suggest import normalize
+from ._wire import ToolCall
 
-__all__ = ["MARKER", "SHORT", "Redactor", "every_secret", "shown_arguments"]
+__all__ = [
+    "MARKER",
+    "SHORT",
+    "WITHHELD",
+    "Redactor",
+    "every_secret",
+    "shown_arguments",
+    "shown_reason",
+]
 
 #: What a redacted value is replaced with.
 MARKER = "[redacted]"
@@ -421,6 +432,28 @@ def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, ob
     redactor is built once, with its plan)."""
     redactor = tool._plan.redactor
     return arguments if redactor is None else redactor.arguments(arguments)[0]
+
+
+#: What dispatch says instead of a parser's or provider's reason for a call it could not
+#: read, where :func:`shown_reason` withholds that reason.
+WITHHELD = (
+    "its text is malformed; the details are withheld, as they would quote text that may "
+    "hold a secret"
+)
+
+
+def shown_reason(call: ToolCall, tool: AnyTool | None, tools: Registry) -> str:
+    """The reason a parser or provider gave for ``call``, which it could not read, as
+    events and the model's answer repeat it: :data:`WITHHELD` when the call may hold a
+    secret — its ``tool`` redacts, or, for a call no one tool owns (``tool`` None: a
+    fragment that names no tool, a ``tool_call`` wrapper), any of ``tools`` does.
+
+    Such a reason quotes the model's text (``'<password>hunter22…'``), of which the
+    secret may be any part: the text is hidden whole, so a part of it cannot be found
+    and scrubbed. The one rule for every route that repeats a reason.
+    """
+    redacts = every_secret(tools) is not None if tool is None else bool(tool.policy.redact)
+    return WITHHELD if redacts else str(call.invalid)
 
 
 def every_secret(tools: Registry) -> Redactor | None:

@@ -263,7 +263,8 @@ class ToolPolicy:
             parameter (a dataclass, a msgspec Struct, an attrs class, a
             NamedTuple) a field's name counts as a key. Arguments sent as
             anything but a JSON object (broken text, an array, a bare string)
-            are hidden whole: no key tells which part is secret.
+            are hidden whole: no key tells which part is secret; so is a
+            parser's or provider's reason for a call it could not read.
     """
 
     classified: _Classified = attrs.field(  # type: ignore[assignment]

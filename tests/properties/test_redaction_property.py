@@ -11,7 +11,8 @@ and no ledger row; the tool itself, when it runs, gets the real value.
 
 The same holds for a secret inside typed parameters (a dataclass inside a msgspec
 Struct's list, a NamedTuple inside a dict, an attrs class inside a tuple) that the
-tool's error quotes by repr.
+tool's error quotes by repr, and for a call the model wrote so that it cannot be
+read, whose parser's or provider's reason quotes the secret.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from hypothesis import strategies as st
 
 from tinytools import Exposure, Registry, ToolCall, ToolPolicy, dispatch_sync, tool
 from tinytools.discovery import Discovery
+from tinytools.formats import ptype, xml
 from tinytools.testing import check_dispatch_invariants
 
 seen: list[object] = []
@@ -218,3 +220,49 @@ class TestTypedParameters:
         )
         assert secret not in shown
         check_dispatch_invariants([call], result, TYPED)
+
+
+#: Text a model may write that a parser cannot read, its reason quoting the secret; and
+#: a provider's reason quoting it for a call named, unnamed or misspelt.
+unreadable = st.sampled_from(
+    [
+        lambda secret: ptype.parse(f'[login(user="ann", password={secret})]', TYPED).errors,
+        lambda secret: (
+            xml.parse(
+                "<tool_call><login><user>ann</user><password>x</password></login>"
+                f"<password>{secret}</password></tool_call>",
+                TYPED,
+            ).errors
+        ),
+        lambda secret: (
+            xml.parse(
+                "<tool_call><login><user>ann</user><password>x</password></login>"
+                f"<password>pre {secret}</password></tool_call>",
+                TYPED,
+            ).errors
+        ),
+        lambda secret: [ToolCall("p", "login", f"{{'pw': {secret}", invalid=f"near {secret}")],
+        lambda secret: [ToolCall("p", "", f"login({secret}", invalid=f"at '{secret}'")],
+        lambda secret: [ToolCall("p", "loginn", f"{{{secret}", invalid=f"'{secret}' is bad")],
+    ]
+)
+
+
+class TestUnreadableCalls:
+    @settings(max_examples=60, deadline=None)
+    @given(secret=secrets, make=unreadable)
+    def test_a_reason_quoting_the_secret(
+        self, secret: str, make: Callable[[str], list[ToolCall]]
+    ) -> None:
+        """A call that cannot be read, whose reason quotes the secret, shows the secret
+        in no event or message, on every route."""
+        calls = list(make(secret))
+        assert [True] == [secret in str(call.invalid) for call in calls]
+        result = dispatch_sync(calls, TYPED)
+        assert ["error"] == [m.status for m in result.messages]
+        shown = (
+            msgspec.json.encode(result.events).decode()
+            + msgspec.json.encode(result.messages).decode()
+        )
+        assert secret not in shown
+        check_dispatch_invariants(calls, result, TYPED)

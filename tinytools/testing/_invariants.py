@@ -25,7 +25,7 @@ import fastjsonschema
 import msgspec
 
 from tinytools._patterns import linear
-from tinytools._redact import Redactor
+from tinytools._redact import WITHHELD, Redactor
 from tinytools._registry import Registry
 from tinytools._result import DispatchResult
 from tinytools._schema_dialect import Dialect, Enforce, local_schema
@@ -309,7 +309,7 @@ def check_dispatch_invariants(
         passes_of[call.id] = passes
         _check_passes(call, message, passes, call.id in deferred, callable_names, registry)
         final = passes[-1]
-        _check_message(call, message, final.events, final.start is not None, policy)
+        _check_message(call, message, final.events, final.start is not None, policy, registry)
     _check_executed(list(firsts.values()), result, passes_of)
     runs = _runs(passes_of)
     resumed = any(one.resumed and one.events for passes in passes_of.values() for one in passes)
@@ -551,6 +551,7 @@ def _check_message(
     events: Sequence[object],
     executed: bool,
     policy: RunPolicy,
+    registry: Registry,
 ) -> None:
     """The message's shape, and invariant 7: every refusal is a clear error value."""
     if message is None:
@@ -593,10 +594,12 @@ def _check_message(
     if _cut(message.content):
         return  # cut to a byte limit: what it said past the cut cannot be checked
     if reasons and not call.name and call.invalid is not None:
-        # A call that could not be read and names no tool: its reason is the answer.
-        assert printable(call.invalid.strip()[:40]) in message.content, (
+        # A call that could not be read and names no tool: its reason is the answer (but
+        # where a registered tool redacts: the reason may quote its secret, and is withheld).
+        reason = WITHHELD if _every_path(registry) else call.invalid
+        assert printable(reason.strip()[:40]) in message.content, (
             f"invariant 7: the refusal of unreadable call {call.id!r} does not give its "
-            f"reason ({call.invalid!r}): {message.content!r}"
+            f"reason ({reason!r}): {message.content!r}"
         )
     elif reasons:
         named = {printable(call.name), *(getattr(e, "tool_name", call.name) for e in reasons)}
@@ -732,11 +735,16 @@ def _unknown_shown(call: ToolCall, registry: Registry) -> object:
     misspelling or a rewrite of any of them, and a call never leaks a secret for having
     missed its tool's name. (Written out here rather than calling dispatch's own
     ``every_secret``: the checker is an oracle for it.)"""
-    paths = tuple(dict.fromkeys(p for tool in registry.values() for p in tool.policy.redact))
+    paths = _every_path(registry)
     arguments = call.arguments
     if paths:
         arguments = Redactor(paths, loose=True).raw(arguments)[0]
     return _shown(arguments)
+
+
+def _every_path(registry: Registry) -> tuple[str, ...]:
+    """Every redaction path of the registry's tools."""
+    return tuple(dict.fromkeys(p for tool in registry.values() for p in tool.policy.redact))
 
 
 def _shown(arguments: object) -> object:
