@@ -39,7 +39,7 @@ from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond,
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
-from ._redact import Redactor, every_secret, shown_reason
+from ._redact import Redactor, every_secret, rewritten, shown_reason
 from ._registry import AnyTool
 from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
@@ -713,7 +713,7 @@ def _resolve(
         if name == call.name:
             return call, tool
         batch.emit(_unknown(call, f"rewrite:{name}", batch))
-        return msgspec.structs.replace(call, name=name), tool
+        return msgspec.structs.replace(call, name=name), rewritten(tool, batch.tools)
     policy = batch.policy.unknown_tool
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
     event = _unknown(call, recovery, batch)

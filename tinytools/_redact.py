@@ -61,6 +61,7 @@ __all__ = [
     "Redactor",
     "every_secret",
     "shown_arguments",
+    "rewritten",
     "shown_reason",
 ]
 
@@ -454,6 +455,20 @@ def shown_reason(call: ToolCall, tool: AnyTool | None, tools: Registry) -> str:
     """
     redacts = every_secret(tools) is not None if tool is None else bool(tool.policy.redact)
     return WITHHELD if redacts else str(call.invalid)
+
+
+def rewritten(tool: AnyTool, tools: Registry) -> AnyTool:
+    """``tool`` as it takes a call ``Rewrite`` sent it: the call's arguments were written
+    for some other tool (the model misspelt a redacting tool's name, say), so every
+    registered tool's redaction applies to them, loosely, as to an unknown call's — in
+    events, the ledger and its error texts alike, which read the tool's plan."""
+    every = every_secret(tools)
+    if every is None:
+        return tool
+    paths = tuple(sorted(every._names | every._paths))  # (the tool's own among them)
+    variant = attrs.evolve(tool, policy=attrs.evolve(tool.policy, redact=paths))
+    variant._plan.redactor = every  # (planned strict for the tool's own arguments)
+    return variant
 
 
 def every_secret(tools: Registry) -> Redactor | None:

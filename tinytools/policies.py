@@ -47,7 +47,9 @@ class Rewrite:
 
     When ``tool_name`` is itself not callable this turn (unregistered, hidden,
     not advertised or not allowed), the call is answered as with
-    :class:`ReturnToolError`.
+    :class:`ReturnToolError`. The arguments of a rewritten call were written for
+    some other tool: every registered tool's ``ToolPolicy.redact`` applies to them,
+    on top of the target's own.
     """
 
     tool_name: str

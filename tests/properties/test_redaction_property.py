@@ -29,6 +29,7 @@ from hypothesis import strategies as st
 from tinytools import Exposure, Registry, ToolCall, ToolPolicy, dispatch_sync, tool
 from tinytools.discovery import Discovery
 from tinytools.formats import ptype, xml
+from tinytools.policies import Rewrite, RunPolicy
 from tinytools.testing import check_dispatch_invariants
 
 seen: list[object] = []
@@ -223,7 +224,7 @@ class TestTypedParameters:
 
 
 #: Text a model may write that a parser cannot read, its reason quoting the secret; and
-#: a provider's reason quoting it for a call named, unnamed or misspelt.
+#: a provider's reason quoting it for a call named, unnamed, misspelt or rewritten.
 unreadable = st.sampled_from(
     [
         lambda secret: ptype.parse(f'[login(user="ann", password={secret})]', TYPED).errors,
@@ -250,19 +251,20 @@ unreadable = st.sampled_from(
 
 class TestUnreadableCalls:
     @settings(max_examples=60, deadline=None)
-    @given(secret=secrets, make=unreadable)
+    @given(secret=secrets, make=unreadable, rewrite=st.booleans())
     def test_a_reason_quoting_the_secret(
-        self, secret: str, make: Callable[[str], list[ToolCall]]
+        self, secret: str, make: Callable[[str], list[ToolCall]], rewrite: bool
     ) -> None:
         """A call that cannot be read, whose reason quotes the secret, shows the secret
-        in no event or message, on every route."""
+        in no event or message, on every route (unknown names rewritten or not)."""
         calls = list(make(secret))
         assert [True] == [secret in str(call.invalid) for call in calls]
-        result = dispatch_sync(calls, TYPED)
+        policy = RunPolicy(unknown_tool=Rewrite("store") if rewrite else RunPolicy().unknown_tool)
+        result = dispatch_sync(calls, TYPED, policy=policy)
         assert ["error"] == [m.status for m in result.messages]
         shown = (
             msgspec.json.encode(result.events).decode()
             + msgspec.json.encode(result.messages).decode()
         )
         assert secret not in shown
-        check_dispatch_invariants(calls, result, TYPED)
+        check_dispatch_invariants(calls, result, TYPED, policy=policy)

@@ -318,7 +318,7 @@ def check_dispatch_invariants(
     # A pass that may have folded a host's answer reports the call's own arguments, or
     # `{}` for text: other arguments are a run's, which the schema must allow.
     started = [
-        Entry(call_id, tool, {} if _redacts(registry, tool) else arguments)
+        Entry(call_id, tool, {} if _redacts(registry, tool, by_id[call_id].name) else arguments)
         for call_id, tool, arguments, _, certain, _ in runs
         if certain or arguments not in ({}, by_id[call_id].arguments)
     ]
@@ -422,9 +422,14 @@ def _check_fail(result: DispatchResult, runs: Sequence[_Run], resumed: bool) -> 
     )
 
 
-def _redacts(registry: Registry, name: str) -> bool:
+def _redacts(registry: Registry, name: str, asked: str | None = None) -> bool:
+    """Whether events may show the arguments of a call of ``name`` redacted: the tool
+    redacts, or the call asked for another name (``asked``: a rewrite, whose arguments
+    every registered tool's redaction applies to) and any registered tool does."""
     item = registry.get(name)
-    return item is not None and bool(getattr(item.policy, "redact", ()))
+    if item is not None and bool(getattr(item.policy, "redact", ())):
+        return True
+    return asked is not None and asked != name and bool(_every_path(registry))
 
 
 def _check_answers(
@@ -770,7 +775,15 @@ def _check_invalid(
     assert event.recovery in _INVALID_RECOVERIES, f"unknown recovery in {event!r}"
     assert event.tool_name in registry, f"{event!r} names an unregistered tool"
     # (on an inline resume the host may have approved other arguments: it checks them)
-    if not within.resumed and not getattr(registry[event.tool_name].policy, "redact", None):
+    rewrite = f"rewrite:{event.tool_name}"
+    if any(getattr(e, "recovery", None) == rewrite for e in within.events):
+        # Arguments written for another tool: every tool's secrets are hidden, as for an
+        # unknown call's.
+        assert event.arguments == _unknown_shown(call, registry), (
+            f"call {call.id!r} rewritten to `{event.tool_name}` sent {call.arguments!r}, "
+            f"but InvalidToolArgs reports {event.arguments!r}"
+        )
+    elif not within.resumed and not getattr(registry[event.tool_name].policy, "redact", None):
         assert event.arguments == _shown(call.arguments), (
             f"invariant 3: call {call.id!r} sent {call.arguments!r}, but the checker saw "
             f"InvalidToolArgs report {event.arguments!r}: something replaced the model's "
@@ -856,7 +869,7 @@ def _check_journal(
             f"invariant 4: call {call.id!r} set the injected parameters {sorted(forged)} of "
             f"{entry.tool!r}, yet the tool ran"
         )
-        if not recorded and item.policy.redact:
+        if not recorded and _redacts(registry, entry.tool, call.name):
             continue  # the event shows redacted values; only the tool saw the real ones
         problem = _satisfies_schema(entry.arguments, item)
         assert problem is None, (
