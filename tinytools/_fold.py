@@ -14,12 +14,13 @@ byte limit, the ones dispatch writes itself included, in one place.
 
 A return value that cannot be answered (not JSON-encodable, holding NaN, a
 malformed ``ToolResult``) is an error message for that call, never an abort; a
-lone surrogate in returned text is written as its escape (``\\udc80``), so every
-message encodes.
+lone surrogate in returned text is written as its escape (``\\udc80``), in the
+message and the follow-up, so every result encodes.
 """
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
@@ -27,7 +28,7 @@ import msgspec
 
 from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput, stored
 from ._middleware import After, HookFailed
-from ._validate import printable
+from ._validate import json_text, printable
 from ._wire import (
     Artifact,
     ContentBlock,
@@ -433,4 +434,34 @@ def _from_result(
         event = ToolCompleted(
             call_id=call.id, tool_name=name, is_error=message.is_error, metadata=result.metadata
         )
-    return message, event, result.follow_up, result.metadata or None
+    follow_up = result.follow_up
+    return message, event, follow_up and _escaped(follow_up), result.metadata or None
+
+
+def _escaped(blocks: tuple[ContentBlock, ...]) -> tuple[ContentBlock, ...]:
+    """A follow-up's blocks with each lone surrogate written as its escape, as the
+    message's text has it (``printable``), so that every result encodes: a text block's,
+    a JSON block's (then the text of its JSON), an image's or a file's own text fields."""
+    shown = tuple(map(_escaped_block, blocks))
+    return blocks if all(map(operator.is_, shown, blocks)) else shown
+
+
+def _escaped_block(block: ContentBlock) -> ContentBlock:
+    if isinstance(block, TextBlock):
+        text = printable(block.text)
+        return block if text is block.text else TextBlock(text)
+    if isinstance(block, JsonBlock):
+        try:
+            _encode(block.value)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return TextBlock(json_text(block.value))  # (escaped, as the message renders it)
+        return block
+    fields = (
+        ("media_type", "url") if isinstance(block, ImageBlock) else ("name", "media_type", "uri")
+    )
+    changed = {}
+    for field in fields:
+        value = getattr(block, field)
+        if value is not None and printable(value) is not value:
+            changed[field] = printable(value)
+    return msgspec.structs.replace(block, **changed) if changed else block
