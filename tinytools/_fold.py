@@ -21,7 +21,7 @@ message and the follow-up, so every result encodes.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -48,7 +48,7 @@ from .events import Event, ToolCompleted, ToolFailed
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
-    from ._registry import Registry
+    from ._registry import AnyTool, Registry
     from ._result import DispatchResult
 
 __all__ = [
@@ -191,7 +191,7 @@ def bounded(result: DispatchResult, tools: Registry, limit: int | None) -> Dispa
 
     The one place dispatch cuts what the model reads: a tool's result and what dispatch
     writes itself (a refusal quoting the schema, discovery's search results, an unknown
-    name's suggestions, a denial, an interruption) alike.
+    name's suggestions, a denial, an interruption) alike, and each follow-up's text.
     """
     own = tools._tools
     messages = result.messages
@@ -208,7 +208,40 @@ def bounded(result: DispatchResult, tools: Registry, limit: int | None) -> Dispa
                 if cut is None:
                     cut = list(messages)
                 cut[index] = msgspec.structs.replace(message, content=shown)
+    if result.follow_ups:
+        result = _follow_ups_bounded(result, own, limit)
     return result if cut is None else msgspec.structs.replace(result, messages=tuple(cut))
+
+
+def _follow_ups_bounded(
+    result: DispatchResult, own: Mapping[str, AnyTool], limit: int | None
+) -> DispatchResult:
+    """``result`` with each follow-up's text cut as its call's message is (to the limit
+    of the tool the message names too): its text and JSON blocks, rendered as the model
+    reads them, cut to the byte limit into one text block where the first of them stood.
+    Image and file blocks are no text: the limit neither counts nor cuts them."""
+    names = {message.tool_call_id: message.name for message in result.messages}
+    follow_ups = list(result.follow_ups)
+    cut = False
+    for index, follow_up in enumerate(follow_ups):
+        most = limit
+        tool = own.get(names.get(follow_up.call_id, ""))
+        if tool is not None and tool._plan.limit is not None:
+            most = stricter(limit, tool._plan.limit)
+        blocks = follow_up.content
+        at = [i for i, block in enumerate(blocks) if isinstance(block, (TextBlock, JsonBlock))]
+        text = render([blocks[i] for i in at])
+        shown = truncate(text, most)
+        if shown is not text:
+            first, texts = at[0], set(at)
+            content = tuple(
+                TextBlock(shown) if i == first else block
+                for i, block in enumerate(blocks)
+                if i == first or i not in texts
+            )
+            follow_ups[index] = msgspec.structs.replace(follow_up, content=content)
+            cut = True
+    return msgspec.structs.replace(result, follow_ups=tuple(follow_ups)) if cut else result
 
 
 def _persist(

@@ -174,9 +174,9 @@ class ToolRuntime:
         idempotent: Running the tool twice with the same arguments has the
             effect of running it once.
         max_result_bytes: The largest content, in UTF-8 bytes, of a message about
-            one of the tool's calls (its result, or dispatch's answer); None means
-            no limit of its own. With ``RunPolicy.max_result_bytes`` the stricter
-            of the two holds.
+            one of the tool's calls (its result, or dispatch's answer), and of the
+            text of its follow-up; None means no limit of its own. With
+            ``RunPolicy.max_result_bytes`` the stricter of the two holds.
         replay: ``"safe"`` lets a call interrupted by a crash run again on
             resume; ``"never"`` settles it as interrupted instead.
         blocking: The (synchronous) tool blocks on I/O or CPU: dispatch runs it
