@@ -241,10 +241,10 @@ def _tools(target: str) -> tuple[AnyTool, ...]:
 
 
 def _say(out: TextIO, *lines: str) -> None:
-    """Human output, every verb's: each line with its control characters escaped, a line
-    break too (call ids, tool names, run ids and arguments are whatever a model or a host
+    """Human output, every verb's: each line through ``printable``, a line break in it
+    escaped too (call ids, tool names, run ids and arguments are whatever a model or a host
     sent: they cannot restyle the terminal nor forge a line of the listing)."""
-    out.write("".join(printable(line).replace("\n", "\\n") + "\n" for line in lines))
+    out.write("".join(printable(line) + "\n" for line in lines))
 
 
 def _age(seconds: float) -> str:

@@ -66,6 +66,7 @@ from ._dialect import (
     arguments_of,
     catalogue,
     hide_reasoning,
+    key_text,
     properties,
     skip_space,
     tool_map,
@@ -123,7 +124,8 @@ def render(tools: Tools) -> str:
 def _signature(tool: AnyTool) -> str:
     order = _order(tool)
     rest = [name for name in properties(tool) if name not in order]
-    return f"{tool.name}({', '.join([*order, *(['*', *rest] if rest else [])])})"
+    names = [key_text(name) for name in [*order, *(["*", *rest] if rest else [])]]
+    return f"{tool.name}({', '.join(names)})"
 
 
 def render_call(call: ToolCall, tools: Tools) -> str:
