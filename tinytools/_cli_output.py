@@ -8,12 +8,17 @@ plain and stable.
 
 Text that comes from a tool or a model (a result, a stored call id, a
 description, a parameter name) is printed through :func:`printable`, one rule for
-every command: control characters are written as escapes (``\x1b``), so tool output
-cannot move the cursor, retitle the terminal or forge a line of a listing. They are
-the C0 controls but tab, DEL and the C1 controls; a field's line break too, while a
-block printed as lines (a tool's result, a catalogue) keeps its own. A JSON document
-is written by :func:`printable_json`, which escapes the same characters in JSON's own
-notation.
+every command: the characters that could move the cursor, retitle the terminal,
+reorder or hide text, or start a line are written as escapes (``\x1b``, ``\u202e``),
+so tool output cannot restyle the terminal, show text other than it holds, or forge a
+line of a listing. They are the C0 controls but tab, DEL, the C1 controls, and the
+Unicode categories Cf (format characters: the bidi embeddings, overrides and
+isolates U+202A-U+202E and U+2066-U+2069, the zero-width U+200B-U+200F, U+2060 and
+U+FEFF, tag characters), Zl and Zp (U+2028, U+2029); a field's line break too, while
+a block printed as lines (a tool's result, a catalogue) keeps its own. Cf holds the
+zero-width joiners some scripts and emoji sequences use: they are shown as escapes
+too. A JSON document is written by :func:`printable_json`, which escapes the same
+characters in JSON's own notation.
 What the output's encoding cannot hold (a lone surrogate, which a stored call id
 may have) is written as a backslash escape too (:func:`tolerant`), so no text cuts
 a verb's output short.
@@ -26,6 +31,7 @@ import json
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Callable
 from typing import TextIO
 
@@ -46,12 +52,18 @@ __all__ = [
 
 #: C0 controls but tab, DEL and the C1 controls (terminal escape introducers).
 _CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+#: Unicode categories never printed raw: format characters, line and paragraph separators.
+_INVISIBLE = frozenset({"Cf", "Zl", "Zp"})
 
 
 def _unprintable(text: str, lines: bool) -> set[str]:
     """The characters of ``text`` the module docstring's rule escapes (each once)."""
     # (each distinct character looked at once: a long text is read in C)
-    found = {c for c in set(text) if _CONTROLS.match(c)}
+    found = {
+        c
+        for c in set(text)
+        if _CONTROLS.match(c) or (c > "\x9f" and unicodedata.category(c) in _INVISIBLE)
+    }
     if lines:
         found.discard("\n")
     return found
@@ -59,7 +71,8 @@ def _unprintable(text: str, lines: bool) -> set[str]:
 
 def printable(text: str, *, lines: bool = False) -> str:
     """``text`` with every character the module docstring names written as an escape
-    (``\\x1b``), a line break included unless ``lines`` (a block printed as lines)."""
+    (``\\x1b``, ``\\u202e``, ``\\U000e0041``), a line break included unless ``lines`` (a
+    block printed as lines)."""
     found = _unprintable(text, lines)
     if not found:
         return text
@@ -90,10 +103,11 @@ def printable_json(
     """``value`` as JSON text (non-ASCII kept) with no character :func:`printable`
     escapes left raw.
 
-    ``json.dumps`` escapes the C0 controls but leaves DEL and the C1 controls (``\\x9b``
-    opens an escape sequence as ``ESC [`` does) raw in strings: they are written as
-    ``\\u009b``, which decodes to the same value. A raw newline left in the text is
-    indentation, never part of a string.
+    ``json.dumps`` escapes the C0 controls but leaves DEL, the C1 controls (``\\x9b``
+    opens an escape sequence as ``ESC [`` does) and the format characters and separators
+    raw in strings: they are written as ``\\u009b``, ``\\u202e`` (a character past the
+    BMP as its surrogate pair), which decode to the same value. A raw newline left in the
+    text is indentation, never part of a string.
     """
     text = json.dumps(value, indent=indent, ensure_ascii=False, default=default)
     found = _unprintable(text, lines=True)
