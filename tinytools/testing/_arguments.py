@@ -50,8 +50,9 @@ def valid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, object]
     included (``Annotated[int, msgspec.Meta(ge=0)]``, lengths, patterns,
     enums, literals, nested dataclasses, TypedDicts and Structs, optional
     parameters sometimes left out), as the JSON a model sends: a ``datetime``
-    as ISO text, ``bytes`` as base64. For a ``Tool.from_schema`` tool they are
-    drawn from its JSON schema, in every ``format`` ``tool.validate`` enforces
+    as ISO text, ``bytes`` as base64, a ``dict[int, str]``'s keys as text.
+    For a ``Tool.from_schema`` tool they are drawn from its JSON schema, in
+    every ``format`` ``tool.validate`` enforces
     (``uri``, ``hostname``, ``date-time``, ...) at the lengths and with the
     ``pattern`` the schema adds, and an ``allOf`` as the one schema its parts
     make together; where the schema uses keywords beyond those tool schemas
