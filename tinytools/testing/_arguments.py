@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from typing import cast
 
 from hypothesis import reject
 from hypothesis import strategies as st
@@ -11,7 +12,7 @@ from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
 from tinytools._spec import Tool
-from tinytools._validate import StructValidator
+from tinytools._validate import SchemaValidator, StructValidator, local_schema
 from tinytools.errors import ToolArgumentsError
 
 from ._conjunction import ANNOTATIONS
@@ -94,8 +95,11 @@ def invalid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, objec
     string in no ``format`` where the schema names one (schema-built tools,
     unless ``enforce="subset"``), a required key left out, a key the object
     does not allow, or an injected parameter set by the model. ``tool.validate`` rejects each with a
-    ``ToolArgumentsError``. Shrinking leads to the smallest valid dict and the
-    first break in schema order.
+    ``ToolArgumentsError``: what it does not enforce is never broken (a constraint
+    beside a ``pattern`` RE2 cannot run in ``patternProperties`` or a ``oneOf``, which
+    it drops), and a key ``patternProperties`` takes is never sent as one the object
+    does not allow. Shrinking leads to the smallest valid dict and the first break in
+    schema order.
 
     Raises:
         hypothesis.errors.InvalidArgument: ``tool`` is not a ``Tool``, its
@@ -149,11 +153,17 @@ def _invalid(item: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
     full = not struct and getattr(validator, "enforce", "subset") != "subset"
     enforced = Enforced(bounds=struct or full, formats=full)
     injected = item.injected
-    schema = item.parameters
+    schema: Mapping[str, object] = item.parameters
+    if isinstance(validator, SchemaValidator):
+        # Broken where the tool's validator looks, not where the schema only says: a
+        # constraint it drops (a pattern RE2 cannot run, with the `additionalProperties`
+        # beside it; a `oneOf` holding one) breaks nothing.
+        local = local_schema(schema, validator.enforce, validator.dialect)
+        schema = cast("Mapping[str, object]", local)
     resolve = Resolver(schema)
     top = resolve(schema)  # (its `allOf` merged: `required` may sit in one)
     if not (injected or top.get("required") or violations(schema, {}, enforced=enforced)):
-        raise InvalidArgument(_unbreakable(item.name, schema))
+        raise InvalidArgument(_unbreakable(item.name, item.parameters))
 
     @st.composite
     def broken(draw: st.DrawFn) -> dict[str, object]:
@@ -192,5 +202,6 @@ def _unbreakable(name: str, schema: Mapping[str, object]) -> str:
         f"invalid_arguments() cannot break the schema of tool {name!r} at one certain "
         f"place: it constrains the arguments only through {named}, where what breaks "
         "them depends on a branch or a combination (a union, `not`, a count of keys, "
-        "...); test its refusals with hand-written arguments"
+        "...) or is not enforced by tool.validate (a pattern RE2 cannot run, with the "
+        "`additionalProperties` beside it); test its refusals with hand-written arguments"
     )
