@@ -31,8 +31,9 @@ def _check_tool(tool: object, caller: str) -> Tool[..., object]:
         "never call it validly: a place the arguments must fill asks for the impossible "
         "(an empty `enum`, a `minimum` above its `maximum`, no multiple of `multipleOf` "
         "between the bounds, a `minLength` above its `maxLength` or lengths no text in its "
-        "`format` has, or `minItems` above `maxItems`); fix the schema, or the parameter's "
-        "constraints"
+        "`format` has, `minItems` above `maxItems`, or a `required` key that no property "
+        "lists and `additionalProperties: false` forbids); fix the schema, or the "
+        "parameter's constraints"
     )
     try:
         drawn = _valid(tool)
