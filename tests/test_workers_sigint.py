@@ -1,7 +1,8 @@
 """Ctrl-C while ``dispatch_sync`` runs a batch on the main thread's event loop
 (tinytools._workers): raised at once where it lands in what the batch runs, whatever
 module or language that code is in; held only inside the loop's own steps, and raised at
-the first code the loop runs after them.
+the first code the loop runs after them; and a ``dispatch_sync`` that SIGINT's handler
+makes meanwhile runs apart, leaving the interrupted batch to go on.
 
 Each Ctrl-C is sent from a tool (``signal.raise_signal``, which runs the handler before
 it returns) or, for one landing inside the loop's own steps, by calling SIGINT's handler
@@ -22,6 +23,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tinytools import (
+    DispatchAborted,
+    DispatchResult,
     RunPolicy,
     Tool,
     ToolCall,
@@ -188,4 +191,100 @@ def test_a_ctrl_c_in_the_loops_step_is_raised_before_any_code_it_runs_next(times
         sys.setprofile(None)
     assert outcomes == ["put off"] * times
     assert ran == []
+    assert_loop_fit()
+
+
+# --- a dispatch_sync inside SIGINT's handler -------------------------------------------
+
+
+@tool
+async def note(text: str) -> str:
+    """Note ``text``."""
+    noted.append(text)
+    return "noted " + text
+
+
+noted: list[str] = []
+
+
+def stop_requested(signum: int, frame: types.FrameType | None) -> None:
+    """A host's SIGINT handler that does not raise: it notes the request with a batch of
+    its own."""
+    result = dispatch_sync([ToolCall("n", "note", {"text": "stop"})], [note])
+    noted.append(result.messages[0].content)
+
+
+@tool
+async def interrupted_in_its_code() -> str:
+    """Send Ctrl-C from inside this tool (the loop runs this step), then go on."""
+    signal.raise_signal(signal.SIGINT)
+    await asyncio.sleep(0)
+    return "went on"
+
+
+@tool
+async def interrupted_in_the_loops_step() -> str:
+    """Wait (the loop steps) until SIGINT's handler has noted the request."""
+    sys.setprofile(ctrl_c_in_the_loops_step(1, []))
+    while "noted stop" not in noted:
+        await asyncio.sleep(0)
+    return "went on"
+
+
+@pytest.mark.parametrize("where", ["interrupted_in_its_code", "interrupted_in_the_loops_step"])
+def test_a_sigint_handler_that_dispatches_leaves_the_interrupted_batch_going(where: str) -> None:
+    """Defect: a host's SIGINT handler that records the request with its own
+    ``dispatch_sync`` took the interrupted batch down: called between two of the loop's
+    steps, its run cancelled the interrupted batch's tasks (which raised
+    ``CancelledError``) and removed its wakeup fd and SIGINT guard; called inside a step,
+    it was refused as nested in a running loop. Its batch runs on a loop of its own; the
+    interrupted batch goes on and answers; the host's handler is in place afterwards."""
+    noted.clear()
+    signal.signal(signal.SIGINT, stop_requested)
+    tools = [note, interrupted_in_its_code, interrupted_in_the_loops_step, ping]
+    try:
+        result = dispatch_sync([ToolCall("a", where, {}), ToolCall("b", "ping", {})], tools)
+    finally:
+        sys.setprofile(None)
+    assert [m.content for m in result.messages] == ["went on", "pong"]
+    assert noted == ["stop", "noted stop"]
+    assert_loop_fit(stop_requested)
+
+
+def test_a_sigint_handler_that_dispatches_while_no_batch_runs() -> None:
+    """The handler's batch runs on the thread's loop, under the same guard as any."""
+    noted.clear()
+    signal.signal(signal.SIGINT, stop_requested)
+    signal.raise_signal(signal.SIGINT)
+    assert noted == ["stop", "noted stop"]
+    assert_loop_fit(stop_requested)
+
+
+def _from_a_tool(inner: Callable[[], DispatchResult]) -> DispatchResult:
+    @tool
+    def dispatches() -> str:
+        """Dispatch from inside the running loop."""
+        return inner().messages[0].content
+
+    return dispatch_sync(
+        [ToolCall("p", "ping", {}), ToolCall("d", "dispatches", {})], [ping, dispatches]
+    )
+
+
+def _from_on_event(inner: Callable[[], DispatchResult]) -> DispatchResult:
+    return dispatch_sync([ToolCall("p", "ping", {})], [ping], on_event=lambda event: inner())
+
+
+@pytest.mark.parametrize("outer", [_from_a_tool, _from_on_event], ids=lambda f: f.__name__)
+def test_a_dispatch_sync_nested_in_a_running_batch_leaves_that_batch_intact(
+    outer: Callable[[Callable[[], DispatchResult]], DispatchResult],
+) -> None:
+    """A tool or an ``on_event`` handler that calls ``dispatch_sync`` inside the running
+    loop: a batch that needs no loop runs inline; one that needs the loop is refused (the
+    outer batch is aborted), and the thread's loop, wakeup fd and SIGINT handler are left
+    as they were."""
+    result = outer(lambda: dispatch_sync([ToolCall("m", "mark", {})], [mark]))
+    assert [m.status for m in result.messages] == ["ok"] * len(result.messages)
+    with pytest.raises(DispatchAborted, match="inside a running asyncio event loop"):
+        outer(lambda: dispatch_sync([ToolCall("n", "ping", {})], [ping]))
     assert_loop_fit()

@@ -49,8 +49,9 @@ run is about 200 us; a new thread about 50 us), so both are kept:
   it (:func:`_wake_on_signals`): ``KeyboardInterrupt`` leaves ``dispatch_sync`` at once,
   also when Ctrl-C lands on a tool's thread; one that lands inside the loop's own steps
   is held until the first code the loop runs that is not its own (:func:`_on_sigint`), so
-  that an interrupt at any point leaves the loop fit for the next batch. It is closed when
-  its thread ends
+  that an interrupt at any point leaves the loop fit for the next batch, and a
+  ``dispatch_sync`` that SIGINT's handler makes meanwhile runs on a loop of its own. It
+  is closed when its thread ends
   (or at interpreter exit for the main thread). A forked child never uses or closes its
   parent's loops: on Linux a loop's epoll instance and wake-up pipe are shared with the
   parent across a fork, so closing the copy (at the child's exit) would unregister the
@@ -696,7 +697,18 @@ if hasattr(os, "register_at_fork"):  # POSIX
 class _LoopHolder:
     """A thread's event loop; closing it when the thread's locals are dropped."""
 
-    __slots__ = ("clean", "deferred", "forks", "loop", "pid", "previous", "signals", "woken")
+    __slots__ = (
+        "busy",
+        "clean",
+        "deferred",
+        "forks",
+        "handling",
+        "loop",
+        "pid",
+        "previous",
+        "signals",
+        "woken",
+    )
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -713,6 +725,9 @@ class _LoopHolder:
         #: interrupts held while it is in the loop's own steps (:func:`_on_sigint`).
         self.previous: Callable[[int, FrameType | None], object] | None = None
         self.deferred: list[tuple[int, FrameType | None]] = []
+        #: A batch runs on the loop (:func:`run_on`); the host's SIGINT handler is being
+        #: called (:func:`_deliver`).
+        self.busy = self.handling = False
 
     def close(self) -> None:
         loop = self.loop
@@ -829,11 +844,17 @@ def refuse_nested_loop() -> None:
 
     Called before any tool of the batch runs and before the ledger records it (a call
     recorded as started and never run would be refused as already started when retried).
+    The host's SIGINT handler, called at a Ctrl-C inside a step of this thread's
+    ``dispatch_sync`` loop, is let through: its batch runs on a loop of its own while the
+    interrupted one waits (see :func:`_run_apart`).
 
     Raises:
         NestedLoop: Naming the loop and what to do instead.
     """
-    running = "asyncio" if asyncio._get_running_loop() is not None else None
+    loop = asyncio._get_running_loop()
+    if loop is not None and _handling_sigint_on(loop):
+        return
+    running = "asyncio" if loop is not None else None
     running = running or sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
     if running is not None:
         raise NestedLoop(
@@ -844,6 +865,13 @@ def refuse_nested_loop() -> None:
             "that dispatches can be declared `@tool(blocking=True)` to run on a worker "
             "thread instead"
         )
+
+
+def _handling_sigint_on(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the host's SIGINT handler runs inside a step of ``loop``, this thread's
+    ``dispatch_sync`` loop (:func:`_deliver`)."""
+    holder: _LoopHolder | None = getattr(_local, "holder", None)
+    return holder is not None and holder.handling and holder.loop is loop
 
 
 def loop_holder() -> _LoopHolder:
@@ -888,7 +916,9 @@ def check_backend(backend: object) -> None:
 # library, a builtin), and in tinytools' engine, whose batch state dies with the batch
 # and whose tasks are unwound as after a tool's own KeyboardInterrupt. Whatever ends a
 # run early, :func:`_drive` ignores a stop left queued by an earlier run, and the tasks
-# left are run to their end before the loop serves another batch (:func:`_unwind`).
+# left are run to their end before the loop serves another batch (:func:`_unwind`). A
+# ``dispatch_sync`` the host's handler makes meanwhile runs on a loop of its own
+# (:func:`_run_apart`).
 
 #: The globals of the modules whose code makes up the loop's own steps (held, so that
 #: their ids stay theirs): asyncio's, and the engine's bookkeeping of a batch's tasks,
@@ -974,14 +1004,20 @@ def _stop_loop(future: asyncio.Future[Any]) -> None:
 
 
 def _deliver(holder: _LoopHolder) -> None:
-    """Call the host's SIGINT handler for each interrupt held (it raises, as a rule)."""
+    """Call the host's SIGINT handler for each interrupt held (it raises, as a rule; a
+    ``dispatch_sync`` it makes runs apart: see :func:`refuse_nested_loop`)."""
     if sys.getprofile() is _at_next_step:
         sys.setprofile(None)
     previous = holder.previous
     while holder.deferred:
         signum, frame = holder.deferred.pop(0)
         if previous is not None:
-            previous(signum, frame)
+            handling = holder.handling
+            holder.handling = True
+            try:
+                previous(signum, frame)
+            finally:
+                holder.handling = handling
 
 
 def _unwind(holder: _LoopHolder) -> None:
@@ -1051,10 +1087,41 @@ def _run_guarded(
             _unguard_sigint(holder)
 
 
+def _run_apart(holder: _LoopHolder, fn: Callable[..., Awaitable[T]], args: tuple[object, ...]) -> T:
+    """``fn(*args)`` on a loop of its own, for a ``dispatch_sync`` made while a batch runs on
+    this thread's loop (by SIGINT's handler, between two of its steps or inside one): that
+    batch's loop, tasks, wakeup fd and SIGINT handler are left as they are, and it goes on
+    once this one has returned."""
+    apart = _LoopHolder()  # (the thread's held interrupts are one list)
+    apart.previous, apart.deferred, apart.busy = holder.previous, holder.deferred, True
+    if holder.woken and holder.signals is not None:  # (a signal wakes this loop as well)
+        apart.loop.add_reader(holder.signals[0].fileno(), _drain_signals, holder.signals[0])
+    running = asyncio._get_running_loop()  # (the batch's, when the handler cut into a step)
+    _local.holder = apart
+    try:
+        asyncio._set_running_loop(None)
+        return _run_batch(apart, fn, args)
+    finally:
+        _local.holder = holder
+        asyncio._set_running_loop(running)
+        if apart.clean:
+            apart.close()
+        else:  # (its unwinding was cut short: closed, it would drop its tasks unfinished)
+            _LEFT.append(apart)
+        _deliver(apart)  # (an interrupt held as its batch ended)
+
+
+#: Loops of a ``dispatch_sync`` made by SIGINT's handler whose tasks an interrupt kept
+#: from unwinding (:func:`_run_apart`): kept, never used, for the life of the process.
+_LEFT: list[_LoopHolder] = []
+
+
 #: The code that drives the loop (an interrupt there is held, as in asyncio's own steps),
 #: and the code of asyncio or of the driver that calls what it runs: a callback, a task's
 #: step, the host's SIGINT handler (an interrupt in those is not held).
-_DRIVER: Final = frozenset({_drive.__code__, _run_guarded.__code__, _deliver.__code__})
+_DRIVER: Final = frozenset(
+    {_drive.__code__, _run_guarded.__code__, _run_apart.__code__, _deliver.__code__}
+)
 _CALLS_OUT: Final = frozenset({asyncio.events.Handle._run.__code__, _deliver.__code__})
 
 
@@ -1066,9 +1133,15 @@ def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> 
     """
     if backend == "asyncio":
         holder = loop_holder()
-        if threading.current_thread() is threading.main_thread():
-            return _run_guarded(holder, fn, args)
-        return _run_batch(holder, fn, args)  # (no signal handler runs in this thread)
+        if holder.busy:  # (SIGINT's handler dispatching while a batch runs on this thread)
+            return _run_apart(holder, fn, args)
+        holder.busy = True
+        try:
+            if threading.current_thread() is threading.main_thread():
+                return _run_guarded(holder, fn, args)
+            return _run_batch(holder, fn, args)  # (no signal handler runs in this thread)
+        finally:
+            holder.busy = False
     import trio
 
     return trio.run(fn, *args)
