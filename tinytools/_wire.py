@@ -16,6 +16,7 @@ from JSON at msgspec speed and can cross process boundaries unchanged.
 # to `tinytools`; real (evaluated) annotations keep decoding independent of it.
 
 import inspect
+import re
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
@@ -32,6 +33,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolResult",
+    "attachment_problem",
     "json_problem",
     "nonfinite",
     "plain_call",
@@ -96,7 +98,12 @@ class JsonBlock(msgspec.Struct, frozen=True, tag="json"):
 
 
 class ImageBlock(msgspec.Struct, frozen=True, tag="image"):
-    """An image, inline (``data``) or by reference (``url``)."""
+    """An image, inline (``data``) or by reference (``url``).
+
+    ``media_type`` is an ``image/...`` type (``image/png``); a result is refused
+    when it is not, or when the block has neither data nor a url. The image
+    reaches the model where its provider takes one (see ``ToolMessage.attachments``).
+    """
 
     media_type: str
     data: bytes | None = None
@@ -104,7 +111,9 @@ class ImageBlock(msgspec.Struct, frozen=True, tag="image"):
 
 
 class FileBlock(msgspec.Struct, frozen=True, tag="file"):
-    """A file, inline (``data``) or by reference (``uri``)."""
+    """A file, inline (``data``) or by reference (``uri``); with both, ``uri`` names
+    where the data came from (an MCP resource). A result is refused when the block
+    has neither, or a ``media_type`` that is no ``type/subtype``."""
 
     name: str
     media_type: str = "application/octet-stream"
@@ -238,6 +247,10 @@ class ToolMessage(msgspec.Struct, frozen=True, kw_only=True):
         artifact: Host-side structured output or artifact references; never
             rendered to the model.
         status: How the call ended.
+        attachments: The result's images and files, in order, which each provider
+            module's ``tool_results`` sends in that provider's own form (the
+            content names each where it stood: ``[image image/png]``). Not cut
+            by ``max_result_bytes``, which bounds the content's text.
     """
 
     tool_call_id: str
@@ -246,6 +259,7 @@ class ToolMessage(msgspec.Struct, frozen=True, kw_only=True):
     is_error: bool = False
     artifact: object = None
     status: MessageStatus = "ok"
+    attachments: tuple[ImageBlock | FileBlock, ...] = ()
 
 
 _encode = msgspec.json.encode
@@ -353,6 +367,43 @@ def check_result(result: ToolResult, source: str = "tool") -> None:
         ) from None
     _refusenonfinite(source, "content", parts[0])  # a JsonBlock's value, read as null
     _refusenonfinite(source, "follow_up", parts[1])
+    for field in ("content", "follow_up"):
+        for index, block in enumerate(getattr(result, field)):
+            if type(block) is ImageBlock or type(block) is FileBlock:
+                problem = attachment_problem(block)
+                if problem is not None:
+                    raise TypeError(
+                        f"{source} returned a ToolResult whose `{field}[{index}]` "
+                        f"({type(block).__name__}) {problem}"
+                    )
+
+
+#: A media type: ``type/subtype`` (RFC 6838 names), then any parameters (``; charset=…``).
+_MEDIA_TYPE = re.compile(
+    r"[A-Za-z0-9][\w!#$&^.+-]{0,126}/[A-Za-z0-9][\w!#$&^.+-]{0,126}(?:\s*;[ -~]*)?", re.ASCII
+)
+
+
+def attachment_problem(block: "ImageBlock | FileBlock") -> str | None:
+    """What keeps an image or file block (its fields already of the right types) from
+    reaching a model, said so that its author knows what to change; None when nothing."""
+    media = block.media_type
+    if not _MEDIA_TYPE.fullmatch(media):
+        return (
+            f"has the media_type {media!r:.80}, which is no media type; give type/subtype, "
+            "such as image/png or application/pdf"
+        )
+    if isinstance(block, ImageBlock):
+        if media[:6].lower() != "image/":
+            return (
+                f"has the media_type {media!r:.80}, which is no image type; give image/png, "
+                "image/jpeg, ..., or return the data as a FileBlock"
+            )
+        if block.data is None and not block.url:
+            return "has neither data nor a url; pass ImageBlock(media_type, data=bytes) or url=..."
+    elif block.data is None and not block.uri:
+        return "has neither data nor a uri; pass FileBlock(name, media_type, data=bytes) or uri=..."
+    return None
 
 
 def _refusenonfinite(source: str, field: str, value: object) -> None:
