@@ -52,7 +52,7 @@ from collections.abc import Mapping
 import attrs
 import msgspec
 
-from ._registry import AnyTool, Registry
+from ._declare.registry import AnyTool, Registry
 from ._suggest import normalize
 from ._wire import ToolCall
 

@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._tool_policy import BYTES, MOST_SECONDS, SECONDS
+from ._declare.tool_policy import BYTES, MOST_SECONDS, SECONDS
 
 __all__ = [
     "Fail",
