@@ -17,8 +17,12 @@ without output must succeed. ``sh`` blocks (installing, exporting a key) and
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 import re
+import runpy
 import shlex
+import types
 import unittest
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +32,8 @@ from cli_run import run_cli
 from docs_fakes import anthropic_client, openai_client
 from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
+
+import tinytools
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -131,3 +137,64 @@ def test_pipeline_draws_admission_in_the_order_it_runs():
 
     assert at("before_tool") < at("allow-list") < at("decode") < at("validate")
     assert at("validate") < at("approval gate")
+
+
+def _reference_entries() -> dict[str, bool]:
+    """The reference pages' ``::: identifier`` entries (docs/_tooling/reference_entries.py,
+    which the reference's Griffe extension reads too)."""
+    found: dict[str, bool] = runpy.run_path(str(DOCS / "_tooling" / "reference_entries.py"))[
+        "entries"
+    ]()
+    return found
+
+
+def _named(path: str) -> object:
+    """The object a dotted path names: a module, then attributes."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            value = getattr(value, part)
+        return value
+    raise ImportError(path)
+
+
+def _key(path: str, value: object) -> object:
+    """What makes two public names one entry: the same class, function or module is
+    documented once under whichever name; any other value (a constant, a type alias)
+    under its own name."""
+    if isinstance(value, (type, types.ModuleType, types.FunctionType)):
+        return id(value)
+    return path
+
+
+def test_reference_documents_every_public_name():
+    """Every name a public module exports (its ``__all__``) has an entry in the reference,
+    in an order the pages choose: no page renders the package as one dump. (The reference
+    was one ``::: tinytools`` page, opening with the private module map, with ``Inject``,
+    ``State``, ``Store``, ``CallId``, ``EventHandler``, ``ContentBlock`` and ``AnyTool``
+    missing.)"""
+    shown = _reference_entries()
+    assert "tinytools" not in shown, "the package is documented name by name, in pages"
+    covered: set[object] = set()
+    for path, members in shown.items():
+        value = _named(path)
+        covered.add(_key(path, value))
+        if members and isinstance(value, types.ModuleType):
+            for name in getattr(value, "__all__", ()):
+                covered.add(_key(f"{path}.{name}", getattr(value, name)))
+    public = [
+        module.name
+        for module in pkgutil.walk_packages(tinytools.__path__, "tinytools.")
+        if not any(part.startswith("_") for part in module.name.split("."))
+    ]
+    missing = []
+    for module_name in ["tinytools", *public]:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            if _key(f"{module_name}.{name}", getattr(module, name)) not in covered:
+                missing.append(f"{module_name}.{name}")
+    assert [] == missing
