@@ -18,6 +18,7 @@ without output must succeed. ``sh`` blocks (installing, exporting a key) and
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 import re
 import runpy
@@ -34,6 +35,7 @@ from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
 
 import tinytools
+import tinytools.events
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -198,3 +200,29 @@ def test_reference_documents_every_public_name():
             if _key(f"{module_name}.{name}", getattr(module, name)) not in covered:
                 missing.append(f"{module_name}.{name}")
     assert [] == missing
+
+
+#: The Structs a host reads and writes: every event, and the calls, results and messages.
+_WIRE = [
+    *(getattr(tinytools.events, name) for name in tinytools.events.__all__ if name != "Event"),
+    tinytools.ToolCall,
+    tinytools.ToolResult,
+    tinytools.TextBlock,
+    tinytools.JsonBlock,
+    tinytools.ImageBlock,
+    tinytools.FileBlock,
+    tinytools.Artifact,
+    tinytools.ToolMessage,
+]
+
+
+@pytest.mark.parametrize("struct", _WIRE, ids=lambda struct: struct.__name__)
+def test_wire_structs_describe_every_field(struct: type):
+    """Every field of an event or wire Struct is described in its docstring's
+    ``Attributes:`` section, which the reference shows as a table of names, types and
+    meanings (the events page showed ``Bases: _Event`` and no field at all)."""
+    doc = inspect.getdoc(struct) or ""
+    assert "\nAttributes:\n" in doc, struct.__name__
+    section = doc.split("\nAttributes:\n", 1)[1]
+    described = set(re.findall(r"^    (\w+):", section, re.MULTILINE))
+    assert set() == set(struct.__struct_fields__) - described

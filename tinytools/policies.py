@@ -48,6 +48,9 @@ class Rewrite:
     When ``tool_name`` is itself not callable this turn (unregistered, hidden,
     not advertised or not allowed), the call is answered as with
     :class:`ReturnToolError`.
+
+    Attributes:
+        tool_name: The tool that answers calls of unknown tools.
     """
 
     tool_name: str
