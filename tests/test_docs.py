@@ -226,3 +226,12 @@ def test_wire_structs_describe_every_field(struct: type):
     section = doc.split("\nAttributes:\n", 1)[1]
     described = set(re.findall(r"^    (\w+):", section, re.MULTILINE))
     assert set() == set(struct.__struct_fields__) - described
+
+
+def test_tutorial_teaches_injection():
+    """The tutorial's code injects a value from ``Context(values=...)``, the state, the store,
+    the call id and ``Emit`` (test_page runs it): no tutorial or how-to showed ``Inject[...]``
+    with ``Context(values=...)``."""
+    code = "\n".join(str(example.parsed) for example in _SYBIL.parse(DOCS / "tutorial.md"))
+    for taught in ("Inject[", "Context(", "values=", "State[", "Store[", "CallId]", "Emit]"):
+        assert taught in code
