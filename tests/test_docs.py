@@ -130,7 +130,7 @@ def test_pipeline_draws_admission_in_the_order_it_runs():
     """The pipeline page's diagram puts ``before_tool`` hooks before name resolution and
     validation, and the approval gate after validation, as admission runs them (it drew
     the hooks after validation). The page's example shows a hook fixing a name."""
-    page = (DOCS / "concepts" / "pipeline.md").read_text(encoding="utf-8")
+    page = (DOCS / "concepts" / "pipeline.mmd").read_text(encoding="utf-8")
     admit = page[page.index('subgraph admit["admit') :]
     admit = admit[: admit.index("\n    end\n")]
 
@@ -235,3 +235,15 @@ def test_tutorial_teaches_injection():
     code = "\n".join(str(example.parsed) for example in _SYBIL.parse(DOCS / "tutorial.md"))
     for taught in ("Inject[", "Context(", "values=", "State[", "Store[", "CallId]", "Emit]"):
         assert taught in code
+
+
+def test_diagrams_are_drawn_from_their_sources():
+    """The site shows its diagrams with no network: each is an SVG drawn from the Mermaid
+    source beside it, as that source is now (``nox -s diagrams`` redraws them), and no
+    page holds a Mermaid fence (Material loaded Mermaid from a CDN: offline, the pipeline
+    page showed the diagram's source as text)."""
+    diagrams = runpy.run_path(str(DOCS / "_tooling" / "diagrams.py"))
+    assert [DOCS / "concepts" / "pipeline.mmd"] == sorted(DOCS.rglob("*.mmd"))
+    assert [] == diagrams["stale"]()
+    fenced = [page for page in DOCS.rglob("*.md") if "```mermaid" in page.read_text("utf-8")]
+    assert [] == fenced
