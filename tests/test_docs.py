@@ -247,3 +247,11 @@ def test_diagrams_are_drawn_from_their_sources():
     assert [] == diagrams["stale"]()
     fenced = [page for page in DOCS.rglob("*.md") if "```mermaid" in page.read_text("utf-8")]
     assert [] == fenced
+
+
+def test_site_names_a_repository_only_with_its_address():
+    """The site's header names a repository only with the address it links to (it showed
+    ``repo_name`` without ``repo_url``: a name that linked nowhere)."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    keys = set(re.findall(r"^(\w+):", config, re.MULTILINE))
+    assert "repo_name" not in keys or "repo_url" in keys
