@@ -11,9 +11,11 @@ goes to a proxy that is not there.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -70,6 +72,7 @@ class Browser:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             close_fds=False,  # fds 3 and 4 must reach Chromium; every other is close-on-exec
+            start_new_session=True,  # its own process group, which __exit__ ends
             preexec_fn=as_fds_3_and_4,  # (the callers are single-threaded)
         )
         os.close(commands)
@@ -88,11 +91,20 @@ class Browser:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._process.kill()
-        self._process.wait()
-        os.close(self._commands)
-        os.close(self._answers)
-        self._profile.cleanup()
+        self._session = ""  # closing is the browser's command, not the page's
+        try:
+            self.send("Browser.close")
+            self._process.wait(timeout=10)
+        except (OSError, RuntimeError, subprocess.TimeoutExpired):
+            pass
+        finally:
+            # Chromium's own helper processes are in the group it leads: end them too.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+            os.close(self._commands)
+            os.close(self._answers)
+            self._profile.cleanup()
 
     def send(self, method: str, **params: Any) -> dict[str, Any]:
         """Call one DevTools method (on the page, once attached); its result."""

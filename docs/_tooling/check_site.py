@@ -1,15 +1,18 @@
-"""Check the built site in a headless Chromium with the network off: its diagrams show.
+"""Check the built site in a headless Chromium with the network off, as a reader sees it.
 
     python docs/_tooling/check_site.py SITE [--screenshot PNG]
 
-Serves the built folder ``SITE`` on 127.0.0.1 and opens every page that has a diagram
-(an SVG image, or a Mermaid block left for a script) in Debian's Chromium, which can
-reach nothing but that server (``browser.py``). A page passes when each of its SVG
-images loaded with a size and no Mermaid source is left as text; the pipeline page must
-be among them. ``--screenshot`` saves the pipeline page's diagram as a PNG.
+Serves the built folder ``SITE`` on 127.0.0.1 and opens every page in Debian's Chromium,
+which can reach nothing but that server (``browser.py``), in a 1280 by 900 window. A
+page passes when
 
-Without Chromium the check is skipped and says so, except under CI (``CI=true``), where
-that fails. The ``docs`` nox session runs it after building the site.
+- each SVG image it shows loaded, with a size, and no Mermaid source is left as text
+  (the pipeline page must have a diagram);
+- no line of a code block is cut: every block fits its width.
+
+``--screenshot`` saves the pipeline page's diagram as a PNG. Without Chromium the check
+is skipped and says so, except under CI (``CI=true``), where that fails. The ``docs``
+nox session runs it after building the site.
 """
 
 from __future__ import annotations
@@ -18,17 +21,17 @@ import argparse
 import functools
 import http.server
 import os
-import re
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 from browser import Browser, chromium
 
-#: The page whose diagram must show (the site's one diagram drawn from Mermaid).
+#: The page whose diagram must show (the site's diagram drawn from Mermaid).
 PIPELINE = "concepts/pipeline/"
-_DIAGRAM = re.compile(r'<img[^>]+src="[^"]+\.svg"|class="mermaid"')
-#: What the page shows: its SVG images, and Mermaid sources shown as text.
+#: What a page shows: its SVG images, Mermaid sources shown as text, and the code blocks
+#: wider than their box (the start of each).
 _SHOWN = r"""(() => {
   const svg = [...document.querySelectorAll("article img")]
     .filter(image => new URL(image.src).pathname.endsWith(".svg"));
@@ -43,8 +46,14 @@ _SHOWN = r"""(() => {
       /^\s*(flowchart|graph|sequenceDiagram|classDiagram|stateDiagram|erDiagram)\b/
         .test(block.textContent)
     ).length,
+    cut: [...document.querySelectorAll("article pre > code")]
+      .filter(code => code.scrollWidth > code.clientWidth)
+      .map(code => code.textContent.split("\n").find(
+        line => line.length === Math.max(...code.textContent.split("\n").map(l => l.length))
+      ).slice(0, 60)),
   };
 })()"""
+_PICTURE = "document.querySelector('article img')"
 #: Whether the browser reaches the network (where Material would load Mermaid from).
 _ONLINE = (
     "fetch('https://unpkg.com/mermaid@11/dist/mermaid.min.js', {mode: 'no-cors'})"
@@ -57,48 +66,45 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def pages_with_diagrams(site: Path) -> list[str]:
-    """The site's pages (as paths from its root) that show a diagram."""
-    return [
-        page.parent.relative_to(site).as_posix() + "/"
-        for page in sorted(site.rglob("index.html"))
-        if _DIAGRAM.search(page.read_text(encoding="utf-8"))
-    ]
-
-
 def check(site: Path, executable: str, screenshot: Path | None) -> list[str]:
-    """What is wrong with the site's diagrams offline (nothing, when they all show)."""
-    pages = pages_with_diagrams(site)
-    problems = [] if PIPELINE in pages else [f"{PIPELINE}: no diagram found in the page"]
+    """What a reader of the site would find wrong offline (nothing, when all is well)."""
+    pages = [page.parent.relative_to(site).as_posix() + "/" for page in site.rglob("index.html")]
+    problems: list[str] = []
     handler = functools.partial(_Quiet, directory=str(site))
     with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         root = f"http://127.0.0.1:{server.server_address[1]}/"
-        with Browser(executable) as browser:
-            browser.open(root)
-            if browser.evaluate(_ONLINE):
-                return ["the browser reached the network: the check would prove nothing"]
-            for page in pages:
-                browser.open(root + page)
-                shown = browser.evaluate(_SHOWN)
-                problems += [
-                    f"{page}: {image['src']} did not load as an image"
-                    for image in shown["images"]
-                    if not image["loaded"] or not image["shown"]
-                ]
-                if shown["mermaid"]:
-                    problems.append(f"{page}: {shown['mermaid']} Mermaid block(s) shown as text")
-                if not shown["images"] and not shown["mermaid"]:
-                    problems.append(f"{page}: no diagram shown")
-                for image in shown["images"]:
-                    print(f"{page}: {image['src']} {image['natural']}, shown {image['shown']}px")
-                if page == PIPELINE and screenshot is not None:
-                    browser.evaluate(
-                        "document.querySelector('article img').scrollIntoView({block: 'center'})"
-                    )
-                    browser.screenshot(screenshot)
-        server.shutdown()
+        try:
+            with Browser(executable, width=1280, height=900) as browser:
+                browser.open(root)
+                if browser.evaluate(_ONLINE):
+                    return ["the browser reached the network: the check would prove nothing"]
+                for page in sorted(pages, key=lambda page: (page != PIPELINE, page)):
+                    browser.open(root + page.removeprefix("./"))
+                    problems += _problems(page, browser.evaluate(_SHOWN))
+                    if page == PIPELINE and screenshot is not None:
+                        browser.evaluate(f"{_PICTURE}.scrollIntoView({{block: 'center'}})")
+                        browser.screenshot(screenshot)
+        finally:
+            server.shutdown()
+    print(f"checked {len(pages)} pages")
     return problems
+
+
+def _problems(page: str, shown: Any) -> list[str]:
+    """What is wrong with what ``page`` shows (``_SHOWN``)."""
+    problems = []
+    for image in shown["images"]:
+        print(f"{page}: {image['src']} {image['natural']}, shown {image['shown']}px")
+        if not image["loaded"] or not image["shown"]:
+            problems.append(f"{page}: {image['src']} did not load as an image")
+    if shown["mermaid"]:
+        problems.append(f"{page}: {shown['mermaid']} Mermaid source(s) shown as text")
+    if page == PIPELINE and not shown["images"]:
+        problems.append(f"{page}: no diagram shown")
+    return problems + [
+        f"{page}: a code block is cut on the page: {line}..." for line in shown["cut"]
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -112,15 +118,15 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("CI") == "true":
             print(f"error: cannot check the site offline: {reason}", file=sys.stderr)
             return 1
-        print(f"SKIPPED the offline check of the site's diagrams: {reason}")
+        print(f"SKIPPED the offline check of the site in a browser: {reason}")
         return 0
     problems = check(args.site, executable, args.screenshot)
     for problem in problems:
         print(f"error: {problem}", file=sys.stderr)
     if problems:
         print(
-            "The site must show its diagrams with no network: draw each from its .mmd"
-            " source with `nox -s diagrams` and show the .svg as an image.",
+            "Draw each diagram from its .mmd source with `nox -s diagrams` and show the .svg"
+            " as an image; wrap code lines to 80 characters (what a code block shows).",
             file=sys.stderr,
         )
     return 1 if problems else 0
