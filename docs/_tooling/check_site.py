@@ -8,7 +8,9 @@ page passes when
 
 - each SVG image it shows loaded, with a size, and no Mermaid source is left as text
   (the pipeline page must have a diagram);
-- no line of a code block is cut: every block fits its width.
+- no line of a code block is cut: every block fits its width;
+- no docstring markup is left as text (a Sphinx role such as ``:class:``) and no class
+  shows a private base.
 
 ``--screenshot`` saves the pipeline page's diagram as a PNG. Without Chromium the check
 is skipped and says so, except under CI (``CI=true``), where that fails. The ``docs``
@@ -33,6 +35,7 @@ PIPELINE = "concepts/pipeline/"
 #: What a page shows: its SVG images, Mermaid sources shown as text, and the code blocks
 #: wider than their box (the start of each).
 _SHOWN = r"""(() => {
+  const article = document.querySelector("article");
   const svg = [...document.querySelectorAll("article img")]
     .filter(image => new URL(image.src).pathname.endsWith(".svg"));
   return {
@@ -46,6 +49,10 @@ _SHOWN = r"""(() => {
       /^\s*(flowchart|graph|sequenceDiagram|classDiagram|stateDiagram|erDiagram)\b/
         .test(block.textContent)
     ).length,
+    // Docstring markup for Sphinx, shown as text (`:class:`), and private base classes.
+    roles: article.innerText.match(/:(class|func|meth|attr|data|mod|exc|obj):`?\w/g) || [],
+    bases: [...document.querySelectorAll(".doc-class-bases code")]
+      .map(base => base.textContent).filter(name => /(^|\.)_\w/.test(name)),
     cut: [...document.querySelectorAll("article pre > code")]
       .filter(code => code.scrollWidth > code.clientWidth)
       .map(code => code.textContent.split("\n").find(
@@ -102,6 +109,9 @@ def _problems(page: str, shown: Any) -> list[str]:
         problems.append(f"{page}: {shown['mermaid']} Mermaid source(s) shown as text")
     if page == PIPELINE and not shown["images"]:
         problems.append(f"{page}: no diagram shown")
+    if shown["roles"]:
+        problems.append(f"{page}: {len(shown['roles'])} Sphinx role(s) shown as text")
+    problems += [f"{page}: a private base class is shown: {base}" for base in shown["bases"]]
     return problems + [
         f"{page}: a code block is cut on the page: {line}..." for line in shown["cut"]
     ]
@@ -126,7 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     if problems:
         print(
             "Draw each diagram from its .mmd source with `nox -s diagrams` and show the .svg"
-            " as an image; wrap code lines to 80 characters (what a code block shows).",
+            " as an image; wrap code lines to 80 characters (what a code block shows); load"
+            " the reference's docstrings through docs/_tooling/griffe_public.py (mkdocs.yml).",
             file=sys.stderr,
         )
     return 1 if problems else 0
