@@ -21,7 +21,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Browser", "chromium"]
+__all__ = ["Browser", "chromium", "missing"]
 
 _NAMES = ("chromium", "chromium-browser", "google-chrome", "chrome")
 _FLAGS = (
@@ -45,6 +45,14 @@ def chromium() -> str | None:
     ``PATH``), or None when there is none."""
     named = os.environ.get("CHROMIUM")
     return shutil.which(named) if named else next(filter(None, map(shutil.which, _NAMES)), None)
+
+
+def missing() -> str:
+    """Why :func:`chromium` found none, and what to do."""
+    named = os.environ.get("CHROMIUM")
+    if named:
+        return f"CHROMIUM={named} is no executable (name Chromium's, or unset it)"
+    return f"no Chromium on PATH ({', '.join(_NAMES)}): apt-get install chromium, or set CHROMIUM"
 
 
 class Browser:

@@ -28,7 +28,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from browser import Browser, chromium
+from browser import Browser, chromium, missing
 
 #: The page whose diagram must show (the site's diagram drawn from Mermaid).
 PIPELINE = "concepts/pipeline/"
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     executable = chromium()
     if executable is None:
-        reason = "no Chromium (apt-get install chromium, or set CHROMIUM)"
+        reason = missing()
         if os.environ.get("CI") == "true":
             print(f"error: cannot check the site offline: {reason}", file=sys.stderr)
             return 1

@@ -93,11 +93,11 @@ def draw(sources: list[Path], executable: str) -> None:
 
 
 def main() -> int:
-    from browser import chromium
+    from browser import chromium, missing
 
     executable = chromium()
     if executable is None:
-        print("error: no Chromium: apt-get install chromium, or set CHROMIUM", file=sys.stderr)
+        print(f"error: cannot draw the diagrams: {missing()}", file=sys.stderr)
         return 1
     draw(sorted(DOCS.rglob("*.mmd")), executable)
     return 0
