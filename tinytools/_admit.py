@@ -39,7 +39,7 @@ from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond,
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
-from ._redact import Redactor, every_secret
+from ._redact import Redactor, every_secret, rewritten, shown_reason
 from ._registry import AnyTool
 from ._spec import Exposure
 from ._unread import UnreadCall, is_fragment, unnamed_text
@@ -713,7 +713,7 @@ def _resolve(
         if name == call.name:
             return call, tool
         batch.emit(_unknown(call, f"rewrite:{name}", batch))
-        return msgspec.structs.replace(call, name=name), tool
+        return msgspec.structs.replace(call, name=name), rewritten(tool, batch.tools)
     policy = batch.policy.unknown_tool
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
     event = _unknown(call, recovery, batch)
@@ -734,7 +734,7 @@ def _resolve(
         f"{hint} Arguments received: {received}."
     )
     if call.invalid is not None and not call.name:
-        text = f"{unnamed_text(call)} {hint}"
+        text = f"{unnamed_text(shown_reason(call, None, batch.tools))} {hint}"
     answer = error_message(msgspec.structs.replace(call, name=printable(call.name)), text)
     if recovery == "fail":
         return Abort(index, answer, f"unknown tool {requested!r}")
@@ -813,9 +813,11 @@ def _arguments(
     """
     try:
         if is_fragment(call):
-            raise UnreadCall(tool.name, str(call.invalid))
+            raise UnreadCall(tool.name, shown_reason(call, tool, batch.tools))
         if call.invalid is not None:
-            raise ToolArgumentsError(tool.name, call.invalid, malformed=True)
+            raise ToolArgumentsError(
+                tool.name, shown_reason(call, tool, batch.tools), malformed=True
+            )
         return tool.validate(call.arguments)
     except ToolArgumentsError as error:
         return _refused(index, call, tool, error, batch)

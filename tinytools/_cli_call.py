@@ -104,10 +104,11 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
             result = dispatch_sync(calls, registry, context=context, approvals=approvals)
     except DispatchAborted as aborted:
         result = aborted.result
-        sys.stderr.write(f"tinytools: the tool aborted the batch: {printable(str(aborted))}\n")
+        aborted_text = printable(str(aborted), lines=True)
+        sys.stderr.write(f"tinytools: the tool aborted the batch: {aborted_text}\n")
     except TinytoolsError as error:
         sys.stderr.write(
-            f"tinytools: error: {printable(str(error))}\n(the command line passes only "
+            f"tinytools: error: {printable(str(error), lines=True)}\n(the command line passes only "
             "Context(run_id='tinytools-cli'): a tool that needs state or values runs from "
             "Python with a Context that has them)\n"
         )
@@ -142,7 +143,7 @@ def _write_text(
         status = str(fields["status"])
         colour = "green" if status == "ok" else "red"
         out.write(f"{paint('Message', 'bold')} ({paint(status, colour)}):\n")
-        content = printable(str(fields["content"]))
+        content = printable(str(fields["content"]), lines=True)
         out.writelines(f"{_INDENT}{line}\n" for line in content.splitlines())
     elif awaiting:
         out.write(
@@ -163,5 +164,5 @@ def _write_text(
         out.write(f"{_INDENT}{paint(kind, 'cyan')} {detail}".rstrip() + "\n")
         for key, value in long.items():
             out.write(f"{_INDENT}{_INDENT}{key}:\n")
-            lines = printable(value).splitlines()
+            lines = printable(value, lines=True).splitlines()
             out.writelines(f"{_INDENT}{_INDENT}{_INDENT}{line}\n" for line in lines)

@@ -161,8 +161,8 @@ def _github_line(d: Diagnostic) -> str:
     """A GitHub Actions workflow command that annotates the file and line."""
 
     def escape(text: str, *, prop: bool = False) -> str:
-        # printable leaves no control character raw but tab and newline (a tool's text)
-        text = printable(text).replace("%", "%25").replace("\n", "%0A")
+        # printable leaves no control character raw but tab and, here, newline (one command)
+        text = printable(text, lines=True).replace("%", "%25").replace("\n", "%0A")
         return text.replace(":", "%3A").replace(",", "%2C") if prop else text
 
     return (

@@ -142,7 +142,7 @@ def _dialect(args: argparse.Namespace, tools: list[AnyTool], out: TextIO) -> Non
         return
     # Descriptions and parameter names are the tools' own text: the catalogue is what a
     # model reads, printed here with its control characters escaped for the terminal.
-    out.write(printable(text.rstrip("\n")) + "\n\n")
+    out.write(printable(text.rstrip("\n"), lines=True) + "\n\n")
     for share in shares:
         out.write(printable(f"{share['name']}  ({share['bytes']} bytes alone)") + "\n")
     out.write(_total_line(args.format, len(shares), total))

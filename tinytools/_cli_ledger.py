@@ -2,7 +2,9 @@
 
 ``--db`` is a SQLite file, or a PostgreSQL conninfo (``postgresql://…`` or
 ``key=value`` pairs); a SQLite file must exist (opening a mistyped path would make
-an empty ledger and report nothing unresolved, so it is refused: exit 1). ``list``
+an empty ledger and report nothing unresolved, so it is refused: exit 1), and any
+other URI (``POSTGRESQL://…``, ``postgresq://…``, ``postgresql:/…``) is refused
+without its password, naming the PostgreSQL URI it may mean (exit 2). ``list``
 shows the calls started and never settled, with their tool, age and arguments as
 stored (redacted). ``reconcile`` settles one run's unresolved calls after a crash,
 as :func:`tinytools.ledger.reconcile` does, reading replay safety from the tools
@@ -12,8 +14,10 @@ named by ``--tools``. ``prune`` deletes rows settled long ago.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
+import re
 import sys
 import time
 from typing import TYPE_CHECKING, TextIO
@@ -117,7 +121,12 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
 def _open(db: str) -> SqliteLedger | PostgresLedger:
     from .ledger import PostgresLedger, SqliteLedger
 
-    if db.startswith(("postgresql://", "postgres://")) or "=" in db:
+    if db.startswith(("postgresql://", "postgres://")):
+        return PostgresLedger(db)
+    problem = _uri_problem(db)
+    if problem is not None and not os.path.isfile(db):
+        raise ValueError(problem)
+    if "=" in db:
         return PostgresLedger(db)
     if not db:
         raise ValueError("--db is empty: give a SQLite file or a PostgreSQL conninfo")
@@ -130,6 +139,54 @@ def _open(db: str) -> SqliteLedger | PostgresLedger:
             "was created"
         )
     return SqliteLedger(db)
+
+
+#: ``scheme:`` and the rest; one letter before the colon is a Windows drive, not a scheme.
+_URI = re.compile(r"([A-Za-z][A-Za-z0-9+.-]+):(/*)(.*)", re.DOTALL)
+#: A user name shown as it is (anything else in a URI's user info may be a password).
+_USER = re.compile(r"[\w.$-]+")
+
+
+def _uri_problem(db: str) -> str | None:
+    """Why ``db`` is no SQLite path though no PostgreSQL URI either: it has a URI's form
+    (``scheme:/…``, ``scheme:…@…``), a mistyped or upper-case ``postgresql://`` or another
+    scheme. The message shows it without what may be a secret, suggesting the URI meant."""
+    found = _URI.fullmatch(db)
+    if found is None:
+        return None
+    scheme, slashes, rest = found.groups()
+    if not slashes and "@" not in rest:
+        return None  # (a file named like `notes:v2.db`)
+    shown = _masked(rest, slashes != "")
+    lowered = scheme.lower()
+    near = difflib.get_close_matches(lowered, ("postgresql", "postgres"), n=1, cutoff=0.75)
+    if near or lowered.startswith("postgres"):
+        return (
+            f"--db {scheme}:{slashes}{shown} is no PostgreSQL URI (they start with "
+            f"postgresql:// or postgres://, in lower case): did you mean postgresql://{shown}?"
+        )
+    return (
+        f"--db {scheme}:{slashes}{shown} is a URI, not a SQLite file: give the ledger file's "
+        "path, or a PostgreSQL conninfo (postgresql://…)"
+    )
+
+
+def _masked(rest: str, slashed: bool) -> str:
+    """``rest``, what follows a URI's scheme, with what may be secret as ``***``: the
+    password of its user info (all of it without ``//``, where the user may be the scheme
+    itself, or when the user name has an odd form) and its query."""
+    at, question = rest.rfind("@"), rest.find("?")
+    if -1 < question < at:  # an `@` in the query or a `?` in the password: show neither
+        return "***"
+    userinfo, place = (rest[:at], rest[at + 1 :]) if at != -1 else (None, rest)
+    place, query, _ = place.partition("?")
+    shown = place + ("?***" if query else "")
+    if userinfo is None:
+        return shown
+    user, colon, _ = userinfo.partition(":")
+    if not slashed or _USER.fullmatch(user) is None:
+        return f"***@{shown}"
+    return f"{user}{':***' if colon else ''}@{shown}"
 
 
 class _NoLedger(ValueError):
@@ -241,10 +298,10 @@ def _tools(target: str) -> tuple[AnyTool, ...]:
 
 
 def _say(out: TextIO, *lines: str) -> None:
-    """Human output, every verb's: each line with its control characters escaped, a line
-    break too (call ids, tool names, run ids and arguments are whatever a model or a host
+    """Human output, every verb's: each line through ``printable``, a line break in it
+    escaped too (call ids, tool names, run ids and arguments are whatever a model or a host
     sent: they cannot restyle the terminal nor forge a line of the listing)."""
-    out.write("".join(printable(line).replace("\n", "\\n") + "\n" for line in lines))
+    out.write("".join(printable(line) + "\n" for line in lines))
 
 
 def _age(seconds: float) -> str:

@@ -7,10 +7,18 @@ standard error, and only when that is a terminal, so piped and CI output stays
 plain and stable.
 
 Text that comes from a tool or a model (a result, a stored call id, a
-description, a parameter name) is printed through :func:`printable`: control
-characters are written as escapes, so tool output cannot move the cursor,
-retitle the terminal or hide lines. A JSON document is written by
-:func:`printable_json`, which escapes the same characters in JSON's own notation.
+description, a parameter name) is printed through :func:`printable`, one rule for
+every command: the characters that could move the cursor, retitle the terminal,
+reorder or hide text, or start a line are written as escapes (``\x1b``, ``\u202e``),
+so tool output cannot restyle the terminal, show text other than it holds, or forge a
+line of a listing. They are the C0 controls but tab, DEL, the C1 controls, and the
+Unicode categories Cf (format characters: the bidi embeddings, overrides and
+isolates U+202A-U+202E and U+2066-U+2069, the zero-width U+200B-U+200F, U+2060 and
+U+FEFF, tag characters), Zl and Zp (U+2028, U+2029); a field's line break too, while
+a block printed as lines (a tool's result, a catalogue) keeps its own. Cf holds the
+zero-width joiners some scripts and emoji sequences use: they are shown as escapes
+too. A JSON document is written by :func:`printable_json`, which escapes the same
+characters in JSON's own notation.
 What the output's encoding cannot hold (a lone surrogate, which a stored call id
 may have) is written as a backslash escape too (:func:`tolerant`), so no text cuts
 a verb's output short.
@@ -23,6 +31,7 @@ import json
 import os
 import re
 import sys
+import unicodedata
 from collections.abc import Callable
 from typing import TextIO
 
@@ -41,13 +50,42 @@ __all__ = [
     "use_colour",
 ]
 
-#: C0 controls but tab and newline, DEL and the C1 controls (terminal escape introducers).
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+#: C0 controls but tab, DEL and the C1 controls (terminal escape introducers).
+_CONTROLS = re.compile(r"[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+#: Unicode categories never printed raw: format characters, line and paragraph separators.
+_INVISIBLE = frozenset({"Cf", "Zl", "Zp"})
 
 
-def printable(text: str) -> str:
-    """``text`` with every control character but tab and newline written as ``\\xNN``."""
-    return _CONTROLS.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+def _unprintable(text: str, lines: bool) -> set[str]:
+    """The characters of ``text`` the module docstring's rule escapes (each once)."""
+    # (each distinct character looked at once: a long text is read in C)
+    found = {
+        c
+        for c in set(text)
+        if _CONTROLS.match(c) or (c > "\x9f" and unicodedata.category(c) in _INVISIBLE)
+    }
+    if lines:
+        found.discard("\n")
+    return found
+
+
+def printable(text: str, *, lines: bool = False) -> str:
+    """``text`` with every character the module docstring names written as an escape
+    (``\\x1b``, ``\\u202e``, ``\\U000e0041``), a line break included unless ``lines`` (a
+    block printed as lines)."""
+    found = _unprintable(text, lines)
+    if not found:
+        return text
+    return text.translate({ord(c): _escape(c) for c in found})
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if char == "\n":
+        return "\\n"
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def tolerant(stream: TextIO) -> TextIO:
@@ -62,15 +100,20 @@ def tolerant(stream: TextIO) -> TextIO:
 def printable_json(
     value: object, *, indent: int | None = None, default: Callable[[object], object] | None = None
 ) -> str:
-    """``value`` as JSON text (non-ASCII kept) with no control character left raw.
+    """``value`` as JSON text (non-ASCII kept) with no character :func:`printable`
+    escapes left raw.
 
-    ``json.dumps`` escapes the C0 controls but leaves DEL and the C1 controls (``\\x9b``
-    opens an escape sequence as ``ESC [`` does) raw in strings: they are written as
-    ``\\u009b``, which decodes to the same value. A raw tab or newline left in the text is
-    indentation, never part of a string.
+    ``json.dumps`` escapes the C0 controls but leaves DEL, the C1 controls (``\\x9b``
+    opens an escape sequence as ``ESC [`` does) and the format characters and separators
+    raw in strings: they are written as ``\\u009b``, ``\\u202e`` (a character past the
+    BMP as its surrogate pair), which decode to the same value. A raw newline left in the
+    text is indentation, never part of a string.
     """
     text = json.dumps(value, indent=indent, ensure_ascii=False, default=default)
-    return _CONTROLS.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    found = _unprintable(text, lines=True)
+    if not found:
+        return text
+    return text.translate({ord(c): json.dumps(c)[1:-1] for c in found})
 
 
 _STYLES = {"bold": "1", "dim": "2", "red": "31", "green": "32", "yellow": "33", "cyan": "36"}
@@ -155,7 +198,7 @@ def load_or_exit(target: str, err: TextIO | None = None) -> Loaded | int:
     try:
         loaded = load(target)
     except TargetError as error:  # may quote what the target's code raised
-        err.write(f"tinytools: error: {printable(str(error))}\n")
+        err.write(f"tinytools: error: {printable(str(error), lines=True)}\n")
         return 2
     if not loaded.found and not loaded.broken:
         err.write(

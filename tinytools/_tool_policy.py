@@ -174,9 +174,10 @@ class ToolRuntime:
         idempotent: Running the tool twice with the same arguments has the
             effect of running it once.
         max_result_bytes: The largest content, in UTF-8 bytes, of a message about
-            one of the tool's calls (its result, or dispatch's answer); None means
-            no limit of its own. With ``RunPolicy.max_result_bytes`` the stricter
-            of the two holds. Images and files are not counted (see there).
+            one of the tool's calls (its result, or dispatch's answer), and of the
+            text of its follow-up; None means no limit of its own. With
+            ``RunPolicy.max_result_bytes`` the stricter of the two holds. Images
+            and files are not counted (see there).
         replay: ``"safe"`` lets a call interrupted by a crash run again on
             resume; ``"never"`` settles it as interrupted instead.
         blocking: The (synchronous) tool blocks on I/O or CPU: dispatch runs it
@@ -259,9 +260,12 @@ class ToolPolicy:
         redact: Arguments whose values never appear in events, error messages
             or the ledger: argument names matched at any depth (``"password"``)
             or ``$``-rooted dotted paths (``"$.auth.token"``), each also
-            spelled with other case, ``-``, ``_`` or spaces. Arguments sent
-            as anything but a JSON object (broken text, an array, a bare
-            string) are hidden whole: no key tells which part is secret.
+            spelled with other case, ``-``, ``_`` or spaces; inside a typed
+            parameter (a dataclass, a msgspec Struct, an attrs class, a
+            NamedTuple) a field's name counts as a key. Arguments sent as
+            anything but a JSON object (broken text, an array, a bare string)
+            are hidden whole: no key tells which part is secret; so is a
+            parser's or provider's reason for a call it could not read.
     """
 
     classified: _Classified = attrs.field(  # type: ignore[assignment]

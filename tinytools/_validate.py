@@ -318,7 +318,7 @@ class StructValidator:
         return self._read(tool_name, value)
 
     def _convert(self, value: object) -> msgspec.Struct:
-        decoded = msgspec.convert(value, self._decode_struct)
+        decoded = msgspec.convert(value, self._decode_struct, str_keys=True)
         return decoded if self._checks is None else self._checks(decoded)
 
     def validate(self, tool_name: str, arguments: Arguments) -> dict[str, object]:
@@ -333,9 +333,10 @@ class StructValidator:
             if isinstance(arguments, (str, bytes)):
                 value = self.decode(arguments)
             else:
-                # (refused below as the plain values the tool would get)
+                # (refused below as the plain values the tool would get); a key is text,
+                # as in JSON, read into the parameter's key type (`"1"` for a dict[int, …])
                 arguments = self._read(tool_name, arguments)  # type: ignore[assignment]
-                value = msgspec.convert(arguments, self._decode_struct)
+                value = msgspec.convert(arguments, self._decode_struct, str_keys=True)
                 if self._checks is not None:
                     value = self._checks(value)
         except (msgspec.MsgspecError, UnicodeError, RecursionError) as error:

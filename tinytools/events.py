@@ -239,10 +239,11 @@ class ToolsAdvertised(_Event, frozen=True):
 
 class ToolWithheld(_Event, frozen=True):
     """A tool a remote server lists (``McpToolset``'s) was left out of this dispatch's
-    toolset because another tool has its name: one of the host's, discovery's
-    ``tool_search`` / ``tool_call``, or another server's listed first. ``reason`` and
-    ``adaptor`` are those of its ``ExposureExplanation`` (``toolset.explain()``). Emitted
-    by every dispatch of that toolset, before the events of its calls.
+    toolset because another tool has its name (one of the host's, discovery's
+    ``tool_search`` / ``tool_call``, or another server's listed first), or because an
+    adaptor would give it an invalid name (``Prefixed`` past 64 characters). ``reason``
+    and ``adaptor`` are those of its ``ExposureExplanation`` (``toolset.explain()``).
+    Emitted by every dispatch of that toolset, before the events of its calls.
 
     Attributes:
         tool_name: The name of the tool left out.

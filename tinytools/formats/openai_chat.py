@@ -11,6 +11,8 @@
 * :func:`tool_results` — our ``ToolMessage``s as ``role: "tool"`` messages,
   then, when results hold images or files, the user message that carries them
   (a tool message takes text only).
+* :func:`required_schema` — the JSON Schema of a list of calls, for servers that
+  take ``response_format`` but not ``tool_choice="required"``.
 
 Responses may be the SDK's objects or plain dicts (as JSON-decoded); the SDK
 is never imported. Calls fail closed (see ``tinytools.formats._providers``):
@@ -42,6 +44,7 @@ from ._attachments import (
     encoded,
     web_url,
 )
+from ._calls_schema import required_schema
 from ._parsed import SyntheticIds
 from ._providers import (
     Tools,
@@ -62,6 +65,7 @@ __all__ = [
     "assistant_message",
     "declarations",
     "parse_calls",
+    "required_schema",
     "strict_schema",
     "tool_results",
 ]

@@ -43,6 +43,7 @@ __all__ = [
     "label",
     "registry_for",
     "resolve",
+    "unnamable",
     "withheld",
 ]
 
@@ -104,9 +105,10 @@ class ToolsetRegistry(Registry):
 class Remote:
     """The base of the function of a tool that a remote server lists and runs
     (``McpToolset``'s). Where such a tool's name is taken by another tool (one of the
-    host's, discovery's ``tool_search`` / ``tool_call``, an earlier remote one), the
-    remote tool is left out, explained, rather than the composition refused: a server
-    must not be able to take the host's whole toolset down by what it lists."""
+    host's, discovery's ``tool_search`` / ``tool_call``, an earlier remote one), or an
+    adaptor would make it invalid (``Prefixed`` past 64 characters), the remote tool is
+    left out, explained, rather than the composition refused: a server must not be able
+    to take the host's whole toolset down by what it lists."""
 
     __slots__ = ()
 
@@ -126,6 +128,16 @@ def withheld(name: str, taken_by: str, where: str) -> ExposureExplanation:
     return ExposureExplanation(name, reason, where)
 
 
+def unnamable(name: str, problem: str, where: str) -> ExposureExplanation:
+    """The explanation of the remote tool ``name``, left out because the name the step
+    ``where`` would give it is no valid tool name (``problem`` says why)."""
+    reason = (
+        f"left out: the remote server's tool cannot take the name this step gives it: "
+        f"{problem}; to offer it, give it a shorter name first (Renamed, inside this step)"
+    )
+    return ExposureExplanation(name, reason, where)
+
+
 class Resolution:
     """What a toolset resolved to for one context (treat it as immutable).
 
@@ -135,8 +147,8 @@ class Resolution:
         gates: Tool name → the ``ApprovalRequired`` conditions that gate it (a
             tool gated for every call has no entry).
         withheld: The explanations (among ``explanations``) of the remote tools left
-            out on the way here because their name was taken: dispatch reports each
-            as a ``ToolWithheld`` event.
+            out on the way here because their name was taken or made invalid: dispatch
+            reports each as a ``ToolWithheld`` event.
     """
 
     __slots__ = ("_registry", "explanations", "gates", "tools", "withheld")

@@ -38,7 +38,9 @@ class Prefixed(Adaptor):
 
     Raises:
         ToolDefinitionError: The prefix cannot start a tool name (when built),
-            or a prefixed name is too long (when resolved).
+            or a local tool's prefixed name is too long (when resolved; a remote
+            server's tool is left out instead, explained, and reported by each
+            dispatch as ``ToolWithheld``).
     """
 
     toolset: Toolset
