@@ -291,3 +291,17 @@ def test_code_lines_fit_the_page():
         if len(line) > CODE_WIDTH and language != "console"
     ]
     assert [] == wide
+
+
+def test_strict_builds_are_not_quiet():
+    """Every ``mkdocs build --strict`` the project runs (CI's, the docs session's) shows
+    its warnings: ``--quiet`` hides them from the count ``--strict`` fails on, and CI's
+    build passed with a page missing from the navigation."""
+    builds = [
+        line
+        for source in (ROOT / ".ci" / "run", ROOT / "noxfile.py")
+        for line in source.read_text(encoding="utf-8").splitlines()
+        if "mkdocs" in line and "build" in line and not line.lstrip().startswith("#")
+    ]
+    assert builds
+    assert all("--strict" in line and "--quiet" not in line for line in builds), builds
