@@ -16,7 +16,7 @@ from types import ModuleType
 from typing import ClassVar
 
 import pytest
-from constraints import accepts, compiled, lark_of_gbnf
+from constraints import accepts, compiled, lark_of_gbnf, lark_of_structural_tag
 from hypothesis import HealthCheck, Phase, assume, currently_in_test_context, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -134,6 +134,12 @@ def grammars(constraint: Constraint) -> dict[str, str]:
     if constraint.choice == "auto":
         found["gbnf-lazy"] = lark_of_gbnf(constraint.gbnf().text)
     return found
+
+
+def with_tag(constraint: Constraint) -> dict[str, str]:
+    """:func:`grammars` and the calls the structural tag takes (no prose: see
+    ``lark_of_structural_tag``)."""
+    return {**grammars(constraint), "tag": lark_of_structural_tag(constraint.structural_tag())}
 
 
 def rendered(dialect: ModuleType, tools: list[Tool[..., object]], *calls: ToolCall) -> str:
@@ -267,19 +273,22 @@ class TestRejected:
             assert not accepts(lark, joined(dialect, [mine, mine])), form
 
     def test_parallel(self, dialect: ModuleType) -> None:
-        """parallel=False takes one call; True takes several, up to MAX_PARALLEL_CALLS."""
+        """parallel=False takes one call; True takes several, up to MAX_PARALLEL_CALLS, in
+        every backend's form (the structural tag took any number)."""
         one = self.text(dialect, *self.good)
 
         def calls(count: int) -> str:
             return joined(dialect, [one] * count)
 
-        single = grammars(dialect.constraint(self.TOOLS, parallel=False))
-        several = grammars(dialect.constraint(self.TOOLS))
-        for form in single:
-            assert accepts(single[form], one), form
-            assert not accepts(single[form], calls(2)), form
-            assert accepts(several[form], calls(MAX_PARALLEL_CALLS)), form
-            assert not accepts(several[form], calls(MAX_PARALLEL_CALLS + 1)), form
+        for choice in ("auto", "required"):
+            single = with_tag(dialect.constraint(self.TOOLS, choice=choice, parallel=False))
+            several = with_tag(dialect.constraint(self.TOOLS, choice=choice))
+            for form in single:
+                assert accepts(single[form], one), form
+                assert not accepts(single[form], calls(2)), form
+                for count in range(1, MAX_PARALLEL_CALLS + 1):
+                    assert accepts(several[form], calls(count)), (form, count)
+                assert not accepts(several[form], calls(MAX_PARALLEL_CALLS + 1)), form
 
     def test_reasoning(self, dialect: ModuleType) -> None:
         """reasoning=True allows a <think>…</think> first; without it, it is refused."""
@@ -472,23 +481,29 @@ class TestGolden:
         assert tag["type"] == "structural_tag"
         found = tag["format"]
         assert isinstance(found, dict)
-        content = found["tags"][0].pop("content")
+        first = found["tags"][0]["content"]["elements"][0]
+        content = first["content"]
+        rest = found["tags"][0]["content"]["elements"][1]["elements"][1]
+        assert found.pop("tags") == [{"type": "tag", "begin": "<tool_call>", "content": {
+            "type": "or", "elements": [first, {"type": "sequence", "elements": [first, rest]}],
+        }, "end": ""}]  # fmt: skip
         assert found == {
             "type": "triggered_tags",
             "triggers": ["<tool_call>"],
-            "tags": [{"type": "tag", "begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
-                      "end": "}\n</tool_call>"}],
             "at_least_one": False,
-            "stop_after_first": False,
+            "stop_after_first": True,
             "excludes": ["</think>", "<think>", "<|tool_call>"],
-        }  # fmt: skip
+        }
+        call = json_in_tag.render_call(ToolCall("1", "get_weather", {"city": "Oslo"}))
+        begin, end = '\n{"name": "get_weather", "arguments": ', "}\n</tool_call>"
+        assert first == {"type": "tag", "begin": begin, "content": content, "end": end}
+        assert rest["elements"][0] == {**first, "begin": "<tool_call>" + begin}  # the next calls
         assert content["type"] == "grammar"
         assert accepts(lark_of_gbnf(content["grammar"]), '{"city": "Oslo", "units": "f"}')
-        call = json_in_tag.render_call(ToolCall("1", "get_weather", {"city": "Oslo"}))
-        assert call.startswith(found["tags"][0]["begin"])
-        assert call.endswith(found["tags"][0]["end"])
+        assert call.startswith("<tool_call>" + begin)
+        assert call.endswith(end)
         required = json_in_tag.constraint([self.TOOL], choice="required").structural_tag()
-        assert required["format"]["type"] == "tags_with_separator"  # type: ignore[index]
+        assert required["format"]["type"] == "or"  # type: ignore[index]
         named = json_in_tag.constraint([self.TOOL], choice="get_weather").structural_tag()
         assert named["format"]["type"] == "tag"  # type: ignore[index]
         json.dumps(named)  # plain JSON, as response_format takes it

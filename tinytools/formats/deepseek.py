@@ -156,7 +156,7 @@ def constraint(
             (at least one call, nothing before it) or a tool's name (one call of
             that tool).
         parallel: Whether several calls may follow one another (up to
-            :data:`~tinytools.formats.MAX_PARALLEL_CALLS` in GBNF and Lark).
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS`, in every backend's form).
         reasoning: Whether a ``<think>…</think>`` may come first.
 
     Raises:
