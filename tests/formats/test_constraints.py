@@ -136,6 +136,23 @@ def grammars(constraint: Constraint) -> dict[str, str]:
     return found
 
 
+@st.composite
+def shuffled_keys(draw: st.DrawFn, value: object) -> object:
+    """``value`` with every object's keys in an order drawn."""
+    if isinstance(value, dict):
+        keys = draw(st.permutations(list(value)))
+        return {key: draw(shuffled_keys(value[key])) for key in keys}
+    if isinstance(value, list):
+        return [draw(shuffled_keys(item)) for item in value]
+    return value
+
+
+def parsed_arguments(dialect: ModuleType, text: str, tool: Tool[..., object]) -> str:
+    """The arguments of the one call ``text`` holds, as JSON."""
+    (call,) = dialect.parse(text, [tool]).calls
+    return json.dumps(call.arguments)
+
+
 def with_tag(constraint: Constraint) -> dict[str, str]:
     """:func:`grammars` and the calls the structural tag takes (no prose: see
     ``lark_of_structural_tag``)."""
@@ -172,6 +189,39 @@ class TestValidCalls:
             for form, lark in grammars(constraint).items():
                 assert accepts(lark, text), (form, choice, text)
         assert [c.arguments for c in dialect.parse(text, [tool]).calls] == [arguments]
+
+    @SETTINGS
+    @given(schema=schemas, required=st.booleans(), data=st.data())
+    def test_any_key_order(
+        self, dialect: ModuleType, schema: dict[str, object], required: bool, data: st.DataObject
+    ) -> None:
+        """Arguments whose keys (nested ones too) come in any order are written in the
+        schema's, the one order the grammars take (they were written in the dict's order,
+        and refused)."""
+        tool = tool_for(schema, required)
+        arguments = data.draw(valid_arguments(tool))
+        shuffled = data.draw(shuffled_keys(arguments))
+        text = rendered(dialect, [tool], ToolCall("1", "t", shuffled))
+        for form, lark in grammars(dialect.constraint([tool], choice="required")).items():
+            assert accepts(lark, text), (form, text)
+        assert json.loads(parsed_arguments(dialect, text, tool)) == arguments
+
+    def test_key_order_of_the_schema(self, dialect: ModuleType) -> None:
+        """Declared properties in order, then required keys no property lists, then other
+        keys as they came; where the tools do not hold the tool, the dict's order."""
+        branch = {"type": "object", "properties": {"x": {}, "y": {}}}
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "a": {"type": "integer"},
+            "b": {"anyOf": [branch, {"type": "null"}]},
+            "c": {"type": "object", "additionalProperties": {"type": "integer"}},
+        }, "required": ["z", "a"]})  # fmt: skip
+        call = ToolCall("1", "t", {"c": {"q": 1, "p": 2}, "b": {"y": 1, "x": 2}, "z": 3, "a": 4})
+        text = rendered(dialect, [tool], call)
+        assert json.loads(parsed_arguments(dialect, text, tool)) == call.arguments
+        assert re.findall(r'"(\w)":', text) == ["a", "b", "x", "y", "c", "q", "p", "z"]
+        assert accepts(dialect.constraint([tool], choice="required").lark(), text)
+        unordered = re.findall(r'"(\w)":', rendered(dialect, [], call))
+        assert unordered == ["c", "q", "p", "b", "y", "x", "z", "a"]
 
     @SETTINGS
     @given(value=awkward_text, key=awkward_text.filter(bool))

@@ -41,9 +41,9 @@ import msgspec
 
 from ._grammar import EMPTY, REPEAT_CAP, Alt, Chars, Grammar, Lit, Node, Ref, Rep, Seq, opt
 from ._pattern import pattern_node
-from ._writable import unwritable
+from ._writable import JSON_DEPTH, unwritable
 
-__all__ = ["JsonStyle", "Values", "text_avoiding"]
+__all__ = ["JsonStyle", "Values", "in_schema_order", "member_names", "text_avoiding"]
 
 _ANNOTATIONS: Final = frozenset(
     {"title", "description", "default", "examples", "$schema", "$id", "$comment", "$anchor",
@@ -357,8 +357,7 @@ class _Builder:
         props = props if isinstance(props, Mapping) else None
         listed = schema.get("required")
         required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
-        order = listed if isinstance(listed, list) else []
-        names = list(dict.fromkeys([*(props or {}), *(r for r in order if r in required)]))
+        names = member_names(schema)
         extra_schema = schema.get("additionalProperties", None if props is not None else True)
         extra: Node | None = None
         if "patternProperties" in schema:
@@ -437,6 +436,66 @@ def _kind(value: object) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+def member_names(schema: Mapping[str, object]) -> list[str]:
+    """An object's keys in the one order its grammar takes them: the declared properties,
+    then the required keys no property lists; any other key comes after them. (One order
+    keeps the grammar linear in the schema: any order of n keys is n! paths.)"""
+    props = schema.get("properties")
+    listed = schema.get("required")
+    required = [r for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
+    return list(dict.fromkeys([*(props if isinstance(props, Mapping) else {}), *required]))
+
+
+def in_schema_order(value: object, schema: object, root: object = None, depth: int = 0) -> object:
+    """``value`` with each object's keys in the order of :func:`member_names` where
+    ``schema`` describes the object (others after them, as they came), as the grammar
+    takes them; everything else as it is. ``root`` is where ``$ref`` s point (``schema``)."""
+    root = schema if root is None else root
+    schema = _followed(schema, root)
+    if not isinstance(schema, Mapping) or depth > JSON_DEPTH:
+        return value
+    branches = schema.get("anyOf", schema.get("oneOf"))
+    if isinstance(branches, list):  # (the grammar merges each branch with the rest)
+        rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+        for branch in branches:
+            merged = {**rest, **branch} if isinstance(branch, Mapping) else branch
+            target = _followed(merged, root)
+            if not (isinstance(value, dict) and isinstance(target, Mapping)):
+                continue
+            if value.keys() <= set(member_names(target)):
+                return in_schema_order(value, target, root, depth)
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        props = props if isinstance(props, Mapping) else {}
+        names = [name for name in member_names(schema) if name in value]
+        listed = set(names)
+        keys = [*names, *(key for key in value if key not in listed)]
+        extra = schema.get("additionalProperties")
+        return {k: in_schema_order(value[k], props.get(k, extra), root, depth + 1) for k in keys}
+    if isinstance(value, list):
+        prefix = schema.get("prefixItems", schema.get("items"))
+        if isinstance(prefix, list):  # the tuple forms
+            more = schema.get("items" if "prefixItems" in schema else "additionalItems")
+            places = [*prefix, *[more] * max(len(value) - len(prefix), 0)]
+            return [
+                in_schema_order(v, place, root, depth + 1)
+                for v, place in zip(value, places, strict=True)
+            ]
+        return [in_schema_order(item, schema.get("items"), root, depth + 1) for item in value]
+    return value
+
+
+def _followed(schema: object, root: object) -> object:
+    """The end of ``schema``'s chain of local ``$ref`` s (as the grammar follows them)."""
+    for _ in range(32):
+        ref = schema.get("$ref") if isinstance(schema, Mapping) else None
+        if not isinstance(ref, str) or not isinstance(root, Mapping):
+            break
+        schema = _resolve(root, ref)
+    return schema
 
 
 def _resolve(root: Mapping[str, object], ref: str) -> object | None:
