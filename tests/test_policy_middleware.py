@@ -34,7 +34,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._decorate import _Options
+from tinytools._declare.decorate import _Options
 from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
 from tinytools.policies import Rewrite

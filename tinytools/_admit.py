@@ -36,14 +36,15 @@ import msgspec
 
 from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
+from ._declare.json_values import plain_values, text_problem
+from ._declare.registry import AnyTool
+from ._declare.spec import Exposure
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
 from ._redact import Redactor, every_secret, rewritten, shown_reason
-from ._registry import AnyTool
-from ._spec import Exposure
+from ._text import json_text, preview, printable
 from ._unread import UnreadCall, is_fragment, unnamed_text
-from ._validate import json_text, plain_values, preview, printable, text_problem
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call, plain_text
 from .errors import ToolArgumentsError
 from .events import (

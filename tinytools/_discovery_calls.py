@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from . import repair
+from ._declare.json_values import text_problem
+from ._declare.registry import UNSCANNED, AnyTool, Registry
+from ._declare.spec import Exposure
 from ._redact import MARKER, every_secret, shown_reason
-from ._registry import UNSCANNED, AnyTool, Registry
-from ._spec import Exposure
-from ._validate import json_type, preview, printable, text_problem
+from ._text import json_type, preview, printable
 from ._wire import ToolCall, ToolMessage, plain_call
 from .errors import ToolArgumentsError, ToolDefinitionError
 from .events import Event, ToolSearched

@@ -36,14 +36,14 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async, past_deadline
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
+from ._declare.registry import AnyTool, Registry
+from ._declare.spec import is_async_function
 from ._effects import EffectLedger, record_started, refusal, release_unstarted
 from ._execute import run_inline
 from ._inject import Cancellation, Context, check_context, check_context_type
 from ._middleware import HookFailed
-from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
-from ._spec import is_async_function
 from ._wire import ToolCall
 from ._workers import Backend, check_backend, refuse_nested_loop, run_on
 from .events import Custom, ToolWithheld

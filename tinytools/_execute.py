@@ -34,7 +34,7 @@ from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
 from ._memo import remember
 from ._run import Run, Stop
-from ._validate import printable
+from ._text import printable
 from ._wire import json_problem
 from ._workers import THREADS, Job, PoolExhausted, wait_main
 from .errors import (

@@ -28,7 +28,7 @@ import msgspec
 
 from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput, stored
 from ._middleware import After, HookFailed
-from ._validate import json_text, printable
+from ._text import json_text, printable
 from ._wire import (
     Artifact,
     ContentBlock,
@@ -47,8 +47,8 @@ from ._wire import (
 from .events import Event, ToolCompleted, ToolFailed
 
 if TYPE_CHECKING:
+    from ._declare.registry import AnyTool, Registry
     from ._dispatch_env import DispatchEnv
-    from ._registry import AnyTool, Registry
     from ._result import DispatchResult
 
 __all__ = [

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 import attrs
 
 from ._memo import remember
-from ._validate import printable
+from ._text import printable
 from ._wire import ToolCall, ToolResult, json_problem
 
 if TYPE_CHECKING:

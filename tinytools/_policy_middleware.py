@@ -41,13 +41,13 @@ from typing import (
 import attrs
 import msgspec
 
-from ._exposure import ExposureExplanation
+from ._declare.exposure import ExposureExplanation
+from ._declare.registry import AnyTool, Registry
+from ._declare.spec import Exposure
+from ._declare.tool_policy import BYTES, ToolPolicy, reads_only
 from ._fold import render, stricter, truncate
 from ._inject import Context
 from ._middleware import Defer, Deny
-from ._registry import AnyTool, Registry
-from ._spec import Exposure
-from ._tool_policy import BYTES, ToolPolicy, reads_only
 from ._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolCall, ToolResult
 
 if TYPE_CHECKING:

@@ -24,12 +24,14 @@ Two decisions worth knowing:
   them.
 - Free text (a tool's exception message, a validation error) is scrubbed of each
   secret's text; a secret that is an array or an object, of each string and number
-  inside it too. A secret shorter than :data:`SHORT` characters is removed only
-  where it stands as a whole token, so that a one-letter secret does not turn
-  every such letter into the marker (which would both garble the text and spell
-  the secret out by its gaps). Its text is looked for as tools write it (JSON,
-  ``repr``, percent-encoded in a URL, a typed value's ``str`` and ``repr``), and
-  its start where a preview cut it short (``"sk-live-A1b2…``).
+  inside it too. JSON's ``null``, ``true`` and ``false`` hold no text to hide: the value
+  is still the marker in arguments, but those words stay in free text (where they name a
+  type, as in "got `null`"). A secret shorter than :data:`SHORT` characters is removed
+  only where it stands as a whole token, so that a one-letter secret does not turn every
+  such letter into the marker (which would both garble the text and spell the secret out
+  by its gaps). Its text is looked for as tools write it (JSON, ``repr``,
+  percent-encoded in a URL, a typed value's ``str`` and ``repr``), and its start where a
+  preview cut it short (``"sk-live-A1b2…``).
 - Typed values (what validation converts arguments to: a msgspec Struct, a
   dataclass, an attrs class, a NamedTuple) are read by their fields, a field's
   name as a key. A parser's or provider's reason for a call it could not read
@@ -50,7 +52,7 @@ from collections.abc import Mapping
 import attrs
 import msgspec
 
-from ._registry import AnyTool, Registry
+from ._declare.registry import AnyTool, Registry
 from ._suggest import normalize
 from ._wire import ToolCall
 
@@ -186,6 +188,8 @@ class Redactor:
             decoded = msgspec.json.decode(arguments)
         except (msgspec.DecodeError, UnicodeError, RecursionError):
             return MARKER, [text]
+        if decoded is None or isinstance(decoded, bool):
+            return MARKER, []  # (no text to hide: see the module's note on null)
         if not isinstance(decoded, dict):
             return MARKER, [text, decoded]
         redacted, secrets = self.arguments(decoded)
@@ -327,7 +331,9 @@ def _forms(secrets: list[object]) -> dict[str, None]:
                     else secret
                 )
                 stack.extend(reversed(items))
-        elif isinstance(secret, (int, float)) or secret is None:
+        elif secret is None or isinstance(secret, bool):
+            continue  # (null, true, false hide no text: scrubbed, "got `null`" would garble)
+        elif isinstance(secret, (int, float)):
             forms[_scalar_form(secret)] = None
         elif id(secret) not in walked:
             walked.add(id(secret))

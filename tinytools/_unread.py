@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from ._validate import printable
+from ._text import printable
 from ._wire import ToolCall
 from .errors import ToolArgumentsError
 

@@ -86,13 +86,21 @@ def plain_call(call: ToolCall) -> ToolCall:
 
 
 class TextBlock(msgspec.Struct, frozen=True, tag="text"):
-    """Plain text for the model."""
+    """Plain text for the model.
+
+    Attributes:
+        text: The text.
+    """
 
     text: str
 
 
 class JsonBlock(msgspec.Struct, frozen=True, tag="json"):
-    """A JSON value for the model, rendered as compact JSON text."""
+    """A JSON value for the model, rendered as compact JSON text.
+
+    Attributes:
+        value: Any value msgspec encodes as JSON.
+    """
 
     value: object
 
@@ -100,9 +108,14 @@ class JsonBlock(msgspec.Struct, frozen=True, tag="json"):
 class ImageBlock(msgspec.Struct, frozen=True, tag="image"):
     """An image, inline (``data``) or by reference (``url``).
 
-    ``media_type`` is an ``image/...`` type (``image/png``); a result is refused
-    when it is not, or when the block has neither data nor a url. The image
-    reaches the model where its provider takes one (see ``ToolMessage.attachments``).
+    A result is refused when ``media_type`` is no ``image/...`` type, or when the
+    block has neither data nor a url. The image reaches the model where its
+    provider takes one (see ``ToolMessage.attachments``).
+
+    Attributes:
+        media_type: The image's type: ``image/png``, ``image/jpeg``, ...
+        data: The image's bytes.
+        url: Where the image is, when it is not inline.
     """
 
     media_type: str
@@ -111,9 +124,18 @@ class ImageBlock(msgspec.Struct, frozen=True, tag="image"):
 
 
 class FileBlock(msgspec.Struct, frozen=True, tag="file"):
-    """A file, inline (``data``) or by reference (``uri``); with both, ``uri`` names
-    where the data came from (an MCP resource). A result is refused when the block
-    has neither, or a ``media_type`` that is no ``type/subtype``."""
+    """A file, inline (``data``) or by reference (``uri``).
+
+    A result is refused when the block has neither, or a ``media_type`` that is no
+    ``type/subtype``.
+
+    Attributes:
+        name: The file's name.
+        media_type: The file's type, ``type/subtype``.
+        data: The file's bytes.
+        uri: Where the file is; with ``data`` too, where the data came from (an MCP
+            resource).
+    """
 
     name: str
     media_type: str = "application/octet-stream"
@@ -129,6 +151,11 @@ class Artifact(msgspec.Struct, frozen=True, tag="artifact"):
     """A host-side output of a tool (a file, a report) kept out of the model's text.
 
     An artifact store persists ``data`` and the transcript keeps a reference.
+
+    Attributes:
+        name: The artifact's name (a file name).
+        data: Its bytes.
+        media_type: Its type, ``type/subtype``.
     """
 
     name: str

@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._tool_policy import BYTES, MOST_SECONDS, SECONDS
+from ._declare.tool_policy import BYTES, MOST_SECONDS, SECONDS
 
 __all__ = [
     "Fail",
@@ -50,6 +50,9 @@ class Rewrite:
     :class:`ReturnToolError`. The arguments of a rewritten call were written for
     some other tool: every registered tool's ``ToolPolicy.redact`` applies to them,
     on top of the target's own.
+
+    Attributes:
+        tool_name: The tool that answers calls of unknown tools.
     """
 
     tool_name: str

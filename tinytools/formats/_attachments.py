@@ -20,7 +20,7 @@ import binascii
 from collections.abc import Callable
 from typing import Final, Literal, NamedTuple
 
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import FileBlock, ImageBlock, ToolMessage, attachment_problem
 
 __all__ = [

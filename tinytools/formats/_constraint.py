@@ -22,7 +22,7 @@ from typing import Final, Literal, NamedTuple
 
 import attrs
 
-from tinytools._registry import AnyTool
+from tinytools._declare.registry import AnyTool
 
 from ._grammar import EMPTY, ROOT, Alt, Chars, Grammar, Lit, Node, Ref, Rep, Seq, gbnf, lark, opt
 from ._json_grammar import JsonStyle, Values, text_avoiding

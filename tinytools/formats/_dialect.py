@@ -23,8 +23,8 @@ from typing import Final, cast
 
 import msgspec
 
-from tinytools._registry import AnyTool
-from tinytools._validate import json_type, printable
+from tinytools._declare.registry import AnyTool
+from tinytools._text import json_type, printable
 from tinytools._wire import ToolCall
 from tinytools.errors import ToolDefinitionError
 from tinytools.repair import recover_relaxed_object

@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from tinytools._inject import Context
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._anthropic_stream import ToolCallAccumulator

@@ -41,8 +41,8 @@ from typing import Final, Literal
 
 import msgspec
 
-from tinytools._spec import NAME_PATTERN
-from tinytools._validate import printable
+from tinytools._declare.spec import NAME_PATTERN
+from tinytools._text import printable
 from tinytools._wire import ToolCall
 
 from ._constraint import CallForm, Constraint, build

@@ -55,7 +55,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from tinytools._inject import Context
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._attachments import ATTACHMENT_BYTES, Attached, attach, encoded

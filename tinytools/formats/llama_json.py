@@ -51,9 +51,9 @@ import re
 from collections.abc import Container
 from typing import Final
 
+from tinytools._declare.spec import NAME_PATTERN
 from tinytools._relaxed import value_end
-from tinytools._spec import NAME_PATTERN
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall
 
 from . import ptype

@@ -51,9 +51,9 @@ from functools import partial
 import msgspec
 
 from tinytools._artifacts import ToolOutput
+from tinytools._declare.registry import AnyTool
 from tinytools._inject import Context
-from tinytools._registry import AnyTool
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._attachments import ATTACHMENT_BYTES, Attached, attach, encoded

@@ -42,9 +42,9 @@ from typing import Final
 
 import msgspec
 
+from tinytools._declare.spec import NAME_PATTERN
 from tinytools._relaxed import value_end
-from tinytools._spec import NAME_PATTERN
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall
 
 from ._constraint import CallForm, Constraint, build

@@ -54,9 +54,9 @@ from __future__ import annotations
 import ast
 from typing import Final
 
-from tinytools._format import PType
-from tinytools._registry import AnyTool
-from tinytools._spec import NAME_PATTERN
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import NAME_PATTERN
+from tinytools._declare.tool_format import PType
 from tinytools._wire import ToolCall
 
 from ._dialect import (

@@ -6,10 +6,10 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
+from tinytools._declare.registry import AnyTool, Registry
+from tinytools._declare.tool_policy import reads_only
 from tinytools._effects import EffectLedger, LedgerEntry, release
 from tinytools._fold import truncate
-from tinytools._registry import AnyTool, Registry
-from tinytools._tool_policy import reads_only
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.events import Event, ToolEffectReconciled
 from tinytools.toolsets._base import Toolset, registry_for

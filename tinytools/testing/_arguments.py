@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._spec import Tool
-from tinytools._validate import SchemaValidator, StructValidator, local_schema
+from tinytools._declare.schema_dialect import local_schema
+from tinytools._declare.spec import Tool
+from tinytools._declare.validate import SchemaValidator, StructValidator
 from tinytools.errors import ToolArgumentsError
 
 from ._conjunction import ANNOTATIONS

@@ -26,9 +26,9 @@ import msgspec
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._patterns import Pattern, linear
-from tinytools._schema_dialect import ENFORCED_FORMATS
-from tinytools._validate import json_type
+from tinytools._declare.patterns import Pattern, linear
+from tinytools._declare.schema_dialect import ENFORCED_FORMATS
+from tinytools._text import json_type
 
 from ._conjunction import ANNOTATIONS, conjunction
 from ._formats import formatted, in_format

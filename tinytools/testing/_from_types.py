@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._patterns import linear
-from tinytools._signature_patterns import ecma_spelling
+from tinytools._declare.patterns import linear
+from tinytools._declare.signature_patterns import ecma_spelling
 
 from ._json import json_values
 from ._numbers import binary_multiples, float_interval, integer_interval, integer_multiples

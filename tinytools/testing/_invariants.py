@@ -24,13 +24,14 @@ import attrs
 import fastjsonschema
 import msgspec
 
-from tinytools._patterns import linear
+from tinytools._declare.patterns import linear
+from tinytools._declare.registry import Registry
+from tinytools._declare.schema_dialect import Dialect, Enforce, local_schema
+from tinytools._declare.spec import Exposure, Tool
+from tinytools._declare.validate import SchemaValidator
 from tinytools._redact import WITHHELD, Redactor
-from tinytools._registry import Registry
 from tinytools._result import DispatchResult
-from tinytools._schema_dialect import Dialect, Enforce, local_schema
-from tinytools._spec import Exposure, Tool
-from tinytools._validate import SchemaValidator, json_text, printable
+from tinytools._text import json_text, printable
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.errors import ToolArgumentsError
 from tinytools.events import (
@@ -150,7 +151,7 @@ def validate(item: Tool[..., object], value: object) -> dict[str, object]:
 
 @functools.lru_cache(maxsize=256)
 def _schema_check(schema: bytes, enforce: Enforce, dialect: Dialect) -> Any:
-    # The schema as tinytools documents enforcing it (``_schema_dialect``): 2020-12 spelt
+    # The schema as tinytools documents enforcing it (``_declare.schema_dialect``): 2020-12 spelt
     # the draft-7 way fastjsonschema reads (read raw, `prefixItems` and `dependentRequired`
     # were ignored, and `contains` was read without its `minContains`), and what is never
     # enforced locally left out: a tool running on what the schema allows only through
@@ -174,7 +175,7 @@ class _Unchecked:
 
 def _match_linearly(check: object) -> None:
     """The advertised schema's patterns matched as the tools match them, by RE2 (see
-    ``tinytools._patterns``): Python's ``re`` backtracks, and an argument a tool rightly
+    ``tinytools._declare.patterns``): Python's ``re`` backtracks, and an argument a tool rightly
     accepted (``(a+)+b|c`` against forty ``a`` and a ``c``) would take it hours. The
     format checks' fixed expressions (``<format>_re_pattern``) stay."""
     table = getattr(getattr(check, "func", check), "__globals__", {}).get("REGEX_PATTERNS")

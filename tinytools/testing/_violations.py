@@ -16,9 +16,9 @@ from typing import Any
 
 import attrs
 
-from tinytools._patterns import linear
-from tinytools._schema_dialect import ENFORCED_FORMATS
-from tinytools._validate import json_type
+from tinytools._declare.patterns import linear
+from tinytools._declare.schema_dialect import ENFORCED_FORMATS
+from tinytools._text import json_type
 
 from ._formats import BREAKS_EVERY_FORMAT
 from ._from_schema import JSON_TYPES, Resolver

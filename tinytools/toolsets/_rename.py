@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
-from tinytools._spec import check_name
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import check_name
 from tinytools.errors import ToolDefinitionError
 
 from ._base import Resolution, When, is_remote, unnamable, withheld
