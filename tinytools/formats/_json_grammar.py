@@ -18,13 +18,18 @@ be looser than the schema, never stricter about a value — and record in
 * **Enforced.** ``type``, ``properties``, ``required``,
   ``additionalProperties`` (``false``, or absent where ``properties`` is
   given: no other key is written), ``items``, ``prefixItems``, ``minItems``
-  and ``maxItems`` (up to :data:`REPEAT_CAP`), ``enum``, ``const``,
+  and ``maxItems`` (up to :data:`REPEAT_CAP`), a string's ``maxLength`` and
+  ``minLength`` (up to :data:`REPEAT_CAP`; exactly where the dialect escapes
+  every lead character, else as at most ``maxLength`` pieces of text, a lead
+  and what follows it up to a word's break being one, and listed in
+  ``unenforced``), ``enum``, ``const``,
   ``anyOf``, local ``$ref``, and a ``pattern`` anchored with ``^…$`` built
   from literals, classes, ``\\d``/``\\w``, groups, ``|`` and quantifiers whose
   characters need no escape in JSON (the patterns llama.cpp's own schema
   converter handles).
-* **Left to validation** (listed in ``unenforced``): string lengths and
-  ``format``, numeric bounds and ``multipleOf``, ``uniqueItems``, ``contains``,
+* **Left to validation** (listed in ``unenforced``): string lengths past
+  :data:`REPEAT_CAP` or beside an enforced ``pattern``, ``format``, numeric
+  bounds and ``multipleOf``, ``uniqueItems``, ``contains``,
   ``oneOf``'s "exactly one", ``allOf``, ``not``, ``if``/``then``/``else``, the
   object keywords other than those above, a ``pattern`` outside that subset,
   and the value of a key repeated through ``additionalProperties``.
@@ -138,32 +143,45 @@ def text_avoiding(
     leads: Mapping[str, tuple[str, ...]],
     escape: Node | None = None,
     unit: Node | None = None,
+    *,
+    most: int | None = None,
 ) -> Node:
     """Any run of ``base`` characters and ``escape`` s (which start with a character no
     word holds), with lead characters raw except where they start one of their words.
 
-    Regular, so a Lark terminal: ``A* (lead (P (B_P A*)?))*`` where ``A`` is any unit
-    but a lead (``unit``, when a rule for it is given), ``P`` any proper prefix of the
-    lead's words and ``B_P`` any unit that does not carry ``P`` on towards a word.
+    Regular, so a Lark terminal: ``A* (O* C A*)* O*`` where ``A`` is any unit but a lead
+    (``unit``, when a rule for it is given), ``O`` a lead then any proper prefix ``P``
+    of its words, and ``C`` such an ``O`` then a unit that does not carry ``P`` on
+    towards a word.
+
+    With ``most``, at most that many *pieces*: an ``A``, or a run ``O* C`` — each at
+    least one character, so every text of at most ``most`` units is matched; where a
+    lead is written raw (:func:`counts_exactly` is false) a longer one may be too.
     """
     raw = base.without("".join(leads))
     units = () if escape is None else (escape,)
     if unit is None:
         unit = Alt(raw, *units) if units else raw
-    groups: list[Node] = []
+    opened: list[Node] = []
+    closed: list[Node] = []
     for lead, words in leads.items():
         if "" in words:
             continue  # never raw
-        branches = []
         for prefix in _prefixes(words):
             onward = {word[len(prefix)] for word in words if word.startswith(prefix)}
             stop = raw.without("".join(onward))
-            breaking = Alt(stop, *units) if units else stop
-            branches.append(Seq(Lit(prefix), opt(Seq(breaking, Rep(unit)))))
-        groups.append(Seq(Lit(lead), Alt(*branches)))
-    if not groups:
-        return Rep(unit)
-    return Seq(Rep(unit), Rep(Alt(*groups) if len(groups) > 1 else groups[0]))
+            opened.append(Lit(lead + prefix))
+            closed.append(Seq(Lit(lead + prefix), Alt(stop, *units) if units else stop))
+    if not opened:
+        return Rep(unit, 0, most)
+    open_ = Alt(*opened)
+    piece = Alt(unit, Seq(Rep(open_, 0, most), Alt(*closed)))
+    return Seq(Rep(piece, 0, most), Rep(open_, 0, most))
+
+
+def counts_exactly(leads: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether :func:`text_avoiding` counts characters (no lead is ever written raw)."""
+    return all("" in words for words in leads.values())
 
 
 def _prefixes(words: tuple[str, ...]) -> list[str]:
@@ -189,8 +207,8 @@ class Values:
         escape = grammar.add("escape", _ESCAPE, token=True)
         plain = Chars.of(_NEVER_RAW + "".join(style.leads), negated=True)
         char = grammar.add("char", Alt(plain, escape), token=True)
-        body = text_avoiding(Chars.of(_NEVER_RAW, negated=True), style.leads, escape, char)
-        self.string = grammar.add("string", Seq(Lit('"'), body, Lit('"')), token=True)
+        self._text = (Chars.of(_NEVER_RAW, negated=True), style.leads, escape, char)
+        self.string = grammar.add("string", Seq(Lit('"'), self._body(), Lit('"')), token=True)
         self.integer = grammar.add("integer", _numeral(integral=True), token=True)
         self.number = grammar.add("number", _numeral(integral=False), token=True)
         self.boolean = grammar.add("boolean", Alt(Lit("true"), Lit("false")), token=True)
@@ -216,6 +234,27 @@ class Values:
             "object": self.object,
             "array": self.array,
         }
+
+    def _body(self, most: int | None = None) -> Node:
+        return text_avoiding(*self._text, most=most)
+
+    def bounded(self, low: int, high: int | None) -> Node | None:
+        """A string's body of ``low`` to ``high`` characters, ``None`` when there is no
+        bound to hold or it is past :data:`REPEAT_CAP`. Exact where the dialect escapes
+        every lead character; else at most ``high`` pieces (see :func:`text_avoiding`)
+        and no lower bound, which is looser, never stricter."""
+        if high is not None and high > REPEAT_CAP:
+            high = None
+        exact = counts_exactly(self.style.leads)
+        if not exact or low > REPEAT_CAP:
+            low = 0
+        if high is None and low == 0:
+            return None
+        if not exact:
+            return self._body(high)
+        char = self._text[3]
+        more = None if high is None else max(high - low, 0)
+        return Seq(Rep(char, low, low), Rep(char, 0, more))
 
     # --- literals -------------------------------------------------------------------
 
@@ -313,9 +352,18 @@ class _Builder:
         return nodes[0] if len(nodes) == 1 else self.grammar.add(hint, Alt(*nodes))
 
     def _note(self, schema: Mapping[str, object]) -> None:
-        self.values.unenforced.update(key for key in schema if key in _VALIDATION)
+        # (a string's lengths are noted where the string is built, when they are not held)
+        lengths = ("minLength", "maxLength") if self._typed_string(schema) else ()
+        self.values.unenforced.update(k for k in schema if k in _VALIDATION and k not in lengths)
         if "oneOf" in schema:
             self.values.unenforced.add("oneOf")
+
+    def _typed_string(self, schema: Mapping[str, object]) -> bool:
+        """Whether :meth:`of` builds ``schema`` as a typed string (through :meth:`_string`)."""
+        shortcuts = ("$ref", "const", "enum", "anyOf", "oneOf", "allOf")
+        return not any(key in schema for key in shortcuts) and "string" in (
+            self._kinds(schema) or ()
+        )
 
     def _kinds(self, schema: Mapping[str, object]) -> list[str] | None:
         declared = schema.get("type")
@@ -342,15 +390,31 @@ class _Builder:
             return self._object(schema, hint)
         if kind == "array":
             return self._array(schema, hint)
-        if kind == "string" and isinstance(schema.get("pattern"), str):
-            node = pattern_node(str(schema["pattern"]), _NEVER_RAW, self.values.style.leads)
-            if node is not None:
-                return self.grammar.add(hint, Seq(Lit('"'), node, Lit('"')), token=True)
-            self.values.unenforced.add("pattern")
+        if kind == "string":
+            return self._string(schema, hint)
         if kind in ("integer", "number") and (digits := _digits_within(schema)) is not None:
             node = _numeral(integral=kind == "integer", digits=digits)
             return self.grammar.add(hint, node, token=True)
         return self.values._types[kind]
+
+    def _string(self, schema: Mapping[str, object], hint: str) -> Ref:
+        """A string: held to its ``pattern`` where one can be, else to its lengths (see
+        :meth:`Values.bounded`)."""
+        lengths = {key for key in ("minLength", "maxLength") if key in schema}
+        if isinstance(schema.get("pattern"), str):
+            node = pattern_node(str(schema["pattern"]), _NEVER_RAW, self.values.style.leads)
+            if node is not None:
+                self.values.unenforced.update(lengths)
+                return self.grammar.add(hint, Seq(Lit('"'), node, Lit('"')), token=True)
+            self.values.unenforced.add("pattern")
+        low, high = _count(schema.get("minLength")) or 0, _count(schema.get("maxLength"))
+        body = self.values.bounded(low, high)
+        if body is None:
+            self.values.unenforced.update(lengths)
+            return self.values.string
+        exact = counts_exactly(self.values.style.leads)
+        self.values.unenforced.update(() if exact else lengths)
+        return self.grammar.add(hint, Seq(Lit('"'), body, Lit('"')), token=True)
 
     def _object(self, schema: Mapping[str, object], hint: str) -> Ref:
         props = schema.get("properties")
