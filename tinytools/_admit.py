@@ -36,6 +36,7 @@ import msgspec
 
 from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
+from ._declare.coerce import coerced
 from ._declare.json_values import plain_values, text_problem
 from ._declare.registry import AnyTool
 from ._declare.spec import Exposure
@@ -55,7 +56,7 @@ from .events import (
     ToolDenied,
     UnknownToolCall,
 )
-from .policies import Fail, NormalizeThenReturnToolError
+from .policies import Coerce, Fail, NormalizeThenReturnToolError
 
 __all__ = [
     "Abort",
@@ -938,6 +939,11 @@ def _invalid(
 ) -> dict[str, object] | Answered | Abort:
     """The invalid-args policy for well-formed arguments that break the schema."""
     policy = batch.policy.invalid_args
+    if isinstance(policy, Coerce) or tool.policy.runtime.coerce:
+        fixed = coerced(tool, call.arguments, value)
+        if fixed is not None:
+            batch.emit(_invalid_event(call, tool, error, "coerced", fixed[1]))
+            return fixed[0]
     if isinstance(policy, NormalizeThenReturnToolError):
         try:
             decoded = msgspec.json.decode(value) if isinstance(value, (str, bytes)) else value

@@ -608,8 +608,8 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
         for entry in ran:
             item = registry[entry.tool]
             admissible = [
-                *_candidates(originals[entry.call_id], item),
-                *_candidates(by_id[entry.call_id], item),
+                *_candidates(originals[entry.call_id], item, policy),
+                *_candidates(by_id[entry.call_id], item, policy),
             ]
             assert entry.arguments in admissible, (
                 f"invariant 3: {entry!r} ran on arguments neither form of its call gives"
