@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import functools
 import math
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import types
+from collections.abc import Callable, Coroutine, Generator, Iterator, Sequence
+from typing import Any, TypeVar
 
 import anyio
 import sniffio
@@ -46,6 +49,8 @@ from ._run import Run, Stop
 from ._workers import THREADS, Job, PoolExhausted
 
 __all__ = ["current_time", "execute", "run_call"]
+
+T = TypeVar("T")
 
 #: The event loop's clock (deadlines under ``dispatch`` are on it).
 current_time = anyio.current_time
@@ -114,6 +119,32 @@ async def _in_thread(
     return True, job.outcome()
 
 
+@types.coroutine
+def in_context(
+    context: contextvars.Context, coroutine: Coroutine[Any, Any, T]
+) -> Generator[Any, Any, T]:
+    """Await ``coroutine`` with each of its steps run in ``context`` (in the awaiting task:
+    no task of its own; the values the event loop sends, and the exceptions it throws,
+    are passed through unchanged)."""
+    enter = context.run
+    step: Callable[[Any], Any] = coroutine.send
+    given: Any = None
+    while True:
+        try:
+            request = enter(step, given)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            given = yield request
+        except GeneratorExit:
+            enter(coroutine.close)
+            raise
+        except BaseException as error:
+            step, given = coroutine.throw, error
+        else:
+            step = coroutine.send
+
+
 async def run_call(run: Run, item: Admitted, deadline: float | None) -> object:
     """Run one call under the event loop, with its timeout and retries; its outcome."""
     plan = item.tool._plan
@@ -121,7 +152,8 @@ async def run_call(run: Run, item: Admitted, deadline: float | None) -> object:
     handle = Cancellation() if plan.injections or timeout is not None else UNSEEN
     kwargs = kwargs_for(run, item, handle, deadline)
     run.start(item)
-    return await _attempts(run, item, kwargs, timeout, handle, 0)
+    context = run.caller_context.copy()  # the call's own copy of the caller's context
+    return await _attempts(run, item, kwargs, timeout, handle, 0, context)
 
 
 async def _attempts(
@@ -131,8 +163,10 @@ async def _attempts(
     timeout: float | None,
     handle: Cancellation,
     attempt: int,
+    context: contextvars.Context,
 ) -> object:
-    """The call's attempts from ``attempt`` on, until one is not retried; its outcome."""
+    """The call's attempts from ``attempt`` on, until one is not retried; its outcome.
+    The tool's body runs in ``context``."""
     plan = item.tool._plan
     fn = plan.fn
     assert fn is not None
@@ -143,16 +177,16 @@ async def _attempts(
         try:
             if plan.is_async:
                 if timeout is None:
-                    return await fn(**kwargs)  # type: ignore[misc]
+                    return await in_context(context, fn(**kwargs))  # type: ignore[arg-type]
                 with anyio.move_on_after(timeout):
-                    return await fn(**kwargs)  # type: ignore[misc]
+                    return await in_context(context, fn(**kwargs))  # type: ignore[arg-type]
                 handle.cancel()  # the tool may hold a reference and look
                 return timed_out(item, timeout)
             if not threaded:
-                return fn(**kwargs)
+                return context.run(fn, **kwargs)
             patient = timeout is None and run.policy.deadline is None  # (as run_inline's)
             finished, value = await _in_thread(
-                functools.partial(fn, **kwargs), timeout, handle, patient
+                functools.partial(context.run, fn, **kwargs), timeout, handle, patient
             )
             if finished:
                 return value
@@ -170,14 +204,16 @@ async def _attempts(
             await anyio.sleep(wait)
 
 
-async def _raised(run: Run, item: Admitted, error: BaseException) -> object:
+async def _raised(
+    run: Run, item: Admitted, error: BaseException, context: contextvars.Context
+) -> object:
     """The outcome of an awaited call (``Plan.awaited``) whose first attempt raised
-    ``error``, a tool's failure: classified, or retried."""
+    ``error``, a tool's failure: classified, or retried (in the call's ``context``)."""
     wait = retry_wait(run, item, error, 0)
     if type(wait) is not float:
         return wait
     await anyio.sleep(wait)
-    return await _attempts(run, item, item.arguments, None, UNSEEN, 1)
+    return await _attempts(run, item, item.arguments, None, UNSEEN, 1, context)
 
 
 async def execute(run: Run, deadline: float | None) -> Stop | None:
@@ -320,14 +356,15 @@ async def _call(
         plan = item.tool._plan
         if awaiting and plan.awaited:
             run.start(item)
+            context = run.caller_context.copy()
             try:
-                outcome = await plan.fn(**item.arguments)  # type: ignore[misc]
+                outcome = await in_context(context, plan.fn(**item.arguments))  # type: ignore[arg-type,misc]
             except PROPAGATE:
                 raise
             except BaseException as error:  # a tool's failure, whatever it raised
                 if _is_cancellation(error):
                     raise
-                outcome = await _raised(run, item, error)
+                outcome = await _raised(run, item, error, context)
         else:
             outcome = await run_call(run, item, deadline)
         run.finish(item, outcome)

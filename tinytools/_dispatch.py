@@ -29,6 +29,7 @@ admission refused runs; no tool runs on arguments that failed its schema.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
@@ -317,6 +318,7 @@ def dispatch_sync(
     batch with ``DispatchAborted`` (a tool declared ``blocking=True`` runs on a worker
     thread, where it may). A forked child makes its own loop and worker threads.
     """
+    caller = contextvars.copy_context()  # (first: what the caller's tools run in)
     if backend != "asyncio":
         check_backend(backend)
     if on_deferred is not None:
@@ -334,6 +336,7 @@ def dispatch_sync(
         artifacts,
         cancellation,
     )
+    run.caller_context = caller
     if run.tools._withheld:
         _withheld(run)
     if on_deferred is not None:
@@ -410,6 +413,11 @@ async def dispatch(
 ) -> DispatchResult:
     """Admit, run and answer a batch of tool calls.
 
+    Each tool body runs in its own copy of the ``contextvars`` context current when
+    ``dispatch`` is called (read in the caller's task, before anything else), whichever
+    thread or task runs it: a span or request id the caller set is current inside the
+    tool, and what the tool sets stays in its call.
+
     Args:
         calls: The calls the model made, in order.
         tools: A ``Registry``, a toolset (``tinytools.toolsets``; resolved once
@@ -466,6 +474,7 @@ async def dispatch(
         TypeError: An argument of the wrong kind (see each; a call whose id or name
             is not a ``str`` included), before any tool runs.
     """
+    caller = contextvars.copy_context()  # (first: what the caller's tools run in)
     from ._concurrency import current_time
 
     run = new_run(
@@ -481,6 +490,7 @@ async def dispatch(
         artifacts,
         cancellation,
     )
+    run.caller_context = caller
     if on_deferred is not None:
         _check_on_deferred(on_deferred, sync=False)  # (before anything runs)
         run.keep_positions()  # the two passes are merged by position
@@ -576,6 +586,7 @@ def _resumed(
         run.store,
         run.cancellation,
     )
+    again.caller_context = run.caller_context
     again.keep_positions()
     return again
 

@@ -383,19 +383,22 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
         else:  # nothing can see the handle or the injected values: none are made
             handle, kwargs = UNSEEN, item.arguments
     run.start(item)
+    # The call's own copy of the caller's context: what the tool sets stays in it.
+    run_in = run.caller_context.copy().run
     attempt = 0
     while True:
         try:
             if not threaded:
-                return fn(**kwargs)
+                return run_in(fn, **kwargs)
             wait = timeout
             if deadline is not None:
                 left = max(0.0, deadline - time.monotonic())
                 wait = left if wait is None else min(wait, left)
+            body = functools.partial(run_in, fn)
             if run.cancellation is None:  # the pool's direct hand-off
-                finished, value = THREADS.run(fn, kwargs, wait)
+                finished, value = THREADS.run(body, kwargs, wait)
             else:
-                finished, value = _in_thread(fn, kwargs, wait, run.cancellation)
+                finished, value = _in_thread(body, kwargs, wait, run.cancellation)
             if finished:
                 return value
             if handle is not UNSEEN:

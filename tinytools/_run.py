@@ -10,6 +10,7 @@ aborted batch raises.
 
 from __future__ import annotations
 
+import contextvars
 import enum
 import inspect
 import operator
@@ -302,6 +303,7 @@ class Run(Admission):
     __slots__ = (
         "__weakref__",
         "answers",
+        "caller_context",
         "calls",
         "cancellation",
         "escaped",
@@ -318,6 +320,9 @@ class Run(Admission):
     )
 
     calls: tuple[ToolCall, ...]
+    #: The ``contextvars`` context current when ``dispatch`` / ``dispatch_sync`` was
+    #: called: each call's tool body runs in a copy of it (see ``_execute``).
+    caller_context: contextvars.Context
     events: list[Event]
     #: A call's answer by index; None from its start until it is answered (a call that
     #: is postponed leaves it).
