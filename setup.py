@@ -1,8 +1,8 @@
 """The one build step pyproject.toml cannot declare stably: the optional C speedups.
 
 ``tinytools/_relaxed_speedups.c`` is the relaxed-JSON scanner of ``tinytools/_relaxed.py``,
-compiled; ``tinytools/_workers_speedups.c`` is the caller/tool-thread hand-off of
-``tinytools/_workers.py``, compiled. Both are optional: without a C compiler the install
+compiled; ``tinytools/_runtime/_baton.c`` is the caller/tool-thread hand-off of
+``tinytools/_runtime/baton.py``, compiled. Both are optional: without a C compiler the install
 still succeeds and the pure-Python twins give the same answers (more slowly).
 """
 
@@ -16,8 +16,8 @@ setup(
             optional=True,
         ),
         Extension(
-            "tinytools._workers_speedups",
-            sources=["tinytools/_workers_speedups.c"],
+            "tinytools._runtime._baton",
+            sources=["tinytools/_runtime/_baton.c"],
             optional=True,
         ),
     ]

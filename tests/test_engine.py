@@ -38,7 +38,8 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._workers import THREADS, ThreadPool
+from tinytools._runtime import threads
+from tinytools._runtime.threads import ThreadPool
 from tinytools.events import (
     Custom,
     Event,
@@ -868,7 +869,7 @@ class TestWorkers:
         assert fresh.outcome() == "again"
 
     def test_process_pool_stays_bounded(self) -> None:
-        assert THREADS.threads <= 64
+        assert threads.THREADS.threads <= 64
 
     def test_async_tool_under_dispatch_sync_runs_on_asyncio(self) -> None:
         """An async tool written for asyncio works under dispatch_sync (and the loop is

@@ -34,19 +34,20 @@ import contextvars
 import functools
 import math
 import threading
-import types
-from collections.abc import Callable, Coroutine, Generator, Iterator, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 import anyio
 import sniffio
 
 from ._admit import Admitted
-from ._asyncio_tasks import Tasks
 from ._execute import PROPAGATE, UNSEEN, kwargs_for, linked, retry_wait, timed_out
 from ._inject import Cancellation
 from ._run import Run, Stop
-from ._workers import THREADS, Job, PoolExhausted
+from ._runtime import threads
+from ._runtime.contexts import in_context
+from ._runtime.tasks import Tasks
+from ._runtime.threads import Job, PoolExhausted
 
 __all__ = ["current_time", "execute", "run_call"]
 
@@ -97,7 +98,7 @@ async def _in_thread(
     """Run ``fn`` on a pool thread; ``(True, value)``, or ``(False, None)`` on timeout.
     ``patient``: nothing bounds the wait (no timeout, no batch deadline; see
     ``ThreadPool.submit``)."""
-    job: Job[object] = THREADS.submit(fn, patient)
+    job: Job[object] = threads.THREADS.submit(fn, patient)
     done = anyio.Event()
     soon = _call_soon()
     job.on_done(lambda: soon(done.set))
@@ -108,41 +109,15 @@ async def _in_thread(
             with anyio.move_on_after(timeout):
                 await done.wait()
     except BaseException:
-        THREADS.give_up(job)  # (still in line: it never starts)
+        threads.THREADS.give_up(job)  # (still in line: it never starts)
         handle.cancel()  # cancelled: the abandoned tool can still see it should stop
         raise
     if not job.done.is_set():
-        if THREADS.give_up(job):  # every thread stayed busy: the tool never started
-            raise PoolExhausted(THREADS.threads)
+        if threads.THREADS.give_up(job):  # every thread stayed busy: the tool never started
+            raise PoolExhausted(threads.THREADS.threads)
         handle.cancel()
         return False, None
     return True, job.outcome()
-
-
-@types.coroutine
-def in_context(
-    context: contextvars.Context, coroutine: Coroutine[Any, Any, T]
-) -> Generator[Any, Any, T]:
-    """Await ``coroutine`` with each of its steps run in ``context`` (in the awaiting task:
-    no task of its own; the values the event loop sends, and the exceptions it throws,
-    are passed through unchanged)."""
-    enter = context.run
-    step: Callable[[Any], Any] = coroutine.send
-    given: Any = None
-    while True:
-        try:
-            request = enter(step, given)
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
-        try:
-            given = yield request
-        except GeneratorExit:
-            enter(coroutine.close)
-            raise
-        except BaseException as error:
-            step, given = coroutine.throw, error
-        else:
-            step = coroutine.send
 
 
 async def run_call(run: Run, item: Admitted, deadline: float | None) -> object:

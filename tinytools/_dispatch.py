@@ -44,9 +44,10 @@ from ._middleware import HookFailed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
+from ._runtime.detect import refuse_nested_loop
+from ._runtime.loop import Backend, check_backend, run_on
 from ._spec import is_async_function
 from ._wire import ToolCall
-from ._workers import Backend, check_backend, refuse_nested_loop, run_on
 from .events import Custom, ToolWithheld
 from .policies import RunPolicy
 from .toolsets._base import Toolset

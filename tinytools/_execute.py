@@ -29,14 +29,16 @@ from collections.abc import Callable
 from types import CodeType
 
 from ._admit import Admitted
-from ._event_loops import wrong_loop
 from ._fold import Failed, Fatal, Postponed
 from ._inject import CallRuntime, Cancellation, Emit, RunContext, bind
 from ._memo import remember
 from ._run import Run, Stop
+from ._runtime import threads
+from ._runtime.baton import wait_main
+from ._runtime.detect import wrong_loop
+from ._runtime.threads import Job, PoolExhausted
 from ._validate import printable
 from ._wire import json_problem
-from ._workers import THREADS, Job, PoolExhausted, wait_main
 from .errors import (
     ApprovalRequired,
     CallDeferred,
@@ -302,7 +304,7 @@ def _in_thread(
     """Run ``fn`` on a pool thread and wait for it, or for the batch's cancellation:
     ``(True, value)``, or ``(False, None)`` when the timeout passed or the batch was
     cancelled first (the thread is abandoned)."""
-    job: Job[object] = THREADS.submit(functools.partial(fn, **kwargs), timeout is None)
+    job: Job[object] = threads.THREADS.submit(functools.partial(fn, **kwargs), timeout is None)
     wake = threading.Event()
     job.on_done(wake.set)
     forget = cancellation.on_cancel(wake.set)
@@ -311,9 +313,9 @@ def _in_thread(
     finally:
         forget()
         # Still in line: it never starts (withdrawn); running: its thread is abandoned.
-        withdrawn = not job.done.is_set() and THREADS.give_up(job)
+        withdrawn = not job.done.is_set() and threads.THREADS.give_up(job)
     if withdrawn and not cancellation.cancelled:  # every thread stayed busy
-        raise PoolExhausted(THREADS.threads)
+        raise PoolExhausted(threads.THREADS.threads)
     if not job.done.is_set():
         return False, None
     return True, job.outcome()
@@ -396,7 +398,7 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> object:
                 wait = left if wait is None else min(wait, left)
             body = functools.partial(run_in, fn)
             if run.cancellation is None:  # the pool's direct hand-off
-                finished, value = THREADS.run(body, kwargs, wait)
+                finished, value = threads.THREADS.run(body, kwargs, wait)
             else:
                 finished, value = _in_thread(body, kwargs, wait, run.cancellation)
             if finished:

@@ -6,15 +6,15 @@ from collections.abc import Callable
 
 import pytest
 
-from tinytools import _concurrency, _execute, _workers
+from tinytools._runtime import baton, threads
 
 try:
-    from tinytools._workers_speedups import Baton as CompiledBaton
+    from tinytools._runtime._baton import Baton as CompiledBaton
 except ImportError:  # pragma: no cover - installed without a C compiler
     CompiledBaton = None  # type: ignore[assignment,misc]
 
 BATONS = [
-    pytest.param(_workers._Baton, id="python-baton"),
+    pytest.param(baton._Baton, id="python-baton"),
     pytest.param(
         CompiledBaton,
         id="c-baton",
@@ -26,11 +26,10 @@ BATONS = [
 @pytest.fixture(params=BATONS)
 def tool_threads(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-) -> _workers.ThreadPool:
+) -> threads.ThreadPool:
     """The pool every dispatch of the test hands its threaded calls to, made with the
     compiled baton and with its pure-Python twin."""
-    baton: Callable[[], _workers.Handoff] = request.param
-    pool = _workers.ThreadPool(baton=baton)
-    for module in (_workers, _execute, _concurrency):  # every module that reads it
-        monkeypatch.setattr(module, "THREADS", pool)
+    made: Callable[[], baton.Handoff] = request.param
+    pool = threads.ThreadPool(baton=made)
+    monkeypatch.setattr(threads, "THREADS", pool)
     return pool

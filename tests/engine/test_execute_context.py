@@ -29,7 +29,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._workers import ThreadPool
+from tinytools._runtime.threads import ThreadPool
 from tinytools.discovery import Discovery
 
 REQUEST: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="unset")

@@ -1,0 +1,44 @@
+"""Running a coroutine's steps in a ``contextvars`` context, in the awaiting task.
+
+A task runs every coroutine it awaits in the task's own context; an async tool must run
+in its call's copy of the caller's context instead, without a task of its own (a task
+per call costs more than the call, and a serial batch runs in dispatch's own task).
+:func:`in_context` steps the coroutine itself, entering the context for each step, and
+passes what the event loop sends and throws through unchanged — the same under trio and
+asyncio.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import types
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, TypeVar
+
+__all__ = ["in_context"]
+
+T = TypeVar("T")
+
+
+@types.coroutine
+def in_context(
+    context: contextvars.Context, coroutine: Coroutine[Any, Any, T]
+) -> Generator[Any, Any, T]:
+    """Await ``coroutine`` with each of its steps run in ``context``."""
+    enter = context.run
+    step: Callable[[Any], Any] = coroutine.send
+    given: Any = None
+    while True:
+        try:
+            request = enter(step, given)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            given = yield request
+        except GeneratorExit:
+            enter(coroutine.close)
+            raise
+        except BaseException as error:
+            step, given = coroutine.throw, error
+        else:
+            step = coroutine.send
