@@ -19,7 +19,7 @@ synchronous tools inline, with no event loop at all; a batch that holds an async
 tool or an async ``on_event`` handler (or several threaded calls allowed to run at
 once) runs its execution stage on this thread's long-lived asyncio loop
 (:func:`_workers.loop_holder`), never a new loop per call. ``dispatch`` runs it under
-the caller's event loop, trio or asyncio (:mod:`_concurrency`, imported on first use).
+the caller's event loop, trio or asyncio (``_engine.execute.loop``, imported on first use).
 
 Invariants kept here (docs/concepts/invariants.md): every call id is answered exactly once in
 call order unless deferred — also when tools raise, time out, or the batch is
@@ -38,12 +38,13 @@ from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async, p
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
 from ._effects import EffectLedger, record_started, refusal, release_unstarted
-from ._execute import run_inline
+from ._engine.execute.inline import execute_inline
+from ._engine.stops import Stop
 from ._inject import Cancellation, Context, check_context, check_context_type
 from ._middleware import HookFailed
 from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
-from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
+from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, new_run
 from ._runtime.detect import refuse_nested_loop
 from ._runtime.loop import Backend, check_backend, run_on
 from ._spec import is_async_function
@@ -222,13 +223,12 @@ def _finished(run: Run, stop: Stop | None) -> DispatchResult:
 
 
 async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
-    from . import _concurrency
-    from ._concurrency import current_time
+    from ._engine.execute.loop import current_time, execute
 
     if run.sink is not None:
         await run.sink.flush()
     deadline = None if remaining is None else current_time() + remaining
-    stop = await _concurrency.execute(run, deadline)
+    stop = await execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
     return stop
@@ -252,19 +252,8 @@ def _pass_sync(
             _left(run)
             raise
     else:  # every admitted call is synchronous: run on this thread, in order
-        cancellation = run.cancellation
         try:
-            for item in run.admitted:
-                if run.halted:  # a fatal call, or a hook or host callback that raised
-                    stop = Stop.ABORTED
-                    break
-                if cancellation is not None and cancellation.cancelled:
-                    stop = Stop.CANCELLED
-                    break
-                if deadline is not None and time.monotonic() >= deadline:
-                    stop = Stop.DEADLINE
-                    break
-                run.finish(item, run_inline(run, item, deadline))
+            stop = execute_inline(run, deadline)
         except BaseException:
             _left(run)
             raise
@@ -367,8 +356,7 @@ def dispatch_sync(
 
 
 async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchResult:
-    from . import _concurrency
-    from ._concurrency import current_time
+    from ._engine.execute.loop import current_time, execute
 
     if run.cancellation is not None or deadline is not None or used:
         run.admission(_cancelled(run), _expiry(deadline, current_time), used)
@@ -388,7 +376,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchRe
     if run.preflight:  # else every verdict is Admitted: nothing to answer or check first
         _begin(run, False)
     try:
-        stop = await _concurrency.execute(run, deadline)
+        stop = await execute(run, deadline)
     except BaseException:
         _left(run)
         raise
@@ -476,7 +464,7 @@ async def dispatch(
             is not a ``str`` included), before any tool runs.
     """
     caller = contextvars.copy_context()  # (first: what the caller's tools run in)
-    from ._concurrency import current_time
+    from ._engine.execute.loop import current_time
 
     run = new_run(
         calls,

@@ -5,7 +5,8 @@ in its call's copy of the caller's context instead, without a task of its own (a
 per call costs more than the call, and a serial batch runs in dispatch's own task).
 :func:`in_context` steps the coroutine itself, entering the context for each step, and
 passes what the event loop sends and throws through unchanged — the same under trio and
-asyncio.
+asyncio. The compiled twin (``_contexts.c``) is used when built: it spares the Python
+frame per step and the exception at the end.
 """
 
 from __future__ import annotations
@@ -15,13 +16,13 @@ import types
 from collections.abc import Callable, Coroutine, Generator
 from typing import Any, TypeVar
 
-__all__ = ["in_context"]
+__all__ = ["in_context", "stepped_in_python"]
 
 T = TypeVar("T")
 
 
 @types.coroutine
-def in_context(
+def stepped_in_python(
     context: contextvars.Context, coroutine: Coroutine[Any, Any, T]
 ) -> Generator[Any, Any, T]:
     """Await ``coroutine`` with each of its steps run in ``context``."""
@@ -42,3 +43,9 @@ def in_context(
             step, given = coroutine.throw, error
         else:
             step = coroutine.send
+
+
+try:
+    from ._contexts import in_context
+except ImportError:  # pragma: no cover - installed without a C compiler
+    in_context = stepped_in_python
