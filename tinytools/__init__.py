@@ -71,6 +71,7 @@ from ._middleware import Deny as Deny
 from ._middleware import Middleware as Middleware
 from ._middleware import after_tool as after_tool
 from ._middleware import before_tool as before_tool
+from ._middleware import wrap_tool as wrap_tool
 from ._policy_middleware import ExposureExplanation as ExposureExplanation
 from ._policy_middleware import PolicyExposure as PolicyExposure
 from ._policy_middleware import SideEffect as SideEffect
@@ -178,6 +179,7 @@ __all__ = [
     "dispatch",
     "dispatch_sync",
     "tool",
+    "wrap_tool",
 ]
 
 

@@ -19,6 +19,7 @@ from tinytools._run import Run
 from .attempts import drive
 from .bind import begin
 from .threaded import Leash, wait_here
+from .wraps import sync_body
 
 __all__ = ["execute_inline", "run_inline"]
 
@@ -42,8 +43,9 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> Outcome:
     timeout = plan.timeout or run.policy.tool_timeout
     fn, kwargs, handle, context = begin(run, item, deadline)
     if not plan.blocking and timeout is None:
+        if run.stack.wraps:
+            return context.run(sync_body(run, item, fn, kwargs, None))
         return context.run(drive, run, item, fn, kwargs)
-    leash = Leash() if plan.retries else None
-    pause = () if leash is None else (leash.pause,)
-    body = functools.partial(context.run, drive, run, item, fn, kwargs, *pause)
+    leash = Leash() if plan.retries or run.stack.wraps else None
+    body = functools.partial(context.run, sync_body(run, item, fn, kwargs, leash))
     return wait_here(run, item, body, timeout, deadline, handle, leash)

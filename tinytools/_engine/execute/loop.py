@@ -51,6 +51,7 @@ from .attempts import Attempt, Raised, attempt, attempts, drive
 from .bind import UNSEEN, begin
 from .classify import PROPAGATE, classify, next_attempt, timed_out
 from .threaded import Leash, abandoned
+from .wraps import awrapped, sync_body
 
 __all__ = ["current_time", "execute"]
 
@@ -147,12 +148,11 @@ async def _on_thread(
     """Run a synchronous call's attempts on a pool thread and wait for it on this loop,
     re-armed at each attempt when the call may make several (see ``threaded``); the
     batch's deadline and cancellation cancel the wait itself."""
-    leash = Leash() if item.tool._plan.retries else None
-    pause = () if leash is None else (leash.pause,)
+    leash = Leash() if item.tool._plan.retries or run.stack.wraps else None
     pool = threads.THREADS
     try:
         job = pool.submit(
-            functools.partial(context.run, drive, run, item, fn, kwargs, *pause),
+            functools.partial(context.run, sync_body(run, item, fn, kwargs, leash)),
             timeout is None and run.policy.deadline is None,  # (patient: see ThreadPool.submit)
         )
     except PoolExhausted as error:  # refused at once: the tool never starts
@@ -273,19 +273,32 @@ async def _worker(
             timeout = plan.timeout or run.policy.tool_timeout
             fn, kwargs, handle, context = begin(run, item, deadline)
             outcome: Outcome
-            if plan.retries and (plan.is_async or not (plan.blocking or timeout is not None)):
+            wraps = run.stack
+            if plan.is_async:
+                if wraps.awraps:
+                    each = functools.partial(adrive, run, item, fn, kwargs, timeout, handle)
+                    chain = awrapped(wraps.awraps, run, item, each, _is_cancellation)
+                    outcome = await contexts.in_context(context, chain)
+                elif plan.retries:
+                    driven = adrive(run, item, fn, kwargs, timeout, handle)
+                    outcome = await contexts.in_context(context, driven)
+                else:  # one attempt, awaited here
+                    value = context.run(attempt, fn, kwargs)
+                    if type(value) is not Raised:
+                        awaited = _awaited(value, item, timeout, handle)  # type: ignore[arg-type]
+                        value = await contexts.in_context(context, awaited)
+                    if type(value) is Raised:  # (replaced: no cycle through its traceback)
+                        value = next_attempt(run, item, value.error, 0)
+                    outcome = value  # type: ignore[assignment]
+            elif plan.blocking or timeout is not None or (plan.retries and wraps.wraps):
+                # (wraps around a retried call wait for its backoff on the thread that
+                # runs them: a worker's, not the loop's)
+                outcome = await _on_thread(run, item, fn, kwargs, context, timeout, handle)
+            elif plan.retries:  # its backoff awaited on the loop
                 driven = adrive(run, item, fn, kwargs, timeout, handle)
                 outcome = await contexts.in_context(context, driven)
-            elif plan.is_async:  # one attempt, awaited here
-                value = context.run(attempt, fn, kwargs)
-                if type(value) is not Raised:
-                    awaited = _awaited(value, item, timeout, handle)  # type: ignore[arg-type]
-                    value = await contexts.in_context(context, awaited)
-                if type(value) is Raised:  # (replaced: no cycle through its traceback)
-                    value = next_attempt(run, item, value.error, 0)
-                outcome = value  # type: ignore[assignment]
-            elif plan.blocking or timeout is not None:
-                outcome = await _on_thread(run, item, fn, kwargs, context, timeout, handle)
+            elif wraps.wraps:
+                outcome = context.run(sync_body(run, item, fn, kwargs, None))
             else:
                 outcome = context.run(drive, run, item, fn, kwargs)
             run.finish(item, outcome)

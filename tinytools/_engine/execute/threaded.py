@@ -3,7 +3,8 @@
 A tool that blocks, or has a timeout, runs on a pool thread (``_runtime.threads``) —
 its attempts and their retries included — while its caller waits: on this thread under
 ``dispatch_sync`` (:func:`wait_here`), or on its event loop (``loop``). A timeout bounds
-one attempt: when a call may make several, the thread marks when each starts on the
+one attempt: when a call may make several (retries, or a wrap that calls ``proceed``
+again), the thread marks when each starts on the
 call's :class:`Leash`, and the caller re-arms its wait from there. A caller that stops
 waiting (the timeout, the batch's deadline or cancellation) abandons the thread: the tool
 runs on until it returns, but its cancellation handle is set and no further attempt
@@ -51,6 +52,12 @@ class Leash:
         when the caller left meanwhile."""
         self.started = time.monotonic() + delay
         return not self._left.wait(delay)
+
+    def restart(self) -> bool:
+        """A new attempt starts now (a wrap called ``proceed`` again): its timeout starts
+        again; False when the caller left meanwhile (then it does not start)."""
+        self.started = time.monotonic()
+        return not self._left.is_set()
 
     def leave(self) -> None:
         """The caller stops waiting: no further attempt starts."""
