@@ -456,7 +456,93 @@ class TestNeverRun:
             assert [c.id for c in result.deferred.calls] == ["c0", "c1"]
 
     def test_a_call_the_tool_postpones_is_postponed_still(self) -> None:
+        """The wrap sees a result that is no error (a wrap retrying errors leaves it
+        be), its metadata saying so; handed back, the call is postponed."""
         spans = Spans()
         result = dispatch_sync([ToolCall("c0", "postpones", {})], [postpones], middleware=[spans])
         assert result.deferred is not None
         assert [c.id for c in result.deferred.approvals] == ["c0"]
+        (seen,) = spans.results
+        assert not seen.is_error
+        assert seen.metadata == {"postponed": "approval"}
+
+
+# --- where a wrap runs, and the timeout --------------------------------------------------
+
+
+def _again(call: ToolCall, env: object, proceed: Callable[[], ToolResult]) -> ToolResult:
+    result = proceed()
+    return proceed() if result.is_error else result
+
+
+@pytest.mark.usefixtures("tool_threads")
+class TestThreads:
+    @pytest.mark.parametrize("awaited", [False, True], ids=["dispatch_sync", "dispatch"])
+    def test_a_timeout_bounds_each_proceed_not_the_whole_chain(self, awaited: bool) -> None:
+        """Two attempts of 0.9 s each under a 1.5 s timeout: each is within it (the
+        caller re-arms its wait when the wrap calls ``proceed`` again), their sum is not."""
+        import threading
+
+        import anyio
+
+        attempts: list[int] = []
+        pace = threading.Event()  # never set: a wait of the tool's own work time
+
+        @tool(timeout=1.5)
+        def slow() -> str:
+            """Take 0.9 s; fail the first time."""
+            attempts.append(1)
+            pace.wait(0.9)
+            if len(attempts) == 1:
+                raise ValueError("first attempt fails")
+            return "ok"
+
+        calls = [ToolCall("c0", "slow", {})]
+        middleware = [wrap_tool(_again)]
+        if awaited:
+
+            async def main() -> Any:
+                return await dispatch(calls, [slow], middleware=middleware)
+
+            result = anyio.run(main)
+        else:
+            result = dispatch_sync(calls, [slow], middleware=middleware)
+        assert result.messages[0].content == "ok"
+        assert len(attempts) == 2
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("options", [{}, {"timeout": 30}], ids=["inline", "timed"])
+    async def test_a_retried_sync_tool_with_wraps_runs_on_a_worker_thread_under_a_loop(
+        self, options: dict[str, Any]
+    ) -> None:
+        """Its wraps and body share one thread, never the loop's: a backoff between its
+        attempts waits there, not on the event loop."""
+        import threading
+
+        from tinytools import RetryableError
+
+        threads: list[tuple[str, int]] = []
+
+        @tool(max_retries=1, **options)
+        def flaky() -> str:
+            """Fail once."""
+            threads.append(("body", threading.get_ident()))
+            if len(threads) == 2:
+                raise RetryableError("again")
+            return "ok"
+
+        def where(call: ToolCall, env: object, proceed: Callable[[], ToolResult]) -> ToolResult:
+            threads.append(("wrap", threading.get_ident()))
+            return proceed()
+
+        loop_thread = threading.get_ident()
+        result = await dispatch(
+            [ToolCall("c0", "flaky", {})],
+            [flaky],
+            middleware=[wrap_tool(where)],
+            policy=RunPolicy(retry_base_delay=0),
+        )
+        assert result.messages[0].content == "ok"
+        assert [kind for kind, _ in threads] == ["wrap", "body", "body"]
+        assert len({ident for _, ident in threads}) == 1
+        assert threads[0][1] != loop_thread

@@ -26,7 +26,7 @@ from tinytools._engine.outcome import Failed, Fatal, Outcome, Postponed
 from tinytools._engine.stops import Stop, interrupted
 from tinytools._middleware import AsyncWrap, Wrap
 from tinytools._run import Run
-from tinytools._wire import ToolResult, wrap_return
+from tinytools._wire import TextBlock, ToolResult, wrap_return
 
 from .attempts import drive
 from .classify import PROPAGATE, next_attempt
@@ -67,12 +67,17 @@ def sync_body(
 
 def result_of(outcome: Outcome, item: Admitted) -> ToolResult:
     """What ``proceed`` returns for ``outcome``: the tool's ``ToolResult``, its value
-    made one, or an error result saying what failed."""
+    made one, an error result saying what failed, or (the tool asked for approval or
+    deferred the call) a result whose metadata says ``postponed``."""
     kind = type(outcome)
     if kind is Failed or kind is Fatal:
         return ToolResult.error(outcome.message)  # type: ignore[union-attr]
-    if kind is Postponed:
-        return ToolResult.error(f"Tool call postponed ({outcome.kind}).")  # type: ignore[union-attr]
+    if kind is Postponed:  # not a failure: a wrap that retries errors leaves it be
+        postponed: str = outcome.kind  # type: ignore[union-attr]
+        return ToolResult(
+            content=(TextBlock(f"Tool call postponed ({postponed})."),),
+            metadata={"postponed": postponed},
+        )
     try:
         return wrap_return(outcome)
     except (TypeError, ValueError) as error:  # answered as fold answers it
