@@ -85,14 +85,20 @@ def result_of(outcome: Outcome, item: Admitted) -> ToolResult:
 
 
 class Proceeded:
-    """One call's wrap chain in progress: the call the wraps see, and the outcome behind
-    each result ``proceed`` returned (by the result's identity)."""
+    """One call's wrap chain in progress: the call the wraps see, the wraps, what the
+    innermost runs, and the outcome behind each result ``proceed`` returned (by the
+    result's identity). ``proceed`` is a bound method with its depth (no closure that
+    refers to itself: a call with wraps leaves no cycle for the collector)."""
 
-    __slots__ = ("call", "given", "item", "run")
+    __slots__ = ("body", "call", "given", "hooks", "item", "run")
 
-    def __init__(self, run: Run, item: Admitted) -> None:
+    def __init__(
+        self, run: Run, item: Admitted, hooks: tuple[object, ...], body: Callable[[], object]
+    ) -> None:
         self.run = run
         self.item = item
+        self.hooks = hooks
+        self.body = body
         self.call = msgspec.structs.replace(
             item.call, name=item.tool.name, arguments=item.arguments
         )
@@ -103,6 +109,20 @@ class Proceeded:
         result = result_of(outcome, self.item)
         self.given.append((result, outcome))
         return result
+
+    def level(self, depth: int) -> ToolResult:
+        """The synchronous chain from the wrap at ``depth`` inwards."""
+        if depth == len(self.hooks):
+            return self.gave(self.body())  # type: ignore[arg-type]
+        hook: Wrap = self.hooks[depth]  # type: ignore[assignment]
+        return hook(self.call, self.run, functools.partial(self.level, depth + 1))
+
+    async def alevel(self, depth: int) -> ToolResult:
+        """The async chain from the wrap at ``depth`` inwards."""
+        if depth == len(self.hooks):
+            return self.gave(await self.body())  # type: ignore[misc]
+        hook: AsyncWrap = self.hooks[depth]  # type: ignore[assignment]
+        return await hook(self.call, self.run, functools.partial(self.alevel, depth + 1))
 
     def outcome(self, result: object) -> Outcome:
         """The call's outcome, from what the outermost wrap returned."""
@@ -130,16 +150,9 @@ def wrapped(
 ) -> Outcome:
     """Run ``body`` (the call's attempts, on this thread) inside the synchronous
     ``wraps``, the first outermost; the call's outcome."""
-    chain = Proceeded(run, item)
-    call = chain.call
-
-    def level(depth: int) -> ToolResult:
-        if depth == len(wraps):
-            return chain.gave(body())
-        return wraps[depth](call, run, lambda: level(depth + 1))
-
+    chain = Proceeded(run, item, wraps, body)
     try:
-        result = level(0)
+        result = chain.level(0)
     except PROPAGATE:
         raise
     except BaseException as error:
@@ -157,16 +170,9 @@ async def awrapped(
     """Await ``body`` (an async call's attempts) inside the ``awraps``, the first
     outermost; the call's outcome. What ``passes`` accepts (the event loop's
     cancellation of this task) is raised, not the call's failure."""
-    chain = Proceeded(run, item)
-    call = chain.call
-
-    async def level(depth: int) -> ToolResult:
-        if depth == len(awraps):
-            return chain.gave(await body())
-        return await awraps[depth](call, run, lambda: level(depth + 1))
-
+    chain = Proceeded(run, item, awraps, body)
     try:
-        result = await level(0)
+        result = await chain.alevel(0)
     except BaseException as error:
         if isinstance(error, PROPAGATE) or passes(error):
             raise
