@@ -416,8 +416,9 @@ async def dispatch(
             positions of the called tools, so after replacing an uncalled tool in place
             (``tools[i] = other``) pass a new list or a ``Registry``).
         policy: How calls are admitted and run.
-        middleware: Objects with ``before_tool`` / ``after_tool`` hooks (composed
-            once per sequence of the same objects).
+        middleware: Objects with ``before_tool``, ``after_tool``, ``wrap_tool`` or
+            ``awrap_tool`` hooks (composed once per sequence of the same objects;
+            docs/concepts/pipeline.md says where each runs).
         context: What injection draws from (a fresh one when omitted).
         advertised: The tool names offered to the model this turn; a call to
             any other tool is treated as unknown (fail closed).
