@@ -16,7 +16,7 @@ from tinytools._engine.outcome import Outcome
 from tinytools._engine.stops import Stop, stop_now
 from tinytools._run import Run
 
-from .attempts import drive
+from .attempts import attempt, drive
 from .bind import begin
 from .threaded import Leash, wait_here
 from .wraps import sync_body
@@ -46,6 +46,9 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> Outcome:
         if run.stack.wraps:
             return context.run(sync_body(run, item, fn, kwargs, None))
         return context.run(drive, run, item, fn, kwargs)
-    leash = Leash() if plan.retries or run.stack.wraps else None
+    if not plan.retries and not run.stack.wraps:  # one attempt (its failure classified here)
+        body = functools.partial(context.run, attempt, fn, kwargs)
+        return wait_here(run, item, body, timeout, deadline, handle, None)
+    leash = Leash()
     body = functools.partial(context.run, sync_body(run, item, fn, kwargs, leash))
     return wait_here(run, item, body, timeout, deadline, handle, leash)

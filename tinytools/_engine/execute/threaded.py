@@ -26,8 +26,9 @@ from tinytools._runtime import threads
 from tinytools._runtime.baton import Signal, wait_main
 from tinytools._runtime.threads import PoolExhausted
 
+from .attempts import Raised
 from .bind import UNSEEN
-from .classify import classify, timed_out
+from .classify import classify, next_attempt, timed_out
 
 __all__ = ["Leash", "abandoned", "wait_here"]
 
@@ -98,40 +99,46 @@ def abandoned(
 def wait_here(
     run: Run,
     item: Admitted,
-    body: Callable[[], Outcome],
+    body: Callable[[], object],
     timeout: float | None,
     deadline: float | None,
     handle: Cancellation,
     leash: Leash | None,
 ) -> Outcome:
-    """Run ``body`` (the call's attempts) on a pool thread and wait for it on this one,
-    within the attempt's timeout and the batch's ``deadline`` (on :func:`time.monotonic`'s
-    clock), woken by the batch's cancellation; the call's outcome."""
+    """Run ``body`` (the call's attempts, or its one attempt, whose :class:`Raised` is
+    classified here) on a pool thread and wait for it on this one, within the attempt's
+    timeout and the batch's ``deadline`` (on :func:`time.monotonic`'s clock), woken by the
+    batch's cancellation; the call's outcome."""
     pool = threads.THREADS
     try:
         if leash is None and run.cancellation is None:  # one attempt: the pool's hand-off
-            wait = expiry(time.monotonic(), timeout, deadline)
-            left = None if wait is None else max(0.0, wait - time.monotonic())
+            left = timeout
+            if deadline is not None:
+                until = deadline - time.monotonic()
+                left = max(0.0, until if timeout is None else min(timeout, until))
             finished, outcome = pool.run(body, _NO_KWARGS, left)
-            if finished:
-                return outcome  # type: ignore[return-value]
-            return abandoned(run, item, handle, leash, timeout, deadline)
-        return _waited(run, item, body, timeout, deadline, handle, leash)
+            if not finished:
+                return abandoned(run, item, handle, leash, timeout, deadline)
+        else:
+            outcome = _waited(run, item, body, timeout, deadline, handle, leash)
     except PoolExhausted as error:  # no thread came free in time: the tool never started
         if deadline is not None and time.monotonic() >= deadline:
             return interrupted(Stop.DEADLINE)  # (as under the event loops)
         return classify(error, item)
+    if type(outcome) is Raised:  # one attempt's failure (see attempts.attempt)
+        return next_attempt(run, item, outcome.error, 0)  # type: ignore[return-value]
+    return outcome  # type: ignore[return-value]
 
 
 def _waited(
     run: Run,
     item: Admitted,
-    body: Callable[[], Outcome],
+    body: Callable[[], object],
     timeout: float | None,
     deadline: float | None,
     handle: Cancellation,
     leash: Leash | None,
-) -> Outcome:
+) -> object:
     """:func:`wait_here` for a call that may make several attempts, or that the batch's
     cancellation must wake: a job the caller waits for, re-armed at each attempt."""
     pool = threads.THREADS
