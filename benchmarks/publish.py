@@ -125,7 +125,24 @@ def _repair(document: Document) -> list[str]:
     return ["## Relaxed-JSON repair", "", *_table(header, rows), ""]
 
 
-_SECTIONS = {"dispatch": _dispatch, "foundation": _foundation, "repair": _repair}
+def _import(document: Document) -> list[str]:
+    rows = [
+        (r["row"], f"{r['median_s'] * 1e3:.0f} ms", _ratio(r["ratio"])) for r in document["rows"]
+    ]
+    verdict = "met" if document["met"] else "not met"
+    target = (
+        f"Target: `import tinytools` ≤ {document['target']}x `import msgspec, attrs`: {verdict}."
+    )
+    header = ("fresh interpreter runs", "wall time (median)", "vs import msgspec, attrs")
+    return ["## Import time", "", *_about(document), *_table(header, rows), "", target, ""]
+
+
+_SECTIONS = {
+    "dispatch": _dispatch,
+    "foundation": _foundation,
+    "repair": _repair,
+    "import": _import,
+}
 
 
 def caveats(documents: Mapping[str, Document]) -> list[str]:

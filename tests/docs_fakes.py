@@ -33,6 +33,20 @@ def _reply_text(results: list[str]) -> str:
     return f"Here is what the tools said: {' | '.join(results)}"
 
 
+#: The keys an assistant message may have in a Chat Completions request. A response's
+#: message has more (``annotations``), which strict OpenAI-compatible servers refuse in a
+#: request: the fake refuses them too.
+_ASSISTANT_KEYS = frozenset({"role", "content", "tool_calls", "name", "refusal", "audio"})
+
+
+def _refused_turn(messages: list[dict[str, object]]) -> str | None:
+    """Why a strict server would refuse the request's messages, or None."""
+    for message in messages:
+        if message.get("role") == "assistant" and (extra := message.keys() - _ASSISTANT_KEYS):
+            return f"assistant message: unknown field(s) {sorted(extra)} (extra_forbidden)"
+    return None
+
+
 def _openai_chat(body: dict[str, object]) -> dict[str, object]:
     messages = body["messages"]
     assert isinstance(messages, list)
@@ -50,7 +64,8 @@ def _openai_chat(body: dict[str, object]) -> dict[str, object]:
             "type": "function",
             "function": {"name": name, "arguments": arguments},
         }
-        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        # (as the real API answers: with the response-only `annotations`)
+        message = {"role": "assistant", "content": None, "tool_calls": [call], "annotations": []}
         finish = "tool_calls"
     return {
         "id": "chatcmpl-docs",
@@ -113,6 +128,8 @@ def openai_client() -> object:
     def handle(request: object) -> object:
         body = json.loads(request.content)
         if request.url.path.endswith("/chat/completions"):
+            if (refused := _refused_turn(body["messages"])) is not None:
+                return httpx.Response(400, json={"error": {"message": refused}})
             return httpx.Response(200, json=_openai_chat(body))
         if request.url.path.endswith("/responses"):
             return httpx.Response(200, json=_openai_responses(body))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 
 import anyio
+import attrs
 import msgspec
 import pytest
 import trio
@@ -23,11 +25,14 @@ from tinytools import (
     DirectoryArtifactStore,
     DispatchAborted,
     FatalToolError,
+    FileBlock,
+    ImageBlock,
     Inject,
     MemoryArtifactStore,
     Registry,
     RunPolicy,
     Store,
+    TextBlock,
     Tool,
     ToolCall,
     ToolDefinitionError,
@@ -777,6 +782,100 @@ def _wide_tool(limit: int | None = None) -> Tool[..., object]:
     return Tool.from_schema(
         "wide", "Take many fields.", schema, fn=lambda **_: "x" * 5000, policy=policy
     )
+
+
+#: A one-pixel PNG image.
+PNG = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC"
+)
+
+
+@tool
+def chart(words: str = "the chart") -> ToolResult:
+    """Draw a chart and write its report."""
+    return ToolResult.success(
+        [
+            TextBlock(words),
+            ImageBlock("image/png", PNG),
+            FileBlock("r.pdf", "application/pdf", b"%PDF-1.7"),
+        ]
+    )
+
+
+class TestAttachments:
+    """A result's images and files reach its message as ``attachments``, which each
+    provider module sends in its own form; the content names each where it stood."""
+
+    def test_attached_in_order(self) -> None:
+        """The message carries the images and files in order, and its text names them;
+        it encodes and decodes with them."""
+        result = dispatch_sync([call("c", "chart")], Registry.of(chart))
+        [message] = result.messages
+        assert "the chart\n[image image/png]\n[file r.pdf (application/pdf)]" == message.content
+        image, document = message.attachments
+        assert (ImageBlock("image/png", PNG), "r.pdf") == (image, document.name)  # type: ignore[union-attr]
+        assert message == msgspec.json.decode(msgspec.json.encode(message), type=ToolMessage)
+
+    def test_text_only(self) -> None:
+        """A result of text alone has no attachments."""
+        assert () == dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS).messages[0].attachments
+
+    def test_limit_bounds_the_text(self) -> None:
+        """``max_result_bytes`` cuts the text the model reads; the attachments, which a
+        provider sends beside it (and a model reads by their pixels, not their bytes), are
+        kept whole, run limit and tool limit alike."""
+        long = call("c", "chart", json.dumps({"words": "x" * 500}))
+        limited = ToolPolicy().with_runtime(max_result_bytes=60)
+        for policy, tools in (
+            (RunPolicy(max_result_bytes=60), Registry.of(chart)),
+            (RunPolicy(), Registry.of(attrs.evolve(chart, policy=limited))),
+        ):
+            [message] = dispatch_sync([long], tools, policy=policy).messages
+            assert 60 >= len(message.content.encode())
+            assert "[truncated: " in message.content
+            assert 2 == len(message.attachments)
+
+    def test_added_by_a_hook(self) -> None:
+        """An image an ``after_tool`` hook adds is attached like a tool's own."""
+
+        @after_tool
+        def screenshot(call: ToolCall, result: ToolResult, env: object) -> ToolResult:
+            image = ImageBlock("image/png", url="https://example.com/shot.png")
+            return msgspec.structs.replace(result, content=(*result.content, image))
+
+        result = dispatch_sync([call("c", "add", '{"a": 1}')], TOOLS, middleware=[screenshot])
+        [message] = result.messages
+        assert "2\n[image image/png https://example.com/shot.png]" == message.content
+        assert (ImageBlock("image/png", url="https://example.com/shot.png"),) == (
+            message.attachments
+        )
+
+    @pytest.mark.parametrize(
+        ("block", "says"),
+        [
+            (ImageBlock("png", PNG), "has the media_type 'png', which is no media type"),
+            (ImageBlock("application/pdf", b"%PDF"), "which is no image type"),
+            (ImageBlock("image/png"), "has neither data nor a url"),
+            (FileBlock("r.pdf", "application/pdf"), "has neither data nor a uri"),
+        ],
+        ids=repr,
+    )
+    def test_malformed_block_is_the_calls_error(self, block: object, says: str) -> None:
+        """An image or file no provider could use is its call's error, saying what is
+        wrong; the batch's other calls are answered as usual."""
+
+        @tool
+        def broken() -> ToolResult:
+            """Return a malformed block."""
+            return ToolResult(content=(TextBlock("see"), block))  # type: ignore[arg-type]
+
+        result = dispatch_sync(
+            [call("c", "broken"), call("d", "add", '{"a": 1}')], Registry.of(broken, add)
+        )
+        failed, added = result.messages
+        assert ("error", ()) == (failed.status, failed.attachments)
+        assert says in failed.content
+        assert "2" == added.content
 
 
 class TestResultBytes:

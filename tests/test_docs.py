@@ -17,8 +17,13 @@ without output must succeed. ``sh`` blocks (installing, exporting a key) and
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 import re
+import runpy
 import shlex
+import types
 import unittest
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +33,9 @@ from cli_run import run_cli
 from docs_fakes import anthropic_client, openai_client
 from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
+
+import tinytools
+import tinytools.events
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -122,7 +130,7 @@ def test_pipeline_draws_admission_in_the_order_it_runs():
     """The pipeline page's diagram puts ``before_tool`` hooks before name resolution and
     validation, and the approval gate after validation, as admission runs them (it drew
     the hooks after validation). The page's example shows a hook fixing a name."""
-    page = (DOCS / "concepts" / "pipeline.md").read_text(encoding="utf-8")
+    page = (DOCS / "concepts" / "pipeline.mmd").read_text(encoding="utf-8")
     admit = page[page.index('subgraph admit["admit') :]
     admit = admit[: admit.index("\n    end\n")]
 
@@ -131,3 +139,169 @@ def test_pipeline_draws_admission_in_the_order_it_runs():
 
     assert at("before_tool") < at("allow-list") < at("decode") < at("validate")
     assert at("validate") < at("approval gate")
+
+
+def _reference_entries() -> dict[str, bool]:
+    """The reference pages' ``::: identifier`` entries (docs/_tooling/reference_entries.py,
+    which the reference's Griffe extension reads too)."""
+    found: dict[str, bool] = runpy.run_path(str(DOCS / "_tooling" / "reference_entries.py"))[
+        "entries"
+    ]()
+    return found
+
+
+def _named(path: str) -> object:
+    """The object a dotted path names: a module, then attributes."""
+    parts = path.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            value: object = importlib.import_module(".".join(parts[:cut]))
+        except ImportError:
+            continue
+        for part in parts[cut:]:
+            value = getattr(value, part)
+        return value
+    raise ImportError(path)
+
+
+def _key(path: str, value: object) -> object:
+    """What makes two public names one entry: the same class, function or module is
+    documented once under whichever name; any other value (a constant, a type alias)
+    under its own name."""
+    if isinstance(value, (type, types.ModuleType, types.FunctionType)):
+        return id(value)
+    return path
+
+
+def test_reference_documents_every_public_name():
+    """Every name a public module exports (its ``__all__``) has an entry in the reference,
+    in an order the pages choose: no page renders the package as one dump. (The reference
+    was one ``::: tinytools`` page, opening with the private module map, with ``Inject``,
+    ``State``, ``Store``, ``CallId``, ``EventHandler``, ``ContentBlock`` and ``AnyTool``
+    missing.)"""
+    shown = _reference_entries()
+    assert "tinytools" not in shown, "the package is documented name by name, in pages"
+    covered: set[object] = set()
+    for path, members in shown.items():
+        value = _named(path)
+        covered.add(_key(path, value))
+        if members and isinstance(value, types.ModuleType):
+            for name in getattr(value, "__all__", ()):
+                covered.add(_key(f"{path}.{name}", getattr(value, name)))
+    public = [
+        module.name
+        for module in pkgutil.walk_packages(tinytools.__path__, "tinytools.")
+        if not any(part.startswith("_") for part in module.name.split("."))
+    ]
+    missing = []
+    for module_name in ["tinytools", *public]:
+        module = importlib.import_module(module_name)
+        for name in getattr(module, "__all__", ()):
+            if _key(f"{module_name}.{name}", getattr(module, name)) not in covered:
+                missing.append(f"{module_name}.{name}")
+    assert [] == missing
+
+
+#: The Structs a host reads and writes: every event, and the calls, results and messages.
+_WIRE = [
+    *(getattr(tinytools.events, name) for name in tinytools.events.__all__ if name != "Event"),
+    tinytools.ToolCall,
+    tinytools.ToolResult,
+    tinytools.TextBlock,
+    tinytools.JsonBlock,
+    tinytools.ImageBlock,
+    tinytools.FileBlock,
+    tinytools.Artifact,
+    tinytools.ToolMessage,
+]
+
+
+@pytest.mark.parametrize("struct", _WIRE, ids=lambda struct: struct.__name__)
+def test_wire_structs_describe_every_field(struct: type):
+    """Every field of an event or wire Struct is described in its docstring's
+    ``Attributes:`` section, which the reference shows as a table of names, types and
+    meanings (the events page showed ``Bases: _Event`` and no field at all)."""
+    doc = inspect.getdoc(struct) or ""
+    assert "\nAttributes:\n" in doc, struct.__name__
+    section = doc.split("\nAttributes:\n", 1)[1]
+    described = set(re.findall(r"^    (\w+):", section, re.MULTILINE))
+    assert set() == set(struct.__struct_fields__) - described
+
+
+def test_tutorial_teaches_injection():
+    """The tutorial's code injects a value from ``Context(values=...)``, the state, the store,
+    the call id and ``Emit`` (test_page runs it): no tutorial or how-to showed ``Inject[...]``
+    with ``Context(values=...)``."""
+    code = "\n".join(str(example.parsed) for example in _SYBIL.parse(DOCS / "tutorial.md"))
+    for taught in ("Inject[", "Context(", "values=", "State[", "Store[", "CallId]", "Emit]"):
+        assert taught in code
+
+
+def test_diagrams_are_drawn_from_their_sources():
+    """The site shows its diagrams with no network: each is an SVG drawn from the Mermaid
+    source beside it, as that source is now (``nox -s diagrams`` redraws them), and no
+    page holds a Mermaid fence (Material loaded Mermaid from a CDN: offline, the pipeline
+    page showed the diagram's source as text)."""
+    diagrams = runpy.run_path(str(DOCS / "_tooling" / "diagrams.py"))
+    assert [DOCS / "concepts" / "pipeline.mmd"] == sorted(DOCS.rglob("*.mmd"))
+    assert [] == diagrams["stale"]()
+    fenced = [page for page in DOCS.rglob("*.md") if "```mermaid" in page.read_text("utf-8")]
+    assert [] == fenced
+
+
+def test_site_names_a_repository_only_with_its_address():
+    """The site's header names a repository only with the address it links to (it showed
+    ``repo_name`` without ``repo_url``: a name that linked nowhere)."""
+    config = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    keys = set(re.findall(r"^(\w+):", config, re.MULTILINE))
+    assert "repo_name" not in keys or "repo_url" in keys
+
+
+#: The widest code line a page shows whole: a code block holds 80 characters in the
+#: site's layout at 1280 to 1920 pixels wide (docs/_tooling/check_site.py checks the built
+#: site in a browser).
+CODE_WIDTH = 80
+_FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w-]*)")
+
+
+def _code_lines(page: Path) -> list[tuple[int, str, str]]:
+    """Each line of the page's fenced code blocks: its number, the block's language, and
+    the line."""
+    lines, fence, language = [], "", ""
+    for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+        opening = _FENCE.match(line)
+        if not fence and opening:
+            fence, language = opening.group(2), opening.group(3)
+        elif fence and line.strip() == fence:
+            fence = ""
+        elif fence:
+            lines.append((number, language, line))
+    return lines
+
+
+def test_code_lines_fit_the_page():
+    """No line of a code block is wider than a page shows, so none is cut (115 were, 19
+    of them in the toolsets how-to). A command-line session is the exception: its output
+    is compared exactly with the command's, and wraps on the page instead
+    (docs/stylesheets/extra.css)."""
+    wide = [
+        f"{page.relative_to(DOCS)}:{number}: {len(line)} characters"
+        for page in sorted(DOCS.rglob("*.md"))
+        for number, language, line in _code_lines(page)
+        if len(line) > CODE_WIDTH and language != "console"
+    ]
+    assert [] == wide
+
+
+def test_strict_builds_are_not_quiet():
+    """Every ``mkdocs build --strict`` the project runs (CI's, the docs session's) shows
+    its warnings: ``--quiet`` hides them from the count ``--strict`` fails on, and CI's
+    build passed with a page missing from the navigation."""
+    builds = [
+        line
+        for source in (ROOT / ".ci" / "run", ROOT / "noxfile.py")
+        for line in source.read_text(encoding="utf-8").splitlines()
+        if "mkdocs" in line and "build" in line and not line.lstrip().startswith("#")
+    ]
+    assert builds
+    assert all("--strict" in line and "--quiet" not in line for line in builds), builds

@@ -375,8 +375,8 @@ class TestHostBaseExceptions:
     @pytest.mark.anyio
     async def test_a_tools_own_is_its_calls_error(self, name: str, concurrency: int) -> None:
         """A tool raising such a BaseException itself is that call's error (documented in
-        ``_execute``), the other calls answered, on every loop and concurrency; only an
-        interrupt or the loop's cancellation propagates."""
+        ``_engine.execute.classify``), the other calls answered, on every loop and
+        concurrency; only an interrupt or the loop's cancellation propagates."""
         calls = [call("0", name, {"n": 0}), call("1", "step", {"n": 1})]
         result = await dispatch(calls, _TOOLS, policy=RunPolicy(max_concurrency=concurrency))
         _assert_the_calls_error(result, name)

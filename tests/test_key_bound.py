@@ -20,7 +20,9 @@ from hypothesis import strategies as st
 from json_strategies import json_objects, json_values
 
 from tinytools import ToolArgumentsError, tool
-from tinytools._validate import _repeats_possible, _struct_decoder, text_problem
+from tinytools._declare.decode import repeats_possible as _repeats_possible
+from tinytools._declare.decode import struct_decoder as _struct_decoder
+from tinytools._declare.json_values import text_problem
 
 _NOT_BUILT = "the C extension is not built (no C compiler at install time)"
 

@@ -134,6 +134,44 @@ class TestLocalModelLoop:
         assert "Request: Weather in Oslo?<end_of_turn>" in seen[0]
         assert {"valid": 0, "repaired": 0, "refused": 0, "no call": 1} == report["outcomes"]
 
+    def test_first_turn_model(self, example):
+        """``first`` writes each request's first turn, ``complete`` the later ones."""
+        firsts: list[str] = []
+
+        def first(prompt: str) -> str:
+            firsts.append(prompt)
+            return '<tool_call>\n{"name": "get_time", "arguments": {"city": "Lima"}}\n</tool_call>'
+
+        def complete(prompt: str) -> str:
+            assert "[Tool results]" in prompt
+            return "It is 14:05 in Lima."
+
+        report = example.run(complete, [("Current time in Lima?", "get_time")], first=first)
+
+        assert 1 == len(firsts)
+        assert {"valid": 1, "repaired": 0, "refused": 0, "no call": 0} == report["outcomes"]
+
+    def test_hermes_prompt(self, example):
+        """``prompt="hermes"`` gives the tools as JSON signatures inside <tools>."""
+        seen: list[str] = []
+
+        def complete(prompt: str) -> str:
+            seen.append(prompt)
+            return "No tool needed."
+
+        example.run(complete, [("Weather in Oslo?", "get_weather")], shots=0, prompt="hermes")
+
+        signatures = seen[0].split("<tools>\n", 1)[1].split("\n</tools>", 1)[0]
+        names = [json.loads(line)["function"]["name"] for line in signatures.splitlines()]
+        assert names == list(example.TOOLS.names)
+
+    def test_grammar_is_the_tools(self, example):
+        """The grammar ``--grammar`` applies asks for calls of the example's tools only."""
+        assert "required" == example.CONSTRAINT.choice
+        text = example.CONSTRAINT.gbnf().text
+        assert not example.CONSTRAINT.gbnf().lazy
+        assert all(f'\\"{name}\\"' in text for name in example.TOOLS.names)
+
     def test_twenty_requests(self, example):
         """The fixed set has 20 distinct requests, each needing one of the example's tools."""
         assert 20 == len({request for request, _ in example.REQUESTS})
@@ -143,21 +181,34 @@ class TestLocalModelLoop:
 DOCS = EXAMPLE.parents[1] / "docs"
 
 
-@pytest.mark.parametrize(
-    ("results", "row"),
-    [
-        ("local-model-results.json", "one worked exchange first (`--shots 1`, the default)"),
-        ("local-model-results-zero-shot.json", "catalogue and request only (`--shots 0`)"),
-    ],
-)
+#: The runs docs/how-to/local-model.md shows, each with its row's first cell.
+RUNS = [
+    ("local-model-results.json", "catalogue, one worked exchange first (`--shots 1`)"),
+    ("local-model-results-zero-shot.json", "catalogue and request only (`--shots 0`)"),
+    ("local-model-results-grammar.json", "`--grammar`, one worked exchange first"),
+    ("local-model-results-grammar-zero-shot.json", "`--grammar`, zero-shot"),
+    ("local-model-results-grammar-hermes.json", "`--grammar --prompt hermes`, one worked exchange"),
+    ("local-model-results-grammar-hermes-zero-shot.json", "`--grammar --prompt hermes`, zero-shot"),
+]
+
+
+def table_row(recorded: dict[str, object], row: str) -> str:
+    """The docs' table row for a recorded run."""
+    outcomes = recorded["outcomes"]
+    assert isinstance(outcomes, dict)
+    counts = [outcomes[k] for k in ("valid", "repaired", "refused", "no call")]
+    cells = [row, *counts, recorded["right_tool"]]
+    cells += [recorded["ms_per_token"], recorded["first_turns_at_token_limit"]]
+    return "| " + " | ".join(map(str, cells)) + " |"
+
+
+@pytest.mark.parametrize(("results", "row"), RUNS)
 def test_docs_table_is_the_recorded_run(results: str, row: str) -> None:
     """The counts docs/how-to/local-model.md shows are those of the run it points to."""
     page = DOCS / "how-to" / "local-model.md"
     if not page.is_file():
         pytest.skip(f"the docs folder is not at {DOCS} (an installed package?)")
     recorded = json.loads((DOCS / results).read_text(encoding="utf-8"))
+    assert table_row(recorded, row) in page.read_text(encoding="utf-8").splitlines()
     outcomes = recorded["outcomes"]
-    counts = [outcomes[k] for k in ("valid", "repaired", "refused", "no call")]
-    expected = f"| {row} | " + " | ".join(map(str, [*counts, recorded["right_tool"]])) + " |"
-    assert expected in page.read_text(encoding="utf-8").splitlines()
-    assert sum(counts) == recorded["requests"] == len(recorded["details"])
+    assert sum(outcomes.values()) == recorded["requests"] == len(recorded["details"])

@@ -153,7 +153,7 @@ class _Text(str):
 
 @pytest.mark.parametrize("text", ["plain ascii", "café", "bad \udc80 half"])
 def test_escaped_text_is_always_a_plain_str(text: str) -> None:
-    from tinytools._validate import printable
+    from tinytools._text import printable
 
     shown = printable(_Text(text))
     assert type(shown) is str

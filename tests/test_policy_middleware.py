@@ -34,7 +34,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._decorate import _Options
+from tinytools._declare.decorate import _Options
 from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
 from tinytools.policies import Rewrite
@@ -451,19 +451,34 @@ class TestEnforceResultBytes:
         assert "[truncated: 103 bytes" in message.content
 
     def test_blocks_cut_as_rendered(self) -> None:
-        """Mixed blocks are cut as the model reads them: one text block of the rendering."""
-        blocks = (
-            TextBlock("a" * 40),
-            JsonBlock({"k": "v" * 100}),
-            ImageBlock("image/png", url="u"),
-        )
+        """Mixed blocks are cut as the model reads them: one text block of the rendering,
+        then the image, kept whole (the limit bounds the text a model reads, not the
+        images a provider sends beside it), its placeholder within the limit."""
+        image = ImageBlock("image/png", url="https://example.com/a.png")
+        blocks = (TextBlock("a" * 40), image, JsonBlock({"k": "v" * 100}))
         env = DispatchEnv(Registry(), RunPolicy(), Context())
         call = ToolCall("c1", "none", {})
-        text = text_of(
-            M.enforce_result_bytes(120).after_tool(call, ToolResult(content=blocks), env)
+        result = M.enforce_result_bytes(120).after_tool(call, ToolResult(content=blocks), env)
+        words, kept = result.content
+        assert image == kept
+        assert isinstance(words, TextBlock)
+        assert words.text.startswith("a" * 30)
+        assert "[truncated: 149 bytes" in words.text
+        shown = words.text + "\n[image image/png https://example.com/a.png]"
+        assert 120 >= len(shown.encode())
+        [message] = dispatch_sync(
+            [call], [_echo(blocks)], middleware=[M.enforce_result_bytes(120)]
+        ).messages
+        assert (shown, (image,)) == (message.content, message.attachments)
+
+    def test_placeholders_past_the_limit(self) -> None:
+        """When even the images' placeholders pass the limit, the cut text stands alone."""
+        blocks = (TextBlock("a" * 40), ImageBlock("image/png", url="https://example.com/a.png"))
+        env = DispatchEnv(Registry(), RunPolicy(), Context())
+        cut = M.enforce_result_bytes(30).after_tool(
+            ToolCall("c1", "none", {}), ToolResult(content=blocks), env
         )
-        assert text.startswith("a" * 40 + '\n{"k":"vvv')
-        assert 120 >= len(text.encode())
+        assert 30 >= len(text_of(cut).encode())
 
 
 class TestShortcuts:
@@ -556,3 +571,14 @@ class TestPolicies:
         policies = Registry.of(probe(READ_ONLY, [])).policies()
         with pytest.raises(TypeError):
             policies["probe"] = CLASSIFIED  # type: ignore[index]
+
+
+def _echo(blocks: tuple[object, ...]) -> Tool[..., ToolResult]:
+    """A tool named ``none`` that returns ``blocks``."""
+
+    @tool(name="none", policy=READ_ONLY)
+    def none() -> ToolResult:
+        """Return the blocks."""
+        return ToolResult(content=blocks)  # type: ignore[arg-type]
+
+    return none

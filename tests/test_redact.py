@@ -229,6 +229,21 @@ class TestArgumentsThatAreNoObject:
         assert MARKER == event.arguments
         assert "hunter22" not in everything(result)
 
+    @pytest.mark.parametrize(
+        ("raw", "named"),
+        [("null", "got `null`"), ('{"user": "ann", "auth": {}, "password": null}', "got `null`")],
+    )
+    def test_null_is_no_secret_text(self, raw: str, named: str) -> None:
+        """JSON's ``null`` (and ``true``, ``false``) in place of the arguments or of a
+        secret hides no text: the validation error still names the type it got (the word
+        was scrubbed, so a model read "got `[redacted]`" and could not tell what to fix),
+        while the event still shows the marker for the value."""
+        result = dispatch_sync([ToolCall("c", "login", raw)], TOOLS)
+        [event] = [e for e in result.events if isinstance(e, InvalidToolArgs)]
+        assert MARKER in str(event.arguments)
+        assert named in result.messages[0].content
+        assert f"got `{MARKER}`" not in everything(result)
+
     @pytest.mark.parametrize("name", ["login", "loginn"])
     def test_a_host_call_holding_a_list(self, name: str) -> None:
         """A host's ``ToolCall`` whose arguments are a Python list (not a dict, not text)

@@ -1,7 +1,7 @@
 """Tests for `tinytools.testing`: each strategy keeps its promise, and the checker bites.
 
 The strategies' promises are checked as properties over the project's example tools
-(``tinytools._demo``'s registry, which imports ``examples/``, plus a few tools with
+(``tinytools._cli.demo``'s registry, which imports ``examples/``, plus a few tools with
 constraints, nested optionals and injected parameters) and over 200 BFCL function
 definitions imported with ``tool_from_bfcl``. The checker is checked by mutation: each
 deliberately broken dispatcher below must be caught by `check_dispatch_invariants`
@@ -54,8 +54,8 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._demo import TOOLS as DEMO_TOOLS
-from tinytools._schema_dialect import ENFORCED_FORMATS
+from tinytools._cli.demo import TOOLS as DEMO_TOOLS
+from tinytools._declare.schema_dialect import ENFORCED_FORMATS
 from tinytools.events import ToolApproved, ToolCompleted, ToolDeferred, ToolStarted
 from tinytools.formats.bfcl import tool_from_bfcl
 from tinytools.repair import recover_relaxed_object

@@ -40,5 +40,7 @@ class TestToolTyping:
     def test_revealed_type(self, checked: tuple[int, str]) -> None:
         """The decorated function is revealed as a Tool parameterised by its signature."""
         _, out = checked
-        expected = 'Revealed type is "tinytools._spec.Tool[[query: str, limit: int =], list[str]]"'
+        expected = (
+            'Revealed type is "tinytools._declare.spec.Tool[[query: str, limit: int =], list[str]]"'
+        )
         assert expected in out

@@ -7,7 +7,15 @@ import dataclasses
 import msgspec
 import pytest
 
-from tinytools import JsonBlock, TextBlock, ToolCall, ToolMessage, ToolResult
+from tinytools import (
+    FileBlock,
+    ImageBlock,
+    JsonBlock,
+    TextBlock,
+    ToolCall,
+    ToolMessage,
+    ToolResult,
+)
 from tinytools._wire import wrap_return
 
 
@@ -73,6 +81,47 @@ class TestToolResult:
         assert b'"type":"text"' in data
         assert result == msgspec.json.decode(data, type=ToolResult)
 
+    @pytest.mark.parametrize(
+        ("block", "says"),
+        [
+            (ImageBlock("image", b"x"), "media_type 'image', which is no media type"),
+            (ImageBlock("image/png\n", b"x"), "which is no media type"),
+            (ImageBlock("image/\udc80", b"x"), "which is no media type"),
+            (ImageBlock("text/html", b"x"), "which is no image type; give image/png"),
+            (ImageBlock("image/png"), "has neither data nor a url"),
+            (ImageBlock("image/png", url=""), "has neither data nor a url"),
+            (FileBlock("a.pdf", "application/pdf"), "has neither data nor a uri"),
+            (FileBlock("a.pdf", "pdf", b"%PDF"), "which is no media type"),
+        ],
+        ids=repr,
+    )
+    def test_unusable_image_or_file_refused(self, block: object, says: str) -> None:
+        """An image or file no model could be sent is refused, in content or follow-up,
+        naming the block and what to give instead."""
+        for field in ("content", "follow_up"):
+            result = ToolResult(**{field: (TextBlock("see"), block)})  # type: ignore[arg-type]
+            with pytest.raises(TypeError, match=rf"`{field}\[1\]` \(\w+Block\) .*{says}"):
+                wrap_return(result)
+
+    @pytest.mark.parametrize(
+        "block",
+        [
+            ImageBlock("image/png", b"\x89PNG"),
+            ImageBlock("IMAGE/SVG+XML", url="https://example.com/a.svg"),
+            FileBlock("notes.txt", "text/plain; charset=utf-8", b"x"),
+            FileBlock(
+                "a",
+                "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+                uri="s3://b/a",
+            ),
+        ],
+        ids=repr,
+    )
+    def test_usable_image_or_file_kept(self, block: object) -> None:
+        """Any ``type/subtype`` (parameters allowed), with data or a reference, is kept."""
+        result = ToolResult(content=(block,))  # type: ignore[arg-type]
+        assert result is wrap_return(result)
+
     def test_cannot_be_subclassed(self) -> None:
         """A subclass's results were answered as their JSON dump (an error as "ok") on the
         plain path and as results where a hook saw them: subclassing is refused, saying
@@ -88,6 +137,17 @@ class TestToolMessage:
         """A message is ok and not an error unless said otherwise."""
         message = ToolMessage(tool_call_id="c1", name="t", content="x")
         assert (message.status, message.is_error, message.artifact) == ("ok", False, None)
+        assert () == message.attachments
+
+    def test_attachments_round_trip(self) -> None:
+        """A message's images and files encode (data as base64) and decode back."""
+        message = ToolMessage(
+            tool_call_id="c1",
+            name="t",
+            content="[image image/png]",
+            attachments=(ImageBlock("image/png", b"\x89PNG"), FileBlock("a", uri="s3://b/a")),
+        )
+        assert message == msgspec.json.decode(msgspec.json.encode(message), type=ToolMessage)
 
 
 class TestDecodingFromTheFacade:

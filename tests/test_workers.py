@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import _thread
 import gc
+import inspect
 import os
 import signal
 import subprocess
@@ -676,14 +677,17 @@ def _answers(kind: str) -> list[str]:
     return [m.content for m in dispatch_sync(calls, [pause, on_thread], policy=policy).messages]
 
 
-def _steps(kind: str, interrupt_at: int) -> tuple[int, bool]:
+def _steps(kind: str, interrupt_at: int, twice: bool = False) -> tuple[int, bool]:
     """Dispatch ``kind``'s batch, counting the steps at which Python runs a signal handler
-    that is due (a function's start, a builtin's return), and at the ``interrupt_at``-th
-    run SIGINT's handler there, as Python does when Ctrl-C lands; the steps taken and
-    whether ``KeyboardInterrupt`` came out (or was raised where Python drops exceptions,
-    in a finalizer: a weak reference's callback, ``__del__``)."""
+    that is due (a function's start, a builtin's return; not a coroutine's resumption,
+    which passes on to what it awaits: bpo-30039), and at the ``interrupt_at``-th run
+    SIGINT's handler there, as Python does when Ctrl-C lands (``twice``: there and at the
+    next step); the steps taken and whether ``KeyboardInterrupt`` came out (or was raised
+    where Python drops exceptions, in a finalizer: a weak reference's callback,
+    ``__del__``)."""
     calls, policy = _batch(kind)
     steps = 0
+    started: set[types.FrameType] = set()
     dropped = []
     report = sys.unraisablehook
 
@@ -693,15 +697,24 @@ def _steps(kind: str, interrupt_at: int) -> tuple[int, bool]:
         else:
             report(unraisable)
 
+    after: list[object] = [None]  # (the profile hook the handler set, if any)
+
     def count(frame: types.FrameType, event: str, arg: object) -> None:
         nonlocal steps
+        if event == "call" and frame.f_code.co_flags & inspect.CO_COROUTINE:
+            if frame in started:
+                return
+            started.add(frame)
         if event == "call" or event == "c_return":
             steps += 1
-            if steps == interrupt_at:
-                sys.setprofile(None)
+            if steps == interrupt_at or (twice and steps == interrupt_at + 1):
+                sys.setprofile(after[0])  # type: ignore[arg-type]
                 handler = signal.getsignal(signal.SIGINT)
                 assert callable(handler)
                 handler(signal.SIGINT, frame)
+                if twice and steps == interrupt_at:  # (it returned: on to the second)
+                    after[0] = sys.getprofile()
+                    sys.setprofile(count)
 
     sys.unraisablehook = drop
     try:
@@ -741,6 +754,27 @@ def test_ctrl_c_at_any_step_of_dispatch_sync_leaves_the_next_one_answering(
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
         assert signal.set_wakeup_fd(-1) == -1
         assert _answers(kind) == expected, f"after an interrupt at step {step}"
+    assert pool.run(lambda: "after", {}, None) == (True, "after")
+
+
+@main_thread_only
+@pytest.mark.parametrize("kind", ["async", "async-and-thread"])
+@pytest.mark.usefixtures("ctrl_c")
+def test_two_ctrl_cs_at_any_two_steps_in_a_row_leave_the_next_call_answering(
+    pool: ThreadPool, kind: str
+) -> None:
+    """Two Ctrl-Cs, at each pair of consecutive steps of the batch (the second while the
+    first may be held): the interrupt comes out of the call, SIGINT's handler and the
+    wakeup fd are the host's again, and the next call answers."""
+    expected = ["1", "2"]
+    assert _answers(kind) == expected
+    total, _ = _steps(kind, 0)
+    for step in range(1, total + 1):
+        taken, interrupted = _steps(kind, step, twice=True)
+        assert interrupted or taken < step, f"the interrupts at step {step} were lost"
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert signal.set_wakeup_fd(-1) == -1
+        assert _answers(kind) == expected, f"after interrupts at steps {step} and {step + 1}"
     assert pool.run(lambda: "after", {}, None) == (True, "after")
 
 

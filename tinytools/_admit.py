@@ -36,15 +36,16 @@ import msgspec
 
 from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
+from ._declare.json_values import plain_values, text_problem
+from ._declare.registry import AnyTool
+from ._declare.spec import Exposure
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
 from ._engine.stops import Stop, limit_reached, not_run
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
-from ._redact import Redactor, every_secret
-from ._registry import AnyTool
-from ._spec import Exposure
+from ._redact import Redactor, every_secret, rewritten, shown_reason
+from ._text import json_text, preview, printable
 from ._unread import UnreadCall, is_fragment, unnamed_text
-from ._validate import json_text, plain_values, preview, printable, text_problem
 from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call, plain_text
 from .errors import ToolArgumentsError
 from .events import (
@@ -712,7 +713,7 @@ def _resolve(
         if name == call.name:
             return call, tool
         batch.emit(_unknown(call, f"rewrite:{name}", batch))
-        return msgspec.structs.replace(call, name=name), tool
+        return msgspec.structs.replace(call, name=name), rewritten(tool, batch.tools)
     policy = batch.policy.unknown_tool
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
     event = _unknown(call, recovery, batch)
@@ -733,7 +734,7 @@ def _resolve(
         f"{hint} Arguments received: {received}."
     )
     if call.invalid is not None and not call.name:
-        text = f"{unnamed_text(call)} {hint}"
+        text = f"{unnamed_text(shown_reason(call, None, batch.tools))} {hint}"
     answer = error_message(msgspec.structs.replace(call, name=printable(call.name)), text)
     if recovery == "fail":
         return Abort(index, answer, f"unknown tool {requested!r}")
@@ -812,9 +813,11 @@ def _arguments(
     """
     try:
         if is_fragment(call):
-            raise UnreadCall(tool.name, str(call.invalid))
+            raise UnreadCall(tool.name, shown_reason(call, tool, batch.tools))
         if call.invalid is not None:
-            raise ToolArgumentsError(tool.name, call.invalid, malformed=True)
+            raise ToolArgumentsError(
+                tool.name, shown_reason(call, tool, batch.tools), malformed=True
+            )
         return tool.validate(call.arguments)
     except ToolArgumentsError as error:
         return _refused(index, call, tool, error, batch)

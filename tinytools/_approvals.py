@@ -67,8 +67,8 @@ from typing import TypeAlias
 import attrs
 import msgspec
 
+from ._declare.json_values import text_problem
 from ._middleware import Deny
-from ._validate import text_problem
 from ._wire import ToolCall, ToolResult, plain_text
 
 __all__ = [

@@ -20,7 +20,7 @@ from typing import Protocol
 
 import msgspec
 
-from ._spec import is_async_function
+from ._declare.spec import is_async_function
 from ._wire import Artifact
 
 __all__ = [

@@ -29,10 +29,11 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from . import repair
-from ._redact import MARKER, every_secret
-from ._registry import UNSCANNED, AnyTool, Registry
-from ._spec import Exposure
-from ._validate import json_type, preview, printable, text_problem
+from ._declare.json_values import text_problem
+from ._declare.registry import UNSCANNED, AnyTool, Registry
+from ._declare.spec import Exposure
+from ._redact import MARKER, every_secret, shown_reason
+from ._text import json_type, preview, printable
 from ._wire import ToolCall, ToolMessage, plain_call
 from .errors import ToolArgumentsError, ToolDefinitionError
 from .events import Event, ToolSearched
@@ -154,9 +155,7 @@ def _wrapper(call: ToolCall, tools: Registry) -> dict[str, object] | str:
     else:
         value = raw
     if call.invalid is not None and not isinstance(raw, (str, bytes)):
-        reason = str(call.invalid)  # (a provider's reason may quote what it could not read)
-        if (secret := every_secret(tools)) is not None:
-            reason = secret.scrub(reason, secret.raw(value)[1])
+        reason = shown_reason(call, None, tools)  # (it may quote what it could not read)
         return f"the provider could not read its arguments ({reason})"
     if not isinstance(value, dict):
         # (what is no object has no key to tell a secret by: its kind alone is named)

@@ -18,7 +18,7 @@ Only execution differs between the two entry points. ``dispatch_sync`` runs
 synchronous tools inline, with no event loop at all; a batch that holds an async
 tool or an async ``on_event`` handler (or several threaded calls allowed to run at
 once) runs its execution stage on this thread's long-lived asyncio loop
-(:func:`_workers.loop_holder`), never a new loop per call. ``dispatch`` runs it under
+(``_runtime.loop.loop_holder``), never a new loop per call. ``dispatch`` runs it under
 the caller's event loop, trio or asyncio (``_engine.execute.loop``, imported on first use).
 
 Invariants kept here (docs/concepts/invariants.md): every call id is answered exactly once in
@@ -37,17 +37,17 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async, past_deadline
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
+from ._declare.registry import AnyTool, Registry
+from ._declare.spec import is_async_function
 from ._effects import EffectLedger, record_started, refusal, release_unstarted
 from ._engine.execute.inline import execute_inline
 from ._engine.stops import Stop
 from ._inject import Cancellation, Context, check_context, check_context_type
 from ._middleware import HookFailed
-from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult
 from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, new_run
 from ._runtime.detect import refuse_nested_loop
 from ._runtime.loop import Backend, check_backend, run_on
-from ._spec import is_async_function
 from ._wire import ToolCall
 from .events import Custom, ToolWithheld
 from .policies import RunPolicy

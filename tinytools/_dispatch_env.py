@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from ._declare.registry import AnyTool, Registry
+from ._declare.spec import Exposure
 from ._discovery_calls import Intrinsics, intrinsics_of
 from ._inject import Context
 from ._memo import remember
-from ._registry import AnyTool, Registry
-from ._spec import Exposure
 from .policies import Rewrite, RunPolicy
 
 __all__ = ["DispatchEnv"]

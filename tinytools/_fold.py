@@ -14,13 +14,14 @@ byte limit, the ones dispatch writes itself included, in one place.
 
 A return value that cannot be answered (not JSON-encodable, holding NaN, a
 malformed ``ToolResult``) is an error message for that call, never an abort; a
-lone surrogate in returned text is written as its escape (``\\udc80``), so every
-message encodes.
+lone surrogate in returned text is written as its escape (``\\udc80``), in the
+message and the follow-up, so every result encodes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import operator
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -28,7 +29,7 @@ import msgspec
 from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput, stored
 from ._engine.outcome import Failed, Fatal, Postponed
 from ._middleware import After, HookFailed
-from ._validate import printable
+from ._text import json_text, printable
 from ._wire import (
     Artifact,
     ContentBlock,
@@ -47,8 +48,8 @@ from ._wire import (
 from .events import Event, ToolCompleted, ToolFailed
 
 if TYPE_CHECKING:
+    from ._declare.registry import AnyTool, Registry
     from ._dispatch_env import DispatchEnv
-    from ._registry import Registry
     from ._result import DispatchResult
 
 __all__ = [
@@ -168,7 +169,7 @@ def bounded(result: DispatchResult, tools: Registry, limit: int | None) -> Dispa
 
     The one place dispatch cuts what the model reads: a tool's result and what dispatch
     writes itself (a refusal quoting the schema, discovery's search results, an unknown
-    name's suggestions, a denial, an interruption) alike.
+    name's suggestions, a denial, an interruption) alike, and each follow-up's text.
     """
     own = tools._tools
     messages = result.messages
@@ -185,7 +186,40 @@ def bounded(result: DispatchResult, tools: Registry, limit: int | None) -> Dispa
                 if cut is None:
                     cut = list(messages)
                 cut[index] = msgspec.structs.replace(message, content=shown)
+    if result.follow_ups:
+        result = _follow_ups_bounded(result, own, limit)
     return result if cut is None else msgspec.structs.replace(result, messages=tuple(cut))
+
+
+def _follow_ups_bounded(
+    result: DispatchResult, own: Mapping[str, AnyTool], limit: int | None
+) -> DispatchResult:
+    """``result`` with each follow-up's text cut as its call's message is (to the limit
+    of the tool the message names too): its text and JSON blocks, rendered as the model
+    reads them, cut to the byte limit into one text block where the first of them stood.
+    Image and file blocks are no text: the limit neither counts nor cuts them."""
+    names = {message.tool_call_id: message.name for message in result.messages}
+    follow_ups = list(result.follow_ups)
+    cut = False
+    for index, follow_up in enumerate(follow_ups):
+        most = limit
+        tool = own.get(names.get(follow_up.call_id, ""))
+        if tool is not None and tool._plan.limit is not None:
+            most = stricter(limit, tool._plan.limit)
+        blocks = follow_up.content
+        at = [i for i, block in enumerate(blocks) if isinstance(block, (TextBlock, JsonBlock))]
+        text = render([blocks[i] for i in at])
+        shown = truncate(text, most)
+        if shown is not text:
+            first, texts = at[0], set(at)
+            content = tuple(
+                TextBlock(shown) if i == first else block
+                for i, block in enumerate(blocks)
+                if i == first or i not in texts
+            )
+            follow_ups[index] = msgspec.structs.replace(follow_up, content=content)
+            cut = True
+    return msgspec.structs.replace(result, follow_ups=tuple(follow_ups)) if cut else result
 
 
 def _persist(
@@ -387,7 +421,12 @@ def _from_result(
         output = ToolOutput(result.structured, artifacts)
     final: MessageStatus = "error" if result.is_error and status == "ok" else status
     blocks = result.content  # render, its common case written out
-    text = blocks[0].text if len(blocks) == 1 and type(blocks[0]) is TextBlock else render(blocks)
+    attached: tuple[ImageBlock | FileBlock, ...] = ()
+    if len(blocks) == 1 and type(blocks[0]) is TextBlock:
+        text = blocks[0].text
+    else:
+        text = render(blocks)
+        attached = tuple(b for b in blocks if type(b) is ImageBlock or type(b) is FileBlock)
     if not text.isascii():
         text = printable(text)
     message = ToolMessage(
@@ -397,6 +436,7 @@ def _from_result(
         is_error=result.is_error or final != "ok",
         artifact=output,
         status=final,
+        attachments=attached,
     )
     event: Event
     if isinstance(outcome, (Failed, Fatal)):
@@ -411,4 +451,34 @@ def _from_result(
         event = ToolCompleted(
             call_id=call.id, tool_name=name, is_error=message.is_error, metadata=result.metadata
         )
-    return message, event, result.follow_up, result.metadata or None
+    follow_up = result.follow_up
+    return message, event, follow_up and _escaped(follow_up), result.metadata or None
+
+
+def _escaped(blocks: tuple[ContentBlock, ...]) -> tuple[ContentBlock, ...]:
+    """A follow-up's blocks with each lone surrogate written as its escape, as the
+    message's text has it (``printable``), so that every result encodes: a text block's,
+    a JSON block's (then the text of its JSON), an image's or a file's own text fields."""
+    shown = tuple(map(_escaped_block, blocks))
+    return blocks if all(map(operator.is_, shown, blocks)) else shown
+
+
+def _escaped_block(block: ContentBlock) -> ContentBlock:
+    if isinstance(block, TextBlock):
+        text = printable(block.text)
+        return block if text is block.text else TextBlock(text)
+    if isinstance(block, JsonBlock):
+        try:
+            _encode(block.value)
+        except (TypeError, ValueError, OverflowError, RecursionError):
+            return TextBlock(json_text(block.value))  # (escaped, as the message renders it)
+        return block
+    fields = (
+        ("media_type", "url") if isinstance(block, ImageBlock) else ("name", "media_type", "uri")
+    )
+    changed = {}
+    for field in fields:
+        value = getattr(block, field)
+        if value is not None and printable(value) is not value:
+            changed[field] = printable(value)
+    return msgspec.structs.replace(block, **changed) if changed else block

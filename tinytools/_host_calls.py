@@ -18,7 +18,7 @@ from typing import Final, cast
 import msgspec
 
 from ._approvals import DeferredToolRequests
-from ._validate import preview
+from ._text import preview
 from ._wire import ToolCall, plain_text
 
 __all__ = ["host_calls", "refuse_non_batch"]

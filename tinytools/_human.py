@@ -43,10 +43,10 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import attrs
 
+from ._declare.registry import AnyTool
+from ._declare.spec import is_async_function
 from ._middleware import Allow, Defer, Deny, described
 from ._policy_middleware import resolve
-from ._registry import AnyTool
-from ._spec import is_async_function
 from ._wire import ToolCall
 
 if TYPE_CHECKING:

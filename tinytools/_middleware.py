@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 import attrs
 
 from ._memo import remember
-from ._validate import printable
+from ._text import printable
 from ._wire import ToolCall, ToolResult, json_problem
 
 if TYPE_CHECKING:
@@ -211,7 +211,7 @@ def wrap_tool(fn: Wrap | AsyncWrap) -> Middleware:
     """A middleware whose wrap hook is ``fn``: ``wrap_tool`` (around synchronous tools)
     when ``fn`` is a plain function, ``awrap_tool`` (around async tools) when it is a
     coroutine function."""
-    from ._spec import is_async_function
+    from ._declare.spec import is_async_function
 
     if is_async_function(fn):
         return _AsyncWrapOnly(fn)  # type: ignore[arg-type]

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ._declare.tool_policy import ToolPolicy
     from ._inject import Injection
     from ._redact import Redactor
-    from ._tool_policy import ToolPolicy
 
 __all__ = ["Plan"]
 

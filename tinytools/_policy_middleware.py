@@ -41,14 +41,14 @@ from typing import (
 import attrs
 import msgspec
 
-from ._exposure import ExposureExplanation
+from ._declare.exposure import ExposureExplanation
+from ._declare.registry import AnyTool, Registry
+from ._declare.spec import Exposure
+from ._declare.tool_policy import BYTES, ToolPolicy, reads_only
 from ._fold import render, stricter, truncate
 from ._inject import Context
 from ._middleware import Defer, Deny
-from ._registry import AnyTool, Registry
-from ._spec import Exposure
-from ._tool_policy import BYTES, ToolPolicy, reads_only
-from ._wire import ContentBlock, TextBlock, ToolCall, ToolResult
+from ._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolCall, ToolResult
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
@@ -339,8 +339,21 @@ def _cut(blocks: tuple[ContentBlock, ...], limit: int) -> tuple[ContentBlock, ..
     """``blocks`` unchanged when their text fits, else that text cut to one block.
 
     The model reads blocks as their rendered text (images and files as
-    placeholders), so cutting the rendering keeps exactly what it would read.
+    placeholders), so cutting the rendering keeps exactly what it would read. The
+    limit bounds that text, not the images and files a provider sends beside it:
+    they are kept, after the cut text, with their placeholders (when even those
+    do not fit, the cut text alone stands).
     """
     text = render(blocks)
     cut = truncate(text, limit)
-    return blocks if cut is text else (TextBlock(cut),)
+    if cut is text:
+        return blocks
+    attached = tuple(b for b in blocks if type(b) in _ATTACHMENTS)
+    room = limit - len(render(attached).encode("utf-8", "surrogatepass")) - 1
+    if not attached or room < 0:
+        return (TextBlock(cut),)
+    words = render(tuple(b for b in blocks if type(b) not in _ATTACHMENTS))
+    return (TextBlock(truncate(words, room)), *attached)
+
+
+_ATTACHMENTS = (ImageBlock, FileBlock)

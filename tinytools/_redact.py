@@ -24,26 +24,48 @@ Two decisions worth knowing:
   them.
 - Free text (a tool's exception message, a validation error) is scrubbed of each
   secret's text; a secret that is an array or an object, of each string and number
-  inside it too. A secret shorter than :data:`SHORT` characters is removed only
-  where it stands as a whole token, so that a one-letter secret does not turn
-  every such letter into the marker (which would both garble the text and spell
-  the secret out by its gaps).
+  inside it too. JSON's ``null``, ``true`` and ``false`` hold no text to hide: the value
+  is still the marker in arguments, but those words stay in free text (where they name a
+  type, as in "got `null`"). A secret shorter than :data:`SHORT` characters is removed
+  only where it stands as a whole token, so that a one-letter secret does not turn every
+  such letter into the marker (which would both garble the text and spell the secret out
+  by its gaps). Its text is looked for as tools write it (JSON, ``repr``,
+  percent-encoded in a URL, a typed value's ``str`` and ``repr``), and its start where a
+  preview cut it short (``"sk-live-A1b2…``).
+- Typed values (what validation converts arguments to: a msgspec Struct, a
+  dataclass, an attrs class, a NamedTuple) are read by their fields, a field's
+  name as a key. A parser's or provider's reason for a call it could not read
+  quotes the model's text, of which a secret may be any part: where the call's
+  text is hidden, so is the reason (:func:`shown_reason`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import json
 import re
 import sys
+import urllib.parse
 from collections.abc import Mapping
 
+import attrs
 import msgspec
 
-from ._registry import AnyTool, Registry
+from ._declare.registry import AnyTool, Registry
 from ._suggest import normalize
+from ._wire import ToolCall
 
-__all__ = ["MARKER", "SHORT", "Redactor", "every_secret", "shown_arguments"]
+__all__ = [
+    "MARKER",
+    "SHORT",
+    "WITHHELD",
+    "Redactor",
+    "every_secret",
+    "shown_arguments",
+    "rewritten",
+    "shown_reason",
+]
 
 #: What a redacted value is replaced with.
 MARKER = "[redacted]"
@@ -125,13 +147,24 @@ class Redactor:
         stack: list[tuple[object, str, str, int]],
         depth: int,
     ) -> object:
-        """A copy of a container to walk later (so the caller's value is never changed)."""
+        """A copy of a container to walk later (so the caller's value is never changed);
+        a typed value (a Struct, a dataclass, a tuple, …) as the container :func:`_opened`
+        makes of it, or the marker where reading its fields raised."""
+        kind = type(item)
+        if kind is str or kind is int or kind is float or kind is bool or item is None:
+            return item  # (the common leaves, told at once)
         if isinstance(item, dict):
             item = dict(item)
         elif isinstance(item, list):
             item = list(item)
         else:
-            return item
+            try:
+                opened = _opened(item)
+            except Exception:  # a host's object whose field cannot be read: shown as nothing
+                return MARKER
+            if opened is None:
+                return item
+            item = opened
         if depth > sys.getrecursionlimit():
             return MARKER
         stack.append((item, path, folded, depth))
@@ -155,6 +188,8 @@ class Redactor:
             decoded = msgspec.json.decode(arguments)
         except (msgspec.DecodeError, UnicodeError, RecursionError):
             return MARKER, [text]
+        if decoded is None or isinstance(decoded, bool):
+            return MARKER, []  # (no text to hide: see the module's note on null)
         if not isinstance(decoded, dict):
             return MARKER, [text, decoded]
         redacted, secrets = self.arguments(decoded)
@@ -167,14 +202,52 @@ class Redactor:
         only where it stands as a whole token); a secret that is an array or an object
         is also scrubbed of each string and number inside it (a tool's error may quote
         one item of it)."""
-        for form in _forms(secrets):
+        forms = _forms(secrets)
+        for form in forms:
             if form not in text:
                 continue
             if len(form) >= SHORT:
                 text = text.replace(form, MARKER)
             else:
                 text = re.sub(rf"(?<!\w){re.escape(form)}(?!\w)", MARKER, text)
-        return text
+        return _cut_short(text, forms) if _CUT in text else text
+
+
+#: What a preview ends a value it cut short with (``_validate.preview``).
+_CUT = "…"
+#: Longer than any preview dispatch writes (200 characters at most): how far before a
+#: ``…`` the start of a secret is looked for (so that scrubbing stays linear in the text).
+_PREVIEWED = 256
+
+
+def _cut_short(text: str, forms: dict[str, None]) -> str:
+    """``text`` with the start of a secret that a preview cut short (``"sk-live-A1b2…``)
+    replaced by the marker: the longest start of any form that ends right at a ``…`` (a
+    start shorter than :data:`SHORT` only where it begins a token, as a short secret)."""
+    pieces: list[str] = []
+    done = after = 0
+    at = text.find(_CUT)
+    while at != -1:
+        lo = max(after, at - _PREVIEWED)
+        start = min((at - _shown_start(text, lo, at, form) for form in forms), default=at)
+        if start < at:
+            pieces += (text[done:start], MARKER)
+            done = at
+        after = at + 1
+        at = text.find(_CUT, after)
+    return "".join(pieces) + text[done:]
+
+
+def _shown_start(text: str, lo: int, at: int, form: str) -> int:
+    """The length of the longest start of ``form`` that ``text[lo:at]`` ends with (0: none)."""
+    start = text.find(form[0], max(lo, at - len(form)), at)
+    while start != -1:
+        if form.startswith(text[start:at]):
+            shown = at - start
+            if shown >= SHORT or start == 0 or re.match(r"\w", text[start - 1]) is None:
+                return shown
+        start = text.find(form[0], start + 1, at)
+    return 0
 
 
 def _fold(name: str) -> str:
@@ -191,19 +264,56 @@ def _key_text(key: object) -> str:
         return key
     if issubclass(type(key), str):
         return str.__str__(key)  # (a str, by its type)
+    if isinstance(key, (bytes, bytearray)):  # (b"password" names what "password" does)
+        return bytes(key).decode("utf-8", "replace")
     try:
         return str(key)
     except Exception:  # a host's own key object
         return f"<{type(key).__name__}>"
 
 
+def _opened(item: object) -> dict[object, object] | list[object] | None:
+    """A typed value as a container of its values, one level deep (None for a scalar).
+
+    What validation makes of the arguments (and a host may pass): a msgspec Struct, a
+    dataclass or an attrs instance is an object of its fields (a Struct's by the names
+    JSON gives them), a NamedTuple too (its field names tell its secrets, though JSON
+    shows it as an array), another tuple, a set or a frozenset an array, any other
+    mapping an object.
+
+    Raises:
+        Exception: Whatever reading a host's object raised.
+    """
+    kind = type(item)
+    if isinstance(item, msgspec.Struct):
+        struct = type(item)  # (its fields read by the class: no method of it runs)
+        values = (getattr(item, field) for field in struct.__struct_fields__)
+        return dict(zip(struct.__struct_encode_fields__, values, strict=True))
+    if isinstance(item, tuple):
+        fields = getattr(kind, "_fields", None)
+        if isinstance(fields, tuple) and len(fields) == len(item):
+            return dict(zip(fields, item, strict=True))
+        return list(item)
+    if isinstance(item, (list, set, frozenset)):
+        return list(item)
+    if isinstance(item, Mapping):
+        return dict(item.items())
+    if dataclasses.is_dataclass(item) and not isinstance(item, type):
+        return {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}
+    if attrs.has(kind):
+        return {a.name: getattr(item, a.name) for a in attrs.fields(kind)}
+    return None
+
+
 def _forms(secrets: list[object]) -> dict[str, None]:
     """The text forms of ``secrets`` to scrub from free text, each once: an array's or
     object's whole JSON form, then those of every string (keys included) and number at
-    any depth inside it (walked, not recursed: a host's value may hold itself)."""
+    any depth inside it (walked, not recursed: a host's value may hold itself); a typed
+    value (a Struct, a dataclass, a UUID, bytes, …) also as ``str`` and ``repr`` write
+    it, and its fields' values or its JSON value in turn."""
     forms: dict[str, None] = {}
     for secret in secrets:
-        if isinstance(secret, (dict, list, tuple)):
+        if not isinstance(secret, (str, int, float)) and secret is not None:
             forms[_json_form(secret)] = None
     stack = list(reversed(secrets))
     walked: set[int] = set()
@@ -212,7 +322,7 @@ def _forms(secrets: list[object]) -> dict[str, None]:
         if isinstance(secret, str):
             if secret != MARKER:
                 forms.update(dict.fromkeys(_text_forms(secret)))
-        elif isinstance(secret, (dict, list, tuple)):
+        elif type(secret) is dict or type(secret) is list or type(secret) is tuple:
             if id(secret) not in walked:
                 walked.add(id(secret))
                 items = (
@@ -221,10 +331,50 @@ def _forms(secrets: list[object]) -> dict[str, None]:
                     else secret
                 )
                 stack.extend(reversed(items))
-        else:
+        elif secret is None or isinstance(secret, bool):
+            continue  # (null, true, false hide no text: scrubbed, "got `null`" would garble)
+        elif isinstance(secret, (int, float)):
             forms[_scalar_form(secret)] = None
+        elif id(secret) not in walked:
+            walked.add(id(secret))
+            forms.update(dict.fromkeys(_typed_forms(secret)))
+            stack.extend(reversed(_inside(secret)))
     forms.pop("", None)
     return forms
+
+
+def _typed_forms(value: object) -> list[str]:
+    """How a tool's own text may write a typed value: ``str`` and ``repr`` (never raises)."""
+    try:
+        return [_scalar_form(value), repr(value)]
+    except Exception:  # a host's failing __repr__
+        return [_scalar_form(value)]
+
+
+def _inside(value: object) -> list[object]:
+    """What a typed value holds, for its own forms to be scrubbed too: its fields' values
+    (a dict's keys also), or the JSON value it stands for (a UUID's text, bytes' base64
+    text and their UTF-8 text); never raises."""
+    try:
+        opened = _opened(value)
+    except Exception:  # a host's object whose field cannot be read
+        opened = None
+    if isinstance(opened, dict):
+        if isinstance(value, Mapping):  # (its keys may be secret text, as a dict's are)
+            return [v for pair in opened.items() for v in pair]
+        return list(opened.values())  # (field names are the type's own, no secret)
+    if opened is not None:
+        return opened
+    inside: list[object] = []
+    if isinstance(value, (bytes, bytearray)):
+        inside.append(bytes(value).decode("utf-8", "replace"))
+    try:
+        plain = msgspec.to_builtins(value)
+    except Exception:  # (TypeError for an object msgspec has no form for)
+        return inside
+    if isinstance(plain, (str, int, float)):
+        inside.append(plain)
+    return inside
 
 
 def _scalar_form(value: object) -> str:
@@ -244,7 +394,7 @@ def _text_forms(secret: str) -> list[str]:
     msgspec and as ``json.dumps`` write it, non-ASCII escaped), as ``repr`` and
     ``ascii`` write it, and as the ``repr`` of its UTF-8 bytes (a tool that raises
     ``ValueError(json.dumps(arguments))`` or ``ValueError(secret.encode())``)."""
-    forms = [secret, _json_form(secret)[1:-1]]
+    forms = [secret, _json_form(secret)[1:-1], *_url_forms(secret)]
     if secret.isascii() and secret.isprintable() and "\\" not in secret:
         return forms  # (every other form is one of these)
     try:
@@ -253,6 +403,21 @@ def _text_forms(secret: str) -> list[str]:
         encoded = b""
     more = [json.dumps(secret)[1:-1], repr(secret)[1:-1], ascii(secret)[1:-1], repr(encoded)[2:-1]]
     return list(dict.fromkeys(forms + more))
+
+
+def _url_forms(secret: str) -> list[str]:
+    """``secret`` percent-encoded as a URL carries it (a tool's error quoting the URL it
+    could not reach): every character but letters and digits encoded, ``/`` kept, and as
+    a form field (spaces as ``+``); none where it reads as itself."""
+    try:
+        encoded = [
+            urllib.parse.quote(secret, safe="", errors="surrogatepass"),
+            urllib.parse.quote(secret, errors="surrogatepass"),
+            urllib.parse.quote_plus(secret, errors="surrogatepass"),
+        ]
+    except UnicodeError:  # (never for a str: kept so scrubbing never raises)
+        return []
+    return [form for form in encoded if form != secret]
 
 
 def _json_form(value: object) -> str:
@@ -264,7 +429,7 @@ def _json_form(value: object) -> str:
         pass
     try:
         text = json.dumps(value, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError, RecursionError):
+    except Exception:  # (a host's object whose repr raises too)
         return ""  # no JSON form to look for in the text
     return re.sub("[\ud800-\udfff]", lambda m: f"\\u{ord(m.group()):04x}", text)
 
@@ -274,6 +439,42 @@ def shown_arguments(tool: AnyTool, arguments: dict[str, object]) -> dict[str, ob
     redactor is built once, with its plan)."""
     redactor = tool._plan.redactor
     return arguments if redactor is None else redactor.arguments(arguments)[0]
+
+
+#: What dispatch says instead of a parser's or provider's reason for a call it could not
+#: read, where :func:`shown_reason` withholds that reason.
+WITHHELD = (
+    "its text is malformed; the details are withheld, as they would quote text that may "
+    "hold a secret"
+)
+
+
+def shown_reason(call: ToolCall, tool: AnyTool | None, tools: Registry) -> str:
+    """The reason a parser or provider gave for ``call``, which it could not read, as
+    events and the model's answer repeat it: :data:`WITHHELD` when the call may hold a
+    secret — its ``tool`` redacts, or, for a call no one tool owns (``tool`` None: a
+    fragment that names no tool, a ``tool_call`` wrapper), any of ``tools`` does.
+
+    Such a reason quotes the model's text (``'<password>hunter22…'``), of which the
+    secret may be any part: the text is hidden whole, so a part of it cannot be found
+    and scrubbed. The one rule for every route that repeats a reason.
+    """
+    redacts = every_secret(tools) is not None if tool is None else bool(tool.policy.redact)
+    return WITHHELD if redacts else str(call.invalid)
+
+
+def rewritten(tool: AnyTool, tools: Registry) -> AnyTool:
+    """``tool`` as it takes a call ``Rewrite`` sent it: the call's arguments were written
+    for some other tool (the model misspelt a redacting tool's name, say), so every
+    registered tool's redaction applies to them, loosely, as to an unknown call's — in
+    events, the ledger and its error texts alike, which read the tool's plan."""
+    every = every_secret(tools)
+    if every is None:
+        return tool
+    paths = tuple(sorted(every._names | every._paths))  # (the tool's own among them)
+    variant = attrs.evolve(tool, policy=attrs.evolve(tool.policy, redact=paths))
+    variant._plan.redactor = every  # (planned strict for the tool's own arguments)
+    return variant
 
 
 def every_secret(tools: Registry) -> Redactor | None:

@@ -19,7 +19,7 @@
  *
  * keys_may_repeat(text: str | bytes) -> bool
  *
- * The cheap bound of tinytools/_validate.py's duplicate-key refusal, compiled (see it
+ * The cheap bound of tinytools/_declare/decode.py's duplicate-key refusal, compiled (see it
  * below).
  */
 #define PY_SSIZE_T_CLEAN
@@ -925,7 +925,7 @@ keys_may_repeat(PyObject *module, PyObject *text)
 /*
  * unrepeated_decoder(decode, refuse) -> Callable[[str | bytes], object]
  *
- * tinytools/_validate.py's checked decoder, compiled: a function of `text` that returns
+ * tinytools/_declare/decode.py's checked decoder, compiled: a function of `text` that returns
  * decode(text), after calling refuse(text) when keys_may_repeat(text) (refuse raises when
  * a key does repeat). It is a builtin function bound to the pair (decode, refuse), so a
  * call is one METH_O dispatch: no Python frame, and no argument copying as through
@@ -1007,7 +1007,7 @@ static PyModuleDef_Slot slots[] = {
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
     .m_name = "tinytools._relaxed_speedups",
-    .m_doc = "The relaxed-JSON scanner of tinytools._relaxed and the repeated-key bound of tinytools._validate, compiled.",
+    .m_doc = "The relaxed-JSON scanner of tinytools._relaxed and the repeated-key bound of tinytools._declare.decode, compiled.",
     .m_size = 0,
     .m_methods = methods,
     .m_slots = slots,

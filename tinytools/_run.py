@@ -35,6 +35,8 @@ from ._admit import (
 )
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore, PutReturned, check_store
+from ._declare.registry import AnyTool, Registry
+from ._declare.spec import is_async_function
 from ._effects import EffectLedger, release, settle_answered
 from ._engine.stops import Stop, interrupted, not_run
 from ._fold import Failed, Fatal, Folded, Postponed, bounded, fold, own_limits, plain_message
@@ -43,11 +45,9 @@ from ._inject import Cancellation, Context, check_context_type
 from ._memo import remember
 from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
 from ._redact import shown_arguments
-from ._registry import AnyTool, Registry
 from ._result import DispatchAborted, DispatchResult, FollowUp
-from ._spec import is_async_function
+from ._text import printable
 from ._tool_lists import registry_of
-from ._validate import printable
 from ._wire import ContentBlock, ToolCall, ToolMessage, ToolResult
 from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
 from .policies import RunPolicy

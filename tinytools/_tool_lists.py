@@ -23,8 +23,8 @@ a ``Registry``, after editing one in place.
 
 from __future__ import annotations
 
+from ._declare.registry import AnyTool, Registry
 from ._memo import remember
-from ._registry import AnyTool, Registry
 from ._wire import ToolCall
 from .toolsets._intrinsic import Intrinsic
 

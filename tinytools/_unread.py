@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from ._validate import printable
+from ._text import printable
 from ._wire import ToolCall
 from .errors import ToolArgumentsError
 
@@ -43,10 +43,10 @@ def _sentence(reason: str) -> str:
     return reason if reason.endswith((".", "!", "?")) else reason + "."
 
 
-def unnamed_text(call: ToolCall) -> str:
-    """The answer to a fragment that names no tool."""
+def unnamed_text(reason: str) -> str:
+    """The answer to a fragment that names no tool, for its reason (``shown_reason``)."""
     return (
-        f"A tool call in your reply could not be read: {_sentence(printable(str(call.invalid)))} "
+        f"A tool call in your reply could not be read: {_sentence(printable(reason))} "
         "Nothing was run; write the call again."
     )
 

@@ -16,6 +16,7 @@ from JSON at msgspec speed and can cross process boundaries unchanged.
 # to `tinytools`; real (evaluated) annotations keep decoding independent of it.
 
 import inspect
+import re
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
 
@@ -32,6 +33,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "ToolResult",
+    "attachment_problem",
     "json_problem",
     "nonfinite",
     "plain_call",
@@ -84,19 +86,37 @@ def plain_call(call: ToolCall) -> ToolCall:
 
 
 class TextBlock(msgspec.Struct, frozen=True, tag="text"):
-    """Plain text for the model."""
+    """Plain text for the model.
+
+    Attributes:
+        text: The text.
+    """
 
     text: str
 
 
 class JsonBlock(msgspec.Struct, frozen=True, tag="json"):
-    """A JSON value for the model, rendered as compact JSON text."""
+    """A JSON value for the model, rendered as compact JSON text.
+
+    Attributes:
+        value: Any value msgspec encodes as JSON.
+    """
 
     value: object
 
 
 class ImageBlock(msgspec.Struct, frozen=True, tag="image"):
-    """An image, inline (``data``) or by reference (``url``)."""
+    """An image, inline (``data``) or by reference (``url``).
+
+    A result is refused when ``media_type`` is no ``image/...`` type, or when the
+    block has neither data nor a url. The image reaches the model where its
+    provider takes one (see ``ToolMessage.attachments``).
+
+    Attributes:
+        media_type: The image's type: ``image/png``, ``image/jpeg``, ...
+        data: The image's bytes.
+        url: Where the image is, when it is not inline.
+    """
 
     media_type: str
     data: bytes | None = None
@@ -104,7 +124,18 @@ class ImageBlock(msgspec.Struct, frozen=True, tag="image"):
 
 
 class FileBlock(msgspec.Struct, frozen=True, tag="file"):
-    """A file, inline (``data``) or by reference (``uri``)."""
+    """A file, inline (``data``) or by reference (``uri``).
+
+    A result is refused when the block has neither, or a ``media_type`` that is no
+    ``type/subtype``.
+
+    Attributes:
+        name: The file's name.
+        media_type: The file's type, ``type/subtype``.
+        data: The file's bytes.
+        uri: Where the file is; with ``data`` too, where the data came from (an MCP
+            resource).
+    """
 
     name: str
     media_type: str = "application/octet-stream"
@@ -120,6 +151,11 @@ class Artifact(msgspec.Struct, frozen=True, tag="artifact"):
     """A host-side output of a tool (a file, a report) kept out of the model's text.
 
     An artifact store persists ``data`` and the transcript keeps a reference.
+
+    Attributes:
+        name: The artifact's name (a file name).
+        data: Its bytes.
+        media_type: Its type, ``type/subtype``.
     """
 
     name: str
@@ -238,6 +274,10 @@ class ToolMessage(msgspec.Struct, frozen=True, kw_only=True):
         artifact: Host-side structured output or artifact references; never
             rendered to the model.
         status: How the call ended.
+        attachments: The result's images and files, in order, which each provider
+            module's ``tool_results`` sends in that provider's own form (the
+            content names each where it stood: ``[image image/png]``). Not cut
+            by ``max_result_bytes``, which bounds the content's text.
     """
 
     tool_call_id: str
@@ -246,6 +286,7 @@ class ToolMessage(msgspec.Struct, frozen=True, kw_only=True):
     is_error: bool = False
     artifact: object = None
     status: MessageStatus = "ok"
+    attachments: tuple[ImageBlock | FileBlock, ...] = ()
 
 
 _encode = msgspec.json.encode
@@ -353,6 +394,43 @@ def check_result(result: ToolResult, source: str = "tool") -> None:
         ) from None
     _refusenonfinite(source, "content", parts[0])  # a JsonBlock's value, read as null
     _refusenonfinite(source, "follow_up", parts[1])
+    for field in ("content", "follow_up"):
+        for index, block in enumerate(getattr(result, field)):
+            if type(block) is ImageBlock or type(block) is FileBlock:
+                problem = attachment_problem(block)
+                if problem is not None:
+                    raise TypeError(
+                        f"{source} returned a ToolResult whose `{field}[{index}]` "
+                        f"({type(block).__name__}) {problem}"
+                    )
+
+
+#: A media type: ``type/subtype`` (RFC 6838 names), then any parameters (``; charset=…``).
+_MEDIA_TYPE = re.compile(
+    r"[A-Za-z0-9][\w!#$&^.+-]{0,126}/[A-Za-z0-9][\w!#$&^.+-]{0,126}(?:\s*;[ -~]*)?", re.ASCII
+)
+
+
+def attachment_problem(block: "ImageBlock | FileBlock") -> str | None:
+    """What keeps an image or file block (its fields already of the right types) from
+    reaching a model, said so that its author knows what to change; None when nothing."""
+    media = block.media_type
+    if not _MEDIA_TYPE.fullmatch(media):
+        return (
+            f"has the media_type {media!r:.80}, which is no media type; give type/subtype, "
+            "such as image/png or application/pdf"
+        )
+    if isinstance(block, ImageBlock):
+        if media[:6].lower() != "image/":
+            return (
+                f"has the media_type {media!r:.80}, which is no image type; give image/png, "
+                "image/jpeg, ..., or return the data as a FileBlock"
+            )
+        if block.data is None and not block.url:
+            return "has neither data nor a url; pass ImageBlock(media_type, data=bytes) or url=..."
+    elif block.data is None and not block.uri:
+        return "has neither data nor a uri; pass FileBlock(name, media_type, data=bytes) or uri=..."
+    return None
 
 
 def _refusenonfinite(source: str, field: str, value: object) -> None:

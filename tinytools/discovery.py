@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 import attrs
 import msgspec
 
-from ._exposure import ExposureExplanation
-from ._registry import AnyTool, tool_items
-from ._spec import Exposure, Tool
-from ._tool_policy import ToolPolicy
-from ._validate import printable
+from ._declare.exposure import ExposureExplanation
+from ._declare.registry import AnyTool, tool_items
+from ._declare.spec import Exposure, Tool
+from ._declare.tool_policy import ToolPolicy
+from ._text import printable
 from .errors import ToolDefinitionError
-from .toolsets._base import Adaptor, Resolution, Toolset, _Memo, is_remote, withheld
+from .toolsets._base import Resolution, Wrapper, is_remote, withheld
 from .toolsets._intrinsic import Intrinsic
 
 if TYPE_CHECKING:
@@ -453,7 +453,7 @@ def _budget(_instance: object, _attribute: object, value: int | None) -> None:
 
 
 @attrs.frozen
-class Discovery(Adaptor):
+class Discovery(Wrapper):
     """A toolset that declares the ``Direct`` tools and lets the model find the rest.
 
     ``Deferred`` tools are not declared; while there is at least one, the toolset
@@ -482,7 +482,6 @@ class Discovery(Adaptor):
             reported by each dispatch (``ToolWithheld``).
     """
 
-    toolset: Toolset
     limit: int = attrs.field(default=5, kw_only=True, validator=_limit)
     budget_bytes: int | None = attrs.field(default=None, kw_only=True, validator=_budget)
     promoted: frozenset[str] = attrs.field(default=frozenset(), kw_only=True, converter=_names)
@@ -492,10 +491,6 @@ class Discovery(Adaptor):
         repr=False,
         default=attrs.Factory(lambda self: _search_tool(self.limit), takes_self=True),
     )
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, hash=False, repr=False)
-
-    def members(self) -> tuple[object, ...]:
-        return (self.toolset,)
 
     def label(self) -> str:
         return (
@@ -509,8 +504,7 @@ class Discovery(Adaptor):
         of the last batch, typically)."""
         return attrs.evolve(self, promoted=self.promoted | _names(names))
 
-    def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
-        (inner,) = inputs
+    def _adapt(self, inner: Resolution, context: Context | None) -> Resolution:
         where = self.label()
         explained: list[ExposureExplanation] = []
         tools: list[AnyTool] = []

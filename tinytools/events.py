@@ -54,7 +54,14 @@ class _Event(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind", tag=_s
 
 
 class ToolStarted(_Event, frozen=True):
-    """A call passed admission and its tool is about to run."""
+    """A call passed admission and its tool is about to run.
+
+    Attributes:
+        call_id: The call's id, as the model sent it.
+        tool_name: The tool's canonical name.
+        arguments: The arguments the tool runs with (validated, repairs applied), its
+            secret arguments redacted.
+    """
 
     call_id: str
     tool_name: str
@@ -62,7 +69,14 @@ class ToolStarted(_Event, frozen=True):
 
 
 class ToolCompleted(_Event, frozen=True):
-    """A call ended with a result (``is_error`` when the result says it failed)."""
+    """A call ended with a result (``is_error`` when the result says it failed).
+
+    Attributes:
+        call_id: The call's id.
+        tool_name: The tool's canonical name.
+        is_error: The result describes a failure (``ToolResult.error``).
+        metadata: The result's host-only metadata (``ToolResult.metadata``).
+    """
 
     call_id: str
     tool_name: str
@@ -75,6 +89,13 @@ class ToolFailed(_Event, frozen=True):
 
     ``traceback`` is the full traceback for the host; the model only ever sees
     the exception's type and message.
+
+    Attributes:
+        call_id: The call's id.
+        tool_name: The tool's canonical name.
+        error_type: The exception's class name (``"TimeoutError"`` for a timeout).
+        message: What the model was told.
+        traceback: The exception's full traceback, when there is one.
     """
 
     call_id: str
@@ -87,8 +108,14 @@ class ToolFailed(_Event, frozen=True):
 class UnknownToolCall(_Event, frozen=True):
     """The model called a tool that is not callable this turn.
 
-    ``recovery`` is ``"tool_error"``, ``"fail"`` or ``"rewrite:<name>"``; the
-    arguments are kept verbatim so a host can retarget or replay the call.
+    Attributes:
+        call_id: The call's id.
+        requested_name: The name the model called.
+        arguments: The arguments as the model sent them (an object, or the raw text),
+            so a host can retarget or replay the call; the values of arguments any
+            tool declares secret are redacted.
+        recovery: What the run's ``unknown_tool`` policy did: ``"tool_error"``,
+            ``"fail"`` or ``"rewrite:<name>"``.
     """
 
     call_id: str
@@ -100,9 +127,15 @@ class UnknownToolCall(_Event, frozen=True):
 class InvalidToolArgs(_Event, frozen=True):
     """A call's arguments were malformed or broke the schema.
 
-    ``recovery`` is ``"repaired"`` (relaxed JSON repaired; the call goes on),
-    ``"normalized"`` (a transport shape undone; the call goes on),
-    ``"tool_error"`` (answered with an error message) or ``"fail"``.
+    Attributes:
+        call_id: The call's id.
+        tool_name: The tool's canonical name.
+        arguments: The arguments as the model sent them (an object, or the raw text),
+            secret arguments redacted.
+        error: What was wrong with them.
+        recovery: ``"repaired"`` (relaxed JSON repaired; the call goes on),
+            ``"normalized"`` (a transport shape undone; the call goes on),
+            ``"tool_error"`` (answered with an error message) or ``"fail"``.
     """
 
     call_id: str
@@ -113,7 +146,18 @@ class InvalidToolArgs(_Event, frozen=True):
 
 
 class ToolDeferred(_Event, frozen=True):
-    """A call left the batch without a result, to be resolved later."""
+    """A call left the batch without a result, to be resolved later.
+
+    Attributes:
+        call_id: The call's id.
+        tool_name: The tool's name.
+        reason: ``"approval"`` (it waits for a human's approval),
+            ``"external"`` (the tool is external: the host runs it) or
+            ``"deferred"`` (the host completes it: the tool raised
+            ``CallDeferred``, or middleware deferred it).
+        metadata: What the deferring side attached (it comes back in
+            ``DeferredToolRequests.metadata``).
+    """
 
     call_id: str
     tool_name: str
@@ -122,14 +166,25 @@ class ToolDeferred(_Event, frozen=True):
 
 
 class ToolApproved(_Event, frozen=True):
-    """A deferred call was approved and re-admitted."""
+    """A deferred call was approved and re-admitted.
+
+    Attributes:
+        call_id: The call's id.
+        tool_name: The tool's name.
+    """
 
     call_id: str
     tool_name: str
 
 
 class ToolDenied(_Event, frozen=True):
-    """A call was refused (by middleware, policy or a human); ``message`` went to the model."""
+    """A call was refused (by middleware, policy or a human).
+
+    Attributes:
+        call_id: The call's id.
+        tool_name: The tool's name.
+        message: What the model was told.
+    """
 
     call_id: str
     tool_name: str
@@ -137,7 +192,15 @@ class ToolDenied(_Event, frozen=True):
 
 
 class ToolRetried(_Event, frozen=True):
-    """A call raised ``RetryableError``; it runs again after ``delay`` seconds."""
+    """A call raised ``RetryableError``; it runs again after ``delay`` seconds.
+
+    Attributes:
+        call_id: The call's id.
+        tool_name: The tool's canonical name.
+        attempt: How many attempts have failed so far (1 after the first).
+        delay: Seconds until the next attempt.
+        error: The error's message (its class name when it has none).
+    """
 
     call_id: str
     tool_name: str
@@ -147,7 +210,13 @@ class ToolRetried(_Event, frozen=True):
 
 
 class Custom(_Event, frozen=True):
-    """An event a tool emitted through ``Inject[Emit]``."""
+    """An event a tool emitted through ``Inject[Emit]``.
+
+    Attributes:
+        call_id: The id of the call whose tool emitted it.
+        name: The name the tool gave it (``emit("progress", ...)``).
+        data: The value the tool gave with it.
+    """
 
     call_id: str
     name: str
@@ -160,6 +229,9 @@ class ToolsAdvertised(_Event, frozen=True):
     Not emitted by dispatch, which never sees the request the model was sent: the tools
     it declared are the host's to record (``formats.*.declarations`` of the same toolset
     and context that dispatch resolves).
+
+    Attributes:
+        names: The names of the tools declared to the model, in order.
     """
 
     names: tuple[str, ...]
@@ -167,10 +239,16 @@ class ToolsAdvertised(_Event, frozen=True):
 
 class ToolWithheld(_Event, frozen=True):
     """A tool a remote server lists (``McpToolset``'s) was left out of this dispatch's
-    toolset because another tool has its name: one of the host's, discovery's
-    ``tool_search`` / ``tool_call``, or another server's listed first. ``reason`` and
-    ``adaptor`` are those of its ``ExposureExplanation`` (``toolset.explain()``). Emitted
-    by every dispatch of that toolset, before the events of its calls.
+    toolset because another tool has its name (one of the host's, discovery's
+    ``tool_search`` / ``tool_call``, or another server's listed first), or because an
+    adaptor would give it an invalid name (``Prefixed`` past 64 characters). ``reason``
+    and ``adaptor`` are those of its ``ExposureExplanation`` (``toolset.explain()``).
+    Emitted by every dispatch of that toolset, before the events of its calls.
+
+    Attributes:
+        tool_name: The name of the tool left out.
+        reason: Why it was left out.
+        adaptor: The toolset adaptor that left it out.
     """
 
     tool_name: str
@@ -181,7 +259,13 @@ class ToolWithheld(_Event, frozen=True):
 class ToolSearched(_Event, frozen=True):
     """The model searched the deferred-tool catalogue (``tinytools.discovery``'s
     ``tool_search``): the query (its first 1,000 characters) and the names found, best
-    first (they are ``DispatchResult.promoted``)."""
+    first (they are ``DispatchResult.promoted``).
+
+    Attributes:
+        call_id: The id of the ``tool_search`` call.
+        query: The search query, cut to its first 1,000 characters.
+        names: The tool names found, best first.
+    """
 
     call_id: str
     query: str
@@ -194,6 +278,11 @@ class ToolEffectReconciled(_Event, frozen=True):
     ``outcome`` is ``"rerun"`` (the tool is replay-safe: the ledger released the call
     for the next dispatch) or ``"interrupted"`` (the call was answered as interrupted
     and settled; it never runs again).
+
+    Attributes:
+        call_id: The call's id.
+        tool_name: The tool's name.
+        outcome: ``"rerun"`` or ``"interrupted"``.
     """
 
     call_id: str

@@ -18,7 +18,7 @@ from typing import Any, TypeAlias
 
 import attrs
 
-from ._tool_policy import BYTES, MOST_SECONDS, SECONDS
+from ._declare.tool_policy import BYTES, MOST_SECONDS, SECONDS
 
 __all__ = [
     "Fail",
@@ -47,7 +47,12 @@ class Rewrite:
 
     When ``tool_name`` is itself not callable this turn (unregistered, hidden,
     not advertised or not allowed), the call is answered as with
-    :class:`ReturnToolError`.
+    :class:`ReturnToolError`. The arguments of a rewritten call were written for
+    some other tool: every registered tool's ``ToolPolicy.redact`` applies to them,
+    on top of the target's own.
+
+    Attributes:
+        tool_name: The tool that answers calls of unknown tools.
     """
 
     tool_name: str
@@ -132,11 +137,15 @@ class RunPolicy:
             (an invalid-arguments error quoting the schema, an unknown name's
             suggestions, ``tool_search`` results, a denial, an interruption).
             Longer content is cut with a visible marker
-            (``[truncated: N bytes, showing the first M]``). A tool's own
+            (``[truncated: N bytes, showing the first M]``), and so is a
+            follow-up's text (its text and JSON blocks as the model reads them;
+            image and file blocks are not text the limit counts). A tool's own
             ``ToolRuntime.max_result_bytes`` can only make the limit stricter for
             the messages about its calls, never looser: the run's limit holds for
             every message, as ``ToolPolicyMiddleware.enforce_result_bytes`` reads
-            the two limits too.
+            the two limits too. It bounds the text: a result's images and files
+            (``ToolMessage.attachments``) are kept whole, and each provider module's
+            ``tool_results`` bounds them by its ``max_attachment_bytes``.
         allowlist: ``None``: no allow-list (every registered, advertised tool
             may be called). A collection: only those names. An empty one
             denies every tool unless ``fail_closed_allowlist`` is False.

@@ -51,7 +51,7 @@ import pytest
 from locations import CORPORA
 
 from tinytools import Tool, ToolArgumentsError, ToolDefinitionError
-from tinytools._schema_dialect import ENFORCED_FORMATS, ENFORCED_KEYWORDS, Enforce
+from tinytools._declare.schema_dialect import ENFORCED_FORMATS, ENFORCED_KEYWORDS, Enforce
 
 SUITE = CORPORA / "json-schema-test-suite"
 DRAFTS = ("draft2020-12", "draft7")

@@ -18,8 +18,8 @@ from hypothesis.strategies import SearchStrategy
 from json_strategies import relaxed_pairs
 
 from tinytools import Registry, Tool, ToolCall
-from tinytools._format import PType
-from tinytools._spec import Exposure
+from tinytools._declare.spec import Exposure
+from tinytools._declare.tool_format import PType
 from tinytools.formats import json_in_tag, ptype, xml
 from tinytools.formats._dialect import MAX_CALLS
 from tinytools.formats._parsed import Parsed, synthetic_id

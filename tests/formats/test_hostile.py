@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tinytools import Tool, ToolCall
-from tinytools._spec import NAME_PATTERN
+from tinytools._declare.spec import NAME_PATTERN
 from tinytools.formats import (
     anthropic,
     coalesce_tool_results,

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import enum
 import json
-from typing import TypedDict
+from typing import Literal, TypedDict
 
 import attrs
 import msgspec
@@ -100,6 +101,17 @@ class TestToolResults:
         ]
         assert expected == mcp.tool_results(messages)
 
+    def test_other_values_wrapped(self) -> None:
+        """A value that is no object is sent as ``{"result": value}`` (what output_schema
+        declares for its type); an error's never is."""
+        messages = [
+            ToolMessage(tool_call_id="7", name="f", content="[1]", artifact=[1]),
+            ToolMessage(tool_call_id="8", name="f", content="0", artifact=0),
+            ToolMessage(tool_call_id="9", name="f", content="no", is_error=True, artifact=[1]),
+        ]
+        got = [answer.get("structuredContent") for answer in mcp.tool_results(messages)]
+        assert [{"result": [1]}, {"result": 0}, None] == got
+
     def test_structured_off(self) -> None:
         """structured=False keeps every artifact on the host."""
         message = ToolMessage(tool_call_id="7", name="f", content="{}", artifact={"secret": 1})
@@ -141,6 +153,11 @@ class Point(msgspec.Struct):
     x: int
 
 
+class Level(enum.IntEnum):
+    LOW = 1
+    HIGH = 2
+
+
 class TestOutputSchema:
     """`mcp.output_schema` and the ``outputSchema`` of declarations."""
 
@@ -174,7 +191,8 @@ class TestOutputSchema:
             assert "object" == (mcp.output_schema(structured) or {}).get("type")
 
     def test_unstructured_returns(self) -> None:
-        """Text, lists, scalars, optional values and schema-only tools declare none."""
+        """Text, optional values, values that may or may not be objects, ToolResult and
+        schema-only tools declare none."""
 
         @tool
         def text() -> str:
@@ -182,14 +200,24 @@ class TestOutputSchema:
             return ""
 
         @tool
-        def items() -> list[int]:
-            """Items."""
-            return []
-
-        @tool
         def maybe() -> dict[str, int] | None:
             """Maybe."""
             return None
+
+        @tool
+        def maybe_count() -> int | None:
+            """Maybe a count."""
+            return None
+
+        @tool
+        def mixed() -> int | dict[str, int]:
+            """A number or an object."""
+            return 1
+
+        @tool
+        def word() -> Literal["yes", "no"]:
+            """A word."""
+            return "yes"
 
         @tool
         def full() -> ToolResult:
@@ -200,8 +228,63 @@ class TestOutputSchema:
         def nothing() -> None:
             """Nothing."""
 
-        for unstructured in (text, items, maybe, full, nothing, weather):
+        for unstructured in (text, maybe, maybe_count, mixed, word, full, nothing, weather):
             assert mcp.output_schema(unstructured) is None, unstructured.name
+
+    def test_other_values_wrapped(self) -> None:
+        """Defect: a tool returning a list (a number, a boolean) had no outputSchema, as
+        MCP's must describe an object. It declares ``{"result": <the type>}``, and each
+        result's structuredContent is the value so wrapped, valid in MCP's default
+        dialect (2020-12), as the SDK's client checks it."""
+        from jsonschema import Draft202012Validator
+
+        @tool
+        def items(n: int) -> list[int]:
+            """Items."""
+            return list(range(n))
+
+        @tool
+        def points() -> list[Point]:
+            """Points."""
+            return [Point(1), Point(2)]
+
+        @tool
+        def pair() -> tuple[int, float]:
+            """A pair."""
+            return (1, 2.5)
+
+        @tool
+        def count() -> int:
+            """A count."""
+            return 3
+
+        @tool
+        def level() -> Level:
+            """A level."""
+            return Level.HIGH
+
+        @tool
+        def flag() -> bool:
+            """A flag."""
+            return False
+
+        expected = {
+            "type": "object",
+            "properties": {"result": {"type": "array", "items": {"type": "integer"}}},
+            "required": ["result"],
+        }
+        assert expected == mcp.output_schema(items)
+        tools = [items, points, pair, count, level, flag]
+        calls = [
+            ToolCall(str(i), t.name, {"n": 2} if t is items else {}) for i, t in enumerate(tools)
+        ]
+        answers = mcp.tool_results(dispatch_sync(calls, tools).messages)
+        values = [[0, 1], [{"x": 1}, {"x": 2}], [1, 2.5], 3, 2, False]
+        for each, answer, value in zip(tools, answers, values, strict=True):
+            schema = mcp.output_schema(each)
+            assert schema is not None, each.name
+            assert {"result": value} == answer["structuredContent"]
+            Draft202012Validator(schema).validate(answer["structuredContent"])
 
     def test_declared_and_honoured(self) -> None:
         """The declaration carries the schema, the SDK accepts it, and results conform."""

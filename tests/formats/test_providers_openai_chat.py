@@ -5,17 +5,21 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+from collections.abc import Callable
 from typing import Literal
 
 import attrs
+import fastjsonschema
+import llguidance
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from recorded import recorded
 
 from tinytools import Exposure, Registry, Tool, ToolCall, ToolMessage, tool
-from tinytools.formats import openai_chat, synthetic_id
+from tinytools.formats import llama_json, openai_chat, synthetic_id
 from tinytools.formats.openai_chat import ToolCallAccumulator
+from tinytools.testing import valid_arguments
 
 
 @dataclasses.dataclass
@@ -317,3 +321,73 @@ class TestToolResults:
         ]
         assert expected == openai_chat.tool_results(messages)
         assert [] == openai_chat.tool_results([])
+
+
+class TestRequiredSchema:
+    """`required_schema`: the JSON Schema of a non-empty list of calls."""
+
+    def validator(self, tools: list[Tool[..., object]]) -> Callable[[object], object]:
+        return fastjsonschema.compile(openai_chat.required_schema(tools))
+
+    def valid(self, tools: list[Tool[..., object]], reply: object) -> bool:
+        try:
+            self.validator(tools)(reply)
+        except fastjsonschema.JsonSchemaException:
+            return False
+        return True
+
+    def test_calls_of_the_tools(self) -> None:
+        """A list of valid calls passes; a wrong name, wrong arguments or no call fail."""
+        tools = [plot, weather]
+        good = [
+            {"name": "plot", "arguments": {"points": [{"x": 1.0}], "color": "blue"}},
+            {"name": "get_weather", "arguments": {"city": "Oslo"}},
+        ]
+        assert self.valid(tools, good)
+        assert not self.valid(tools, [])
+        assert not self.valid(tools, [{"name": "plott", "arguments": {"points": []}}])
+        assert not self.valid(tools, [{"name": "plot", "arguments": {"color": "green"}}])
+        assert not self.valid(tools, [{"name": "plot", "arguments": {"points": [{"y": 1}]}}])
+        assert not self.valid(tools, [{"name": "plot"}])
+
+    def test_references_rehomed(self) -> None:
+        """Each tool's $defs and local $refs still resolve inside the one document."""
+        schema = openai_chat.required_schema([plot])
+        assert set(schema["$defs"]) == {"plot", "plot__Point"}  # type: ignore[call-overload]
+        assert '"#/$defs/plot__Point"' in json.dumps(schema)
+
+    def test_reply_reads_back(self) -> None:
+        """A reply under the schema reads back with llama_json.parse, ready for dispatch."""
+        reply = json.dumps([{"name": "get_weather", "arguments": {"city": "Oslo"}}])
+        parsed = llama_json.parse(reply, [weather])
+        assert [(c.name, c.arguments) for c in parsed.calls] == [("get_weather", {"city": "Oslo"})]
+
+    def test_llguidance_takes_it(self) -> None:
+        """A constrained-decoding backend compiles the schema and holds replies to it."""
+        grammar = llguidance.LLMatcher.grammar_from_json_schema(
+            openai_chat.required_schema([plot, weather])
+        )
+        tokenizer = llguidance.LLTokenizer("byte")
+        assert not llguidance.LLMatcher.validate_grammar(grammar, tokenizer)
+        matcher = llguidance.LLMatcher(tokenizer, grammar, log_level=0)
+        text = '[{"name": "get_weather", "arguments": {"city": "Oslo"}}]'
+        assert matcher.consume_tokens(tokenizer.tokenize_str(text))
+        assert matcher.is_accepting()
+
+    def test_no_tools(self) -> None:
+        """With no tool there is no call to require."""
+        with pytest.raises(ValueError, match="none is offered"):
+            openai_chat.required_schema([])
+
+    def test_hidden_tools_left_out(self) -> None:
+        """Only Direct tools may be called."""
+        hidden = attrs.evolve(weather, exposure=Exposure.Hidden)
+        schema = openai_chat.required_schema([plot, hidden])
+        assert set(schema["$defs"]) == {"plot", "plot__Point"}  # type: ignore[call-overload]
+
+    @given(st.data())
+    def test_valid_arguments_pass(self, data: st.DataObject) -> None:
+        """Whatever valid_arguments draws for a tool passes as a one-call list."""
+        chosen = data.draw(st.sampled_from([plot, weather]))
+        arguments = data.draw(valid_arguments(chosen))
+        assert self.valid([plot, weather], [{"name": chosen.name, "arguments": arguments}])

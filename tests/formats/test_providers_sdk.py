@@ -9,6 +9,7 @@ as the recorded JSON. Every SDK is installed by the test extra: none is skipped.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import importlib
 import json
@@ -17,9 +18,22 @@ from typing import Any
 
 import httpx
 import pytest
+from media import PDF, PNG
 from recorded import recorded
 
-from tinytools import Registry, Tool, ToolCall, ToolMessage, ToolPolicy, tool
+from tinytools import (
+    FileBlock,
+    ImageBlock,
+    Registry,
+    TextBlock,
+    Tool,
+    ToolCall,
+    ToolMessage,
+    ToolPolicy,
+    ToolResult,
+    dispatch_sync,
+    tool,
+)
 from tinytools.formats import anthropic, gemini, mcp, openai_chat, openai_responses
 from tinytools.formats.openai_chat import ToolCallAccumulator
 
@@ -51,6 +65,28 @@ RESULTS = [
     ToolMessage(tool_call_id="call_1", name="get_weather", content="21°C"),
     ToolMessage(tool_call_id="call_2", name="plot", content="bad points", is_error=True),
 ]
+
+
+@tool
+def chart() -> ToolResult:
+    """Draw the chart and write the report."""
+    return ToolResult.success(
+        [
+            TextBlock("here they are"),
+            ImageBlock("image/png", PNG),
+            FileBlock("r.pdf", "application/pdf", PDF),
+        ]
+    )
+
+
+#: The model's call of ``chart``, and dispatch's answer: text, a PNG and a PDF.
+CHART_CALL = ToolCall("call_9", "chart", {})
+ATTACHED = dispatch_sync([CHART_CALL], Registry.of(chart)).messages
+
+
+def unbase64(text: str) -> bytes:
+    """The bytes of base64 text or of a ``data:`` URL."""
+    return base64.b64decode(text.partition(";base64,")[2] or text)
 
 
 Handler = Callable[[Any], Any]
@@ -98,6 +134,20 @@ class TestOpenAIChat:
         client.chat.completions.create(model="gpt-4o", messages=[assistant, *results], tools=tools)
         assert results == bodies[1]["messages"][1:]
 
+    def test_attachments_arrive(self) -> None:
+        """A result's image and PDF reach the request body, with their bytes, in the user
+        message after the tool message (which takes text only)."""
+        client, bodies = self.client(lambda: recorded("openai_chat_completion.json"))
+        results = openai_chat.tool_results(ATTACHED)
+        turn = openai_chat.assistant_message([CHART_CALL])
+        client.chat.completions.create(model="gpt-4o", messages=[turn, *results])
+        assert results == bodies[0]["messages"][1:]
+        tool_message, carried = bodies[0]["messages"][1:]
+        assert tool_message["content"].endswith("[the next user message holds attachments 1, 2]")
+        _, image, _, document = carried["content"]
+        assert PNG == unbase64(image["image_url"]["url"])
+        assert PDF == unbase64(document["file"]["file_data"])
+
     def test_stream(self) -> None:
         """Chunks the SDK parses from a server-sent stream accumulate to complete calls."""
         events = "".join(f"data: {json.dumps(c)}\n\n" for c in recorded("openai_chat_stream.json"))
@@ -138,6 +188,24 @@ class TestOpenAIResponses:
         outputs = openai_responses.tool_results(RESULTS)
         client.responses.create(model="gpt-4.1", input=outputs, previous_response_id=response.id)
         assert outputs == bodies[1]["input"]
+
+    def test_attachments_arrive(self) -> None:
+        """A result's image and PDF reach the request body, with their bytes, as content of
+        its ``function_call_output``."""
+        import openai
+
+        bodies, handle = recorder(httpx, lambda: recorded("openai_response.json"))
+        http_client = httpx.Client(transport=httpx.MockTransport(handle))
+        client = openai.OpenAI(api_key="x", base_url="http://test", http_client=http_client)
+        items = [
+            *openai_responses.assistant_items([CHART_CALL]),
+            *openai_responses.tool_results(ATTACHED),
+        ]
+        client.responses.create(model="gpt-4.1", input=items)
+        assert items == bodies[0]["input"]
+        _, image, document = bodies[0]["input"][-1]["output"]
+        assert PNG == unbase64(image["image_url"])
+        assert PDF == unbase64(document["file_data"])
 
 
 class TestAnthropic:
@@ -182,6 +250,19 @@ class TestAnthropic:
             model="test-model", max_tokens=100, messages=[turn, *results], tools=tools
         )
         assert results == bodies[1]["messages"][1:]
+
+    def test_attachments_arrive(self) -> None:
+        """A result's image and PDF reach the request body, with their bytes, as blocks of
+        its ``tool_result``."""
+        client, bodies = self.client(lambda: recorded("anthropic_message.json"))
+        results = anthropic.tool_results(ATTACHED)
+        turn = anthropic.assistant_message([CHART_CALL])
+        client.messages.create(model="test-model", max_tokens=100, messages=[turn, *results])
+        assert results == bodies[0]["messages"][1:]
+        [block] = bodies[0]["messages"][1]["content"]
+        _, image, document = block["content"]
+        assert PNG == unbase64(image["source"]["data"])
+        assert PDF == unbase64(document["source"]["data"])
 
 
 def upper_types(node: Any) -> Any:
@@ -237,6 +318,28 @@ class TestGemini:
         client.models.generate_content(model="gemini-2.5-flash", contents=contents, config=config)
         assert replies == bodies[1]["contents"][1:]
 
+    def test_attachments_arrive(self) -> None:
+        """A result's image and PDF reach the request body, with their bytes, as parts of
+        its function response. The SDK reads our dicts into its models and writes them
+        back: the media parts' keys in snake case and their data in URL-safe base64, both
+        valid REST JSON."""
+        client, _, bodies = self.client(lambda: recorded("gemini_response.json"))
+        [reply] = gemini.tool_results(ATTACHED)
+        contents = [gemini.assistant_message([CHART_CALL]), reply]
+        client.models.generate_content(model="gemini-3-flash", contents=contents)
+        [part] = bodies[0]["contents"][1]["parts"]
+        sent = part["functionResponse"]
+        [ours] = reply["parts"]
+        assert ours["functionResponse"]["response"] == sent["response"]
+        found = [
+            (
+                media["inline_data"]["mime_type"],
+                base64.urlsafe_b64decode(media["inline_data"]["data"]),
+            )
+            for media in sent["parts"]
+        ]
+        assert [("image/png", PNG), ("application/pdf", PDF)] == found
+
     def test_call_ids_kept(self) -> None:
         """Ids the model sends survive the SDK's models."""
         _, types, _ = self.client(dict)
@@ -268,3 +371,38 @@ class TestMCP:
         first, second = mcp.parse_calls([request, bare])
         assert ToolCall("3", "plot", {"points": []}) == first
         assert ("plot", {}, None) == (second.name, second.arguments, second.invalid)
+
+    @pytest.mark.anyio
+    async def test_attachments_arrive(self) -> None:
+        """A tinytools tool returning an image, served over MCP, reaches the SDK's client as
+        image and resource content with its bytes; read back through ``McpToolset``, the
+        image reaches the next provider's request too."""
+        from mcp import Client, types
+        from mcp.server.lowlevel import Server
+
+        from tinytools import dispatch
+        from tinytools.toolsets.mcp import McpToolset
+
+        tools = Registry.of(chart)
+
+        async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+            listed = [types.Tool.model_validate(d) for d in mcp.declarations(tools)]
+            return types.ListToolsResult(tools=listed)
+
+        async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> Any:
+            result = await dispatch(mcp.parse_calls(params), tools)
+            [answer] = mcp.tool_results(result.messages)
+            return types.CallToolResult.model_validate(answer)
+
+        server = Server("attachments", on_list_tools=list_tools, on_call_tool=call_tool)
+        async with Client(server) as client:
+            answer = await client.call_tool("chart", {})
+            _, image, document = answer.content
+            assert (PNG, "image/png") == (base64.b64decode(image.data), image.mime_type)
+            assert PDF == base64.b64decode(document.resource.blob)
+            remote = McpToolset(client.session)
+            await remote.refresh()
+            relayed = await dispatch([CHART_CALL], remote)
+        [result] = anthropic.tool_results(relayed.messages)
+        [block] = result["content"]
+        assert PNG == unbase64(block["content"][1]["source"]["data"])

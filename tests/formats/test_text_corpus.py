@@ -21,7 +21,7 @@ from types import ModuleType
 import pytest
 
 from tinytools import Tool
-from tinytools._spec import check_name
+from tinytools._declare.spec import check_name
 from tinytools.formats import deepseek, json_in_tag, llama_json, mistral, ptype, xml
 from tinytools.formats._parsed import Parsed
 

@@ -6,8 +6,9 @@ each message's content fits it: a tool's result (long text, non-ASCII, a failure
 every answer dispatch writes itself — a refusal quoting a tool's whole schema, an
 unknown name's suggestions and the arguments it received, a repeated id, a hook's
 denial, discovery's ``tool_search`` results and ``tool_call`` refusals, the calls an
-aborted batch never ran. A tool's own ``max_result_bytes`` only makes its limit
-stricter. The checker then finds every invariant kept (a cut refusal is still one).
+aborted batch never ran — and each follow-up's text. A tool's own ``max_result_bytes``
+only makes its limit stricter. The checker then finds every invariant kept (a cut
+refusal is still one).
 """
 
 from __future__ import annotations
@@ -25,11 +26,14 @@ from tinytools import (
     Tool,
     ToolCall,
     ToolPolicy,
+    ToolResult,
     before_tool,
     dispatch_sync,
     tool,
 )
 from tinytools._dispatch_env import DispatchEnv
+from tinytools._fold import render
+from tinytools._wire import ImageBlock, JsonBlock, TextBlock
 from tinytools.discovery import Discovery
 from tinytools.policies import Fail, ReturnToolError
 from tinytools.testing import check_dispatch_invariants, tool_calls
@@ -54,6 +58,20 @@ def brief(topic: str) -> str:
 
 
 @tool
+def shows(caption: str) -> ToolResult:
+    """Answer with a long follow-up: text, an image and JSON (images are not text the
+    limit counts)."""
+    return ToolResult.success(
+        "see below",
+        follow_up=(
+            TextBlock(caption * 200),
+            ImageBlock("image/png", data=b"\0" * 3000),
+            JsonBlock([caption] * 50),
+        ),
+    )
+
+
+@tool
 def fails(reason: str) -> str:
     """Always fail, saying why at length."""
     raise ValueError(reason * 20)
@@ -70,7 +88,7 @@ WIDE = Tool.from_schema(
     },
     fn=lambda **fields: sorted(fields),
 )
-TOOLS = Registry.of(echo, essay, brief, fails, WIDE)
+TOOLS = Registry.of(echo, essay, brief, shows, fails, WIDE)
 #: The same tools, all but ``echo`` behind discovery's ``tool_search`` / ``tool_call``.
 DISCOVERY = Discovery(
     Registry(
@@ -140,5 +158,9 @@ def test_every_message_fits_the_limit(
     for message in result.messages:
         size = len(message.content.encode("utf-8", "surrogatepass"))
         assert size <= limit, f"{message.name!r}: {size} bytes over {limit}: {message!r}"
+    for follow_up in result.follow_ups:  # (its text: text and JSON blocks as the model reads them)
+        text = render([b for b in follow_up.content if isinstance(b, (TextBlock, JsonBlock))])
+        size = len(text.encode("utf-8", "surrogatepass"))
+        assert size <= limit, f"follow-up of {follow_up.call_id!r}: {size} bytes over {limit}"
     if not discovered and not denied:
         check_dispatch_invariants(batch, result, TOOLS, policy=policy)

@@ -1,4 +1,5 @@
-"""Property tests for signature-derived tools (`tinytools._schema`, `tinytools._validate`).
+"""Property tests for signature-derived tools (`tinytools._declare.schema`,
+`tinytools._declare.validate`).
 
 Each example draws a function signature over the supported parameter types (primitives,
 unions, literals, enums, containers, TypedDicts, dataclasses, attrs classes, msgspec Structs,

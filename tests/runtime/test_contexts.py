@@ -56,7 +56,7 @@ async def test_every_step_runs_in_the_context_and_the_value_comes_back(stepper: 
     token = VAR.set("task")
     try:
         context = _context("given")
-        assert await stepper(context, body()) == "done"
+        assert await stepper(context, body) == "done"
         assert seen == ["given", "inside"]
         assert VAR.get() == "task"
         assert context[VAR] == "inside"
@@ -71,7 +71,7 @@ async def test_what_the_coroutine_raises_comes_out(stepper: Stepper) -> None:
         raise ValueError("bad")
 
     with pytest.raises(ValueError, match="bad"):
-        await stepper(_context("x"), body())
+        await stepper(_context("x"), body)
 
 
 @pytest.mark.anyio
@@ -84,8 +84,8 @@ async def test_returned_tuples_and_none_come_back_as_they_are(stepper: Stepper) 
     async def nothing() -> None:
         await anyio.sleep(0)
 
-    assert await stepper(_context("x"), pair()) == (1, 2)
-    assert await stepper(_context("x"), nothing()) is None
+    assert await stepper(_context("x"), pair) == (1, 2)
+    assert await stepper(_context("x"), nothing) is None
 
 
 @pytest.mark.anyio
@@ -101,7 +101,7 @@ async def test_a_cancellation_reaches_the_coroutine_in_the_context(stepper: Step
             seen.append(VAR.get())
 
     with anyio.move_on_after(0.01) as scope:
-        await stepper(_context("given"), body())
+        await stepper(_context("given"), body)
     assert scope.cancelled_caught
     assert seen == ["given"]
 
@@ -118,7 +118,7 @@ async def test_a_coroutine_that_catches_what_is_thrown_goes_on(stepper: Stepper)
         return "never"
 
     with anyio.move_on_after(0.01):
-        await stepper(_context("x"), body())
+        await stepper(_context("x"), body)
 
 
 @pytest.mark.anyio
@@ -134,7 +134,7 @@ async def test_closing_the_awaiting_coroutine_closes_the_inner_one(stepper: Step
             seen.append(VAR.get())
 
     async def outer() -> None:
-        await stepper(_context("given"), body())
+        await stepper(_context("given"), body)
 
     coroutine = outer()
     coroutine.send(None)  # suspended at the inner coroutine's first step
@@ -149,11 +149,29 @@ def test_a_context_already_entered_is_refused(stepper: Stepper) -> None:
     async def body() -> int:
         return 1
 
-    coroutine = body()
-    awaitable = stepper(context, coroutine)
+    awaitable = stepper(context, body)
     with pytest.raises(RuntimeError, match="already entered"):
         context.run(awaitable.send, None)
-    coroutine.close()
+
+
+def test_the_coroutine_is_made_in_the_first_step(stepper: Stepper) -> None:
+    """Defect: the coroutine was made before the awaitable, so an exception between the
+    two (a Ctrl-C landing there) left a coroutine that was never awaited (a
+    RuntimeWarning); now an awaitable dropped unawaited made nothing."""
+    made: list[str] = []
+
+    async def body(tag: str) -> str:
+        return tag
+
+    def make(tag: str) -> Any:
+        made.append(tag)
+        return body(tag)
+
+    awaitable = stepper(_context("x"), make, "a")
+    assert made == []
+    del awaitable
+    gc.collect()
+    assert made == []
 
 
 @pytest.mark.anyio
@@ -166,7 +184,7 @@ async def test_no_reference_cycle_is_left(stepper: Stepper) -> None:
     gc.disable()
     try:
         for _ in range(100):
-            await stepper(_context("x"), body())
+            await stepper(_context("x"), body)
         assert gc.collect() == 0
     finally:
         gc.enable()

@@ -1,8 +1,10 @@
 /* Stepping a coroutine in a contextvars context, compiled: tinytools._runtime.contexts.
  *
- * in_context(context, coroutine) is an awaitable that runs each step of the coroutine with
- * the context entered, in the awaiting task (an async tool runs in its call's own copy of
- * the caller's context without a task of its own). It is the pure-Python in_context of
+ * in_context(context, fn, *args) is an awaitable that runs each step of the coroutine
+ * fn(*args) with the context entered, in the awaiting task (an async tool runs in its call's
+ * own copy of the caller's context without a task of its own). The coroutine is made in
+ * the first step, so that an exception raised between making this awaitable and awaiting
+ * it (a Ctrl-C) leaves no coroutine that was never awaited. It is the pure-Python in_context of
  * contexts.py (used without a C compiler) with one difference that is the reason this file
  * exists: it implements am_send, so the awaiting frame receives the coroutine's steps and
  * its return value without a Python frame per step and without a StopIteration exception
@@ -18,7 +20,9 @@
 typedef struct {
     PyObject_HEAD
     PyObject *context;
-    PyObject *coroutine;
+    PyObject *fn;        /* what makes the coroutine, with args: cleared once it is made */
+    PyObject *args;
+    PyObject *coroutine; /* NULL until the first step */
 } Step;
 
 typedef struct {
@@ -31,6 +35,16 @@ step_am_send(Step *self, PyObject *arg, PyObject **result)
     if (PyContext_Enter(self->context) < 0) {
         *result = NULL;
         return PYGEN_ERROR;
+    }
+    if (self->coroutine == NULL) {
+        self->coroutine = PyObject_Call(self->fn, self->args, NULL);
+        Py_CLEAR(self->fn);
+        Py_CLEAR(self->args);
+        if (self->coroutine == NULL) {
+            *result = NULL;
+            (void)PyContext_Exit(self->context);
+            return PYGEN_ERROR;
+        }
     }
     PySendResult sent = PyIter_Send(self->coroutine, arg, result);
     if (PyContext_Exit(self->context) < 0) {
@@ -110,6 +124,15 @@ thrown(PyObject *const *args, Py_ssize_t nargs)
 static PyObject *
 step_call(Step *self, const char *method, PyObject *arg)
 {
+    if (self->coroutine == NULL) { /* never stepped: nothing was made to throw into */
+        Py_CLEAR(self->fn);
+        Py_CLEAR(self->args);
+        if (arg == NULL) {
+            Py_RETURN_NONE; /* close() */
+        }
+        PyErr_SetObject((PyObject *)Py_TYPE(arg), arg);
+        return NULL;
+    }
     if (PyContext_Enter(self->context) < 0) {
         return NULL;
     }
@@ -148,6 +171,8 @@ step_traverse(Step *self, visitproc visit, void *arg)
 {
     Py_VISIT(Py_TYPE(self));
     Py_VISIT(self->context);
+    Py_VISIT(self->fn);
+    Py_VISIT(self->args);
     Py_VISIT(self->coroutine);
     return 0;
 }
@@ -156,6 +181,8 @@ static int
 step_clear(Step *self)
 {
     Py_CLEAR(self->context);
+    Py_CLEAR(self->fn);
+    Py_CLEAR(self->args);
     Py_CLEAR(self->coroutine);
     return 0;
 }
@@ -199,14 +226,15 @@ static PyType_Spec step_spec = {
 };
 
 PyDoc_STRVAR(in_context_doc,
-"in_context(context, coroutine, /)\n--\n\n"
-"Await coroutine with each of its steps run in context.");
+"in_context(context, fn, /, *args)\n--\n\n"
+"Await the coroutine fn(*args), made in its first step, with each step run in context.");
 
 static PyObject *
 in_context(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_SetString(PyExc_TypeError, "in_context() takes a context and a coroutine");
+    if (nargs < 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "in_context() takes a context and a function making a coroutine");
         return NULL;
     }
     if (!PyContext_CheckExact(args[0])) {
@@ -219,7 +247,16 @@ in_context(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     step->context = Py_NewRef(args[0]);
-    step->coroutine = Py_NewRef(args[1]);
+    step->fn = Py_NewRef(args[1]);
+    step->args = PyTuple_New(nargs - 2);
+    step->coroutine = NULL;
+    if (step->args == NULL) {
+        Py_DECREF(step);
+        return NULL;
+    }
+    for (Py_ssize_t i = 2; i < nargs; i++) {
+        PyTuple_SET_ITEM(step->args, i - 2, Py_NewRef(args[i]));
+    }
     PyObject_GC_Track(step);
     return (PyObject *)step;
 }

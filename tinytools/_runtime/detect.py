@@ -33,12 +33,21 @@ def refuse_nested_loop() -> None:
 
     Called before any tool of the batch runs and before the ledger records it (a call
     recorded as started and never run would be refused as already started when retried).
+    The host's SIGINT handler, called at a Ctrl-C inside a step of this thread's
+    ``dispatch_sync`` loop, is let through: its batch runs on a loop of its own while the
+    interrupted one waits (see ``loop._run_apart``).
 
     Raises:
         NestedLoop: Naming the loop and what to do instead.
     """
     aio = sys.modules.get("asyncio")  # (no loop of it runs if it was never imported)
-    running = "asyncio" if aio is not None and aio._get_running_loop() is not None else None
+    loop = None if aio is None else aio._get_running_loop()
+    if loop is not None:
+        from .loop import handling_sigint_on  # (a loop runs: asyncio is loaded already)
+
+        if handling_sigint_on(loop):
+            return
+    running = "asyncio" if loop is not None else None
     running = running or sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
     if running is not None:
         raise NestedLoop(

@@ -4,9 +4,10 @@
 made on first use and reused by every later batch of that thread (about 7 us to enter,
 against 200 us for a fresh trio run); :func:`run_on` runs a batch's execution stage on it
 (or, ``backend="trio"``, under a fresh ``trio.run``). On the main thread a signal wakes
-the loop, and a Ctrl-C landing inside the loop's own steps is put off until the loop is
-between two of them, so that an interrupt at any point leaves the loop fit for the next
-batch. A forked child never uses or closes its parent's loops.
+the loop, and a Ctrl-C landing inside the loop's own steps is held until the first code
+the loop runs that is not its own, so that an interrupt at any point leaves the loop fit
+for the next batch; a ``dispatch_sync`` that SIGINT's handler makes meanwhile runs on a
+loop of its own. A forked child never uses or closes its parent's loops.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import asyncio
 import atexit
 import contextlib
 import functools
+import inspect
 import os
 import select
 import selectors
@@ -25,6 +27,8 @@ import threading
 from collections.abc import Awaitable, Callable
 from types import FrameType
 from typing import Any, Final, Literal, TypeVar, get_args
+
+from . import tasks as _asyncio_tasks
 
 try:  # (signal's wrappers convert handlers to enums: about 5 us a call, against 1)
     from _signal import getsignal as _get_handler  # type: ignore[import-not-found,unused-ignore]
@@ -53,7 +57,18 @@ if hasattr(os, "register_at_fork"):  # POSIX
 class _LoopHolder:
     """A thread's event loop; closing it when the thread's locals are dropped."""
 
-    __slots__ = ("clean", "deferred", "forks", "loop", "pid", "previous", "signals", "woken")
+    __slots__ = (
+        "busy",
+        "clean",
+        "deferred",
+        "forks",
+        "handling",
+        "loop",
+        "pid",
+        "previous",
+        "signals",
+        "woken",
+    )
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -67,9 +82,12 @@ class _LoopHolder:
         #: No task of an interrupted batch is left on the loop (see :func:`_run_batch`).
         self.clean = True
         #: The host's SIGINT handler while a batch runs on the main thread, and the
-        #: interrupts put off until the loop is between two steps (:func:`_on_sigint`).
+        #: interrupts held while it is in the loop's own steps (:func:`_on_sigint`).
         self.previous: Callable[[int, FrameType | None], object] | None = None
         self.deferred: list[tuple[int, FrameType | None]] = []
+        #: A batch runs on the loop (:func:`run_on`); the host's SIGINT handler is being
+        #: called (:func:`_deliver`).
+        self.busy = self.handling = False
 
     def close(self) -> None:
         loop = self.loop
@@ -173,6 +191,13 @@ def _detached(loop: asyncio.AbstractEventLoop) -> bool:
 _local = threading.local()
 
 
+def handling_sigint_on(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether the host's SIGINT handler runs inside a step of ``loop``, this thread's
+    ``dispatch_sync`` loop (:func:`_deliver`)."""
+    holder: _LoopHolder | None = getattr(_local, "holder", None)
+    return holder is not None and holder.handling and holder.loop is loop
+
+
 def loop_holder() -> _LoopHolder:
     """This thread's asyncio loop for ``dispatch_sync`` (made on first use, then reused).
     The caller has checked that no loop runs in this thread (:func:`refuse_nested_loop`).
@@ -200,31 +225,55 @@ def check_backend(backend: object) -> None:
 
 
 # Interrupts and the reused loop. A signal handler's exception (Ctrl-C) is raised between
-# any two bytecodes of the main thread. Raised inside the steps of asyncio or of the
-# engine, it leaves them half-way: a handle taken off the loop's ready queue and never
-# run (its task never wakes, so cancelling the batch waits for ever), a task made but
-# not counted, a finished future's stop callback still queued (the next run stops at
-# once). So while a batch runs on the main thread, SIGINT's handler is replaced by
-# :func:`_on_sigint`: when it lands in the host's code (a tool, a host callback) it calls
-# the host's handler at once, as before; when it lands in asyncio's or the engine's own
-# code, it stops the loop, and :func:`_drive` calls the host's handler once the loop is
-# between two steps, then the batch is cancelled like any other. Whatever ends a run
-# early, :func:`_drive` ignores a stop left queued by an earlier run, and the tasks left
-# are run to their end before the loop serves another batch (:func:`_unwind`).
+# any two bytecodes of the main thread. Raised inside asyncio's own steps, it leaves them
+# half-way: a handle taken off the loop's ready queue and never run (its task never
+# wakes, so cancelling the batch waits for ever), a task scheduled but not registered, a
+# finished future's stop callback still queued (the next run stops at once), the loop
+# still marked as running. So while a batch runs on the main thread, SIGINT's handler is
+# replaced by :func:`_on_sigint`. A Ctrl-C that lands in asyncio's own steps, or in the
+# code here that drives the loop, is held: the loop is told to stop, and a profile hook
+# (:func:`_at_next_step`) delivers it (calls the host's handler) at the first function
+# call or builtin return outside those steps — the first code the loop runs that is not
+# its own (a tool, a callback, the engine) — or the driver does once the loop has
+# stopped; it never waits for a tool or a host callback. Anywhere else it is delivered at
+# once, as without the swap: in a tool, a host callback, whatever they call (the standard
+# library, a builtin), and in tinytools' engine, whose batch state dies with the batch
+# and whose tasks are unwound as after a tool's own KeyboardInterrupt. Whatever ends a
+# run early, :func:`_drive` ignores a stop left queued by an earlier run, and the tasks
+# left are run to their end before the loop serves another batch (:func:`_unwind`). A
+# ``dispatch_sync`` the host's handler makes meanwhile runs on a loop of its own
+# (:func:`_run_apart`).
 
-#: The modules of the engine's own steps: the standard library (asyncio), tinytools and
-#: the packages it runs on (a frame of any other is the host's code).
-_ENGINE: Final = frozenset(sys.stdlib_module_names) | {
-    "anyio",
-    "attr",
-    "attrs",
-    "exceptiongroup",
-    "fastjsonschema",
-    "msgspec",
-    "re2",
-    "sniffio",
-    "tinytools",
-}
+#: The globals of the modules whose code makes up the loop's own steps (held, so that
+#: their ids stay theirs): asyncio's, and the engine's bookkeeping of a batch's tasks,
+#: which calls nothing of the host's (:mod:`.tasks`).
+_STEPS: Final = {
+    id(vars(module)): vars(module)
+    for name, module in tuple(sys.modules.items())
+    if name == "asyncio" or name.startswith("asyncio.")
+} | {id(vars(_asyncio_tasks)): vars(_asyncio_tasks)}
+#: The flags of code that is awaited (a coroutine's, an async generator's), and of code
+#: that is resumed (a generator's too).
+_AWAITED: Final = inspect.CO_COROUTINE | inspect.CO_ITERABLE_COROUTINE | inspect.CO_ASYNC_GENERATOR
+_RESUMED: Final = _AWAITED | inspect.CO_GENERATOR
+
+
+def _in_steps(frame: FrameType | None) -> bool:
+    """Whether the main thread, interrupted in ``frame``, is inside the loop's own steps:
+    in the code of :data:`_STEPS` or of the driver (:data:`_DRIVER`), or in code one of
+    them calls as a part of its step (a weak set, the selector). What they run is not: a
+    callback, a task's coroutine (a tool, the engine, the host's code they call), an
+    awaited coroutine, the host's SIGINT handler. Decided by the first such frame outwards
+    from ``frame`` and by how it called the frame below it; the module a frame comes from
+    tells nothing else."""
+    below = None
+    at = frame
+    while at is not None:
+        code = at.f_code
+        if code in _DRIVER or id(at.f_globals) in _STEPS:
+            return below is None or not (code in _CALLS_OUT or below.f_code.co_flags & _AWAITED)
+        below, at = at, at.f_back
+    return False
 
 
 def _on_sigint(signum: int, frame: FrameType | None) -> object:
@@ -232,17 +281,25 @@ def _on_sigint(signum: int, frame: FrameType | None) -> object:
     holder: _LoopHolder | None = getattr(_local, "holder", None)
     if holder is None or holder.previous is None:  # (left installed: see _guard_sigint)
         return signal.default_int_handler(signum, frame)
-    at = frame
-    while at is not None:
-        if at.f_code in _GUARDED:  # the loop's or the engine's steps: not now
-            holder.deferred.append((signum, frame))
-            holder.loop.call_soon_threadsafe(holder.loop.stop)  # (and wakes it)
-            return None
-        name = at.f_globals.get("__name__")  # (none: exec'd code, judged by its caller)
-        if isinstance(name, str) and name.partition(".")[0] not in _ENGINE:
-            break  # the host's code, run by the batch
-        at = at.f_back
-    return holder.previous(signum, frame)
+    holder.deferred.append((signum, frame))
+    if not _in_steps(frame):
+        _deliver(holder)
+    elif len(holder.deferred) == 1:  # held: the loop stops (it may be waiting for a tool)
+        holder.loop.call_soon_threadsafe(holder.loop.stop)
+        if sys.getprofile() is None:  # (else held until the loop stops, the host's
+            sys.setprofile(_at_next_step)  # profiler left in place)
+    return None
+
+
+def _at_next_step(frame: FrameType, event: str, arg: object) -> None:
+    """The profile hook while a Ctrl-C is held (:func:`_on_sigint`): delivers it at the
+    first function start or builtin return outside the loop's own steps. Not as a
+    coroutine or generator resumes: it passes the resume down to what it awaits, which an
+    exception there would leave suspended for ever (Python runs no signal handler there
+    either)."""
+    starts = event == "c_return" or (event == "call" and not frame.f_code.co_flags & _RESUMED)
+    if starts and not _in_steps(frame):
+        _deliver(_local.holder)
 
 
 def _drive(holder: _LoopHolder, start: Callable[[], Awaitable[T]]) -> T:
@@ -271,12 +328,20 @@ def _stop_loop(future: asyncio.Future[Any]) -> None:
 
 
 def _deliver(holder: _LoopHolder) -> None:
-    """Call the host's SIGINT handler for each interrupt put off (it raises, as a rule)."""
+    """Call the host's SIGINT handler for each interrupt held (it raises, as a rule; a
+    ``dispatch_sync`` it makes runs apart: see :func:`refuse_nested_loop`)."""
+    if sys.getprofile() is _at_next_step:
+        sys.setprofile(None)
     previous = holder.previous
     while holder.deferred:
         signum, frame = holder.deferred.pop(0)
         if previous is not None:
-            previous(signum, frame)
+            handling = holder.handling
+            holder.handling = True
+            try:
+                previous(signum, frame)
+            finally:
+                holder.handling = handling
 
 
 def _unwind(holder: _LoopHolder) -> None:
@@ -309,7 +374,7 @@ def _run_batch(holder: _LoopHolder, fn: Callable[..., Awaitable[T]], args: tuple
 def _guard_sigint(holder: _LoopHolder) -> None:
     """Put :func:`_on_sigint` in place of a SIGINT handler written in Python (undo it with
     :func:`_unguard_sigint`)."""
-    holder.deferred.clear()  # (put off and never delivered: an earlier run was cut short)
+    holder.deferred.clear()  # (held and never delivered: an earlier run was cut short)
     current = _get_handler(signal.SIGINT)
     if current is _on_sigint:  # (left installed: its previous handler stands)
         if holder.previous is None:  # (and this thread's loop made anew since)
@@ -333,8 +398,8 @@ def _run_guarded(
     holder: _LoopHolder, fn: Callable[..., Awaitable[T]], args: tuple[object, ...]
 ) -> T:
     """:func:`_run_batch` on the main thread, woken by signals and with SIGINT put off
-    while it lands in the loop's or the engine's steps (here included: an interrupt
-    between two of these steps is delivered once SIGINT's handler is the host's again)."""
+    while it lands in the loop's own steps (here included: an interrupt between two of
+    these steps is delivered once SIGINT's handler is the host's again)."""
     try:
         _wake_on_signals(holder)
         _guard_sigint(holder)
@@ -346,8 +411,42 @@ def _run_guarded(
             _unguard_sigint(holder)
 
 
-#: The code that owns the loop while it runs, where an interrupt is put off.
-_GUARDED: Final = frozenset({_drive.__code__, _run_guarded.__code__})
+def _run_apart(holder: _LoopHolder, fn: Callable[..., Awaitable[T]], args: tuple[object, ...]) -> T:
+    """``fn(*args)`` on a loop of its own, for a ``dispatch_sync`` made while a batch runs on
+    this thread's loop (by SIGINT's handler, between two of its steps or inside one): that
+    batch's loop, tasks, wakeup fd and SIGINT handler are left as they are, and it goes on
+    once this one has returned."""
+    apart = _LoopHolder()  # (the thread's held interrupts are one list)
+    apart.previous, apart.deferred, apart.busy = holder.previous, holder.deferred, True
+    if holder.woken and holder.signals is not None:  # (a signal wakes this loop as well)
+        apart.loop.add_reader(holder.signals[0].fileno(), _drain_signals, holder.signals[0])
+    running = asyncio._get_running_loop()  # (the batch's, when the handler cut into a step)
+    _local.holder = apart
+    try:
+        asyncio._set_running_loop(None)
+        return _run_batch(apart, fn, args)
+    finally:
+        _local.holder = holder
+        asyncio._set_running_loop(running)
+        if apart.clean:
+            apart.close()
+        else:  # (its unwinding was cut short: closed, it would drop its tasks unfinished)
+            _LEFT.append(apart)
+        _deliver(apart)  # (an interrupt held as its batch ended)
+
+
+#: Loops of a ``dispatch_sync`` made by SIGINT's handler whose tasks an interrupt kept
+#: from unwinding (:func:`_run_apart`): kept, never used, for the life of the process.
+_LEFT: list[_LoopHolder] = []
+
+
+#: The code that drives the loop (an interrupt there is held, as in asyncio's own steps),
+#: and the code of asyncio or of the driver that calls what it runs: a callback, a task's
+#: step, the host's SIGINT handler (an interrupt in those is not held).
+_DRIVER: Final = frozenset(
+    {_drive.__code__, _run_guarded.__code__, _run_apart.__code__, _deliver.__code__}
+)
+_CALLS_OUT: Final = frozenset({asyncio.events.Handle._run.__code__, _deliver.__code__})
 
 
 def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> T:
@@ -358,9 +457,15 @@ def run_on(backend: Backend, fn: Callable[..., Awaitable[T]], *args: object) -> 
     """
     if backend == "asyncio":
         holder = loop_holder()
-        if threading.current_thread() is threading.main_thread():
-            return _run_guarded(holder, fn, args)
-        return _run_batch(holder, fn, args)  # (no signal handler runs in this thread)
+        if holder.busy:  # (SIGINT's handler dispatching while a batch runs on this thread)
+            return _run_apart(holder, fn, args)
+        holder.busy = True
+        try:
+            if threading.current_thread() is threading.main_thread():
+                return _run_guarded(holder, fn, args)
+            return _run_batch(holder, fn, args)  # (no signal handler runs in this thread)
+        finally:
+            holder.busy = False
     import trio
 
     return trio.run(fn, *args)

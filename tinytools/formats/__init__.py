@@ -30,6 +30,9 @@ from . import ptype as ptype
 from . import xml as xml
 from ._choose import Exposed as Exposed
 from ._choose import split_by_format as split_by_format
+from ._constraint import MAX_PARALLEL_CALLS as MAX_PARALLEL_CALLS
+from ._constraint import Constraint as Constraint
+from ._constraint import Gbnf as Gbnf
 from ._parsed import Parsed as Parsed
 from ._parsed import synthetic_id as synthetic_id
 from ._received import ToolCallsFailed as ToolCallsFailed
@@ -39,7 +42,10 @@ from .messages import pair_tool_cycles as pair_tool_cycles
 from .messages import with_tool_instructions as with_tool_instructions
 
 __all__ = [
+    "MAX_PARALLEL_CALLS",
+    "Constraint",
     "Exposed",
+    "Gbnf",
     "Parsed",
     "ToolCallsFailed",
     "anthropic",

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import attrs
 
-from tinytools._format import Json, PType, ToolFormat, Xml
-from tinytools._registry import AnyTool
-from tinytools._spec import Exposure
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import Exposure
+from tinytools._declare.tool_format import Json, PType, ToolFormat, Xml
 
 from ._providers import Tools
 from ._tools import all_tools

@@ -23,8 +23,8 @@ from typing import Final, cast
 
 import msgspec
 
-from tinytools._registry import AnyTool
-from tinytools._validate import json_type, printable
+from tinytools._declare.registry import AnyTool
+from tinytools._text import json_type, printable
 from tinytools._wire import ToolCall
 from tinytools.repair import recover_relaxed_object
 
@@ -47,6 +47,7 @@ __all__ = [
     "describe",
     "hide_reasoning",
     "json_string_literal",
+    "key_text",
     "one_line",
     "parameter_lines",
     "properties",
@@ -380,6 +381,18 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+#: What starts a new line (``str.splitlines``), each as a JSON string writes it.
+_LINE_BREAKS: Final = str.maketrans(
+    {c: json.dumps(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
+)
+
+
+def key_text(key: str) -> str:
+    """A property name as the catalogue writes it: its line breaks as JSON escapes (the
+    way a call writes the name), so a schema's name never starts a line of its own."""
+    return key.translate(_LINE_BREAKS)
+
+
 def catalogue(protocol: str, tools: Tools, head: Callable[[AnyTool], str], label: str) -> str:
     """``protocol``, ``Available tools:``, then per visible tool its head line
     (and ``: description``) and :func:`parameter_lines`; ``""`` with no tool."""
@@ -434,7 +447,7 @@ def _describe_type(name: str, schema: Mapping[str, object], depth: int) -> str:
         needed = schema.get("required")
         needed = needed if isinstance(needed, list) else []
         inner = ", ".join(
-            f"{key} ({describe(value, depth + 1)}{'' if key in needed else ', optional'})"
+            f"{key_text(key)} ({describe(value, depth + 1)}{'' if key in needed else ', optional'})"
             for key, value in fields.items()
         )
         return f"object with keys {inner}"
@@ -454,7 +467,7 @@ def parameter_lines(tool: AnyTool, label: str = "{}") -> list[str]:
         facts = [describe(schema), "required" if name in needed else "optional"]
         if "default" in schema:
             facts.append(f"default {json_text(schema['default'])}")
-        line = f"  {label.format(name)} ({', '.join(facts)})"
+        line = f"  {label.format(key_text(name))} ({', '.join(facts)})"
         note = schema.get("description")
         lines.append(f"{line}: {one_line(note)}" if isinstance(note, str) and note else line)
     return lines or ["  (no parameters)"]

@@ -40,7 +40,7 @@ import json
 import re
 from typing import Final
 
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall
 
 from ._writable import JSON_DEPTH, refusal, unwritable

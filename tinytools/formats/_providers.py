@@ -22,8 +22,8 @@ from typing import Final
 
 import msgspec
 
-from tinytools._registry import AnyTool
-from tinytools._validate import json_type, printable
+from tinytools._declare.registry import AnyTool
+from tinytools._text import json_type, printable
 from tinytools._wire import ToolCall
 
 from ._parsed import SyntheticIds

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Protocol, TypeAlias, cast
 
-from tinytools._registry import AnyTool, tool_items
-from tinytools._spec import Exposure, Tool
+from tinytools._declare.registry import AnyTool, tool_items
+from tinytools._declare.spec import Exposure, Tool
 
 if TYPE_CHECKING:
     from tinytools._inject import Context

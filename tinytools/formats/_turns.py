@@ -31,7 +31,7 @@ from collections.abc import Iterable
 
 import msgspec
 
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall, plain_call
 
 from ._dialect import decode_strict

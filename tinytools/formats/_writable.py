@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping
 from typing import Final
 
-from tinytools._validate import printable
+from tinytools._text import printable
 
 __all__ = ["JSON_DEPTH", "REFUSAL_PREFIX", "refusal", "unwritable"]
 

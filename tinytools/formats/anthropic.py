@@ -12,7 +12,9 @@
   user message, so the list has one message (or none, for no results):
   ``[{"role": "user", "content": [{"type": "tool_result", "tool_use_id",
   "content", "is_error"}, ...]}]``. Add any text for the model after the
-  results, in the same message's ``content``.
+  results, in the same message's ``content``. A result's images and PDF or
+  plain-text files go in its ``tool_result`` as ``image`` and ``document``
+  blocks after its text.
 
 A message may be the SDK's ``Message`` or a plain dict, or just its
 ``content`` list.
@@ -24,10 +26,11 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from tinytools._inject import Context
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall, ToolMessage
 
 from ._anthropic_stream import ToolCallAccumulator
+from ._attachments import ATTACHMENT_BYTES, Attached, attach, encoded, web_url
 from ._providers import (
     Tools,
     as_data,
@@ -135,19 +138,76 @@ def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dic
     return {"role": "assistant", "content": blocks}
 
 
-def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
+def tool_results(
+    messages: Iterable[ToolMessage], *, max_attachment_bytes: int | None = ATTACHMENT_BYTES
+) -> list[dict[str, object]]:
     """Every ``ToolMessage`` as a ``tool_result`` block of one user message.
+
+    A message with attachments (a result's ``ImageBlock`` and ``FileBlock``) gets
+    list content: its text, then an ``image`` block per JPEG, PNG, GIF or WebP image
+    and a ``document`` block per PDF or plain-text (UTF-8) file, as data (base64) or
+    by an ``http(s)`` URL (images and PDFs). Anything else — another type, data that
+    is not what its media type says, more than ``max_attachment_bytes`` — is left
+    out, and a line of the text tells the model which attachment and why.
+
+    Args:
+        messages: The messages, such as ``dispatch(...).messages``.
+        max_attachment_bytes: The most bytes of data one attachment may have (None:
+            no limit). The default, 3,932,160, is 5 MiB in base64: the most Anthropic
+            takes for one image.
 
     Returns:
         ``[]`` when there are no messages, else a list of one message dict.
     """
-    blocks: list[object] = [
-        {
-            "type": "tool_result",
-            "tool_use_id": m.tool_call_id,
-            "content": m.content,
-            "is_error": m.is_error,
-        }
-        for m in messages
-    ]
+    blocks: list[object] = []
+    for m in messages:
+        text, sent = attach(m, _native, max_attachment_bytes)
+        parts = [part for _, part in sent]
+        content: object = text
+        if parts:
+            content = [{"type": "text", "text": text}, *parts] if text else parts
+        blocks.append(
+            {
+                "type": "tool_result",
+                "tool_use_id": m.tool_call_id,
+                "content": content,
+                "is_error": m.is_error,
+            }
+        )
     return [{"role": "user", "content": blocks}] if blocks else []
+
+
+#: The image types Anthropic takes.
+_IMAGES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+
+
+def _native(attached: Attached) -> dict[str, object] | str:
+    """An attachment as an ``image`` or ``document`` block, or why Anthropic cannot take it."""
+    media, data = attached.media, attached.data
+    if media in _IMAGES or media == "application/pdf":
+        source: dict[str, object]
+        if data is not None:
+            source = {"type": "base64", "media_type": media, "data": encoded(attached)}
+        elif web_url(attached):
+            source = {"type": "url", "url": attached.url}
+        else:
+            return "Anthropic takes an image or a PDF as data or by an http(s) URL"
+        if media in _IMAGES:
+            return {"type": "image", "source": source}
+        return _document(source, attached.name)
+    if media == "text/plain":
+        if data is None:
+            return "Anthropic takes a text document as data, not by URL"
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return "its data is no UTF-8 text"
+        return _document({"type": "text", "media_type": media, "data": text}, attached.name)
+    return "Anthropic takes JPEG, PNG, GIF and WebP images, PDF and plain-text documents"
+
+
+def _document(source: dict[str, object], title: str) -> dict[str, object]:
+    block: dict[str, object] = {"type": "document", "source": source}
+    if title:
+        block["title"] = title
+    return block

@@ -9,7 +9,7 @@ never asked to write this dialect.
 
 from __future__ import annotations
 
-from tinytools._import import schema_from_bfcl as schema_from_bfcl
-from tinytools._import import tool_from_bfcl as tool_from_bfcl
+from tinytools._declare.foreign import schema_from_bfcl as schema_from_bfcl
+from tinytools._declare.foreign import tool_from_bfcl as tool_from_bfcl
 
 __all__ = ["schema_from_bfcl", "tool_from_bfcl"]

@@ -28,6 +28,10 @@ everything before a ``</think>`` that has no ``<think>``, as R1's template
 opens it) is never read for calls: it stays in ``Parsed.text``. Reading is
 linear: tokens are found by one regular expression anchored on ``<``, from
 positions that only move forward.
+
+:func:`constraint` builds a decoding constraint that holds a model to V3.1
+calls of the tools, in one block, as :func:`render_call` writes them (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations
@@ -37,10 +41,11 @@ from typing import Final, Literal
 
 import msgspec
 
-from tinytools._spec import NAME_PATTERN
-from tinytools._validate import printable
+from tinytools._declare.spec import NAME_PATTERN
+from tinytools._text import printable
 from tinytools._wire import ToolCall
 
+from ._constraint import CallForm, Constraint, build
 from ._dialect import (
     NOTHING,
     Collector,
@@ -50,11 +55,21 @@ from ._dialect import (
     decode_strict,
     hide_reasoning,
 )
+from ._json_grammar import JsonStyle
 from ._jsonscan import quiet_json
 from ._parsed import Parsed
 from ._writable import JSON_DEPTH, refusal, unwritable
 
-__all__ = ["CALLS_BEGIN", "CALLS_END", "CALL_BEGIN", "CALL_END", "SEP", "parse", "render_call"]
+__all__ = [
+    "CALLS_BEGIN",
+    "CALLS_END",
+    "CALL_BEGIN",
+    "CALL_END",
+    "SEP",
+    "constraint",
+    "parse",
+    "render_call",
+]
 
 _BAR: Final = "\uff5c"  # the fullwidth vertical line of DeepSeek's special tokens
 #: The special tokens, as DeepSeek's tokenizer writes them.
@@ -104,6 +119,50 @@ def render_call(call: ToolCall, tools: Tools = (), *, style: Literal["v3", "v3.1
     else:
         inner = f"{call.name}{SEP}{body}"
     return f"{CALLS_BEGIN}{CALL_BEGIN}{inner}{CALL_END}{CALLS_END}"
+
+
+# The V3.1 form render_call writes, the calls in one block (compact JSON, every `<`
+# escaped); prose holds no `<` followed by a bar, ASCII or fullwidth (DeepSeek's tokens),
+# and no reasoning tag.
+_FORM: Final = CallForm(
+    trigger=CALLS_BEGIN,
+    begin=lambda name: f"{CALL_BEGIN}{name}{SEP}",
+    end=CALL_END,
+    separator="",
+    style=JsonStyle(",", ":", quiet_json, {"<": ("",)}),
+    prose={"<": ("|", _BAR, "think>", "/think>")},
+    open=CALLS_BEGIN,
+    close=CALLS_END,
+)
+
+
+def constraint(
+    tools: Tools, *, choice: str = "auto", parallel: bool = True, reasoning: bool = False
+) -> Constraint:
+    """A decoding constraint that lets a model write only calls of ``tools`` in this dialect.
+
+    Calls are DeepSeek V3.1's, ``<|tool▁calls▁begin|>`` then one
+    ``<|tool▁call▁begin|>name<|tool▁sep|>{json}<|tool▁call▁end|>`` per call
+    then ``<|tool▁calls▁end|>``, as :func:`render_call` writes one call
+    (compact JSON); every call it writes for arguments the schema accepts is
+    accepted, and every text accepted reads back with :func:`parse` into calls
+    of ``tools`` only. The lazy GBNF grammar starts at ``<|tool▁calls▁begin|>``.
+    See :class:`~tinytools.formats.Constraint` and
+    docs/how-to/constrained-decoding.md.
+
+    Args:
+        tools: The tools offered (hidden and deferred ones are left out).
+        choice: ``"auto"`` (prose alone, or prose then calls), ``"required"``
+            (at least one call, nothing before it) or a tool's name (one call of
+            that tool).
+        parallel: Whether several calls may follow one another (up to
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS` in GBNF and Lark).
+        reasoning: Whether a ``<think>…</think>`` may come first.
+
+    Raises:
+        ValueError: ``choice`` names no tool offered, or is ``"required"`` with none.
+    """
+    return build(tools, _FORM, choice=choice, parallel=parallel, reasoning=reasoning)
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:

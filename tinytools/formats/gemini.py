@@ -18,7 +18,9 @@
   for an error, ``{"error": content}`` (the keys Gemini documents). The value
   is the JSON object or array the content holds (a tool that returned a dict
   or a dataclass), else the content text. The call's
-  ``id`` is echoed only when the model sent one (not for synthetic ids).
+  ``id`` is echoed only when the model sent one (not for synthetic ids). A
+  result's images and files go in the function response's ``parts`` as
+  ``inlineData``.
 
 **The schema subset.** ``parameters`` takes a subset of OpenAPI 3.0's schema
 object, so :func:`subset_schema` projects each tool's JSON Schema:
@@ -53,9 +55,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from tinytools._inject import Context
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._attachments import ATTACHMENT_BYTES, Attached, attach, encoded
 from ._dialect import decode_strict
 from ._gemini_stream import FAILED_CALLS, ToolCallAccumulator, failed
 from ._parsed import SyntheticIds, is_synthetic
@@ -395,19 +398,48 @@ def _value(content: str) -> object:
     return content
 
 
-def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
+def tool_results(
+    messages: Iterable[ToolMessage], *, max_attachment_bytes: int | None = ATTACHMENT_BYTES
+) -> list[dict[str, object]]:
     """Every ``ToolMessage`` as a ``functionResponse`` part of one user ``Content``.
-        context: The context a toolset is resolved with (pass the dispatch's, so
-            that what is declared is what dispatch will admit).
+
+    A message's attachments (a result's ``ImageBlock`` and ``FileBlock``) go in its
+    function response's ``parts``, as ``{"inlineData": {"mimeType", "data"}}`` (base64):
+    PNG, JPEG and WebP images, PDF and plain-text files, which Gemini 3 models read.
+    Anything else — another type, a reference by URL (Gemini takes a function
+    response's media as data), data that is not what its media type says, more than
+    ``max_attachment_bytes`` — is left out, and a line of the response's text tells
+    the model which attachment and why.
+
+    Args:
+        messages: The messages, such as ``dispatch(...).messages``.
+        max_attachment_bytes: The most bytes of data one attachment may have (None:
+            no limit; the default is 3,932,160, 5 MiB in base64).
 
     Returns:
         ``[]`` when there are no messages, else a list of one content dict.
     """
     parts: list[object] = []
     for m in messages:
+        text, sent = attach(m, _native, max_attachment_bytes)
         response: dict[str, object] = {"name": m.name}
-        response["response"] = {"error": m.content} if m.is_error else {"output": _value(m.content)}
+        response["response"] = {"error": text} if m.is_error else {"output": _value(text)}
+        if sent:
+            response["parts"] = [part for _, part in sent]
         if not is_synthetic(m.tool_call_id):
             response["id"] = m.tool_call_id
         parts.append({"functionResponse": response})
     return [{"role": "user", "parts": parts}] if parts else []
+
+
+#: The media types a function response's parts take.
+_MEDIA = frozenset({"image/png", "image/jpeg", "image/webp", "application/pdf", "text/plain"})
+
+
+def _native(attached: Attached) -> dict[str, object] | str:
+    """An attachment as a function response part, or why Gemini cannot take it."""
+    if attached.media not in _MEDIA:
+        return "Gemini takes PNG, JPEG and WebP images, PDF and plain text in a function response"
+    if attached.data is None:
+        return "Gemini takes a function response's media as data, not by URL"
+    return {"inlineData": {"mimeType": attached.media, "data": encoded(attached)}}

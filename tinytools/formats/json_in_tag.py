@@ -46,6 +46,10 @@ each ``<tool_call>`` block:
 
 Reading is linear in the text: blocks are found with memoised ``str.find``,
 and each is decoded from its start to where its JSON ends or breaks.
+
+:func:`constraint` builds a decoding constraint that holds a model to calls of
+the tools in exactly the form :func:`render_call` writes (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from typing import Final
 from tinytools._relaxed import value_end
 from tinytools._wire import ToolCall
 
+from ._constraint import CallForm, Constraint, build
 from ._dialect import (
     NOTHING,
     Collector,
@@ -69,11 +74,12 @@ from ._dialect import (
     hide_reasoning,
     skip_space,
 )
-from ._envelope import json_call_block
+from ._envelope import escape_json, json_call_block
+from ._json_grammar import JsonStyle
 from ._jsonscan import ARGUMENT_KEYS, call_parts
 from ._parsed import Parsed
 
-__all__ = ["ARGUMENT_KEYS", "PROTOCOL", "parse", "render", "render_call"]
+__all__ = ["ARGUMENT_KEYS", "PROTOCOL", "constraint", "parse", "render", "render_call"]
 
 #: How to call a tool in this dialect; the first part of :func:`render`.
 PROTOCOL: Final = (
@@ -170,6 +176,45 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     """
     arguments = arguments_of(call)
     return json_call_block(call if arguments is None else ToolCall(call.id, call.name, arguments))
+
+
+# The form render_call writes; a string never holds a raw reasoning tag (parse would
+# read it as reasoning), and prose never holds a call's opening tag.
+_FORM: Final = CallForm(
+    trigger=_OPEN,
+    begin=lambda name: f'{_OPEN}\n{{"name": {json.dumps(name)}, "arguments": ',
+    end=f"}}\n{_CLOSE}",
+    separator="",  # (a newline between calls made a small model repeat its call: see _constraint)
+    style=JsonStyle(", ", ": ", escape_json, {"<": ("think>", "/think>")}),
+    prose={"<": ("tool_call>", "|tool_call>", "think>", "/think>")},
+)
+
+
+def constraint(
+    tools: Tools, *, choice: str = "auto", parallel: bool = True, reasoning: bool = False
+) -> Constraint:
+    """A decoding constraint that lets a model write only calls of ``tools`` in this dialect.
+
+    Every call :func:`render_call` writes for arguments the tool's schema accepts
+    is accepted (byte for byte: ``<tool_call>``, a newline, ``{"name": …,
+    "arguments": …}`` with ``json.dumps`` spacing, a newline, ``</tool_call>``),
+    and every text accepted reads back with :func:`parse` into calls of
+    ``tools`` only. See :class:`~tinytools.formats.Constraint` for the backends,
+    and docs/how-to/constrained-decoding.md.
+
+    Args:
+        tools: The tools offered (hidden and deferred ones are left out).
+        choice: ``"auto"`` (prose alone, or prose then calls), ``"required"``
+            (at least one call, nothing before it) or a tool's name (one call of
+            that tool).
+        parallel: Whether several calls may follow one another (up to
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS` in GBNF and Lark).
+        reasoning: Whether a ``<think>…</think>`` may come first.
+
+    Raises:
+        ValueError: ``choice`` names no tool offered, or is ``"required"`` with none.
+    """
+    return build(tools, _FORM, choice=choice, parallel=parallel, reasoning=reasoning)
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:

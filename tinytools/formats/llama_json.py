@@ -38,6 +38,10 @@ Reading is linear in the text: every candidate bracket is scanned by one
 :class:`~tinytools.formats._jsonscan.Spans`, which remembers where each
 value it passed ends, so no part of the text is scanned twice for the same
 bracket.
+
+:func:`constraint` builds a decoding constraint that holds a model to bare
+JSON calls of the tools as :func:`render_call` writes them (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations
@@ -47,12 +51,13 @@ import re
 from collections.abc import Container
 from typing import Final
 
+from tinytools._declare.spec import NAME_PATTERN
 from tinytools._relaxed import value_end
-from tinytools._spec import NAME_PATTERN
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall
 
 from . import ptype
+from ._constraint import CallForm, Constraint, build
 from ._dialect import (
     NOTHING,
     Collector,
@@ -64,12 +69,13 @@ from ._dialect import (
     skip_space,
     tool_map,
 )
+from ._json_grammar import JsonStyle
 from ._jsonscan import NAMED, Spans, call_parts, quiet_json
 from ._parsed import Parsed
 from ._pyscan import Scan, scan_fragment
 from ._writable import JSON_DEPTH, refusal, unwritable
 
-__all__ = ["PYTHON_TAG", "parse", "render_call"]
+__all__ = ["PYTHON_TAG", "constraint", "parse", "render_call"]
 
 #: The token after which Llama 3.1 writes a tool call.
 PYTHON_TAG: Final = "<|python_tag|>"
@@ -123,6 +129,46 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     if arguments is not None and (problem := unwritable(arguments, JSON_DEPTH)) is not None:
         return refusal(problem)
     return quiet_json(json.dumps({"name": call.name, "parameters": payload}, ensure_ascii=False))
+
+
+# The form render_call writes (every `<` in a string escaped). Prose holds no `{` or `[`
+# (bare JSON naming a tool is a call anywhere) and no python tag or function tag.
+_FORM: Final = CallForm(
+    trigger='{"name": ',
+    begin=lambda name: f'{{"name": {json.dumps(name)}, "parameters": ',
+    end="}",
+    separator="; ",
+    style=JsonStyle(", ", ": ", quiet_json, {"<": ("",)}),
+    prose={"{": ("",), "[": ("",), "<": ("|python_tag|>", "function=", "think>", "/think>")},
+)
+
+
+def constraint(
+    tools: Tools, *, choice: str = "auto", parallel: bool = True, reasoning: bool = False
+) -> Constraint:
+    """A decoding constraint that lets a model write only calls of ``tools`` in this dialect.
+
+    Calls are bare JSON as :func:`render_call` writes them, ``{"name": …,
+    "parameters": …}`` (``json.dumps`` spacing), several separated by ``"; "``;
+    every call it writes for arguments the schema accepts is accepted, and
+    every text accepted reads back with :func:`parse` into calls of ``tools``
+    only. In ``"auto"`` prose holds no ``{`` or ``[``. The lazy GBNF grammar
+    starts at ``{"name": ``. See :class:`~tinytools.formats.Constraint` and
+    docs/how-to/constrained-decoding.md.
+
+    Args:
+        tools: The tools offered (hidden and deferred ones are left out).
+        choice: ``"auto"`` (prose alone, or prose then calls), ``"required"``
+            (at least one call, nothing before it) or a tool's name (one call of
+            that tool).
+        parallel: Whether several calls may follow one another (up to
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS` in GBNF and Lark).
+        reasoning: Whether a ``<think>…</think>`` may come first.
+
+    Raises:
+        ValueError: ``choice`` names no tool offered, or is ``"required"`` with none.
+    """
+    return build(tools, _FORM, choice=choice, parallel=parallel, reasoning=reasoning)
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:

@@ -27,10 +27,15 @@
   client that answers ``sampling/createMessage`` with the model's calls.
 * :func:`tool_results` — one ``CallToolResult`` per ``ToolMessage``:
   ``{"content": [{"type": "text", "text"}], "isError"}``, plus
-  ``structuredContent`` when ``structured`` is on and the tool's structured
-  output (a dict, dataclass, ``TypedDict`` or ``msgspec.Struct``) encodes as
-  a JSON object. Wrap each
-  in the JSON-RPC response for its request.
+  ``structuredContent`` when ``structured`` is on and the tool has a
+  structured output that JSON can carry: an object (a dict, dataclass,
+  ``TypedDict`` or ``msgspec.Struct``) as itself, any other value of a
+  successful call as ``{"result": value}``, as :func:`output_schema` declares
+  it; and the result's images and files as ``image``, ``audio``, ``resource``
+  and ``resource_link`` content. Wrap each in the JSON-RPC response for its
+  request.
+* :func:`server` — all of the above as an ``mcp`` SDK low-level ``Server``,
+  every call through ``dispatch``, with progress notifications (extra ``mcp``).
 
 Requests and results may be the ``mcp`` SDK's objects or plain dicts.
 """
@@ -39,17 +44,20 @@ from __future__ import annotations
 
 import contextlib
 import typing
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from functools import partial
 
 import msgspec
 
 from tinytools._artifacts import ToolOutput
+from tinytools._declare.registry import AnyTool
 from tinytools._inject import Context
-from tinytools._registry import AnyTool
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._attachments import ATTACHMENT_BYTES, Attached, attach, encoded
+from ._mcp_server import server as server
 from ._parsed import SyntheticIds
 from ._providers import Tools, as_data, copy_schema, exposed_tools, json_text, make_call
 from ._received import received
@@ -61,6 +69,7 @@ __all__ = [
     "hints",
     "output_schema",
     "parse_calls",
+    "server",
     "tool_results",
 ]
 
@@ -82,13 +91,17 @@ def hints(tool: AnyTool) -> dict[str, bool]:
 def output_schema(tool: AnyTool) -> dict[str, object] | None:
     """The JSON schema of the tool's structured output, or ``None`` when it has none.
 
-    A tool's output is structured when its function's return annotation is a
-    type whose JSON schema is always an object: a dataclass, ``TypedDict``,
-    ``msgspec.Struct``, attrs class or ``dict``. Then every result is a JSON
-    object (:func:`tool_results` sends it as ``structuredContent``), as MCP
-    requires of a tool that declares an ``outputSchema``. Other return types
-    (``str``, lists, scalars, optional values, ``ToolResult``) and schema-only
-    tools have none.
+    MCP requires an output schema to describe a JSON object. A tool whose return
+    annotation is a type whose values are always objects (a dataclass,
+    ``TypedDict``, ``msgspec.Struct``, attrs class or ``dict``) declares that
+    type's schema, and its ``structuredContent`` is the value itself. A tool whose
+    values are never objects, text or ``None`` (lists, tuples and sets, numbers,
+    booleans, numeric enums) declares an object with one required property,
+    ``result``, of that type, and :func:`tool_results` sends its value as
+    ``{"result": value}``. Other return types declare none: ``str`` (a text
+    result carries no structured value), optional values (``None`` carries none
+    either), types that mix objects with other values, ``ToolResult``, and
+    schema-only tools.
     """
     fn = tool.fn
     if fn is None:
@@ -101,13 +114,54 @@ def output_schema(tool: AnyTool) -> dict[str, object] | None:
     except Exception:  # unresolvable hints or a type msgspec cannot describe: no schema
         return None
     defs = schema.get("$defs")
-    ref = schema.get("$ref")
-    if isinstance(ref, str) and isinstance(defs, dict) and len(schema) == 2:
-        target = defs.get(ref.rsplit("/", 1)[-1])
-        schema = {**target, "$defs": defs} if isinstance(target, dict) else schema
-    if schema.get("type") != "object":
+    defs = defs if isinstance(defs, dict) else {}
+    kinds = _kinds(schema, defs, 0)
+    if kinds == {"object"}:
+        ref = schema.get("$ref")
+        if isinstance(ref, str) and len(schema) == 2:  # the one $ref msgspec writes for a class
+            target = defs.get(ref.rsplit("/", 1)[-1])
+            schema = {**target, "$defs": defs} if isinstance(target, dict) else schema
+        return copy_schema(schema) if schema.get("type") == "object" else None
+    if not kinds or not kinds <= _WRAPPED:
         return None
-    return copy_schema(schema)
+    inner = {key: value for key, value in schema.items() if key != "$defs"}
+    wrapped: dict[str, object] = {
+        "type": "object",
+        "properties": {"result": inner},
+        "required": ["result"],
+    }
+    if defs:  # (its references are rooted at the document: they stay at its root)
+        wrapped["$defs"] = defs
+    return copy_schema(wrapped)
+
+
+#: Every JSON type.
+_ANY_KIND = frozenset({"array", "boolean", "integer", "null", "number", "object", "string"})
+#: The JSON types of values sent as ``{"result": value}``: no object (sent as itself),
+#: no text and no null (a tool returning ``str`` or ``None`` has no structured value).
+_WRAPPED = frozenset({"array", "boolean", "integer", "number"})
+#: The JSON type of each Python value a schema's ``enum`` lists.
+_KIND_OF = {bool: "boolean", int: "integer", float: "number", str: "string", type(None): "null"}
+
+
+def _kinds(schema: object, defs: Mapping[str, object], depth: int) -> frozenset[str]:
+    """The JSON types a value of ``schema`` (as msgspec writes one) may have: every type
+    where it does not say."""
+    if not isinstance(schema, Mapping) or depth > 64:  # (a reference cycle: say nothing)
+        return _ANY_KIND
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        return _kinds(defs.get(ref.rsplit("/", 1)[-1]), defs, depth + 1)
+    branches = schema.get("anyOf")
+    if isinstance(branches, list):
+        return frozenset().union(*(_kinds(branch, defs, depth + 1) for branch in branches))
+    kind = schema.get("type")
+    if isinstance(kind, str):
+        return frozenset({kind})
+    values = schema.get("enum")
+    if isinstance(values, list):
+        return frozenset(_KIND_OF.get(type(value), "object") for value in values)
+    return _ANY_KIND
 
 
 def declarations(tools: Tools, *, context: Context | None = None) -> list[dict[str, object]]:
@@ -203,22 +257,37 @@ def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dic
 
 
 def tool_results(
-    messages: Iterable[ToolMessage], *, structured: bool = True
+    messages: Iterable[ToolMessage],
+    *,
+    structured: bool = True,
+    max_attachment_bytes: int | None = ATTACHMENT_BYTES,
 ) -> list[dict[str, object]]:
     """One ``CallToolResult`` dict per ``ToolMessage``, in order.
+
+    A message's attachments (a result's ``ImageBlock`` and ``FileBlock``) follow its
+    text content: an image as ``image`` content and audio as ``audio`` content
+    (base64 ``data`` and ``mimeType``), another file as an embedded ``resource``
+    (its ``uri``, else ``attachment:`` and its name, with the ``blob``), and one given
+    by reference only as a ``resource_link``. One with data that is not what its
+    media type says, or more than ``max_attachment_bytes``, is left out, and a line
+    of the text tells the client which and why.
 
     Args:
         messages: The messages, such as ``dispatch(...).messages``.
         structured: Add ``structuredContent`` when the tool's structured output
             (``ToolOutput.structured`` on the message's ``artifact``, as dispatch
-            makes it, or the ``artifact`` itself) encodes as a JSON object —
-            a dict, dataclass, ``TypedDict`` or ``msgspec.Struct``, as
+            makes it, or the ``artifact`` itself) encodes as JSON: an object — a
+            dict, dataclass, ``TypedDict`` or ``msgspec.Struct`` — as itself, any
+            other value as ``{"result": value}`` (not for an error), as
             :func:`output_schema` declares; turn off to keep it on the host.
+        max_attachment_bytes: The most bytes of data one attachment may have (None:
+            no limit; the default is 3,932,160, 5 MiB in base64).
     """
     results: list[dict[str, object]] = []
     for m in messages:
+        text, sent = attach(m, _content, max_attachment_bytes)
         result: dict[str, object] = {
-            "content": [{"type": "text", "text": m.content}],
+            "content": [{"type": "text", "text": text}, *(part for _, part in sent)],
             "isError": m.is_error,
         }
         output = m.artifact.structured if isinstance(m.artifact, ToolOutput) else m.artifact
@@ -228,5 +297,21 @@ def tool_results(
                 value = msgspec.json.decode(msgspec.json.encode(output))
                 if isinstance(value, dict):  # a dataclass or Struct is an object too
                     result["structuredContent"] = value
+                elif not m.is_error:  # as output_schema declares other values
+                    result["structuredContent"] = {"result": value}
         results.append(result)
     return results
+
+
+def _content(attached: Attached) -> dict[str, object]:
+    """An attachment as MCP content (MCP takes every kind)."""
+    media = attached.media
+    if attached.data is None:  # (a url or uri: the block is refused without one)
+        name = attached.name or attached.kind
+        return {"type": "resource_link", "uri": attached.url, "name": name, "mimeType": media}
+    if media.startswith(("image/", "audio/")):
+        kind = media.partition("/")[0]
+        return {"type": kind, "data": encoded(attached), "mimeType": media}
+    uri = attached.url or "attachment:" + urllib.parse.quote(attached.name)
+    resource = {"uri": uri, "mimeType": media, "blob": encoded(attached)}
+    return {"type": "resource", "resource": resource}

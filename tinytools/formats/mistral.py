@@ -29,6 +29,10 @@ Text before, between and after the calls is prose; the end-of-sequence token
 and Magistral's ``[THINK]…[/THINK]``) is never read for calls: it stays in
 ``Parsed.text``. Reading is linear in the text: markers are found with
 ``str.find`` and each value is scanned once, up to the next marker.
+
+:func:`constraint` builds a decoding constraint that holds a model to v11+
+calls of the tools as :func:`render_call` writes them (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations
@@ -38,11 +42,12 @@ from typing import Final
 
 import msgspec
 
+from tinytools._declare.spec import NAME_PATTERN
 from tinytools._relaxed import value_end
-from tinytools._spec import NAME_PATTERN
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import ToolCall
 
+from ._constraint import CallForm, Constraint, build
 from ._dialect import (
     NOTHING,
     Collector,
@@ -54,11 +59,12 @@ from ._dialect import (
     hide_reasoning,
     skip_space,
 )
+from ._json_grammar import JsonStyle
 from ._jsonscan import NAMED, call_parts, quiet_json, string_end
 from ._parsed import Parsed
 from ._writable import JSON_DEPTH, refusal, unwritable
 
-__all__ = ["MARKER", "parse", "render_call"]
+__all__ = ["MARKER", "constraint", "parse", "render_call"]
 
 #: The token that starts Mistral tool calls.
 MARKER: Final = "[TOOL_CALLS]"
@@ -102,6 +108,47 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     if arguments is not None and (problem := unwritable(arguments, JSON_DEPTH)) is not None:
         return refusal(problem)
     return f"{MARKER}{call.name}{_ARGS}{quiet_json(msgspec.json.encode(payload).decode())}"
+
+
+# The v11+ form render_call writes (compact JSON, every `<` escaped, and the `[` of a
+# marker); a string never holds a raw marker parse looks for, nor prose one that starts a
+# call or reasoning.
+_FORM: Final = CallForm(
+    trigger=MARKER,
+    begin=lambda name: f"{MARKER}{name}{_ARGS}",
+    end="",
+    separator="",
+    style=JsonStyle(",", ":", quiet_json, {"<": ("",), "[": ("TOOL_CALLS]", "THINK]", "/THINK]")}),
+    prose={"[": ("TOOL_CALLS]", "THINK]", "/THINK]"), "<": ("think>", "/think>")},
+)
+
+
+def constraint(
+    tools: Tools, *, choice: str = "auto", parallel: bool = True, reasoning: bool = False
+) -> Constraint:
+    """A decoding constraint that lets a model write only calls of ``tools`` in this dialect.
+
+    Calls are ``[TOOL_CALLS]name[ARGS]{json}`` as :func:`render_call` writes
+    them (compact JSON), one marker per call; every call it writes for
+    arguments the schema accepts is accepted, and every text accepted reads
+    back with :func:`parse` into calls of ``tools`` only. The lazy GBNF grammar
+    starts at ``[TOOL_CALLS]`` (a special token for Mistral's tokenizers, which
+    llama.cpp matches by its text). See :class:`~tinytools.formats.Constraint`
+    and docs/how-to/constrained-decoding.md.
+
+    Args:
+        tools: The tools offered (hidden and deferred ones are left out).
+        choice: ``"auto"`` (prose alone, or prose then calls), ``"required"``
+            (at least one call, nothing before it) or a tool's name (one call of
+            that tool).
+        parallel: Whether several calls may follow one another (up to
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS` in GBNF and Lark).
+        reasoning: Whether a ``<think>…</think>`` may come first.
+
+    Raises:
+        ValueError: ``choice`` names no tool offered, or is ``"required"`` with none.
+    """
+    return build(tools, _FORM, choice=choice, parallel=parallel, reasoning=reasoning)
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:

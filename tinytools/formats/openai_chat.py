@@ -8,7 +8,11 @@
 * :class:`ToolCallAccumulator` — the same from a stream of chunks.
 * :func:`assistant_message` — the assistant turn holding the calls (for a
   streamed or prompt-guided turn, where no SDK message exists to append).
-* :func:`tool_results` — our ``ToolMessage``s as ``role: "tool"`` messages.
+* :func:`tool_results` — our ``ToolMessage``s as ``role: "tool"`` messages,
+  then, when results hold images or files, the user message that carries them
+  (a tool message takes text only).
+* :func:`required_schema` — the JSON Schema of a list of calls, for servers that
+  take ``response_format`` but not ``tool_choice="required"``.
 
 Responses may be the SDK's objects or plain dicts (as JSON-decoded); the SDK
 is never imported. Calls fail closed (see ``tinytools.formats._providers``):
@@ -31,6 +35,16 @@ import msgspec
 from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._attachments import (
+    ATTACHMENT_BYTES,
+    OPENAI_IMAGES,
+    Attached,
+    attach,
+    data_url,
+    encoded,
+    web_url,
+)
+from ._calls_schema import required_schema
 from ._parsed import SyntheticIds
 from ._providers import (
     Tools,
@@ -51,6 +65,7 @@ __all__ = [
     "assistant_message",
     "declarations",
     "parse_calls",
+    "required_schema",
     "strict_schema",
     "tool_results",
 ]
@@ -339,27 +354,86 @@ def assistant_message(calls: Iterable[ToolCall], text: str | None = None) -> dic
 
 
 def tool_results(
-    messages: Iterable[ToolMessage], *, status: bool = False
+    messages: Iterable[ToolMessage],
+    *,
+    status: bool = False,
+    max_attachment_bytes: int | None = ATTACHMENT_BYTES,
 ) -> list[dict[str, object]]:
-    """One ``{"role": "tool", "tool_call_id", "content"}`` message per ``ToolMessage``, in order.
+    """One ``{"role": "tool", "tool_call_id", "content"}`` message per ``ToolMessage``, in
+    order, then the user message carrying the results' images and files, if any.
 
     Pass ``dispatch(...).messages``; append the list after the assistant
     message that made the calls.
+
+    A tool message takes text only, so a result's attachments (its ``ImageBlock``
+    and ``FileBlock``) go in one user message after the tool messages: each after a
+    text part naming its call and number (``Call call_1 (plot), attachment 1
+    (image/png):``), as an ``image_url`` part (PNG, JPEG, WebP or GIF, as a ``data:``
+    URL or by its ``http(s)`` URL), a ``file`` part (a PDF, as data) or an
+    ``input_audio`` part (WAV or MP3, as data). The tool message's text ends with a
+    line saying so (``[the next user message holds attachment 1]``). Anything else —
+    another type, data that is not what its media type says, more than
+    ``max_attachment_bytes`` — is left out, and a line of the tool message tells the
+    model which and why.
 
     Args:
         messages: The messages to send.
         status: Add each message's ``status`` (``"ok"``, ``"error"``, …), which
             :func:`tinytools.formats.coalesce_tool_results` shows the model. For
             a prompt-guided history only: the OpenAI API refuses the extra key.
+        max_attachment_bytes: The most bytes of data one attachment may have (None:
+            no limit; the default is 3,932,160, 5 MiB in base64).
     """
     out: list[dict[str, object]] = []
+    carried: list[object] = []  # the parts of the user message after the tool messages
     for m in messages:
+        text, sent = attach(m, _native, max_attachment_bytes)
+        if sent:
+            word = "attachment" if len(sent) == 1 else "attachments"
+            numbers = ", ".join(str(attached.number) for attached, _ in sent)
+            text += f"\n[the next user message holds {word} {numbers}]"
+            for attached, part in sent:
+                label = f"Call {m.tool_call_id} ({m.name}), attachment {attached.number}"
+                carried += [{"type": "text", "text": f"{label} ({attached.media}):"}, part]
         message: dict[str, object] = {
             "role": "tool",
             "tool_call_id": m.tool_call_id,
-            "content": m.content,
+            "content": text,
         }
         if status:
             message["status"] = m.status
         out.append(message)
+    if carried:
+        out.append({"role": "user", "content": carried})
     return out
+
+
+#: The audio types a Chat Completions ``input_audio`` part takes, by its ``format``.
+_AUDIO = {
+    "audio/wav": "wav",
+    "audio/x-wav": "wav",
+    "audio/wave": "wav",
+    "audio/vnd.wave": "wav",
+    "audio/mpeg": "mp3",
+    "audio/mp3": "mp3",
+}
+
+
+def _native(attached: Attached) -> dict[str, object] | str:
+    """An attachment as a user message's content part, or why Chat Completions cannot
+    take it."""
+    media, data = attached.media, attached.data
+    if media in OPENAI_IMAGES:
+        if data is None and not web_url(attached):
+            return "Chat Completions takes an image as data or by an http(s) URL"
+        url = data_url(attached) if data is not None else attached.url
+        return {"type": "image_url", "image_url": {"url": url}}
+    if media == "application/pdf" or media in _AUDIO:
+        if data is None:
+            return "Chat Completions takes a PDF or audio as data, not by URL"
+        if media in _AUDIO:
+            audio = {"data": encoded(attached), "format": _AUDIO[media]}
+            return {"type": "input_audio", "input_audio": audio}
+        name = attached.name or f"attachment-{attached.number}.pdf"
+        return {"type": "file", "file": {"filename": name, "file_data": data_url(attached)}}
+    return "Chat Completions takes PNG, JPEG, WebP and GIF images, PDF files and WAV or MP3 audio"

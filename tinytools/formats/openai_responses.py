@@ -12,7 +12,8 @@
   equivalent of an assistant message: a turn is several items), for a
   stateless loop (no ``previous_response_id``) over a streamed turn.
 * :func:`tool_results` — ``{"type": "function_call_output", "call_id",
-  "output"}`` input items.
+  "output"}`` input items; a result's images and files go in ``output`` as
+  ``input_image`` and ``input_file`` content after its text.
 
 Calls fail closed as in ``openai_chat``; a response may be the SDK's
 ``Response`` or a plain dict, or just its ``output`` list.
@@ -25,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from tinytools._inject import Context
 from tinytools._wire import ToolCall, ToolMessage
 
+from ._attachments import ATTACHMENT_BYTES, OPENAI_IMAGES, Attached, attach, data_url, web_url
 from ._providers import (
     Tools,
     as_data,
@@ -150,13 +152,53 @@ def assistant_items(calls: Iterable[ToolCall], text: str | None = None) -> list[
     return items
 
 
-def tool_results(messages: Iterable[ToolMessage]) -> list[dict[str, object]]:
+def tool_results(
+    messages: Iterable[ToolMessage], *, max_attachment_bytes: int | None = ATTACHMENT_BYTES
+) -> list[dict[str, object]]:
     """One ``function_call_output`` item per ``ToolMessage``, in order.
 
     The API has no error flag: an error's content is sent as it is (it
     already says what failed).
+
+    A message with attachments (a result's ``ImageBlock`` and ``FileBlock``) gets
+    list output: its text (``input_text``), then an ``input_image`` per PNG, JPEG,
+    WebP or GIF image and an ``input_file`` per other file (PDFs, documents, text,
+    spreadsheets: the API judges the type), each as a ``data:`` URL or by an
+    ``http(s)`` URL. Audio, video and other image types are left out, as is data that
+    is not what its media type says or more than ``max_attachment_bytes``, and a line
+    of the text tells the model which attachment and why.
+
+    Args:
+        messages: The messages, such as ``dispatch(...).messages``.
+        max_attachment_bytes: The most bytes of data one attachment may have (None:
+            no limit; the default is 3,932,160, 5 MiB in base64).
     """
-    return [
-        {"type": "function_call_output", "call_id": m.tool_call_id, "output": m.content}
-        for m in messages
-    ]
+    items: list[dict[str, object]] = []
+    for m in messages:
+        text, sent = attach(m, _native, max_attachment_bytes)
+        parts = [part for _, part in sent]
+        output: object = text
+        if parts:
+            output = [{"type": "input_text", "text": text}, *parts] if text else parts
+        items.append({"type": "function_call_output", "call_id": m.tool_call_id, "output": output})
+    return items
+
+
+def _native(attached: Attached) -> dict[str, object] | str:
+    """An attachment as ``input_image`` or ``input_file`` content, or why the API cannot
+    take it."""
+    media, by_url = attached.media, attached.data is None
+    if by_url and not web_url(attached):
+        return "the Responses API takes an image or a file as data or by an http(s) URL"
+    if media in OPENAI_IMAGES:
+        url = attached.url if by_url else data_url(attached)
+        return {"type": "input_image", "image_url": url}
+    if media.startswith(("image/", "audio/", "video/")):
+        return (
+            "a function call output takes PNG, JPEG, WebP and GIF images and document files, "
+            "no other images, audio or video"
+        )
+    name = attached.name or f"attachment-{attached.number}"
+    if by_url:
+        return {"type": "input_file", "file_url": attached.url, "filename": name}
+    return {"type": "input_file", "filename": name, "file_data": data_url(attached)}

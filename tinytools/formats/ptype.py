@@ -4,7 +4,8 @@
 
 * **Bare calls** ``name(...)`` anywhere in the text, when ``name`` is one of
   ``tools`` and comes right before the ``(`` (not after a letter, ``.`` or
-  ``def``). Several per reply, one after another.
+  ``def``), and with any name when the call is the whole message. Several per
+  reply, one after another.
 * **Pythonic lists** ``[f(a=1), g(b='x')]`` (Llama 3.2/4, vLLM's
   "pythonic"): anywhere when the first call names a known tool, and with any
   names when the list is the whole message.
@@ -15,9 +16,10 @@
   that is not one: prose after them is outside the wrapper, where an
   unknown name is prose.
 * **Gemma 3's** ``default_api.name(...)`` and ``print(default_api.name(...))``:
-  the call to ``name`` (the ``print`` and the module are not part of it);
-  ``default_api`` says a call is meant, so any name is read where the name
-  is one of ``tools`` or inside a wrapper.
+  the call to ``name`` (the ``print`` and the module are not part of it), read
+  where a bare call would be: anywhere when ``name`` is one of ``tools``, and
+  with any name inside a wrapper or as the whole message. ``default_api``
+  makes no unknown name a call in prose (``Never run default_api.rm(path='/')``).
 
 Reasoning (``<think>…</think>``, an unclosed ``<think>`` to the end of the
 text, or everything before a ``</think>`` that has no ``<think>``) is never
@@ -52,9 +54,9 @@ from __future__ import annotations
 import ast
 from typing import Final
 
-from tinytools._format import PType
-from tinytools._registry import AnyTool
-from tinytools._spec import NAME_PATTERN
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import NAME_PATTERN
+from tinytools._declare.tool_format import PType
 from tinytools._wire import ToolCall
 
 from ._dialect import (
@@ -64,6 +66,7 @@ from ._dialect import (
     arguments_of,
     catalogue,
     hide_reasoning,
+    key_text,
     properties,
     skip_space,
     tool_map,
@@ -121,7 +124,8 @@ def render(tools: Tools) -> str:
 def _signature(tool: AnyTool) -> str:
     order = _order(tool)
     rest = [name for name in properties(tool) if name not in order]
-    return f"{tool.name}({', '.join([*order, *(['*', *rest] if rest else [])])})"
+    names = [key_text(name) for name in [*order, *(["*", *rest] if rest else [])]]
+    return f"{tool.name}({', '.join(names)})"
 
 
 def render_call(call: ToolCall, tools: Tools) -> str:
@@ -351,20 +355,21 @@ class _Reader:
         first -= len(_PRINT) if printed else 0
         if anchor is not None and first != anchor:
             return None
-        certain = wrapped or name in self.tools or api
+        # (`default_api.` says a call is meant, not which names are tools: as a bare call)
+        certain = wrapped or name in self.tools
         if not certain and first != self.whole[0]:
             return None
         scan = Scan("name", -1) if bracket is None else Scan("start", 1)
         stop, fixes = scan_fragment(text, at if bracket is None else bracket, end, scan)
-        if not certain and (scan.problem is not None or stop != self.whole[1]):
+        after = skip_space(text, stop) if printed and scan.problem is None else end
+        closed = after + 1 if after < end and text[after] == ")" else None  # print(…)'s
+        if not certain and (scan.problem is not None or (closed or stop) != self.whole[1]):
             return None  # not the whole message after all: prose
         self.out.prose(prose, first)
-        if printed and scan.problem is None:
-            after = skip_space(text, stop)
-            if after < end and text[after] == ")":
-                raw = self.out.source[first : after + 1]
-                self._calls(raw, [name], source_text(text, at, stop, fixes), name)
-                return after + 1
+        if closed is not None:
+            raw = self.out.source[first:closed]
+            self._calls(raw, [name], source_text(text, at, stop, fixes), name)
+            return closed
         if scan.problem is not None:
             self.out.error(name, self.out.source[first:stop], scan.problem)
         elif bracket is None:

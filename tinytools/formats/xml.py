@@ -63,8 +63,8 @@ from typing import Final, TypeAlias
 
 import msgspec
 
-from tinytools._spec import NAME_PATTERN
-from tinytools._validate import printable
+from tinytools._declare.spec import NAME_PATTERN
+from tinytools._text import printable
 from tinytools._wire import ToolCall
 
 from ._dialect import (

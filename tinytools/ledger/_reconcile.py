@@ -6,9 +6,10 @@ from collections.abc import Callable, Iterable
 
 import msgspec
 
+from tinytools._declare.registry import AnyTool, Registry
+from tinytools._declare.tool_policy import reads_only
 from tinytools._effects import EffectLedger, LedgerEntry, release
-from tinytools._registry import AnyTool, Registry
-from tinytools._tool_policy import reads_only
+from tinytools._fold import truncate
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.events import Event, ToolEffectReconciled
 from tinytools.toolsets._base import Toolset, registry_for
@@ -29,6 +30,7 @@ class Reconciled(msgspec.Struct, frozen=True):
     Attributes:
         messages: Answers, status ``"interrupted"``, for the calls that started and
             never finished and are not safe to run again; the ledger settled them.
+            Each is cut to its tool's own ``ToolRuntime.max_result_bytes``.
         rerun: The calls to dispatch again, in call order: replay-safe calls that
             were interrupted (the ledger released them for one more start), calls
             the ledger never saw start, and released calls the host passed (a call
@@ -132,7 +134,8 @@ def reconcile(
                 ToolMessage(
                     tool_call_id=call.id,
                     name=name,
-                    content=INTERRUPTED,
+                    # (cut to the tool's own byte limit, as dispatch cuts its messages)
+                    content=truncate(INTERRUPTED, None if tool is None else tool._plan.limit),
                     is_error=True,
                     status="interrupted",
                 )

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
+from typing import cast
 
 from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._spec import Tool
-from tinytools._validate import StructValidator
+from tinytools._declare.schema_dialect import local_schema
+from tinytools._declare.spec import Tool
+from tinytools._declare.validate import SchemaValidator, StructValidator
 from tinytools.errors import ToolArgumentsError
 
 from ._conjunction import ANNOTATIONS
@@ -30,8 +32,9 @@ def _check_tool(tool: object, caller: str) -> Tool[..., object]:
         "never call it validly: a place the arguments must fill asks for the impossible "
         "(an empty `enum`, a `minimum` above its `maximum`, no multiple of `multipleOf` "
         "between the bounds, a `minLength` above its `maxLength` or lengths no text in its "
-        "`format` has, or `minItems` above `maxItems`); fix the schema, or the parameter's "
-        "constraints"
+        "`format` has, `minItems` above `maxItems`, or a `required` key that no property "
+        "lists and `additionalProperties: false` forbids); fix the schema, or the "
+        "parameter's constraints"
     )
     try:
         drawn = _valid(tool)
@@ -50,8 +53,9 @@ def valid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, object]
     included (``Annotated[int, msgspec.Meta(ge=0)]``, lengths, patterns,
     enums, literals, nested dataclasses, TypedDicts and Structs, optional
     parameters sometimes left out), as the JSON a model sends: a ``datetime``
-    as ISO text, ``bytes`` as base64. For a ``Tool.from_schema`` tool they are
-    drawn from its JSON schema, in every ``format`` ``tool.validate`` enforces
+    as ISO text, ``bytes`` as base64, a ``dict[int, str]``'s keys as text.
+    For a ``Tool.from_schema`` tool they are drawn from its JSON schema, in
+    every ``format`` ``tool.validate`` enforces
     (``uri``, ``hostname``, ``date-time``, ...) at the lengths and with the
     ``pattern`` the schema adds, and an ``allOf`` as the one schema its parts
     make together; where the schema uses keywords beyond those tool schemas
@@ -93,8 +97,11 @@ def invalid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, objec
     string in no ``format`` where the schema names one (schema-built tools,
     unless ``enforce="subset"``), a required key left out, a key the object
     does not allow, or an injected parameter set by the model. ``tool.validate`` rejects each with a
-    ``ToolArgumentsError``. Shrinking leads to the smallest valid dict and the
-    first break in schema order.
+    ``ToolArgumentsError``: what it does not enforce is never broken (a constraint
+    beside a ``pattern`` RE2 cannot run in ``patternProperties`` or a ``oneOf``, which
+    it drops), and a key ``patternProperties`` takes is never sent as one the object
+    does not allow. Shrinking leads to the smallest valid dict and the first break in
+    schema order.
 
     Raises:
         hypothesis.errors.InvalidArgument: ``tool`` is not a ``Tool``, its
@@ -148,11 +155,17 @@ def _invalid(item: Tool[..., object]) -> SearchStrategy[dict[str, object]]:
     full = not struct and getattr(validator, "enforce", "subset") != "subset"
     enforced = Enforced(bounds=struct or full, formats=full)
     injected = item.injected
-    schema = item.parameters
+    schema: Mapping[str, object] = item.parameters
+    if isinstance(validator, SchemaValidator):
+        # Broken where the tool's validator looks, not where the schema only says: a
+        # constraint it drops (a pattern RE2 cannot run, with the `additionalProperties`
+        # beside it; a `oneOf` holding one) breaks nothing.
+        local = local_schema(schema, validator.enforce, validator.dialect)
+        schema = cast("Mapping[str, object]", local)
     resolve = Resolver(schema)
     top = resolve(schema)  # (its `allOf` merged: `required` may sit in one)
     if not (injected or top.get("required") or violations(schema, {}, enforced=enforced)):
-        raise InvalidArgument(_unbreakable(item.name, schema))
+        raise InvalidArgument(_unbreakable(item.name, item.parameters))
 
     @st.composite
     def broken(draw: st.DrawFn) -> dict[str, object]:
@@ -191,5 +204,6 @@ def _unbreakable(name: str, schema: Mapping[str, object]) -> str:
         f"invalid_arguments() cannot break the schema of tool {name!r} at one certain "
         f"place: it constrains the arguments only through {named}, where what breaks "
         "them depends on a branch or a combination (a union, `not`, a count of keys, "
-        "...); test its refusals with hand-written arguments"
+        "...) or is not enforced by tool.validate (a pattern RE2 cannot run, with the "
+        "`additionalProperties` beside it); test its refusals with hand-written arguments"
     )

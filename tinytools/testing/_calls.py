@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._registry import Registry
-from tinytools._spec import Exposure, Tool
+from tinytools._declare.registry import Registry
+from tinytools._declare.spec import Exposure, Tool
 from tinytools._wire import ToolCall
 from tinytools.toolsets import Toolset
 

@@ -19,7 +19,7 @@ from hypothesis import reject
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._spec import Tool
+from tinytools._declare.spec import Tool
 from tinytools.errors import ToolArgumentsError
 
 __all__ = ["BREAKS_EVERY_FORMAT", "LENGTHS", "formatted", "in_format"]

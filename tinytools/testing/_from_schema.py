@@ -26,9 +26,9 @@ import msgspec
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._patterns import Pattern, linear
-from tinytools._schema_dialect import ENFORCED_FORMATS
-from tinytools._validate import json_type
+from tinytools._declare.patterns import Pattern, linear
+from tinytools._declare.schema_dialect import ENFORCED_FORMATS
+from tinytools._text import json_type
 
 from ._conjunction import ANNOTATIONS, conjunction
 from ._formats import formatted, in_format
@@ -229,11 +229,16 @@ class _Drawer:
         properties = properties if isinstance(properties, Mapping) else {}
         listed = schema.get("required")
         required = [r for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
+        extra = schema.get("additionalProperties")
+        # A required key no property lists is an extra one: `additionalProperties` governs
+        # it (unless a `patternProperties` name may match it: then any value, checked).
+        unlisted: object = extra if isinstance(extra, (Mapping, bool)) else {}
+        unlisted = {} if "patternProperties" in schema else unlisted
         parts: list[SearchStrategy[list[tuple[str, object]]]] = []
         for name in dict.fromkeys([*properties, *required]):
-            pair = st.tuples(st.just(name), self.of(properties.get(name, {}))).map(lambda p: [p])
+            sub = properties.get(name, unlisted)
+            pair = st.tuples(st.just(name), self.of(sub)).map(lambda p: [p])
             parts.append(pair if name in required else st.just([]) | pair)
-        extra = schema.get("additionalProperties")
         if isinstance(extra, Mapping) and extra:
             # Only a schema for extra keys invites them; an absent or `true` one merely allows.
             more = st.dictionaries(

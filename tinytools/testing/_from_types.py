@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from tinytools._patterns import linear
-from tinytools._signature_patterns import ecma_spelling
+from tinytools._declare.patterns import linear
+from tinytools._declare.signature_patterns import ecma_spelling
 
 from ._json import json_values
 from ._numbers import binary_multiples, float_interval, integer_interval, integer_multiples
@@ -127,13 +127,19 @@ def _sizes(low: int | None, high: int | None) -> tuple[int, int]:
 
 
 def _keys(node: mi.Type) -> SearchStrategy[object]:
-    """Dict keys: a JSON object's keys are text, but msgspec reads ints, enums and the like."""
+    """Dict keys as a JSON object has them, text: msgspec reads ints, floats, enums and the
+    like from it (``"1"`` for a ``dict[int, str]``)."""
     if isinstance(node, mi.Metadata):
         return _keys(node.type)
     handler = _LEAVES.get(type(node))
     if handler is None:
         raise InvalidArgument(f"valid_arguments() cannot draw dict keys of type {node!r}")
-    return handler(node)
+    return handler(node).map(_key_text)
+
+
+def _key_text(key: object) -> str:
+    """A drawn key as a JSON object writes it: text, a number as its JSON text."""
+    return key if isinstance(key, str) else msgspec.json.encode(key).decode()
 
 
 def _integers(node: mi.IntType) -> SearchStrategy[object]:

@@ -24,13 +24,14 @@ import attrs
 import fastjsonschema
 import msgspec
 
-from tinytools._patterns import linear
-from tinytools._redact import Redactor
-from tinytools._registry import Registry
+from tinytools._declare.patterns import linear
+from tinytools._declare.registry import Registry
+from tinytools._declare.schema_dialect import Dialect, Enforce, local_schema
+from tinytools._declare.spec import Exposure, Tool
+from tinytools._declare.validate import SchemaValidator
+from tinytools._redact import WITHHELD, Redactor
 from tinytools._result import DispatchResult
-from tinytools._schema_dialect import Dialect, Enforce, local_schema
-from tinytools._spec import Exposure, Tool
-from tinytools._validate import SchemaValidator, json_text, printable
+from tinytools._text import json_text, printable
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.errors import ToolArgumentsError
 from tinytools.events import (
@@ -150,7 +151,7 @@ def validate(item: Tool[..., object], value: object) -> dict[str, object]:
 
 @functools.lru_cache(maxsize=256)
 def _schema_check(schema: bytes, enforce: Enforce, dialect: Dialect) -> Any:
-    # The schema as tinytools documents enforcing it (``_schema_dialect``): 2020-12 spelt
+    # The schema as tinytools documents enforcing it (``_declare.schema_dialect``): 2020-12 spelt
     # the draft-7 way fastjsonschema reads (read raw, `prefixItems` and `dependentRequired`
     # were ignored, and `contains` was read without its `minContains`), and what is never
     # enforced locally left out: a tool running on what the schema allows only through
@@ -174,7 +175,7 @@ class _Unchecked:
 
 def _match_linearly(check: object) -> None:
     """The advertised schema's patterns matched as the tools match them, by RE2 (see
-    ``tinytools._patterns``): Python's ``re`` backtracks, and an argument a tool rightly
+    ``tinytools._declare.patterns``): Python's ``re`` backtracks, and an argument a tool rightly
     accepted (``(a+)+b|c`` against forty ``a`` and a ``c``) would take it hours. The
     format checks' fixed expressions (``<format>_re_pattern``) stay."""
     table = getattr(getattr(check, "func", check), "__globals__", {}).get("REGEX_PATTERNS")
@@ -309,7 +310,7 @@ def check_dispatch_invariants(
         passes_of[call.id] = passes
         _check_passes(call, message, passes, call.id in deferred, callable_names, registry)
         final = passes[-1]
-        _check_message(call, message, final.events, final.start is not None, policy)
+        _check_message(call, message, final.events, final.start is not None, policy, registry)
     _check_executed(list(firsts.values()), result, passes_of)
     runs = _runs(passes_of)
     resumed = any(one.resumed and one.events for passes in passes_of.values() for one in passes)
@@ -318,7 +319,7 @@ def check_dispatch_invariants(
     # A pass that may have folded a host's answer reports the call's own arguments, or
     # `{}` for text: other arguments are a run's, which the schema must allow.
     started = [
-        Entry(call_id, tool, {} if _redacts(registry, tool) else arguments)
+        Entry(call_id, tool, {} if _redacts(registry, tool, by_id[call_id].name) else arguments)
         for call_id, tool, arguments, _, certain, _ in runs
         if certain or arguments not in ({}, by_id[call_id].arguments)
     ]
@@ -422,9 +423,14 @@ def _check_fail(result: DispatchResult, runs: Sequence[_Run], resumed: bool) -> 
     )
 
 
-def _redacts(registry: Registry, name: str) -> bool:
+def _redacts(registry: Registry, name: str, asked: str | None = None) -> bool:
+    """Whether events may show the arguments of a call of ``name`` redacted: the tool
+    redacts, or the call asked for another name (``asked``: a rewrite, whose arguments
+    every registered tool's redaction applies to) and any registered tool does."""
     item = registry.get(name)
-    return item is not None and bool(getattr(item.policy, "redact", ()))
+    if item is not None and bool(getattr(item.policy, "redact", ())):
+        return True
+    return asked is not None and asked != name and bool(_every_path(registry))
 
 
 def _check_answers(
@@ -551,6 +557,7 @@ def _check_message(
     events: Sequence[object],
     executed: bool,
     policy: RunPolicy,
+    registry: Registry,
 ) -> None:
     """The message's shape, and invariant 7: every refusal is a clear error value."""
     if message is None:
@@ -593,10 +600,12 @@ def _check_message(
     if _cut(message.content):
         return  # cut to a byte limit: what it said past the cut cannot be checked
     if reasons and not call.name and call.invalid is not None:
-        # A call that could not be read and names no tool: its reason is the answer.
-        assert printable(call.invalid.strip()[:40]) in message.content, (
+        # A call that could not be read and names no tool: its reason is the answer (but
+        # where a registered tool redacts: the reason may quote its secret, and is withheld).
+        reason = WITHHELD if _every_path(registry) else call.invalid
+        assert printable(reason.strip()[:40]) in message.content, (
             f"invariant 7: the refusal of unreadable call {call.id!r} does not give its "
-            f"reason ({call.invalid!r}): {message.content!r}"
+            f"reason ({reason!r}): {message.content!r}"
         )
     elif reasons:
         named = {printable(call.name), *(getattr(e, "tool_name", call.name) for e in reasons)}
@@ -732,11 +741,16 @@ def _unknown_shown(call: ToolCall, registry: Registry) -> object:
     misspelling or a rewrite of any of them, and a call never leaks a secret for having
     missed its tool's name. (Written out here rather than calling dispatch's own
     ``every_secret``: the checker is an oracle for it.)"""
-    paths = tuple(dict.fromkeys(p for tool in registry.values() for p in tool.policy.redact))
+    paths = _every_path(registry)
     arguments = call.arguments
     if paths:
         arguments = Redactor(paths, loose=True).raw(arguments)[0]
     return _shown(arguments)
+
+
+def _every_path(registry: Registry) -> tuple[str, ...]:
+    """Every redaction path of the registry's tools."""
+    return tuple(dict.fromkeys(p for tool in registry.values() for p in tool.policy.redact))
 
 
 def _shown(arguments: object) -> object:
@@ -762,7 +776,15 @@ def _check_invalid(
     assert event.recovery in _INVALID_RECOVERIES, f"unknown recovery in {event!r}"
     assert event.tool_name in registry, f"{event!r} names an unregistered tool"
     # (on an inline resume the host may have approved other arguments: it checks them)
-    if not within.resumed and not getattr(registry[event.tool_name].policy, "redact", None):
+    rewrite = f"rewrite:{event.tool_name}"
+    if any(getattr(e, "recovery", None) == rewrite for e in within.events):
+        # Arguments written for another tool: every tool's secrets are hidden, as for an
+        # unknown call's.
+        assert event.arguments == _unknown_shown(call, registry), (
+            f"call {call.id!r} rewritten to `{event.tool_name}` sent {call.arguments!r}, "
+            f"but InvalidToolArgs reports {event.arguments!r}"
+        )
+    elif not within.resumed and not getattr(registry[event.tool_name].policy, "redact", None):
         assert event.arguments == _shown(call.arguments), (
             f"invariant 3: call {call.id!r} sent {call.arguments!r}, but the checker saw "
             f"InvalidToolArgs report {event.arguments!r}: something replaced the model's "
@@ -848,7 +870,7 @@ def _check_journal(
             f"invariant 4: call {call.id!r} set the injected parameters {sorted(forged)} of "
             f"{entry.tool!r}, yet the tool ran"
         )
-        if not recorded and item.policy.redact:
+        if not recorded and _redacts(registry, entry.tool, call.name):
             continue  # the event shows redacted values; only the tool saw the real ones
         problem = _satisfies_schema(entry.arguments, item)
         assert problem is None, (

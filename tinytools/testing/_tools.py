@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tinytools._registry import Registry
-from tinytools._spec import Tool
+from tinytools._declare.registry import Registry
+from tinytools._declare.spec import Tool
 from tinytools.toolsets import Toolset
 from tinytools.toolsets._base import registry_for
 from tinytools.toolsets._intrinsic import Intrinsic

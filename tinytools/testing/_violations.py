@@ -16,8 +16,9 @@ from typing import Any
 
 import attrs
 
-from tinytools._schema_dialect import ENFORCED_FORMATS
-from tinytools._validate import json_type
+from tinytools._declare.patterns import linear
+from tinytools._declare.schema_dialect import ENFORCED_FORMATS
+from tinytools._text import json_type
 
 from ._formats import BREAKS_EVERY_FORMAT
 from ._from_schema import JSON_TYPES, Resolver
@@ -290,11 +291,14 @@ def _object_violations(
             continue
         if name in value:
             found.append(Violation((*path, name), "required", _dropper(path, name)))
+    patterns = node.get("patternProperties")
+    patterns = patterns if isinstance(patterns, Mapping) else {}
     if node.get("additionalProperties") is False:
-        extra = "unexpected"
-        while extra in properties or extra in value:
-            extra += "_"
-        found.append(Violation((*path, extra), "additionalProperties", _setter((*path, extra), 1)))
+        extra = _unlisted(properties, patterns, value)
+        if extra is not None:
+            found.append(
+                Violation((*path, extra), "additionalProperties", _setter((*path, extra), 1))
+            )
     for name, sub in properties.items():
         if name in value:
             _walk(resolve, sub, value[name], (*path, name), found, enforced)
@@ -306,8 +310,29 @@ def _object_violations(
     extra_schema = node.get("additionalProperties")
     if isinstance(extra_schema, Mapping):
         for name, item in value.items():
-            if name not in properties:
+            if name not in properties and not _matched(patterns, name):
                 _walk(resolve, extra_schema, item, (*path, name), found, enforced)
+
+
+def _matched(patterns: Mapping[str, object], key: str) -> bool:
+    """Whether a ``patternProperties`` name matches ``key`` (one RE2 cannot run counts:
+    the validator drops it with the ``additionalProperties`` beside it, so that keyword
+    decides nothing for certain there)."""
+    return any((found := linear(p)) is None or found.search(key) for p in patterns)
+
+
+def _unlisted(
+    properties: Mapping[str, object], patterns: Mapping[str, object], value: Mapping[str, object]
+) -> str | None:
+    """A key that ``additionalProperties`` governs: no property's, no pattern's and not
+    in ``value``; None when the few tried all match a pattern."""
+    for start in ("unexpected", "_unexpected", "0", "~", " "):
+        key = start
+        while key in properties or key in value:
+            key += "_"
+        if not _matched(patterns, key):
+            return key
+    return None
 
 
 def _dropper(path: tuple[str | int, ...], name: str) -> Callable[[Any], Any]:

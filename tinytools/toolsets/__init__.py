@@ -20,8 +20,8 @@ discovery.
 
 from __future__ import annotations
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._spec import Exposure
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.spec import Exposure
 
 from ._base import Toolset
 from .approval import ApprovalRequired

@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, cast, runtime_checkable
 
-from tinytools._exposure import ExposureExplanation
+import attrs
+
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool, Registry
+from tinytools._declare.spec import Tool
 from tinytools._memo import remember
-from tinytools._registry import AnyTool, Registry
-from tinytools._spec import Tool
 from tinytools.errors import ToolDefinitionError
 
 if TYPE_CHECKING:
@@ -39,10 +41,12 @@ __all__ = [
     "Toolset",
     "ToolsetRegistry",
     "When",
+    "Wrapper",
     "is_remote",
     "label",
     "registry_for",
     "resolve",
+    "unnamable",
     "withheld",
 ]
 
@@ -104,9 +108,10 @@ class ToolsetRegistry(Registry):
 class Remote:
     """The base of the function of a tool that a remote server lists and runs
     (``McpToolset``'s). Where such a tool's name is taken by another tool (one of the
-    host's, discovery's ``tool_search`` / ``tool_call``, an earlier remote one), the
-    remote tool is left out, explained, rather than the composition refused: a server
-    must not be able to take the host's whole toolset down by what it lists."""
+    host's, discovery's ``tool_search`` / ``tool_call``, an earlier remote one), or an
+    adaptor would make it invalid (``Prefixed`` past 64 characters), the remote tool is
+    left out, explained, rather than the composition refused: a server must not be able
+    to take the host's whole toolset down by what it lists."""
 
     __slots__ = ()
 
@@ -126,6 +131,16 @@ def withheld(name: str, taken_by: str, where: str) -> ExposureExplanation:
     return ExposureExplanation(name, reason, where)
 
 
+def unnamable(name: str, problem: str, where: str) -> ExposureExplanation:
+    """The explanation of the remote tool ``name``, left out because the name the step
+    ``where`` would give it is no valid tool name (``problem`` says why)."""
+    reason = (
+        f"left out: the remote server's tool cannot take the name this step gives it: "
+        f"{problem}; to offer it, give it a shorter name first (Renamed, inside this step)"
+    )
+    return ExposureExplanation(name, reason, where)
+
+
 class Resolution:
     """What a toolset resolved to for one context (treat it as immutable).
 
@@ -135,8 +150,8 @@ class Resolution:
         gates: Tool name → the ``ApprovalRequired`` conditions that gate it (a
             tool gated for every call has no entry).
         withheld: The explanations (among ``explanations``) of the remote tools left
-            out on the way here because their name was taken: dispatch reports each
-            as a ``ToolWithheld`` event.
+            out on the way here because their name was taken or made invalid: dispatch
+            reports each as a ``ToolWithheld`` event.
     """
 
     __slots__ = ("_registry", "explanations", "gates", "tools", "withheld")
@@ -215,20 +230,21 @@ class _Memo:
         self.volatile: bool | None = None  # something below must be asked every time
 
 
+@attrs.frozen
 class Adaptor:
     """The base of the adaptors: resolution, caching and the two protocol methods.
 
     A subclass lists its member toolsets (``members``) and turns their
     resolutions into its own (``_apply``). Class flags: ``reads_context`` (its
     result depends on the context), ``asks_every_time`` (it must be asked on every
-    resolution, as ``Prepared`` is).
+    resolution, as ``Prepared`` is). An adaptor over one toolset derives from
+    :class:`Wrapper` instead, and overrides only what it changes.
     """
 
-    __slots__ = ()
+    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, hash=False, repr=False)
 
-    reads_context = False
-    asks_every_time = False
-    _memo: _Memo
+    reads_context: ClassVar[bool] = False
+    asks_every_time: ClassVar[bool] = False
 
     def members(self) -> tuple[object, ...]:
         """The toolsets this adaptor is over."""
@@ -271,6 +287,33 @@ class Adaptor:
                     bound = volatile = True  # a toolset of the host's own, or a live session
             memo.bound, memo.volatile = bound, volatile
         return memo.bound, memo.volatile
+
+
+@attrs.frozen
+class Wrapper(Adaptor):
+    """An adaptor over one toolset that, as it stands, passes everything through.
+
+    Its one member is ``toolset``; what it resolves to is what ``toolset`` resolves
+    to, named after its class. A subclass overrides only what it changes:
+    ``_adapt`` (the tools, explanations and approval gates it makes of its member's),
+    ``label`` (when its arguments belong in its name), the class flags.
+
+    Args:
+        toolset: The toolset it is over.
+    """
+
+    toolset: Toolset
+
+    def members(self) -> tuple[object, ...]:
+        return (self.toolset,)
+
+    def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
+        (inner,) = inputs
+        return self._adapt(inner, context)
+
+    def _adapt(self, inner: Resolution, context: Context | None) -> Resolution:
+        """What this adaptor makes of its member's resolution ``inner``."""
+        return inner
 
 
 def resolve(toolset: object, context: Context | None) -> Resolution:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from tinytools._registry import AnyTool
+from tinytools._declare.registry import AnyTool
 from tinytools._wire import ToolResult
 
 __all__ = ["Intrinsic", "is_intrinsic"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
-from tinytools._spec import check_name
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import check_name
 from tinytools.errors import ToolDefinitionError
 
-from ._base import Resolution, When, is_remote, withheld
+from ._base import Resolution, When, is_remote, unnamable, withheld
 
 __all__ = ["renamed"]
 
@@ -22,11 +22,12 @@ def renamed(where: str, inner: Resolution, mapping: dict[str, str]) -> Resolutio
     """``inner`` with the tools in ``mapping`` (old → new) renamed, each explained.
 
     Where two tools would have one name and one of them is remote (``McpToolset``'s),
-    that one is left out and explained (the first of two remote ones keeps the name).
+    that one is left out and explained (the first of two remote ones keeps the name); so
+    is a remote tool whose new name is invalid (a server's 60-character name, prefixed).
 
     Raises:
-        ToolDefinitionError: A new name is invalid or collides with another tool's
-            (neither of them remote).
+        ToolDefinitionError: A local tool's new name is invalid, or a new name collides
+            with another tool's (neither of them remote).
     """
     problems: list[str] = []
     tools: list[AnyTool] = []
@@ -37,6 +38,10 @@ def renamed(where: str, inner: Resolution, mapping: dict[str, str]) -> Resolutio
         new = mapping.get(tool.name, tool.name)
         if new != tool.name:
             problem = check_name(new)
+            if problem is not None and is_remote(tool):  # (a server may list any name)
+                left.append(unnamable(tool.name, problem, where))
+                dropped.add(tool.name)
+                continue
             if problem is not None:
                 problems.append(f"{tool.name!r} cannot be renamed: {problem}")
                 continue
@@ -64,7 +69,7 @@ def renamed(where: str, inner: Resolution, mapping: dict[str, str]) -> Resolutio
     explained = tuple(
         ExposureExplanation(old, f"renamed: the model sees it as {new!r}", where, new)
         for old, new in mapping.items()
-        if old != new
+        if old != new and old not in dropped
     )
     gates: dict[str, tuple[When, ...]] = {
         mapping.get(name, name): whens for name, whens in inner.gates.items() if name not in dropped

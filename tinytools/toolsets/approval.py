@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
-from tinytools._spec import Tool
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import Tool
 
-from ._base import Adaptor, Resolution, Toolset, When, _Memo, label
+from ._base import Resolution, When, Wrapper, label
 from ._intrinsic import is_intrinsic
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def _gated(tool: AnyTool) -> AnyTool:
 
 
 @attrs.frozen
-class ApprovalRequired(Adaptor):
+class ApprovalRequired(Wrapper):
     """The tools of ``toolset``, their calls deferred until a human approves them.
 
     A deferred call lands in ``DispatchResult.deferred.approvals`` and resumes
@@ -42,22 +42,16 @@ class ApprovalRequired(Adaptor):
             that raises counts as ``True``.
     """
 
-    toolset: Toolset
     when: When | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.is_callable())
     )
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, hash=False, repr=False)
-
-    def members(self) -> tuple[object, ...]:
-        return (self.toolset,)
 
     def label(self) -> str:
         return (
             "ApprovalRequired()" if self.when is None else f"ApprovalRequired({label(self.when)})"
         )
 
-    def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
-        (inner,) = inputs
+    def _adapt(self, inner: Resolution, context: Context | None) -> Resolution:
         when, where = self.when, self.label()
         gates = dict(inner.gates)
         tools: list[Tool[..., object]] = []

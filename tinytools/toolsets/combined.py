@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
 from tinytools.errors import ToolDefinitionError
 
-from ._base import Adaptor, Resolution, Toolset, When, _Memo, is_remote, withheld
+from ._base import Adaptor, Resolution, Toolset, When, is_remote, withheld
 
 if TYPE_CHECKING:
     from tinytools._inject import Context
@@ -45,7 +45,6 @@ class Combined(Adaptor):
     """
 
     toolsets: tuple[Toolset, ...]
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, hash=False, repr=False)
 
     def __init__(self, *toolsets: Toolset) -> None:
         self.__attrs_init__(tuple(map(_member, toolsets)))

@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
+from tinytools._declare.exposure import ExposureExplanation
 
-from ._base import Adaptor, Resolution, Toolset, _Memo
+from ._base import Resolution, Wrapper
 from ._intrinsic import is_intrinsic
 
 if TYPE_CHECKING:
@@ -18,7 +18,7 @@ __all__ = ["External"]
 
 
 @attrs.frozen
-class External(Adaptor):
+class External(Wrapper):
     """The tools of ``toolset``, executed by the host, not by dispatch.
 
     Their calls are admitted like any other (names, allow-list, schema) and
@@ -30,14 +30,7 @@ class External(Adaptor):
         toolset: The toolset whose tools the host executes.
     """
 
-    toolset: Toolset
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, hash=False, repr=False)
-
-    def members(self) -> tuple[object, ...]:
-        return (self.toolset,)
-
-    def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
-        (inner,) = inputs
+    def _adapt(self, inner: Resolution, context: Context | None) -> Resolution:
         reason = "external: the host executes its calls (they are deferred to it)"
         tools = tuple(
             t if t.fn is None or is_intrinsic(t) else attrs.evolve(t, fn=None) for t in inner.tools

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
 from tinytools.errors import ToolDefinitionError
 
-from ._base import Adaptor, Resolution, Toolset, _Memo, label
+from ._base import Resolution, Wrapper, label
 
 if TYPE_CHECKING:
     from tinytools._inject import Context
@@ -20,7 +20,7 @@ __all__ = ["Filtered"]
 
 
 @attrs.frozen
-class Filtered(Adaptor):
+class Filtered(Wrapper):
     """The tools of ``toolset`` that ``keep(tool, context)`` keeps.
 
     ``keep`` should be a pure function of the tool and the context: a
@@ -35,22 +35,16 @@ class Filtered(Adaptor):
         ToolDefinitionError: ``keep`` raised (when resolved), naming the tool.
     """
 
-    toolset: Toolset
     keep: Callable[[AnyTool, Context | None], bool] = attrs.field(
         validator=attrs.validators.is_callable()
     )
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, hash=False, repr=False)
 
     reads_context = True
-
-    def members(self) -> tuple[object, ...]:
-        return (self.toolset,)
 
     def label(self) -> str:
         return f"Filtered({label(self.keep)})"
 
-    def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
-        (inner,) = inputs
+    def _adapt(self, inner: Resolution, context: Context | None) -> Resolution:
         kept: list[AnyTool] = []
         left: list[ExposureExplanation] = []
         where = self.label()

@@ -38,11 +38,11 @@ from typing import TYPE_CHECKING, Protocol
 
 import msgspec
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
-from tinytools._spec import Tool, check_name
-from tinytools._tool_policy import ToolPolicy
-from tinytools._validate import preview
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import Tool, check_name
+from tinytools._declare.tool_policy import ToolPolicy
+from tinytools._text import preview
 from tinytools._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolResult
 from tinytools.errors import ToolDefinitionError
 from tinytools.toolsets._base import Remote

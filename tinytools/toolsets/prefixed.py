@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._spec import check_name
+from tinytools._declare.spec import check_name
 from tinytools.errors import ToolDefinitionError
 
-from ._base import Adaptor, Resolution, Toolset, _Memo
+from ._base import Resolution, Wrapper
 from ._rename import renamed
 
 if TYPE_CHECKING:
@@ -25,7 +25,7 @@ def _prefix(_instance: object, _attribute: object, prefix: str) -> None:
 
 
 @attrs.frozen
-class Prefixed(Adaptor):
+class Prefixed(Wrapper):
     """The tools of ``toolset``, each named ``prefix + name``.
 
     The model sees, calls and is answered under the prefixed name, and events
@@ -38,19 +38,15 @@ class Prefixed(Adaptor):
 
     Raises:
         ToolDefinitionError: The prefix cannot start a tool name (when built),
-            or a prefixed name is too long (when resolved).
+            or a local tool's prefixed name is too long (when resolved; a remote
+            server's tool is left out instead, explained, and reported by each
+            dispatch as ``ToolWithheld``).
     """
 
-    toolset: Toolset
     prefix: str = attrs.field(validator=_prefix)
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, hash=False, repr=False)
-
-    def members(self) -> tuple[object, ...]:
-        return (self.toolset,)
 
     def label(self) -> str:
         return f"Prefixed({self.prefix!r})"
 
-    def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
-        (inner,) = inputs
+    def _adapt(self, inner: Resolution, context: Context | None) -> Resolution:
         return renamed(self.label(), inner, {t.name: self.prefix + t.name for t in inner.tools})

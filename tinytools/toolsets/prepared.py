@@ -7,17 +7,17 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._exposure import ExposureExplanation
-from tinytools._registry import AnyTool
-from tinytools._schema_check import schema_problems
-from tinytools._validate import SchemaValidator
+from tinytools._declare.exposure import ExposureExplanation
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.schema_check import schema_problems
+from tinytools._declare.validate import SchemaValidator
 from tinytools.errors import ToolDefinitionError
 
-from ._base import Adaptor, Resolution, Toolset, _Memo, checked_tools, label
+from ._base import Resolution, Wrapper, checked_tools, label
 
 if TYPE_CHECKING:
+    from tinytools._declare.validate import Arguments, StructValidator
     from tinytools._inject import Context
-    from tinytools._validate import Arguments, StructValidator
 
 __all__ = ["Prepared"]
 
@@ -44,7 +44,7 @@ class _Narrowed(SchemaValidator):
 
 
 @attrs.frozen
-class Prepared(Adaptor):
+class Prepared(Wrapper):
     """The tools of ``toolset`` as ``prepare(context, tools)`` makes them, every run.
 
     ``prepare`` may drop tools, reorder them, or change them with
@@ -65,23 +65,17 @@ class Prepared(Adaptor):
             model set an injected parameter (when resolved).
     """
 
-    toolset: Toolset
     prepare: Callable[[Context | None, tuple[AnyTool, ...]], Iterable[AnyTool]] = attrs.field(
         validator=attrs.validators.is_callable()
     )
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, hash=False, repr=False)
 
     reads_context = True
     asks_every_time = True
 
-    def members(self) -> tuple[object, ...]:
-        return (self.toolset,)
-
     def label(self) -> str:
         return f"Prepared({label(self.prepare)})"
 
-    def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
-        (inner,) = inputs
+    def _adapt(self, inner: Resolution, context: Context | None) -> Resolution:
         where = self.label()
         try:
             returned: object = self.prepare(context, inner.tools)

@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 import attrs
 
-from tinytools._spec import check_name
+from tinytools._declare.spec import check_name
 from tinytools.errors import ToolDefinitionError
 
-from ._base import Adaptor, Resolution, Toolset, _Memo
+from ._base import Resolution, Wrapper
 from ._rename import renamed
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ def _names(value: Mapping[str, str]) -> Mapping[str, str]:
 
 
 @attrs.frozen
-class Renamed(Adaptor):
+class Renamed(Wrapper):
     """The tools of ``toolset``, those named in ``names`` under their new names.
 
     Names in ``names`` that ``toolset`` does not have (this run) are ignored.
@@ -49,18 +49,12 @@ class Renamed(Adaptor):
             collides with another tool's name (when resolved).
     """
 
-    toolset: Toolset
     names: Mapping[str, str] = attrs.field(converter=_names)
-    _memo: _Memo = attrs.field(init=False, factory=_Memo, eq=False, hash=False, repr=False)
-
-    def members(self) -> tuple[object, ...]:
-        return (self.toolset,)
 
     def label(self) -> str:
         return f"Renamed({dict(self.names)!r})"
 
-    def _apply(self, inputs: tuple[Resolution, ...], context: Context | None) -> Resolution:
-        (inner,) = inputs
+    def _adapt(self, inner: Resolution, context: Context | None) -> Resolution:
         names = self.names
         mapping = {t.name: names[t.name] for t in inner.tools if t.name in names}
         return renamed(self.label(), inner, mapping) if mapping else inner

@@ -19,7 +19,7 @@ from tinytools._engine.outcome import Failed, Fatal, Outcome, Postponed
 from tinytools._memo import remember
 from tinytools._run import Run
 from tinytools._runtime.detect import wrong_loop
-from tinytools._validate import printable
+from tinytools._text import printable
 from tinytools._wire import json_problem
 from tinytools.errors import (
     ApprovalRequired,

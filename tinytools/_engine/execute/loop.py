@@ -47,7 +47,7 @@ from tinytools._runtime import contexts, threads
 from tinytools._runtime.tasks import Tasks
 from tinytools._runtime.threads import PoolExhausted
 
-from .attempts import Attempt, Raised, attempt, attempts, drive
+from .attempts import Attempt, Raised, attempts, drive
 from .bind import UNSEEN, begin
 from .classify import PROPAGATE, classify, next_attempt, timed_out
 from .threaded import Leash, abandoned
@@ -134,6 +134,30 @@ async def _awaited(
         if isinstance(error, PROPAGATE) or _is_cancellation(error):
             raise
         return Raised(error)
+
+
+async def _once(
+    run: Run,
+    item: Admitted,
+    fn: Callable[..., object],
+    kwargs: dict[str, object],
+    timeout: float | None,
+    handle: Cancellation,
+) -> Outcome:
+    """The one attempt of an async call its tool does not retry, to its outcome: the
+    tool's coroutine made and awaited in one expression (nothing can come between)."""
+    try:
+        if timeout is None:
+            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
+        with anyio.move_on_after(timeout):
+            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
+    except BaseException as error:
+        if isinstance(error, PROPAGATE) or _is_cancellation(error):
+            raise
+        return next_attempt(run, item, error, 0)  # type: ignore[return-value]
+    if handle is not UNSEEN:
+        handle.cancel()  # the tool may hold a reference and look
+    return timed_out(item, timeout)
 
 
 async def _on_thread(
@@ -274,29 +298,28 @@ async def _worker(
             fn, kwargs, handle, context = begin(run, item, deadline)
             outcome: Outcome
             wraps = run.stack
-            if plan.is_async:
+            if plan.is_async:  # its coroutines made and stepped in its context
                 if wraps.awraps:
                     each = functools.partial(adrive, run, item, fn, kwargs, timeout, handle)
-                    chain = awrapped(wraps.awraps, run, item, each, _is_cancellation)
-                    outcome = await contexts.in_context(context, chain)
+                    outcome = await contexts.in_context(
+                        context, awrapped, wraps.awraps, run, item, each, _is_cancellation
+                    )
                 elif plan.retries:
-                    driven = adrive(run, item, fn, kwargs, timeout, handle)
-                    outcome = await contexts.in_context(context, driven)
-                else:  # one attempt, awaited here
-                    value = context.run(attempt, fn, kwargs)
-                    if type(value) is not Raised:
-                        awaited = _awaited(value, item, timeout, handle)  # type: ignore[arg-type]
-                        value = await contexts.in_context(context, awaited)
-                    if type(value) is Raised:  # (replaced: no cycle through its traceback)
-                        value = next_attempt(run, item, value.error, 0)
-                    outcome = value  # type: ignore[assignment]
+                    outcome = await contexts.in_context(
+                        context, adrive, run, item, fn, kwargs, timeout, handle
+                    )
+                else:
+                    outcome = await contexts.in_context(
+                        context, _once, run, item, fn, kwargs, timeout, handle
+                    )
             elif plan.blocking or timeout is not None or (plan.retries and wraps.wraps):
                 # (wraps around a retried call wait for its backoff on the thread that
                 # runs them: a worker's, not the loop's)
                 outcome = await _on_thread(run, item, fn, kwargs, context, timeout, handle)
             elif plan.retries:  # its backoff awaited on the loop
-                driven = adrive(run, item, fn, kwargs, timeout, handle)
-                outcome = await contexts.in_context(context, driven)
+                outcome = await contexts.in_context(
+                    context, adrive, run, item, fn, kwargs, timeout, handle
+                )
             elif wraps.wraps:
                 outcome = context.run(sync_body(run, item, fn, kwargs, None))
             else:

@@ -1,1 +1,0 @@
-"""A package for the command line's target tests (tests/test_cli_target.py)."""

@@ -1,0 +1,554 @@
+"""Tests for the decoding constraints (`constraint` in the text dialects, `Constraint`).
+
+Each grammar is checked with llguidance and its byte tokenizer: the Lark grammar as
+written, the GBNF one through llguidance's ``gbnf_to_lark``. Valid calls as the
+dialect's ``render_call`` writes them are accepted; mutated ones are not; whatever a
+grammar accepts reads back with the dialect's ``parse`` into calls of the tools given.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+from types import ModuleType
+from typing import ClassVar
+
+import pytest
+from constraints import accepts, compiled, lark_of_gbnf
+from hypothesis import HealthCheck, assume, currently_in_test_context, given, settings
+from hypothesis import strategies as st
+
+from tinytools import Tool, ToolCall
+from tinytools.formats import (
+    MAX_PARALLEL_CALLS,
+    Constraint,
+    Gbnf,
+    deepseek,
+    json_in_tag,
+    llama_json,
+    mistral,
+)
+from tinytools.formats._writable import REFUSAL_PREFIX
+from tinytools.formats.bfcl import tool_from_bfcl
+from tinytools.testing import valid_arguments
+
+DIALECTS = [json_in_tag, llama_json, mistral, deepseek]
+_IDS = {
+    json_in_tag: "json_in_tag",
+    llama_json: "llama_json",
+    mistral: "mistral",
+    deepseek: "deepseek",
+}
+_BETWEEN = {json_in_tag: "", llama_json: "; ", mistral: ""}
+
+
+def joined(dialect: ModuleType, texts: list[str]) -> str:
+    """Several calls as the dialect writes them in one reply (DeepSeek: in one block)."""
+    if dialect is deepseek:
+        inner = (
+            t.removeprefix(deepseek.CALLS_BEGIN).removesuffix(deepseek.CALLS_END) for t in texts
+        )
+        return deepseek.CALLS_BEGIN + "".join(inner) + deepseek.CALLS_END
+    return _BETWEEN[dialect].join(texts)
+
+
+# Strings that stress escaping: quotes, escapes, controls, tags the parsers read.
+_AWKWARD = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<|tool_call>", "[TOOL_CALLS]",
+            "[ARGS]", "<|python_tag|>", '"', "\\", "\n", "\x00", "\u2028", "é", "𝄞", "<", "[",
+            "{", "}", "<t", "</thin", "a"]  # fmt: skip
+awkward_text = st.lists(st.sampled_from(_AWKWARD), max_size=6).map("".join)
+
+_LEAVES = [
+    {"type": "string"},
+    {"type": "string", "pattern": "^[A-Z]{3}$"},
+    {"type": "string", "pattern": "^[a-z0-9_-]{1,8}(\\.[a-z]+)?$"},
+    {"type": "string", "minLength": 1, "maxLength": 4},
+    {"type": "integer"},
+    {"type": "integer", "minimum": 0, "maximum": 9},
+    {"type": "number"},
+    {"type": "boolean"},
+    {"type": "null"},
+    {"enum": ["celsius", "fahrenheit", 'say "hi"', "<think>", "a\\b", 3, None]},
+    {"const": {"k": [1, "x"]}},
+    {"type": ["string", "null"]},
+    {"type": "array", "items": {"type": "integer"}, "uniqueItems": True},
+    {},
+    {"$ref": "#/$defs/Small"},
+]
+
+
+def _nested(children: st.SearchStrategy[dict[str, object]]) -> st.SearchStrategy[dict[str, object]]:
+    names = st.sampled_from(["a", "b_c", "D-e", 'q"t', "<think>", "ü", "a b"])
+    return st.one_of(
+        st.builds(
+            lambda props, required, extra: {
+                "type": "object",
+                "properties": props,
+                "required": [name for name in props if name in required],
+                **extra,
+            },
+            st.dictionaries(names, children, max_size=4),
+            st.lists(names, max_size=4),
+            st.sampled_from([{}, {"additionalProperties": False}, {"additionalProperties": True}]),
+        ),
+        st.builds(
+            lambda items, low, span: {
+                "type": "array",
+                "items": items,
+                "minItems": low,
+                "maxItems": low + span,
+            },
+            children,
+            st.integers(0, 2),
+            st.integers(0, 3),
+        ),
+        st.builds(
+            lambda items: {"type": "array", "prefixItems": items},
+            st.lists(children, min_size=1, max_size=3),
+        ),
+        st.builds(lambda a: {"anyOf": a}, st.lists(children, min_size=1, max_size=3)),
+    )
+
+
+# (No allOf, `format` or huge bounds: valid_arguments is being taught those elsewhere.)
+schemas = st.recursive(st.sampled_from(_LEAVES), _nested, max_leaves=6)
+
+
+def tool_for(schema: dict[str, object], required: bool, name: str = "t") -> Tool[..., object]:
+    parameters = {
+        "type": "object",
+        "properties": {"v": schema, "w": {"type": "string"}},
+        "required": ["v", "w"] if required else ["w"],
+        "additionalProperties": False,
+        "$defs": {"Small": {"type": "integer", "maximum": 5}},
+    }
+    return Tool.from_schema(name, "", parameters)  # type: ignore[arg-type]
+
+
+def grammars(constraint: Constraint) -> dict[str, str]:
+    """Every grammar of the constraint as Lark, by backend form."""
+    found = {"lark": constraint.lark(), "gbnf": lark_of_gbnf(constraint.gbnf(lazy=False).text)}
+    if constraint.choice == "auto":
+        found["gbnf-lazy"] = lark_of_gbnf(constraint.gbnf().text)
+    return found
+
+
+def rendered(dialect: ModuleType, tools: list[Tool[..., object]], *calls: ToolCall) -> str:
+    texts = [dialect.render_call(call, tools) for call in calls]
+    written = not any(text.startswith(REFUSAL_PREFIX) for text in texts)
+    if currently_in_test_context():
+        assume(written)  # (a lone surrogate, say: render_call refuses it)
+    assert written, texts
+    return joined(dialect, texts)
+
+
+SETTINGS = settings(max_examples=40, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
+class TestValidCalls:
+    """Every call render_call writes for schema-valid arguments is accepted."""
+
+    @SETTINGS
+    @given(schema=schemas, required=st.booleans(), data=st.data())
+    def test_random_schemas(
+        self, dialect: ModuleType, schema: dict[str, object], required: bool, data: st.DataObject
+    ) -> None:
+        """Arguments drawn from random schemas, rendered, pass every backend's grammar."""
+        tool = tool_for(schema, required)
+        arguments = data.draw(valid_arguments(tool))
+        text = rendered(dialect, [tool], ToolCall("1", "t", arguments))
+        for choice in ("auto", "required", "t"):
+            constraint = dialect.constraint([tool], choice=choice)
+            for form, lark in grammars(constraint).items():
+                assert accepts(lark, text), (form, choice, text)
+        assert [c.arguments for c in dialect.parse(text, [tool]).calls] == [arguments]
+
+    @SETTINGS
+    @given(value=awkward_text, key=awkward_text.filter(bool))
+    def test_awkward_strings_and_keys(self, dialect: ModuleType, value: str, key: str) -> None:
+        """Strings and property names holding tags, quotes and controls are accepted."""
+        tool = Tool.from_schema(
+            "t", "", {"type": "object", "properties": {key: {"type": "string"},
+                                                         "e": {"enum": [value]}}}
+        )  # fmt: skip
+        text = rendered(dialect, [tool], ToolCall("1", "t", {key: value, "e": value}))
+        for lark in grammars(dialect.constraint([tool])).values():
+            assert accepts(lark, text), text
+
+    def test_prose_then_calls(self, dialect: ModuleType) -> None:
+        """With "auto", prose alone, and prose before the calls, are accepted."""
+        tool = tool_for({"type": "integer"}, True)
+        call = rendered(dialect, [tool], ToolCall("1", "t", {"v": 1, "w": "x"}))
+        lark = dialect.constraint([tool]).lark()
+        assert accepts(lark, "No tool is needed for that.")
+        assert accepts(lark, "Let me look.\n" + call)
+        assert accepts(lark, "")
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
+class TestRejected:
+    """Calls the tools' specs rule out, and shapes the choice rules out, are rejected."""
+
+    TOOLS: ClassVar[list[Tool[..., object]]] = [
+        Tool.from_schema(
+            "get_weather",
+            "",
+            {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "units": {"enum": ["celsius", "fahrenheit"]},
+                    "days": {"type": "integer"},
+                },
+                "required": ["city"],
+                "additionalProperties": False,
+            },
+        ),
+        Tool.from_schema(
+            "get_time", "", {"type": "object", "properties": {"city": {"type": "string"}}}
+        ),
+    ]
+    GOOD: ClassVar[dict[str, object]] = {"city": "Paris", "units": "celsius", "days": 2}
+
+    def text(self, dialect: ModuleType, name: str, arguments: dict[str, object]) -> str:
+        return rendered(dialect, self.TOOLS, ToolCall("1", name, arguments))
+
+    @pytest.mark.parametrize(
+        ("name", "arguments"),
+        [
+            ("get_wether", GOOD),
+            ("get_weather", {"units": "celsius"}),
+            ("get_weather", {**GOOD, "units": "kelvin"}),
+            ("get_weather", {**GOOD, "days": "2"}),
+            ("get_weather", {**GOOD, "city": 5}),
+            ("get_weather", {**GOOD, "extra": 1}),
+            ("get_time", {"city": "Oslo", "extra": 1}),
+        ],
+        ids=["name", "required", "enum", "type", "type-string", "extra", "extra-no-additional"],
+    )
+    def test_mutated(self, dialect: ModuleType, name: str, arguments: dict[str, object]) -> None:
+        """A wrong name, a dropped required key, a wrong enum or type, an extra key."""
+        text = self.text(dialect, name, arguments)
+        assert accepts(dialect.constraint(self.TOOLS).lark(), self.text(dialect, *self.good))
+        for choice in ("auto", "required"):
+            for form, lark in grammars(dialect.constraint(self.TOOLS, choice=choice)).items():
+                assert not accepts(lark, text), (form, choice)
+
+    good = ("get_weather", GOOD)
+
+    def test_truncated(self, dialect: ModuleType) -> None:
+        """A call cut off anywhere is not a whole match."""
+        text = self.text(dialect, *self.good)
+        lark = dialect.constraint(self.TOOLS, choice="required").lark()
+        assert accepts(lark, text)
+        for end in range(len(text) - 1):
+            assert not accepts(lark, text[:end]), text[:end]
+
+    def test_required_refuses_prose(self, dialect: ModuleType) -> None:
+        """ "required" takes no prose alone, and nothing before the first call."""
+        call = self.text(dialect, *self.good)
+        for form, lark in grammars(dialect.constraint(self.TOOLS, choice="required")).items():
+            assert not accepts(lark, "The weather is nice."), form
+            assert not accepts(lark, ""), form
+            assert not accepts(lark, "Sure. " + call), form
+
+    def test_named_refuses_other_tools(self, dialect: ModuleType) -> None:
+        """A named choice takes one call of that tool and no other tool."""
+        constraint = dialect.constraint(self.TOOLS, choice="get_time")
+        other = self.text(dialect, *self.good)
+        mine = self.text(dialect, "get_time", {"city": "Oslo"})
+        for form, lark in grammars(constraint).items():
+            assert accepts(lark, mine), form
+            assert not accepts(lark, other), form
+            assert not accepts(lark, joined(dialect, [mine, mine])), form
+
+    def test_parallel(self, dialect: ModuleType) -> None:
+        """parallel=False takes one call; True takes several, up to MAX_PARALLEL_CALLS."""
+        one = self.text(dialect, *self.good)
+
+        def calls(count: int) -> str:
+            return joined(dialect, [one] * count)
+
+        single = grammars(dialect.constraint(self.TOOLS, parallel=False))
+        several = grammars(dialect.constraint(self.TOOLS))
+        for form in single:
+            assert accepts(single[form], one), form
+            assert not accepts(single[form], calls(2)), form
+            assert accepts(several[form], calls(MAX_PARALLEL_CALLS)), form
+            assert not accepts(several[form], calls(MAX_PARALLEL_CALLS + 1)), form
+
+    def test_reasoning(self, dialect: ModuleType) -> None:
+        """reasoning=True allows a <think>…</think> first; without it, it is refused."""
+        call = self.text(dialect, *self.good)
+        thought = "<think>\nThe user wants <b>weather</b>.\n</think>\n\n"
+        for choice in ("auto", "required"):
+            with_ = dialect.constraint(self.TOOLS, choice=choice, reasoning=True).lark()
+            without = dialect.constraint(self.TOOLS, choice=choice).lark()
+            assert accepts(with_, thought + call)
+            assert accepts(with_, call)
+            assert not accepts(without, thought + call)
+
+    @SETTINGS
+    @given(pieces=st.lists(st.sampled_from(["x", " ", "\n", "<think>", "</think>", "<", "{",
+                                            "[TOOL_CALLS]", "<tool_call>", "</tool_call>",
+                                            '{"name": "get_time"', "<|python_tag|>", "CALL"]),
+                           max_size=8),
+           choice=st.sampled_from(["auto", "required", "get_time"]))  # fmt: skip
+    def test_accepted_text_parses_to_tools_calls(
+        self, dialect: ModuleType, pieces: list[str], choice: str
+    ) -> None:
+        """Whatever a grammar accepts parses into calls of the given tools, nothing broken."""
+        call = self.text(dialect, *self.good)
+        text = "".join(call if piece == "CALL" else piece for piece in pieces)
+        lark = dialect.constraint(self.TOOLS, choice=choice).lark()
+        if accepts(lark, text):
+            parsed = dialect.parse(text, self.TOOLS)
+            assert not parsed.errors, text
+            assert {c.name for c in parsed.calls} <= {"get_weather", "get_time"}
+            if choice != "auto":
+                assert parsed.calls
+
+
+class TestConstraint:
+    """What a constraint says about itself, and its arguments."""
+
+    TOOLS = TestRejected.TOOLS
+
+    def test_gbnf_laziness(self) -> None:
+        """ "auto" is lazy, triggered by the opening tag; the others are eager."""
+        auto = json_in_tag.constraint(self.TOOLS)
+        assert auto.gbnf().lazy
+        assert auto.gbnf().triggers == ("<tool_call>",)
+        assert auto.gbnf().text.startswith('root ::= calls\ncalls ::= "<tool_call>" calls-rest\n')
+        assert not auto.gbnf(lazy=False).lazy
+        required = json_in_tag.constraint(self.TOOLS, choice="required").gbnf()
+        assert required == Gbnf(required.text, False, ())
+        with pytest.raises(ValueError, match='only choice="auto"'):
+            json_in_tag.constraint(self.TOOLS, choice="required").gbnf(lazy=True)
+
+    def test_bad_choice(self) -> None:
+        """A choice naming no tool offered, or "required" with no tool, is refused."""
+        with pytest.raises(ValueError, match=r"get_wether.*offered: 'get_weather', 'get_time'"):
+            json_in_tag.constraint(self.TOOLS, choice="get_wether")
+        with pytest.raises(ValueError, match="none is offered"):
+            json_in_tag.constraint([], choice="required")
+
+    def test_no_tools(self) -> None:
+        """With no tools, "auto" allows prose only."""
+        constraint = json_in_tag.constraint([])
+        assert accepts(constraint.lark(), "hello")
+        assert not accepts(constraint.lark(), self_call := "<tool_call>"), self_call
+        assert not constraint.gbnf().lazy
+
+    def test_unenforced(self) -> None:
+        """The keywords the grammars leave to validation are listed; enforced ones are not."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "a": {"type": "string", "format": "date", "maxLength": 9},
+            "b": {"type": "array", "items": {"type": "integer", "minimum": 1}, "uniqueItems": True},
+            "c": {"type": "string", "pattern": "^(?=x)"},
+            "d": {"oneOf": [{"type": "integer"}, {"type": "number"}]},
+        }})  # fmt: skip
+        assert json_in_tag.constraint([tool]).unenforced == {
+            "format", "maxLength", "minimum", "uniqueItems", "pattern", "oneOf"
+        }  # fmt: skip
+        assert json_in_tag.constraint(self.TOOLS).unenforced == frozenset()
+
+    @pytest.mark.parametrize(
+        ("schema", "unenforced", "value"),
+        [
+            ({"const": functools.reduce(lambda inner, _: [inner], range(500), 1)}, "const", None),
+            ({"enum": [functools.reduce(lambda inner, _: {"k": inner}, range(40), 1), 1]},
+             "enum", 1),
+            ({"enum": []}, None, None),
+            ({"type": "array", "minItems": 10**9}, "minItems", None),
+            ({"type": "string", "pattern": "^(a+)+$"}, None, "aaa"),
+        ],
+        ids=["const-nested-500-deep", "enum-nested-40-deep", "empty-enum", "huge-minItems",
+             "nested-quantifier"],
+    )  # fmt: skip
+    def test_hostile_schemas(self, schema: dict[str, object], unenforced: str | None,
+                             value: object) -> None:  # fmt: skip
+        """Schemas at the edges build a grammar llguidance compiles, and say what they leave."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {"v": schema}})
+        constraint = json_in_tag.constraint([tool], choice="required")
+        for lark in grammars(constraint).values():
+            compiled(lark)
+            if value is not None:
+                text = rendered(json_in_tag, [tool], ToolCall("1", "t", {"v": value}))
+                assert accepts(lark, text)
+        assert constraint.unenforced == ({unenforced} if unenforced else set())
+
+    def test_number_digits(self) -> None:
+        """Digits a float never has, and integer digits the bounds rule out, are refused (a
+        small model wrote zeros until its token limit); an unbounded integer has any."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "amount": {"type": "number", "exclusiveMinimum": 0, "maximum": 1e9},
+            "count": {"type": "integer"},
+            "price": {"type": "number", "minimum": 0, "exclusiveMaximum": 1000},
+        }})  # fmt: skip
+        lark = json_in_tag.constraint([tool], choice="required").lark()
+
+        def call(arguments: str) -> str:
+            return f'<tool_call>\n{{"name": "t", "arguments": {arguments}}}\n</tool_call>'
+
+        assert accepts(lark, call('{"amount": 999999999.5, "count": ' + "9" * 400 + "}"))
+        assert accepts(lark, call('{"amount": 1.2345678901234567e-300}'))
+        assert accepts(lark, call(f'{{"amount": {0.000123456789012345678!r}}}'))
+        assert not accepts(lark, call('{"amount": 10000000000}'))
+        assert not accepts(lark, call('{"amount": 1.' + "0" * 33 + "}"))
+        assert not accepts(lark, call('{"amount": 1e1234}'))
+        assert accepts(lark, call('{"price": 999.99}'))
+        assert not accepts(lark, call('{"price": 1000}'))  # (below 1,000: three digits)
+
+    @SETTINGS
+    @given(names=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=6))
+    def test_rule_names(self, names: list[str]) -> None:
+        """Rule names are [a-z0-9-], distinct, whatever the tool and parameter names."""
+        tools = [
+            Tool.from_schema(
+                f"t{i}_{re.sub(r'[^A-Za-z0-9_]', '_', name)[:20]}",
+                "",
+                {"type": "object", "properties": {name: {"enum": [name]}}},
+            )
+            for i, name in enumerate(names)
+        ]
+        text = json_in_tag.constraint(tools).gbnf().text
+        heads = [line.split(" ::= ")[0] for line in text.splitlines()]
+        assert all(re.fullmatch(r"[a-z][a-z0-9-]*", head) for head in heads), heads
+        assert len(heads) == len(set(heads))
+        compiled(lark_of_gbnf(text))
+
+
+class TestGolden:
+    """The exact text of each backend for a small tool."""
+
+    TOOL = Tool.from_schema(
+        "get_weather",
+        "",
+        {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "units": {"enum": ["c", "f"]}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    )
+
+    def test_gbnf(self) -> None:
+        """The lazy GBNF: the calls from the trigger on, each rule on one line."""
+        text = json_in_tag.constraint([self.TOOL], parallel=False).gbnf().text
+        lines = text.splitlines()
+        assert lines[:5] == [
+            "root ::= calls",
+            'calls ::= "<tool_call>" calls-rest',
+            "calls-rest ::= call",
+            'call ::= "\\n{\\"name\\": \\"get_weather\\", \\"arguments\\": " get-weather '
+            '"}\\n</tool_call>"',
+            'get-weather ::= "{" "\\"city\\"" ": " string (", " "\\"units\\"" ": " '
+            'get-weather-units)? "}"',
+        ]
+        assert lines[5] == 'get-weather-units ::= "\\"c\\"" | "\\"f\\""'
+        assert lines[6].startswith(
+            'string ::= "\\"" char* ("<" ((([^\\x00-\\x1f\\"/<\\\\t] | escape)'
+        )
+        assert lines[7] == 'char ::= [^\\x00-\\x1f\\"<\\\\] | escape'
+        assert lines[8].startswith('escape ::= "\\\\" [\\"/\\\\bfnrt] | "\\\\u" (')
+
+    def test_lark(self) -> None:
+        """The Lark grammar: prose, or prose lazily up to the trigger and then the calls."""
+        text = json_in_tag.constraint([self.TOOL], parallel=False).lark()
+        lines = text.splitlines()
+        assert lines[:3] == ["%llguidance {}", "", "start: PROSE | prose_head calls_rest"]
+        assert "calls_rest: call" in lines
+        assert 'prose_head[lazy]: PROSE_HEAD__TEXT "<tool_call>"' in lines
+
+    def test_structural_tag(self) -> None:
+        """The structural tag: the envelope xgrammar's built-in qwen_3 tag writes, byte for
+        byte (begin '<tool_call>\\n{"name": "…", "arguments": ', end '}\\n</tool_call>')."""
+        tag = json_in_tag.constraint([self.TOOL]).structural_tag()
+        assert tag["type"] == "structural_tag"
+        found = tag["format"]
+        assert isinstance(found, dict)
+        content = found["tags"][0].pop("content")
+        assert found == {
+            "type": "triggered_tags",
+            "triggers": ["<tool_call>"],
+            "tags": [{"type": "tag", "begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
+                      "end": "}\n</tool_call>"}],
+            "at_least_one": False,
+            "stop_after_first": False,
+            "excludes": ["</think>", "<think>", "<|tool_call>"],
+        }  # fmt: skip
+        assert content["type"] == "grammar"
+        assert accepts(lark_of_gbnf(content["grammar"]), '{"city": "Oslo", "units": "f"}')
+        call = json_in_tag.render_call(ToolCall("1", "get_weather", {"city": "Oslo"}))
+        assert call.startswith(found["tags"][0]["begin"])
+        assert call.endswith(found["tags"][0]["end"])
+        required = json_in_tag.constraint([self.TOOL], choice="required").structural_tag()
+        assert required["format"]["type"] == "tags_with_separator"  # type: ignore[index]
+        named = json_in_tag.constraint([self.TOOL], choice="get_weather").structural_tag()
+        assert named["format"]["type"] == "tag"  # type: ignore[index]
+        json.dumps(named)  # plain JSON, as response_format takes it
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
+def test_structural_tag_envelope(dialect: ModuleType) -> None:
+    """A named choice's tag is render_call's envelope around the arguments, byte for byte."""
+    tool = TestGolden.TOOL
+    arguments = {"city": "Oslo", "units": "f"}
+    tag = dialect.constraint([tool], choice="get_weather").structural_tag()["format"]
+    text = dialect.render_call(ToolCall("1", "get_weather", arguments), [tool])
+    begin, end = tag["begin"], tag["end"]
+    assert text.startswith(begin)
+    assert text.endswith(end)
+    inside = text[len(begin) : len(text) - len(end)]
+    assert accepts(lark_of_gbnf(tag["content"]["grammar"]), inside)
+    assert json.loads(inside) == arguments
+
+
+@pytest.fixture(scope="module")
+def bfcl_entries(corpora: Path) -> list[list[Tool[..., object]]]:
+    """The function lists of BFCL's entries as tools, each distinct list once."""
+    found: dict[str, list[Tool[..., object]]] = {}
+    for path in sorted((corpora / "bfcl" / "data").glob("BFCL_v4_*.json")):
+        for line in path.read_text().splitlines():
+            functions = json.loads(line)["function"] if line.strip() else []
+            tools = [tool_from_bfcl(function) for function in functions]
+            if tools:
+                found.setdefault(json.dumps([t.parameters for t in tools]), tools)
+    return list(found.values())
+
+
+class TestBfcl:
+    """The tools of the Berkeley Function Calling Leaderboard, one request's list at a time."""
+
+    def test_every_grammar_compiles(self, bfcl_entries: list[list[Tool[..., object]]]) -> None:
+        """Every entry's constraint compiles in llguidance, as Lark and as GBNF."""
+        for tools in bfcl_entries:
+            constraint = json_in_tag.constraint(tools)
+            compiled(constraint.lark())
+        for tools in bfcl_entries[::20]:
+            compiled(lark_of_gbnf(json_in_tag.constraint(tools, choice="required").gbnf().text))
+
+    @pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
+    @SETTINGS
+    @given(data=st.data())
+    def test_valid_calls_accepted(
+        self,
+        dialect: ModuleType,
+        bfcl_entries: list[list[Tool[..., object]]],
+        data: st.DataObject,
+    ) -> None:
+        """Valid arguments of a BFCL tool, rendered, are accepted; a misspelt name is not."""
+        tools = data.draw(st.sampled_from(bfcl_entries))
+        tool = data.draw(st.sampled_from(tools))
+        arguments = data.draw(valid_arguments(tool))
+        text = rendered(dialect, tools, ToolCall("1", tool.name, arguments))
+        misspelt = tool.name + "x"
+        assume(misspelt not in {t.name for t in tools})
+        wrong = rendered(dialect, tools, ToolCall("1", misspelt, arguments))
+        for form, lark in grammars(dialect.constraint(tools, choice="required")).items():
+            assert accepts(lark, text), (form, text)
+            assert not accepts(lark, wrong), (form, wrong)
