@@ -42,6 +42,7 @@ from ._declare.registry import AnyTool
 from ._declare.spec import Exposure
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
+from ._engine.stops import Stop, limit_reached, not_run
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
 from ._redact import Redactor, every_secret, rewritten, shown_reason
 from ._text import json_text, preview, printable
@@ -310,7 +311,7 @@ def past_deadline(calls: Sequence[ToolCall], batch: Admission) -> None:
     verdicts = batch.verdicts
     for index in range(len(verdicts), len(calls)):
         call = shown_name(plain_call(calls[index]))
-        text = "Tool call not run: the batch's deadline passed."
+        text = not_run(Stop.DEADLINE)
         verdicts.append(Answered(index, error_message(call, text, "interrupted")))
         batch.preflight = True
 
@@ -649,14 +650,12 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
 def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
     call = shown_name(call)  # (opened before its name is resolved)
     if batch.cancelled is not None and batch.cancelled():
-        return error_message(call, "Tool call not run: the batch was cancelled.", "interrupted")
+        return error_message(call, not_run(Stop.CANCELLED), "interrupted")
     if batch.expired is not None and batch.expired():
-        return error_message(call, "Tool call not run: the batch's deadline passed.", "interrupted")
+        return error_message(call, not_run(Stop.DEADLINE), "interrupted")
     limit = batch.policy.max_tool_calls
     if limit is not None and batch.used >= limit:
-        return error_message(
-            call, f"Tool call not run: the limit of {limit} tool calls was reached."
-        )
+        return error_message(call, limit_reached(limit))
     return None
 
 
