@@ -107,13 +107,13 @@ def coerced(
             return None
         text = strict[0]
     if text is not None:
-        if text_problem(text) is not None:
-            return None
-        if text is value:
-            try:
-                tree = msgspec.json.decode(text)
-            except (msgspec.MsgspecError, UnicodeError, RecursionError):
+        try:
+            if text_problem(text) is not None:
                 return None
+            if text is value:
+                tree = msgspec.json.decode(text)
+        except (msgspec.MsgspecError, UnicodeError, RecursionError):
+            return None  # (nested deeper than Python reads: refused as sent)
     if not isinstance(tree, Mapping):
         return None
     fixed = coerce_scalars(tool.parameters, tree)
