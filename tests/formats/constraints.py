@@ -6,8 +6,10 @@
 lexeme, and llguidance's lexer is greedy, so a rule such as ``(", " "\"b\"" …)?``
 followed by ``(", " "\"c\"" …)?`` would fail on ``, "c`` — a limit of the
 conversion, not of GBNF, which llama.cpp matches without a lexer. Here every
-rule stays a rule (each literal and class its own lexeme), which matches what
-llama.cpp matches.
+rule stays a rule and every character is its own lexeme (a literal is split
+into its characters), which matches what llama.cpp matches: a lexeme of several
+characters would still be taken greedily, so ``"\"" [a] "\"" | "\"ab\""`` would
+refuse ``"a"`` (the lexer, on ``"a``, follows ``"ab"`` and cannot go back).
 """
 
 from __future__ import annotations
@@ -17,7 +19,14 @@ import json
 from collections.abc import Mapping
 
 import llguidance
-from llguidance.gbnf_to_lark import GrammarParser, resolve
+from llguidance.gbnf_to_lark import (
+    ASTNode,
+    GrammarParser,
+    LiteralNode,
+    Position,
+    SequenceNode,
+    resolve,
+)
 
 __all__ = ["accepts", "compiled", "lark_of_gbnf", "lark_of_structural_tag"]
 
@@ -35,10 +44,25 @@ def compiled(lark: str) -> str:
     return grammar
 
 
+class _CharByChar(GrammarParser):
+    """llguidance's GBNF reader, each literal read as a sequence of one-character ones."""
+
+    def _parse_literal(self, pos: Position) -> tuple[ASTNode, Position]:
+        literal, end = super()._parse_literal(pos)
+        assert isinstance(literal, LiteralNode)
+        chars: list[ASTNode] = []
+        pos = pos.advance()  # the opening quote; escapes as _parse_char reads them
+        while pos.pos < end.pos - 1:
+            char, pos = self._parse_char(pos)
+            chars.append(LiteralNode(char))
+        return (chars[0] if len(chars) == 1 else SequenceNode(chars)), end
+
+
 @functools.lru_cache(maxsize=256)
 def lark_of_gbnf(gbnf: str) -> str:
-    """The GBNF grammar in Lark, every rule a rule (see the module doc)."""
-    rules = GrammarParser().parse(gbnf)
+    """The GBNF grammar in Lark, every rule a rule, every character a lexeme (see the
+    module doc)."""
+    rules = _CharByChar().parse(gbnf)
     resolve(rules)
     for rule in rules.values():
         rule.rule_is_terminal = False

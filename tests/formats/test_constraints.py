@@ -235,6 +235,25 @@ class TestValidCalls:
         for lark in grammars(dialect.constraint([tool])).values():
             assert accepts(lark, text), text
 
+    @pytest.mark.parametrize(
+        ("schema", "value"),
+        [
+            ({"anyOf": [{"type": "string"}, {"enum": ["ab"]}]}, "a"),
+            ({"anyOf": [{"type": "integer"}, {"enum": [123]}]}, 12),
+            ({"anyOf": [{"type": "string", "pattern": "^a$"}, {"enum": ["a\\b"]}]}, "a"),
+        ],
+    )
+    def test_value_the_start_of_another_branch(
+        self, dialect: ModuleType, schema: dict[str, object], value: object
+    ) -> None:
+        """A value that begins a longer one of another branch (``"a"`` of ``"ab"``) is
+        accepted by every grammar (the GBNF one was refused in the tests: their reading
+        of GBNF made each literal one greedy lexeme, which llama.cpp does not)."""
+        tool = tool_for(schema, True)
+        text = rendered(dialect, [tool], ToolCall("1", "t", {"v": value, "w": ""}))
+        for form, lark in grammars(dialect.constraint([tool])).items():
+            assert accepts(lark, text), (form, text)
+
     def test_prose_then_calls(self, dialect: ModuleType) -> None:
         """With "auto", prose alone, and prose before the calls, are accepted."""
         tool = tool_for({"type": "integer"}, True)
