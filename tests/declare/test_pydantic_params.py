@@ -10,6 +10,7 @@ import sys
 import textwrap
 import uuid
 
+import attrs
 import msgspec
 import pydantic
 import pytest
@@ -19,6 +20,7 @@ from pydantic.json_schema import models_json_schema
 
 from tinytools import (
     Registry,
+    Tool,
     ToolArgumentsError,
     ToolCall,
     ToolDefinitionError,
@@ -31,6 +33,7 @@ from tinytools._redact import MARKER
 from tinytools.events import InvalidToolArgs, ToolStarted
 from tinytools.formats._providers import strict_schema
 from tinytools.testing import check_dispatch_invariants, invalid_arguments, valid_arguments
+from tinytools.toolsets import Prepared
 
 
 class Item(BaseModel):
@@ -381,6 +384,22 @@ class TestDispatch:
         assert [] == list(result.executed)
         assert any(isinstance(e, InvalidToolArgs) for e in result.events)
         check_dispatch_invariants([call], result, tools)
+
+    def test_a_prepared_tool(self) -> None:
+        """A tool whose schema a ``Prepared`` step narrowed still gets model instances,
+        and its events still encode as JSON."""
+
+        def narrow(_: object, tools: tuple[Tool[..., object], ...]) -> list[Tool[..., object]]:
+            schema = {**place.parameters, "properties": dict(place.parameters["properties"])}  # type: ignore[call-overload]
+            del schema["properties"]["rush"]
+            return [attrs.evolve(t, parameters=schema) for t in tools]
+
+        call = ToolCall("1", "place", {"order": ORDER})
+        result = dispatch_sync([call], Prepared(Registry.of(place), narrow))
+        assert ["ann: 2 items"] == [m.content for m in result.messages]
+        [started] = [e for e in result.events if isinstance(e, ToolStarted)]
+        assert {"order": ORDER | {"note": None}, "rush": False} == started.arguments
+        msgspec.json.encode(result.events)
 
 
 @tool(policy=ToolPolicy(redact=("apiToken",)))
