@@ -1,4 +1,4 @@
-"""Tests for `tinytools._asyncio_tasks.Tasks`: the counted asyncio tasks of one batch.
+"""Tests for `tinytools._runtime.tasks.Tasks`: the counted asyncio tasks of one batch.
 
 Each task here keeps the protocol a batch's task keeps: it reports an unexpected error
 with `failed` and says it ended with `ended`, from its `finally`. Tasks synchronise with
@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from tinytools._asyncio_tasks import Tasks
+from tinytools._runtime.tasks import Tasks
 
 
 def member(tasks: Tasks, body: Callable[[], Awaitable[object]]) -> Callable[[], Awaitable[None]]:

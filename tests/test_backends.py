@@ -1,4 +1,4 @@
-"""Tests for ``dispatch_sync(backend=...)`` and `tinytools._event_loops`.
+"""Tests for ``dispatch_sync(backend=...)`` and `tinytools._runtime.detect`.
 
 Async tools under ``dispatch_sync`` run on asyncio by default, or on trio when
 asked; a tool written for the other event loop is the host's mistake, so it

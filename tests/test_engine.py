@@ -38,7 +38,8 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._workers import THREADS, ThreadPool
+from tinytools._runtime import threads
+from tinytools._runtime.threads import ThreadPool
 from tinytools.events import (
     Custom,
     Event,
@@ -374,8 +375,8 @@ class TestHostBaseExceptions:
     @pytest.mark.anyio
     async def test_a_tools_own_is_its_calls_error(self, name: str, concurrency: int) -> None:
         """A tool raising such a BaseException itself is that call's error (documented in
-        ``_execute``), the other calls answered, on every loop and concurrency; only an
-        interrupt or the loop's cancellation propagates."""
+        ``_engine.execute.classify``), the other calls answered, on every loop and
+        concurrency; only an interrupt or the loop's cancellation propagates."""
         calls = [call("0", name, {"n": 0}), call("1", "step", {"n": 1})]
         result = await dispatch(calls, _TOOLS, policy=RunPolicy(max_concurrency=concurrency))
         _assert_the_calls_error(result, name)
@@ -868,7 +869,7 @@ class TestWorkers:
         assert fresh.outcome() == "again"
 
     def test_process_pool_stays_bounded(self) -> None:
-        assert THREADS.threads <= 64
+        assert threads.THREADS.threads <= 64
 
     def test_async_tool_under_dispatch_sync_runs_on_asyncio(self) -> None:
         """An async tool written for asyncio works under dispatch_sync (and the loop is

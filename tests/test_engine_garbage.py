@@ -14,7 +14,17 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tinytools import Registry, RunPolicy, ToolCall, after_tool, before_tool, dispatch_sync, tool
+from tinytools import (
+    Registry,
+    RunPolicy,
+    ToolCall,
+    ToolResult,
+    after_tool,
+    before_tool,
+    dispatch_sync,
+    tool,
+    wrap_tool,
+)
 from tinytools.events import Event
 
 
@@ -42,6 +52,10 @@ def _same(call: ToolCall, result: object, env: object) -> object:
     return result
 
 
+def _around(call: ToolCall, env: object, proceed: Callable[[], ToolResult]) -> ToolResult:
+    return proceed()
+
+
 @pytest.fixture
 def no_collector() -> Iterator[None]:
     gc.collect()
@@ -58,10 +72,11 @@ def no_collector() -> Iterator[None]:
         {},
         {"on_event": SEEN.append},
         {"middleware": [before_tool(_keep), after_tool(_same)]},
+        {"middleware": [wrap_tool(_around), wrap_tool(_around)]},
         {"policy": RunPolicy(max_tool_calls=8, allowlist={"add"})},
         {"advertised": {"add"}},
     ],
-    ids=["plain", "on_event", "middleware", "policy", "advertised"],
+    ids=["plain", "on_event", "middleware", "wraps", "policy", "advertised"],
 )
 @pytest.mark.usefixtures("no_collector")
 def test_dispatch_leaves_no_cycle(keywords: dict[str, object]) -> None:
@@ -81,6 +96,7 @@ _STATE_MODULES = frozenset(
         "tinytools._dispatch_env",
         "tinytools._fold",
         "tinytools._run",
+        "tinytools._engine.execute.wraps",
     }
 )
 

@@ -485,7 +485,8 @@ def test_interrupt_main_while_dispatch_sync_waits_for_a_thread(
     thread is abandoned and later calls run."""
     import _thread
 
-    from tinytools import _workers, dispatch_sync
+    from tinytools import dispatch_sync
+    from tinytools._runtime import baton, threads
 
     if threading.current_thread() is not threading.main_thread():
         pytest.skip("signals are handled on the main thread")
@@ -499,13 +500,10 @@ def test_interrupt_main_while_dispatch_sync_waits_for_a_thread(
         ended.set()
         return "late"
 
-    pool = _workers.THREADS if compiled else _workers.ThreadPool(baton=_workers._Baton)
-    saved = _workers.THREADS
+    pool = threads.THREADS if compiled else threads.ThreadPool(baton=baton._Baton)
+    saved = threads.THREADS
     try:
-        _workers.THREADS = pool
-        import tinytools._execute as execute
-
-        execute.THREADS = pool
+        threads.THREADS = pool
         with pytest.raises(KeyboardInterrupt):
             dispatch_sync(
                 [ToolCall("b", "busy", {})],
@@ -515,8 +513,7 @@ def test_interrupt_main_while_dispatch_sync_waits_for_a_thread(
         assert not ended.is_set()  # it came before the tool ended
     finally:
         release.set()
-        _workers.THREADS = saved
-        execute.THREADS = saved
+        threads.THREADS = saved
 
     @tool
     def quick() -> str:

@@ -40,14 +40,12 @@ from tinytools import (
     Tool,
     ToolCall,
     ToolResult,
-    _concurrency,
-    _execute,
-    _workers,
     before_tool,
     dispatch,
     dispatch_sync,
     tool,
 )
+from tinytools._runtime import threads
 from tinytools.discovery import Discovery
 from tinytools.events import ToolStarted
 from tinytools.ledger import SqliteLedger
@@ -160,7 +158,7 @@ def test_a_forked_child_leaves_other_threads_event_loops_working() -> None:
 BUSIER_THAN_THE_POOL = """
 import asyncio, sys, threading
 from tinytools import Registry, ToolCall, dispatch, tool
-from tinytools._workers import MAX_THREADS
+from tinytools._runtime.threads import MAX_THREADS
 
 CALLS = MAX_THREADS + 6  # more blocking calls at once than there are tool threads
 submitted, running, gate = threading.Semaphore(0), threading.Semaphore(0), threading.Event()
@@ -207,7 +205,7 @@ def test_more_blocking_calls_at_once_than_tool_threads_wait_for_one() -> None:
 EVERY_THREAD_HUNG = """
 import asyncio, threading
 from tinytools import RunPolicy, ToolCall, dispatch, dispatch_sync, tool
-from tinytools._workers import MAX_THREADS
+from tinytools._runtime.threads import MAX_THREADS
 
 gate = threading.Event()
 
@@ -258,9 +256,8 @@ def test_a_call_in_a_batch_with_a_deadline_waits_within_it_when_every_thread_is_
     batch with a deadline was refused at once when every tool thread was held by a hung
     tool, as if it could wait for ever (``dispatch_sync`` waited in line within the
     deadline, as a timed call does): a thread coming free in time never served it."""
-    pool = _workers.ThreadPool(max_threads=1, max_idle=1)
-    for module in (_workers, _execute, _concurrency):
-        monkeypatch.setattr(module, "THREADS", pool)
+    pool = threads.ThreadPool(max_threads=1, max_idle=1)
+    monkeypatch.setattr(threads, "THREADS", pool)
     gate, answered = threading.Event(), threading.Event()
     assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)  # its thread hung
 
@@ -300,9 +297,8 @@ def test_a_call_still_in_line_at_the_deadline_is_answered_alike_by_every_runner(
     passed was answered by ``dispatch_sync`` as the tool's failure ("PoolExhausted: no
     thread came free"), and by ``await dispatch`` as interrupted by the deadline. Every
     runner now answers it as interrupted, with the same events."""
-    pool = _workers.ThreadPool(max_threads=1, max_idle=1)
-    for module in (_workers, _execute, _concurrency):
-        monkeypatch.setattr(module, "THREADS", pool)
+    pool = threads.ThreadPool(max_threads=1, max_idle=1)
+    monkeypatch.setattr(threads, "THREADS", pool)
     gate = threading.Event()
     assert pool.run(gate.wait, {"timeout": 30}, 0.01) == (False, None)  # its thread hung
 

@@ -1,5 +1,5 @@
-"""The tool threads' hand-off (tinytools._workers): a caller waits for its tool with a
-timeout, abandons a hung one, and the pool stays usable and bounded.
+"""The tool threads' hand-off (tinytools._runtime.threads, .baton): a caller waits for its
+tool with a timeout, abandons a hung one, and the pool stays usable and bounded.
 
 Every test runs on both batons: the compiled one (when built) and its pure-Python twin.
 Hung tools wait on events set at the end; the few real timeouts are the behaviour under
@@ -21,16 +21,19 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tinytools import RunPolicy, ToolCall, _workers, dispatch_sync, tool
-from tinytools._workers import Handoff, PoolExhausted, ThreadPool
+from tinytools import RunPolicy, ToolCall, dispatch_sync, tool
+from tinytools._runtime import baton as _baton
+from tinytools._runtime import threads as _threads
+from tinytools._runtime.baton import Handoff
+from tinytools._runtime.threads import PoolExhausted, ThreadPool
 
 try:
-    from tinytools._workers_speedups import Baton as CompiledBaton
+    from tinytools._runtime._baton import Baton as CompiledBaton
 except ImportError:  # pragma: no cover - installed without a C compiler
     CompiledBaton = None  # type: ignore[assignment,misc]
 
 BATONS = [
-    pytest.param(_workers._Baton, id="python"),
+    pytest.param(_baton._Baton, id="python"),
     pytest.param(
         CompiledBaton,
         id="compiled",
@@ -45,8 +48,8 @@ BATONS = [
 def test_the_compiled_baton_is_built_and_used() -> None:
     """Where a C compiler is known to exist (CI sets the variable), the install built the
     hand-off and the pool uses it."""
-    assert CompiledBaton is not None, "tinytools._workers_speedups was not built"
-    assert _workers.BATON is CompiledBaton
+    assert CompiledBaton is not None, "tinytools._runtime._baton was not built"
+    assert _baton.BATON is CompiledBaton
 
 
 @pytest.fixture(params=BATONS)
@@ -632,11 +635,9 @@ class TestInterruptedLoop:
 @pytest.fixture
 def pool(baton: Callable[[], Handoff], monkeypatch: pytest.MonkeyPatch) -> ThreadPool:
     """The tool threads every dispatch uses, replaced by a pool on ``baton``."""
-    from tinytools import _concurrency, _execute
 
     pool = ThreadPool(baton=baton)
-    for module in (_workers, _execute, _concurrency):
-        monkeypatch.setattr(module, "THREADS", pool)
+    monkeypatch.setattr(_threads, "THREADS", pool)
     return pool
 
 

@@ -1,5 +1,5 @@
 """Ctrl-C while ``dispatch_sync`` runs a batch on the main thread's event loop
-(tinytools._workers): raised at once where it lands in what the batch runs, whatever
+(tinytools._runtime.loop): raised at once where it lands in what the batch runs, whatever
 module or language that code is in; held only inside the loop's own steps, and raised at
 the first code the loop runs after them; and a ``dispatch_sync`` that SIGINT's handler
 makes meanwhile runs apart, leaving the interrupted batch to go on.

@@ -13,15 +13,15 @@ private; its public names are re-exported here):
 * expose — ``toolsets`` (the ``Toolset`` protocol and its adaptors; resolved once
   per dispatch, cached), ``discovery`` (``Catalog``, ``Discovery``)
 * admit — ``_dispatch_env`` (what is callable this turn), ``_middleware``
-  (``before_tool``/``after_tool``), ``_discovery_calls`` (``tool_call`` unwrapped,
+  (``before_tool``/``after_tool``, the wrap hooks), ``_discovery_calls`` (``tool_call`` unwrapped,
   ``tool_search`` answered, before admission), ``_admit`` (one call → a verdict, pure)
 * policy — ``_policy_middleware`` (``ToolPolicyMiddleware``, ``Workspace``),
   ``_human`` (``HumanApprovalMiddleware``), ``_approvals`` (deferred calls and
   their resolution), ``_redact`` (secret argument values)
-* execute — ``_plan`` (what a tool needs at run time, planned once), ``_execute``
-  (one call without an event loop: inject, run, timeout, retry, classify),
-  ``_concurrency`` (one call and the batch under an event loop: serial or bounded,
-  deadline, cancellation), ``_workers`` (long-lived tool threads and event loop)
+* execute — ``_plan`` (what a tool needs at run time, planned once), ``_engine.execute``
+  (one call's attempts, an inline and an event-loop driver, the wrap hooks; the batch
+  serial or bounded, deadline, cancellation), ``_engine.stops`` and ``_engine.outcome``,
+  ``_runtime`` (long-lived tool threads, dispatch_sync's event loop, asyncio tasks)
 * fold — ``_fold`` (result → message, byte limits), ``_artifacts`` (stores),
   ``_result`` (``DispatchResult``), ``_run`` (one dispatch's state and its result),
   ``_dispatch`` (``dispatch``, ``dispatch_sync``), ``_effects`` (the ledger hook)
@@ -83,6 +83,7 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __get
     from ._middleware import Middleware as Middleware
     from ._middleware import after_tool as after_tool
     from ._middleware import before_tool as before_tool
+    from ._middleware import wrap_tool as wrap_tool
     from ._policy_middleware import ExposureExplanation as ExposureExplanation
     from ._policy_middleware import PolicyExposure as PolicyExposure
     from ._policy_middleware import SideEffect as SideEffect
@@ -180,6 +181,7 @@ __all__ = [
     "dispatch",
     "dispatch_sync",
     "tool",
+    "wrap_tool",
 ]
 
 #: Where each public name is defined. ``import tinytools`` imports none of these modules:
@@ -256,6 +258,7 @@ _HOMES: dict[str, str] = {
     "dispatch": "._dispatch",
     "dispatch_sync": "._dispatch",
     "tool": "._declare.decorate",
+    "wrap_tool": "._middleware",
 }
 
 

@@ -36,11 +36,13 @@ import msgspec
 
 from . import _suggest, repair
 from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
+from ._declare.coerce import coerced
 from ._declare.json_values import plain_values, text_problem
 from ._declare.registry import AnyTool
 from ._declare.spec import Exposure
 from ._discovery_calls import opening as discovery_opening
 from ._dispatch_env import DispatchEnv
+from ._engine.stops import Stop, limit_reached, not_run
 from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
 from ._redact import Redactor, every_secret, rewritten, shown_reason
 from ._text import json_text, preview, printable
@@ -55,7 +57,7 @@ from .events import (
     ToolDenied,
     UnknownToolCall,
 )
-from .policies import Fail, NormalizeThenReturnToolError
+from .policies import Coerce, Fail, NormalizeThenReturnToolError
 
 __all__ = [
     "Abort",
@@ -309,7 +311,7 @@ def past_deadline(calls: Sequence[ToolCall], batch: Admission) -> None:
     verdicts = batch.verdicts
     for index in range(len(verdicts), len(calls)):
         call = shown_name(plain_call(calls[index]))
-        text = "Tool call not run: the batch's deadline passed."
+        text = not_run(Stop.DEADLINE)
         verdicts.append(Answered(index, error_message(call, text, "interrupted")))
         batch.preflight = True
 
@@ -648,14 +650,12 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
 def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
     call = shown_name(call)  # (opened before its name is resolved)
     if batch.cancelled is not None and batch.cancelled():
-        return error_message(call, "Tool call not run: the batch was cancelled.", "interrupted")
+        return error_message(call, not_run(Stop.CANCELLED), "interrupted")
     if batch.expired is not None and batch.expired():
-        return error_message(call, "Tool call not run: the batch's deadline passed.", "interrupted")
+        return error_message(call, not_run(Stop.DEADLINE), "interrupted")
     limit = batch.policy.max_tool_calls
     if limit is not None and batch.used >= limit:
-        return error_message(
-            call, f"Tool call not run: the limit of {limit} tool calls was reached."
-        )
+        return error_message(call, limit_reached(limit))
     return None
 
 
@@ -938,6 +938,11 @@ def _invalid(
 ) -> dict[str, object] | Answered | Abort:
     """The invalid-args policy for well-formed arguments that break the schema."""
     policy = batch.policy.invalid_args
+    if isinstance(policy, Coerce) or tool.policy.runtime.coerce:
+        fixed = coerced(tool, call.arguments, value)
+        if fixed is not None:
+            batch.emit(_invalid_event(call, tool, error, "coerced", fixed[1]))
+            return fixed[0]
     if isinstance(policy, NormalizeThenReturnToolError):
         try:
             decoded = msgspec.json.decode(value) if isinstance(value, (str, bytes)) else value

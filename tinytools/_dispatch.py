@@ -18,8 +18,8 @@ Only execution differs between the two entry points. ``dispatch_sync`` runs
 synchronous tools inline, with no event loop at all; a batch that holds an async
 tool or an async ``on_event`` handler (or several threaded calls allowed to run at
 once) runs its execution stage on this thread's long-lived asyncio loop
-(:func:`_workers.loop_holder`), never a new loop per call. ``dispatch`` runs it under
-the caller's event loop, trio or asyncio (:mod:`_concurrency`, imported on first use).
+(``_runtime.loop.loop_holder``), never a new loop per call. ``dispatch`` runs it under
+the caller's event loop, trio or asyncio (``_engine.execute.loop``, imported on first use).
 
 Invariants kept here (docs/concepts/invariants.md): every call id is answered exactly once in
 call order unless deferred — also when tools raise, time out, or the batch is
@@ -29,6 +29,7 @@ admission refused runs; no tool runs on arguments that failed its schema.
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
@@ -39,13 +40,15 @@ from ._artifacts import ArtifactStore
 from ._declare.registry import AnyTool, Registry
 from ._declare.spec import is_async_function
 from ._effects import EffectLedger, record_started, refusal, release_unstarted
-from ._execute import run_inline
+from ._engine.execute.inline import execute_inline
+from ._engine.stops import Stop
 from ._inject import Cancellation, Context, check_context, check_context_type
 from ._middleware import HookFailed
 from ._result import DispatchAborted, DispatchResult
-from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, Stop, new_run
+from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, new_run
+from ._runtime.detect import refuse_nested_loop
+from ._runtime.loop import Backend, check_backend, run_on
 from ._wire import ToolCall
-from ._workers import Backend, check_backend, refuse_nested_loop, run_on
 from .events import Custom, ToolWithheld
 from .policies import RunPolicy
 from .toolsets._base import Toolset
@@ -220,13 +223,12 @@ def _finished(run: Run, stop: Stop | None) -> DispatchResult:
 
 
 async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
-    from . import _concurrency
-    from ._concurrency import current_time
+    from ._engine.execute.loop import current_time, execute
 
     if run.sink is not None:
         await run.sink.flush()
     deadline = None if remaining is None else current_time() + remaining
-    stop = await _concurrency.execute(run, deadline)
+    stop = await execute(run, deadline)
     if run.sink is not None:
         await run.sink.flush()
     return stop
@@ -250,19 +252,8 @@ def _pass_sync(
             _left(run)
             raise
     else:  # every admitted call is synchronous: run on this thread, in order
-        cancellation = run.cancellation
         try:
-            for item in run.admitted:
-                if run.halted:  # a fatal call, or a hook or host callback that raised
-                    stop = Stop.ABORTED
-                    break
-                if cancellation is not None and cancellation.cancelled:
-                    stop = Stop.CANCELLED
-                    break
-                if deadline is not None and time.monotonic() >= deadline:
-                    stop = Stop.DEADLINE
-                    break
-                run.finish(item, run_inline(run, item, deadline))
+            stop = execute_inline(run, deadline)
         except BaseException:
             _left(run)
             raise
@@ -317,6 +308,7 @@ def dispatch_sync(
     batch with ``DispatchAborted`` (a tool declared ``blocking=True`` runs on a worker
     thread, where it may). A forked child makes its own loop and worker threads.
     """
+    caller = contextvars.copy_context()  # (first: what the caller's tools run in)
     if backend != "asyncio":
         check_backend(backend)
     if on_deferred is not None:
@@ -334,6 +326,7 @@ def dispatch_sync(
         artifacts,
         cancellation,
     )
+    run.caller_context = caller
     if run.tools._withheld:
         _withheld(run)
     if on_deferred is not None:
@@ -363,8 +356,7 @@ def dispatch_sync(
 
 
 async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchResult:
-    from . import _concurrency
-    from ._concurrency import current_time
+    from ._engine.execute.loop import current_time, execute
 
     if run.cancellation is not None or deadline is not None or used:
         run.admission(_cancelled(run), _expiry(deadline, current_time), used)
@@ -384,7 +376,7 @@ async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchRe
     if run.preflight:  # else every verdict is Admitted: nothing to answer or check first
         _begin(run, False)
     try:
-        stop = await _concurrency.execute(run, deadline)
+        stop = await execute(run, deadline)
     except BaseException:
         _left(run)
         raise
@@ -410,6 +402,11 @@ async def dispatch(
 ) -> DispatchResult:
     """Admit, run and answer a batch of tool calls.
 
+    Each tool body runs in its own copy of the ``contextvars`` context current when
+    ``dispatch`` is called (read in the caller's task, before anything else), whichever
+    thread or task runs it: a span or request id the caller set is current inside the
+    tool, and what the tool sets stays in its call.
+
     Args:
         calls: The calls the model made, in order.
         tools: A ``Registry``, a toolset (``tinytools.toolsets``; resolved once
@@ -419,8 +416,9 @@ async def dispatch(
             positions of the called tools, so after replacing an uncalled tool in place
             (``tools[i] = other``) pass a new list or a ``Registry``).
         policy: How calls are admitted and run.
-        middleware: Objects with ``before_tool`` / ``after_tool`` hooks (composed
-            once per sequence of the same objects).
+        middleware: Objects with ``before_tool``, ``after_tool``, ``wrap_tool`` or
+            ``awrap_tool`` hooks (composed once per sequence of the same objects;
+            docs/concepts/pipeline.md says where each runs).
         context: What injection draws from (a fresh one when omitted).
         advertised: The tool names offered to the model this turn; a call to
             any other tool is treated as unknown (fail closed).
@@ -466,7 +464,8 @@ async def dispatch(
         TypeError: An argument of the wrong kind (see each; a call whose id or name
             is not a ``str`` included), before any tool runs.
     """
-    from ._concurrency import current_time
+    caller = contextvars.copy_context()  # (first: what the caller's tools run in)
+    from ._engine.execute.loop import current_time
 
     run = new_run(
         calls,
@@ -481,6 +480,7 @@ async def dispatch(
         artifacts,
         cancellation,
     )
+    run.caller_context = caller
     if on_deferred is not None:
         _check_on_deferred(on_deferred, sync=False)  # (before anything runs)
         run.keep_positions()  # the two passes are merged by position
@@ -576,6 +576,7 @@ def _resumed(
         run.store,
         run.cancellation,
     )
+    again.caller_context = run.caller_context
     again.keep_positions()
     return again
 

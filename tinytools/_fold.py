@@ -22,11 +22,12 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 import msgspec
 
 from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput, stored
+from ._engine.outcome import Failed, Fatal, Postponed
 from ._middleware import After, HookFailed
 from ._text import json_text, printable
 from ._wire import (
@@ -64,29 +65,6 @@ __all__ = [
     "stricter",
     "truncate",
 ]
-
-
-class Failed(msgspec.Struct, frozen=True):
-    """The tool raised, timed out or was interrupted; ``message`` is for the model."""
-
-    error_type: str
-    message: str
-    traceback: str | None = None
-    status: MessageStatus = "error"
-
-
-class Fatal(msgspec.Struct, frozen=True):
-    """The tool raised ``FatalToolError``: the batch is aborted."""
-
-    message: str
-    traceback: str | None = None
-
-
-class Postponed(msgspec.Struct, frozen=True):
-    """The tool raised ``ApprovalRequired`` or ``CallDeferred``."""
-
-    kind: Literal["approval", "deferred"]
-    metadata: dict[str, object]
 
 
 #: One folded call: its message, its completion event, its follow-up and metadata.

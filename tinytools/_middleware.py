@@ -12,11 +12,18 @@ A middleware is any object with an optional ``before_tool`` and an optional
   these, for example to ask a human asynchronously.
 * ``after_tool(call, result, env) -> ToolResult`` runs after the tool, before
   the result becomes a message; it may rewrite the result.
+* ``wrap_tool(call, env, proceed) -> ToolResult`` runs around a synchronous tool, on the
+  thread that runs its body, and ``async awrap_tool(call, env, proceed) -> ToolResult``
+  around an async tool, in its task: ``call`` holds the validated arguments, and
+  ``proceed()`` (awaited in ``awrap_tool``) runs the rest of the chain and the tool, its
+  retries and timeout included, and returns its ``ToolResult``. A wrap may skip it, call
+  it again or raise. A synchronous wrap does not wrap async tools, nor an async wrap
+  synchronous ones (``tinytools._engine.execute.wraps`` runs them).
 
 The stack is composed once per middleware sequence (:func:`composed`): ``before_tool``
 hooks run in the order given, ``after_tool`` hooks in reverse (an onion, as
-in ASGI). :func:`before_tool` and :func:`after_tool` turn a plain function
-into a middleware.
+in ASGI); wraps nest in the order given, the first outermost. :func:`before_tool`,
+:func:`after_tool` and :func:`wrap_tool` turn a plain function into a middleware.
 
 ``Allow``, ``Deny`` and ``Defer`` are the one approval vocabulary of the
 package: a ``before_tool`` hook returns them, a ``HumanApprovalMiddleware``
@@ -57,8 +64,11 @@ __all__ = [
     "Middleware",
     "Stack",
     "NO_MIDDLEWARE",
+    "AsyncWrap",
+    "Wrap",
     "after_tool",
     "before_tool",
+    "wrap_tool",
     "compose",
     "composed",
     "described",
@@ -142,10 +152,17 @@ BeforeOutcome: TypeAlias = "ToolCall | Allow | Deny | Defer"
 Before: TypeAlias = "Callable[[ToolCall, DispatchEnv], BeforeOutcome | Awaitable[BeforeOutcome]]"
 #: An ``after_tool`` hook.
 After: TypeAlias = "Callable[[ToolCall, ToolResult, DispatchEnv], ToolResult]"
+#: A ``wrap_tool`` hook: ``proceed()`` runs the rest of the chain and the tool.
+Wrap: TypeAlias = "Callable[[ToolCall, DispatchEnv, Callable[[], ToolResult]], ToolResult]"
+#: An ``awrap_tool`` hook: ``await proceed()`` runs the rest of the chain and the tool.
+AsyncWrap: TypeAlias = (
+    "Callable[[ToolCall, DispatchEnv, Callable[[], Awaitable[ToolResult]]], Awaitable[ToolResult]]"
+)
 
 
 class Middleware(Protocol):
-    """Marker protocol: an object with optional ``before_tool`` / ``after_tool``."""
+    """Marker protocol: an object with any of ``before_tool``, ``after_tool``,
+    ``wrap_tool`` and ``awrap_tool``."""
 
 
 @attrs.frozen
@@ -164,6 +181,22 @@ class _AfterOnly:
         return f"after_tool({getattr(self.after_tool, '__qualname__', self.after_tool)!r})"
 
 
+@attrs.frozen
+class _WrapOnly:
+    wrap_tool: Wrap
+
+    def __repr__(self) -> str:
+        return f"wrap_tool({getattr(self.wrap_tool, '__qualname__', self.wrap_tool)!r})"
+
+
+@attrs.frozen
+class _AsyncWrapOnly:
+    awrap_tool: AsyncWrap
+
+    def __repr__(self) -> str:
+        return f"wrap_tool({getattr(self.awrap_tool, '__qualname__', self.awrap_tool)!r})"
+
+
 def before_tool(fn: Before) -> Middleware:
     """A middleware whose ``before_tool`` is ``fn``."""
     return _BeforeOnly(fn)
@@ -174,12 +207,26 @@ def after_tool(fn: After) -> Middleware:
     return _AfterOnly(fn)
 
 
+def wrap_tool(fn: Wrap | AsyncWrap) -> Middleware:
+    """A middleware whose wrap hook is ``fn``: ``wrap_tool`` (around synchronous tools)
+    when ``fn`` is a plain function, ``awrap_tool`` (around async tools) when it is a
+    coroutine function."""
+    from ._declare.spec import is_async_function
+
+    if is_async_function(fn):
+        return _AsyncWrapOnly(fn)  # type: ignore[arg-type]
+    return _WrapOnly(fn)  # type: ignore[arg-type]
+
+
 @attrs.frozen
 class Stack:
-    """The composed hooks: ``befores`` in order, ``afters`` already reversed."""
+    """The composed hooks: ``befores`` in order, ``afters`` already reversed, ``wraps``
+    (synchronous tools) and ``awraps`` (async tools) in order, the first outermost."""
 
     befores: tuple[Before, ...] = ()
     afters: tuple[After, ...] = ()
+    wraps: tuple[Wrap, ...] = ()
+    awraps: tuple[AsyncWrap, ...] = ()
 
 
 class HookFailed(Exception):
@@ -194,20 +241,25 @@ def compose(middleware: Iterable[object]) -> Stack:
     """Compose middleware once.
 
     Raises:
-        TypeError: An item has neither ``before_tool`` nor ``after_tool``.
+        TypeError: An item has none of the hook methods.
     """
     items = tuple(middleware)
     for item in items:
-        if not callable(getattr(item, "before_tool", None)) and not callable(
-            getattr(item, "after_tool", None)
-        ):
+        if not any(callable(getattr(item, kind, None)) for kind in _KINDS):
             raise TypeError(
-                f"middleware {item!r} has neither a before_tool nor an after_tool method; "
-                "wrap a plain function with tinytools.before_tool(...) or after_tool(...)"
+                f"middleware {item!r} has none of the methods before_tool, after_tool, "
+                "wrap_tool, awrap_tool; make one of a plain function with "
+                "tinytools.before_tool(...), after_tool(...) or wrap_tool(...)"
             )
     befores = tuple(h for m in items if callable(h := _hook(m, "before_tool")))
     afters = tuple(h for m in reversed(items) if callable(h := _hook(m, "after_tool")))
-    return Stack(befores, afters)
+    wraps = tuple(h for m in items if callable(h := _hook(m, "wrap_tool")))
+    awraps = tuple(h for m in items if callable(h := _hook(m, "awrap_tool")))
+    return Stack(befores, afters, wraps, awraps)
+
+
+#: The hook methods a middleware may have.
+_KINDS = ("before_tool", "after_tool", "wrap_tool", "awrap_tool")
 
 
 def _hook(middleware: object, kind: str) -> Any:
@@ -241,7 +293,7 @@ def composed(middleware: Iterable[object] | Stack) -> Stack:
     memos are bounded and change nothing but speed.
 
     Raises:
-        TypeError: An item has neither ``before_tool`` nor ``after_tool``.
+        TypeError: An item has none of the hook methods.
     """
     global _last
     # The previous dispatch's sequence, read once (threads may replace it); a tuple is

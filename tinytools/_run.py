@@ -10,7 +10,7 @@ aborted batch raises.
 
 from __future__ import annotations
 
-import enum
+import contextvars
 import inspect
 import operator
 import types
@@ -38,6 +38,7 @@ from ._artifacts import ArtifactStore, PutReturned, check_store
 from ._declare.registry import AnyTool, Registry
 from ._declare.spec import is_async_function
 from ._effects import EffectLedger, release, settle_answered
+from ._engine.stops import Stop, interrupted, not_run
 from ._fold import Failed, Fatal, Folded, Postponed, bounded, fold, own_limits, plain_message
 from ._host_calls import host_calls, refuse_non_batch
 from ._inject import Cancellation, Context, check_context_type
@@ -68,17 +69,6 @@ DEFAULT_POLICY = RunPolicy()
 
 #: What ``on_event`` may be: a plain callable, or an async one.
 EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
-
-
-class Stop(enum.Enum):
-    """Why calls of a batch were cut off before they finished (their message says so)."""
-
-    CANCELLED = "cancelled"
-    DEADLINE = "past its deadline"
-    ABORTED = "aborted"
-
-    def message(self) -> str:
-        return f"Tool call not run: the batch was {self.value}."
 
 
 class HostFailed(Exception):
@@ -302,6 +292,7 @@ class Run(Admission):
     __slots__ = (
         "__weakref__",
         "answers",
+        "caller_context",
         "calls",
         "cancellation",
         "escaped",
@@ -318,6 +309,9 @@ class Run(Admission):
     )
 
     calls: tuple[ToolCall, ...]
+    #: The ``contextvars`` context current when ``dispatch`` / ``dispatch_sync`` was
+    #: called: each call's tool body runs in a copy of it (see ``_engine.execute``).
+    caller_context: contextvars.Context
     events: list[Event]
     #: A call's answer by index; None from its start until it is answered (a call that
     #: is postponed leaves it).
@@ -338,7 +332,7 @@ class Run(Admission):
     fatal: str | None
     #: What the host's ``on_event`` handler raised through a tool's ``Emit`` and the run
     #: does not keep (a ``BaseException`` that is no ``Exception``): the tool's failure
-    #: handling re-raises it (stored, and read, only then: ``_execute.retry_wait``).
+    #: handling re-raises it (stored, and read, only then: ``classify.next_attempt``).
     escaped: BaseException
     #: The ledger holds the admitted calls' started rows (stored, and read, only with a
     #: ledger).
@@ -559,12 +553,11 @@ class Run(Admission):
 
     def interrupt(self, stop: Stop) -> None:
         """Answer started-but-unfinished calls as interrupted (their events included)."""
-        text = f"Tool call interrupted: the batch was {stop.value}."
         answers = self.answers
         for item in self.admitted:
             index = item.index
             if index in answers and answers[index] is None:  # started, not answered
-                self.finish(item, Failed("Cancelled", text, status="interrupted"))
+                self.finish(item, interrupted(stop))
 
     # --- the result ---------------------------------------------------------------
 
@@ -664,7 +657,7 @@ class Run(Admission):
                 continue
             answer = answers.get(index)
             if answer is None:
-                answer = error_message(shown_name(call), stop.message(), "interrupted")
+                answer = error_message(shown_name(call), not_run(stop), "interrupted")
                 if kind is Admitted and self.ledger is not None and self.recorded:
                     # in the ledger, never ran
                     self._settle(call, answer)

@@ -135,6 +135,8 @@ class InvalidToolArgs(_Event, frozen=True):
         error: What was wrong with them.
         recovery: ``"repaired"`` (relaxed JSON repaired; the call goes on),
             ``"normalized"`` (a transport shape undone; the call goes on),
+            ``"coerced"`` (numbers or booleans sent as strings read as such; the call
+            goes on with them),
             ``"tool_error"`` (answered with an error message) or ``"fail"``.
     """
 

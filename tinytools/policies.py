@@ -21,6 +21,7 @@ import attrs
 from ._declare.tool_policy import BYTES, MOST_SECONDS, SECONDS
 
 __all__ = [
+    "Coerce",
     "Fail",
     "InvalidArgsPolicy",
     "NormalizeThenReturnToolError",
@@ -68,10 +69,38 @@ class NormalizeThenReturnToolError:
     """
 
 
+@attrs.frozen
+class Coerce:
+    """Read a number or boolean the model sent as a string as what it spells, then
+    answer what still fails with a repairable error (as :class:`ReturnToolError`).
+
+    Only arguments that break the schema are touched, and in them only a string at a
+    position the schema types as ``number``, ``integer`` or ``boolean`` that refuses
+    it there: ``"3"`` becomes 3 and ``"2.5"`` becomes 2.5 for a ``number``; for an
+    ``integer`` only an integral value (``"3"``, or ``"3.0"``, read as 3.0 and taken as
+    a sent 3.0 is); ``"true"``/``"false"`` (exactly) become booleans for a
+    ``boolean``. The number must be written as JSON writes one (not ``" 5"``, ``"+5"``,
+    ``"0x10"``, ``"1_000"``, ``"5."``, ``"NaN"``); strings in ``string`` fields, object
+    keys and every other value are never changed. Inside a union (``int | None``,
+    ``anyOf``/``oneOf``) a string is coerced only when no branch may take it as it is
+    (a ``string`` or untyped branch may; an ``enum`` that does not list it may not), so
+    ``int | str`` keeps ``"3"`` and ``int | Literal["all"]`` reads it as 3. An ``enum``
+    of numbers (``Literal[1, 2]``) takes ``"1"`` as 1. A string under
+    ``patternProperties`` is left as it is.
+
+    The coerced arguments are validated again, whole, so bounds, ``enum`` and the rest
+    still hold; when they fail, the call is answered with the error about the
+    arguments as sent. A coerced call emits ``InvalidToolArgs`` with
+    ``recovery="coerced"`` and the arguments as the model sent them; the tool gets the
+    coerced values. A tool may opt in for its own calls whatever the run says:
+    ``ToolPolicy().with_runtime(coerce=True)``.
+    """
+
+
 #: What to do with a call of a tool that is not callable this turn.
 UnknownToolPolicy: TypeAlias = ReturnToolError | Fail | Rewrite
 #: What to do with well-formed arguments that break the tool's schema.
-InvalidArgsPolicy: TypeAlias = ReturnToolError | Fail | NormalizeThenReturnToolError
+InvalidArgsPolicy: TypeAlias = ReturnToolError | Fail | NormalizeThenReturnToolError | Coerce
 
 
 def _at_least_one(_: object, attribute: "attrs.Attribute[Any]", value: Any) -> None:
@@ -163,7 +192,7 @@ class RunPolicy:
     invalid_args: InvalidArgsPolicy = attrs.field(
         factory=ReturnToolError,
         validator=_check_policy(
-            (ReturnToolError, Fail, NormalizeThenReturnToolError), "invalid-args policies"
+            (ReturnToolError, Fail, NormalizeThenReturnToolError, Coerce), "invalid-args policies"
         ),
     )
     max_tool_calls: int | None = attrs.field(default=None)

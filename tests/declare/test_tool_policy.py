@@ -93,6 +93,7 @@ class TestDefaults:
                 "max_result_bytes": None,
                 "replay": "never",
                 "blocking": False,
+                "coerce": False,
             },
             "access": {
                 "workspace": "none",
@@ -196,8 +197,9 @@ class TestWithParts:
             ),
             (
                 lambda p: p.with_runtime(read_only=True),
-                "ToolRuntime has no field 'read_only'; valid fields: blocking, idempotency_key, "
-                "idempotent, max_result_bytes, max_retries, replay, sandbox, timeout",
+                "ToolRuntime has no field 'read_only'; valid fields: blocking, coerce, "
+                "idempotency_key, idempotent, max_result_bytes, max_retries, replay, sandbox, "
+                "timeout",
             ),
             (
                 lambda p: p.with_side_effects(sandbox=True, network=True),

@@ -16,9 +16,10 @@ from types import ModuleType
 from typing import ClassVar
 
 import pytest
-from constraints import accepts, compiled, lark_of_gbnf
-from hypothesis import HealthCheck, assume, currently_in_test_context, given, settings
+from constraints import accepts, compiled, lark_of_gbnf, lark_of_structural_tag
+from hypothesis import HealthCheck, Phase, assume, currently_in_test_context, given, settings
 from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
 
 from tinytools import Tool, ToolCall
 from tinytools.formats import (
@@ -135,6 +136,29 @@ def grammars(constraint: Constraint) -> dict[str, str]:
     return found
 
 
+@st.composite
+def shuffled_keys(draw: st.DrawFn, value: object) -> object:
+    """``value`` with every object's keys in an order drawn."""
+    if isinstance(value, dict):
+        keys = draw(st.permutations(list(value)))
+        return {key: draw(shuffled_keys(value[key])) for key in keys}
+    if isinstance(value, list):
+        return [draw(shuffled_keys(item)) for item in value]
+    return value
+
+
+def parsed_arguments(dialect: ModuleType, text: str, tool: Tool[..., object]) -> str:
+    """The arguments of the one call ``text`` holds, as JSON."""
+    (call,) = dialect.parse(text, [tool]).calls
+    return json.dumps(call.arguments)
+
+
+def with_tag(constraint: Constraint) -> dict[str, str]:
+    """:func:`grammars` and the calls the structural tag takes (no prose: see
+    ``lark_of_structural_tag``)."""
+    return {**grammars(constraint), "tag": lark_of_structural_tag(constraint.structural_tag())}
+
+
 def rendered(dialect: ModuleType, tools: list[Tool[..., object]], *calls: ToolCall) -> str:
     texts = [dialect.render_call(call, tools) for call in calls]
     written = not any(text.startswith(REFUSAL_PREFIX) for text in texts)
@@ -165,6 +189,39 @@ class TestValidCalls:
             for form, lark in grammars(constraint).items():
                 assert accepts(lark, text), (form, choice, text)
         assert [c.arguments for c in dialect.parse(text, [tool]).calls] == [arguments]
+
+    @SETTINGS
+    @given(schema=schemas, required=st.booleans(), data=st.data())
+    def test_any_key_order(
+        self, dialect: ModuleType, schema: dict[str, object], required: bool, data: st.DataObject
+    ) -> None:
+        """Arguments whose keys (nested ones too) come in any order are written in the
+        schema's, the one order the grammars take (they were written in the dict's order,
+        and refused)."""
+        tool = tool_for(schema, required)
+        arguments = data.draw(valid_arguments(tool))
+        shuffled = data.draw(shuffled_keys(arguments))
+        text = rendered(dialect, [tool], ToolCall("1", "t", shuffled))
+        for form, lark in grammars(dialect.constraint([tool], choice="required")).items():
+            assert accepts(lark, text), (form, text)
+        assert json.loads(parsed_arguments(dialect, text, tool)) == arguments
+
+    def test_key_order_of_the_schema(self, dialect: ModuleType) -> None:
+        """Declared properties in order, then required keys no property lists, then other
+        keys as they came; where the tools do not hold the tool, the dict's order."""
+        branch = {"type": "object", "properties": {"x": {}, "y": {}}}
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "a": {"type": "integer"},
+            "b": {"anyOf": [branch, {"type": "null"}]},
+            "c": {"type": "object", "additionalProperties": {"type": "integer"}},
+        }, "required": ["z", "a"]})  # fmt: skip
+        call = ToolCall("1", "t", {"c": {"q": 1, "p": 2}, "b": {"y": 1, "x": 2}, "z": 3, "a": 4})
+        text = rendered(dialect, [tool], call)
+        assert json.loads(parsed_arguments(dialect, text, tool)) == call.arguments
+        assert re.findall(r'"(\w)":', text) == ["a", "b", "x", "y", "c", "q", "p", "z"]
+        assert accepts(dialect.constraint([tool], choice="required").lark(), text)
+        unordered = re.findall(r'"(\w)":', rendered(dialect, [], call))
+        assert unordered == ["c", "q", "p", "b", "y", "x", "z", "a"]
 
     @SETTINGS
     @given(value=awkward_text, key=awkward_text.filter(bool))
@@ -266,19 +323,22 @@ class TestRejected:
             assert not accepts(lark, joined(dialect, [mine, mine])), form
 
     def test_parallel(self, dialect: ModuleType) -> None:
-        """parallel=False takes one call; True takes several, up to MAX_PARALLEL_CALLS."""
+        """parallel=False takes one call; True takes several, up to MAX_PARALLEL_CALLS, in
+        every backend's form (the structural tag took any number)."""
         one = self.text(dialect, *self.good)
 
         def calls(count: int) -> str:
             return joined(dialect, [one] * count)
 
-        single = grammars(dialect.constraint(self.TOOLS, parallel=False))
-        several = grammars(dialect.constraint(self.TOOLS))
-        for form in single:
-            assert accepts(single[form], one), form
-            assert not accepts(single[form], calls(2)), form
-            assert accepts(several[form], calls(MAX_PARALLEL_CALLS)), form
-            assert not accepts(several[form], calls(MAX_PARALLEL_CALLS + 1)), form
+        for choice in ("auto", "required"):
+            single = with_tag(dialect.constraint(self.TOOLS, choice=choice, parallel=False))
+            several = with_tag(dialect.constraint(self.TOOLS, choice=choice))
+            for form in single:
+                assert accepts(single[form], one), form
+                assert not accepts(single[form], calls(2)), form
+                for count in range(1, MAX_PARALLEL_CALLS + 1):
+                    assert accepts(several[form], calls(count)), (form, count)
+                assert not accepts(several[form], calls(MAX_PARALLEL_CALLS + 1)), form
 
     def test_reasoning(self, dialect: ModuleType) -> None:
         """reasoning=True allows a <think>…</think> first; without it, it is refused."""
@@ -403,6 +463,28 @@ class TestConstraint:
         assert accepts(lark, call('{"price": 999.99}'))
         assert not accepts(lark, call('{"price": 1000}'))  # (below 1,000: three digits)
 
+    @pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
+    def test_string_lengths(self, dialect: ModuleType) -> None:
+        """A string's maxLength bounds it (a small model repeated a phrase inside an unbounded
+        one until its token limit): exactly where the dialect escapes every lead character, as
+        pieces where it writes one raw, and then listed as left to validation."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "when": {"type": "string", "minLength": 2, "maxLength": 12},
+        }, "required": ["when"], "additionalProperties": False})  # fmt: skip
+        constraint = dialect.constraint([tool], choice="required")
+
+        def text(value: str) -> str:
+            return rendered(dialect, [tool], ToolCall("1", "t", {"when": value}))
+
+        exact = dialect in (llama_json, deepseek)  # (json_in_tag, mistral write "<", "[" raw)
+        assert constraint.unenforced == (set() if exact else {"minLength", "maxLength"})
+        for lark in grammars(constraint).values():
+            for value in ["at 9", "x" * 12, "<think", 'é\n"<' * 3, "ab"]:
+                assert accepts(lark, text(value)), value
+            assert not accepts(lark, text("tomorrow at 9 " * 40))
+            assert accepts(lark, text("x")) is not exact
+            assert accepts(lark, text("x" * 13)) is False
+
     @SETTINGS
     @given(names=st.lists(st.text(min_size=1, max_size=12), min_size=1, max_size=6))
     def test_rule_names(self, names: list[str]) -> None:
@@ -450,11 +532,10 @@ class TestGolden:
             'get-weather-units)? "}"',
         ]
         assert lines[5] == 'get-weather-units ::= "\\"c\\"" | "\\"f\\""'
-        assert lines[6].startswith(
-            'string ::= "\\"" char* ("<" ((([^\\x00-\\x1f\\"/<\\\\t] | escape)'
-        )
-        assert lines[7] == 'char ::= [^\\x00-\\x1f\\"<\\\\] | escape'
-        assert lines[8].startswith('escape ::= "\\\\" [\\"/\\\\bfnrt] | "\\\\u" (')
+        assert lines[6].startswith('string ::= "\\"" (char | ("<" | "<t" | "<th" | "<thi" |')
+        assert '"<" ([^\\x00-\\x1f\\"/<\\\\t] | escape) | "<t" ' in lines[6]
+        assert lines[8] == 'char ::= [^\\x00-\\x1f\\"<\\\\] | escape'
+        assert lines[7].startswith('escape ::= "\\\\" [\\"/\\\\bfnrt] | "\\\\u" (')
 
     def test_lark(self) -> None:
         """The Lark grammar: prose, or prose lazily up to the trigger and then the calls."""
@@ -471,23 +552,29 @@ class TestGolden:
         assert tag["type"] == "structural_tag"
         found = tag["format"]
         assert isinstance(found, dict)
-        content = found["tags"][0].pop("content")
+        first = found["tags"][0]["content"]["elements"][0]
+        content = first["content"]
+        rest = found["tags"][0]["content"]["elements"][1]["elements"][1]
+        assert found.pop("tags") == [{"type": "tag", "begin": "<tool_call>", "content": {
+            "type": "or", "elements": [first, {"type": "sequence", "elements": [first, rest]}],
+        }, "end": ""}]  # fmt: skip
         assert found == {
             "type": "triggered_tags",
             "triggers": ["<tool_call>"],
-            "tags": [{"type": "tag", "begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
-                      "end": "}\n</tool_call>"}],
             "at_least_one": False,
-            "stop_after_first": False,
+            "stop_after_first": True,
             "excludes": ["</think>", "<think>", "<|tool_call>"],
-        }  # fmt: skip
+        }
+        call = json_in_tag.render_call(ToolCall("1", "get_weather", {"city": "Oslo"}))
+        begin, end = '\n{"name": "get_weather", "arguments": ', "}\n</tool_call>"
+        assert first == {"type": "tag", "begin": begin, "content": content, "end": end}
+        assert rest["elements"][0] == {**first, "begin": "<tool_call>" + begin}  # the next calls
         assert content["type"] == "grammar"
         assert accepts(lark_of_gbnf(content["grammar"]), '{"city": "Oslo", "units": "f"}')
-        call = json_in_tag.render_call(ToolCall("1", "get_weather", {"city": "Oslo"}))
-        assert call.startswith(found["tags"][0]["begin"])
-        assert call.endswith(found["tags"][0]["end"])
+        assert call.startswith("<tool_call>" + begin)
+        assert call.endswith(end)
         required = json_in_tag.constraint([self.TOOL], choice="required").structural_tag()
-        assert required["format"]["type"] == "tags_with_separator"  # type: ignore[index]
+        assert required["format"]["type"] == "or"  # type: ignore[index]
         named = json_in_tag.constraint([self.TOOL], choice="get_weather").structural_tag()
         assert named["format"]["type"] == "tag"  # type: ignore[index]
         json.dumps(named)  # plain JSON, as response_format takes it
@@ -521,6 +608,31 @@ def bfcl_entries(corpora: Path) -> list[list[Tool[..., object]]]:
     return list(found.values())
 
 
+@pytest.fixture(scope="module")
+def bfcl_callable(
+    bfcl_entries: list[list[Tool[..., object]]],
+) -> list[tuple[list[Tool[..., object]], list[Tool[..., object]]]]:
+    """Each entry's tools beside those of them a valid call exists for (entries with none
+    left out), in the entries' order: ``valid_arguments`` refuses a tool whose required
+    parameter asks the impossible, as three BFCL tools do (an ``enum`` of strings on an
+    integer or an array), and drawing one failed the test with ``InvalidArgument``."""
+    possible: dict[str, bool] = {}
+
+    def drawable(tool: Tool[..., object]) -> bool:
+        key = json.dumps(tool.parameters)
+        if key not in possible:
+            try:
+                valid_arguments(tool)
+            except InvalidArgument:
+                possible[key] = False
+            else:
+                possible[key] = True
+        return possible[key]
+
+    pairs = [(tools, [tool for tool in tools if drawable(tool)]) for tools in bfcl_entries]
+    return [(tools, callable_) for tools, callable_ in pairs if callable_]
+
+
 class TestBfcl:
     """The tools of the Berkeley Function Calling Leaderboard, one request's list at a time."""
 
@@ -532,18 +644,59 @@ class TestBfcl:
         for tools in bfcl_entries[::20]:
             compiled(lark_of_gbnf(json_in_tag.constraint(tools, choice="required").gbnf().text))
 
+    def test_impossible_tools_left_out(
+        self,
+        bfcl_entries: list[list[Tool[..., object]]],
+        bfcl_callable: list[tuple[list[Tool[..., object]], list[Tool[..., object]]]],
+    ) -> None:
+        """Only the tools no valid call exists for are left out of the draws."""
+        drawn = {id(t) for _, callable_ in bfcl_callable for t in callable_}
+        left = [t for tools in bfcl_entries for t in tools if id(t) not in drawn]
+        assert {t.name for t in left} == {
+            "get_response", "Events_3_BuyEventTickets", "extract_parameters_v1",
+        }  # fmt: skip
+        for tool in left:
+            with pytest.raises(InvalidArgument, match="no argument dict satisfies"):
+                valid_arguments(tool)
+
+    def test_arguments_drawn_reproducibly(
+        self, bfcl_callable: list[tuple[list[Tool[..., object]], list[Tool[..., object]]]]
+    ) -> None:
+        """The same choices draw the same arguments, for every BFCL schema: hypothesis replays
+        a saved or shrunk example by its choices, and a draw that depended on anything else
+        (a set's order, a cache, an earlier example) would fail as FlakyStrategyDefinition.
+        (Every fourth distinct schema: all of them take half a minute.)"""
+        schemas = {json.dumps(t.parameters): t for _, tools in bfcl_callable for t in tools}
+        tools = list(schemas.values())[::4]
+
+        def drawn(chunk: list[Tool[..., object]]) -> list[str]:
+            seen: list[str] = []
+
+            @settings(derandomize=True, database=None, max_examples=2, phases=[Phase.generate],
+                      suppress_health_check=list(HealthCheck))  # fmt: skip
+            @given(data=st.data())
+            def record(data: st.DataObject) -> None:
+                seen.append(repr([data.draw(valid_arguments(tool)) for tool in chunk]))
+
+            record()
+            return seen
+
+        for start in range(0, len(tools), 50):
+            chunk = tools[start : start + 50]
+            assert drawn(chunk) == drawn(chunk), [t.name for t in chunk]
+
     @pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
     @SETTINGS
     @given(data=st.data())
     def test_valid_calls_accepted(
         self,
         dialect: ModuleType,
-        bfcl_entries: list[list[Tool[..., object]]],
+        bfcl_callable: list[tuple[list[Tool[..., object]], list[Tool[..., object]]]],
         data: st.DataObject,
     ) -> None:
         """Valid arguments of a BFCL tool, rendered, are accepted; a misspelt name is not."""
-        tools = data.draw(st.sampled_from(bfcl_entries))
-        tool = data.draw(st.sampled_from(tools))
+        tools, callable_ = data.draw(st.sampled_from(bfcl_callable))
+        tool = data.draw(st.sampled_from(callable_))
         arguments = data.draw(valid_arguments(tool))
         text = rendered(dialect, tools, ToolCall("1", tool.name, arguments))
         misspelt = tool.name + "x"

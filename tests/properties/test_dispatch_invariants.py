@@ -58,6 +58,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
+from tinytools._declare.coerce import coerce_scalars
 from tinytools.events import (
     InvalidToolArgs,
     ToolDeferred,
@@ -65,6 +66,7 @@ from tinytools.events import (
     UnknownToolCall,
 )
 from tinytools.policies import (
+    Coerce,
     Fail,
     InvalidArgsPolicy,
     NormalizeThenReturnToolError,
@@ -370,6 +372,7 @@ INVALID_ARGS_POLICIES: list[InvalidArgsPolicy] = [
     Fail(),
     NormalizeThenReturnToolError(),
     NormalizeThenReturnToolError(),
+    Coerce(),
 ]
 
 
@@ -435,10 +438,13 @@ def _predict(
         normalized = None
         if isinstance(policy.invalid_args, NormalizeThenReturnToolError):
             normalized = normalize_arguments(value, item.parameters)
+        coerced = None
+        if isinstance(policy.invalid_args, Coerce) and isinstance(value, dict):
+            coerced = coerce_scalars(item.parameters, value)
         try:
-            if normalized is None:
+            if normalized is None and coerced is None:
                 raise
-            arguments = validate(item, normalized.value)
+            arguments = validate(item, coerced if normalized is None else normalized.value)
         except ToolArgumentsError:
             return Verdict("abort" if isinstance(policy.invalid_args, Fail) else "error")
     if item.fn is None:

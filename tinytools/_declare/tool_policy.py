@@ -183,6 +183,10 @@ class ToolRuntime:
         blocking: The (synchronous) tool blocks on I/O or CPU: dispatch runs it
             in a worker thread instead of inline, so it neither stalls other
             calls nor escapes its timeout.
+        coerce: Arguments that break the schema get one more try with a number or
+            boolean sent as a string read as what it spells, as
+            ``tinytools.policies.Coerce`` does, whatever the run's ``invalid_args``
+            policy; what coercion does not make valid meets that policy.
         idempotency_key: A function of the validated arguments that returns a key
             naming the effect (two calls with one key have one effect). Declared and
             kept, but not yet read: the effect ledger dedupes on the run id and call
@@ -199,6 +203,7 @@ class ToolRuntime:
     max_result_bytes: int | None = attrs.field(default=None, validator=BYTES)
     replay: ReplayMode = attrs.field(default="never", validator=_one_of(ReplayMode))
     blocking: bool = _flag()
+    coerce: bool = _flag()
     # msgspec encodes only public attributes, so the underscore keeps the function out of
     # the JSON; attrs still takes it as `idempotency_key=`, and the property reads it.
     _idempotency_key: _KeyFunction | None = attrs.field(default=None, eq=False, validator=_KEY)

@@ -30,8 +30,7 @@ from ._tools import Tools, exposed_tools
 
 __all__ = ["MAX_PARALLEL_CALLS", "CallForm", "Constraint", "Gbnf", "build"]
 
-#: The most calls one reply may hold under ``parallel=True`` in the GBNF and Lark
-#: grammars (xgrammar's structural tags have no such bound).
+#: The most calls one reply may hold under ``parallel=True``, in every backend's form.
 MAX_PARALLEL_CALLS: Final = 4
 
 _THINK, _THINK_END = "<think>", "</think>"
@@ -125,9 +124,12 @@ class Constraint:
         """The xgrammar structural tag, as vLLM and SGLang take it in ``response_format``.
 
         Each call is a ``tag`` whose ``begin`` and ``end`` are the envelope
-        ``render_call`` writes and whose ``content`` is the arguments' grammar (EBNF);
-        ``"auto"`` dispatches on ``triggered_tags``, ``"required"`` lists
-        ``tags_with_separator``, a named choice is that tool's ``tag``.
+        ``render_call`` writes and whose ``content`` is the arguments' grammar (EBNF).
+        A named choice is that tool's ``tag``; ``"required"`` is a call, or with
+        ``parallel`` up to :data:`MAX_PARALLEL_CALLS` of them (``or`` and
+        ``sequence``: a structural tag has no bounded repetition in every xgrammar
+        release); ``"auto"`` is ``triggered_tags`` that stops after its tag, so
+        prose comes only before the calls, as in the other grammars.
         """
         form = self._form
         tags = [
@@ -136,19 +138,21 @@ class Constraint:
             for name, rule in self._arguments
         ]  # fmt: skip
         many = self.parallel and self.choice in ("auto", "required")
-        calls: _Json = {"type": "tags_with_separator", "tags": tags,
-                        "separator": form.separator, "at_least_one": True,
-                        "stop_after_first": not many}  # fmt: skip
+        calls = _calls_tag(tags, form.separator, many)
         if self.choice not in ("auto", "required"):
             call = tags[0]
             begin, end = str(call["begin"]), str(call["end"])
             calls = _tag(form.open + begin, call["content"], end + form.close)  # type: ignore[arg-type]
         elif form.open:  # one block holding the calls
             calls = _tag(form.open, calls, form.close)
-            tags, many = [calls], False
         if self.choice == "auto":
-            calls = {"type": "triggered_tags", "triggers": [form.trigger], "tags": tags,
-                     "at_least_one": False, "stop_after_first": not many,
+            triggered = [calls] if form.open else tags
+            if many and not form.open:  # one tag from the trigger on, holding every call
+                cut = len(form.trigger)
+                firsts = [_tag(str(t["begin"])[cut:], t["content"], form.end) for t in tags]  # type: ignore[arg-type]
+                triggered = [_tag(form.trigger, _calls_tag(tags, form.separator, many, firsts), "")]
+            calls = {"type": "triggered_tags", "triggers": [form.trigger], "tags": triggered,
+                     "at_least_one": False, "stop_after_first": True,
                      "excludes": _words(form.prose, form.trigger)}  # fmt: skip
         if self.reasoning:
             think = _tag(_THINK, {"type": "any_text"}, _THINK_END)
@@ -162,6 +166,27 @@ _Json = dict[str, object]
 
 def _tag(begin: str, content: _Json, end: str) -> _Json:
     return {"type": "tag", "begin": begin, "content": content, "end": end}
+
+
+def _calls_tag(
+    tags: list[_Json], separator: str, many: bool, firsts: list[_Json] | None = None
+) -> _Json:
+    """One of ``tags`` (the first from ``firsts`` where given), or with ``many`` up to
+    :data:`MAX_PARALLEL_CALLS` of them with ``separator`` between."""
+
+    def one(options: list[_Json]) -> _Json:
+        return options[0] if len(options) == 1 else {"type": "or", "elements": options}
+
+    call = one(tags)
+    between = [{"type": "const_string", "value": separator}] if separator else []
+
+    def up_to(head: _Json, count: int) -> _Json:
+        if count == 1:
+            return head
+        more = {"type": "sequence", "elements": [head, *between, up_to(call, count - 1)]}
+        return {"type": "or", "elements": [head, more]}
+
+    return up_to(one(firsts or tags), MAX_PARALLEL_CALLS if many else 1)
 
 
 def _words(leads: Mapping[str, tuple[str, ...]], trigger: str) -> list[str]:

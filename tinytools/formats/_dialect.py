@@ -26,8 +26,10 @@ import msgspec
 from tinytools._declare.registry import AnyTool
 from tinytools._text import json_type, printable
 from tinytools._wire import ToolCall
+from tinytools.errors import ToolDefinitionError
 from tinytools.repair import recover_relaxed_object
 
+from ._json_grammar import in_schema_order
 from ._parsed import Parsed, SyntheticIds
 from ._providers import json_text
 from ._tools import Tools, all_tools, exposed_tools
@@ -362,8 +364,31 @@ def convert_text(raw: str, schema: object) -> object:
     return raw
 
 
-def arguments_of(call: ToolCall) -> dict[str, object] | None:
-    """The call's arguments as an object, decoding raw JSON text; ``None`` if not an object."""
+def arguments_of(call: ToolCall, tools: Tools = ()) -> dict[str, object] | None:
+    """The call's arguments as an object, decoding raw JSON text; ``None`` if not an object.
+
+    Where ``tools`` holds the called tool, each object's keys come in its schema's order
+    (:func:`~tinytools.formats._json_grammar.in_schema_order`), the one order a decoding
+    constraint takes: a call written from a dict in another order is still accepted.
+    """
+    value = _decoded(call)
+    if value is None:
+        return None
+    schema = _parameters(call.name, tools)
+    return value if schema is None else cast("dict[str, object]", in_schema_order(value, schema))
+
+
+def _parameters(name: str, tools: Tools) -> Mapping[str, object] | None:
+    """The parameters schema of the tool called ``name`` in ``tools``, if there is one (a
+    ``tools`` that cannot be read has none: rendering a call never raises)."""
+    try:
+        found = all_tools(tools)
+    except (TypeError, ToolDefinitionError):
+        return None
+    return next((tool.parameters for tool in found if tool.name == name), None)
+
+
+def _decoded(call: ToolCall) -> dict[str, object] | None:
     if isinstance(call.arguments, dict):
         return call.arguments
     # (strictly, then repaired: a lone surrogate escape stays in the raw text, which a

@@ -18,13 +18,18 @@ be looser than the schema, never stricter about a value — and record in
 * **Enforced.** ``type``, ``properties``, ``required``,
   ``additionalProperties`` (``false``, or absent where ``properties`` is
   given: no other key is written), ``items``, ``prefixItems``, ``minItems``
-  and ``maxItems`` (up to :data:`REPEAT_CAP`), ``enum``, ``const``,
+  and ``maxItems`` (up to :data:`REPEAT_CAP`), a string's ``maxLength`` and
+  ``minLength`` (up to :data:`REPEAT_CAP`; exactly where the dialect escapes
+  every lead character, else as at most ``maxLength`` pieces of text, a lead
+  and what follows it up to a word's break being one, and listed in
+  ``unenforced``), ``enum``, ``const``,
   ``anyOf``, local ``$ref``, and a ``pattern`` anchored with ``^…$`` built
   from literals, classes, ``\\d``/``\\w``, groups, ``|`` and quantifiers whose
   characters need no escape in JSON (the patterns llama.cpp's own schema
   converter handles).
-* **Left to validation** (listed in ``unenforced``): string lengths and
-  ``format``, numeric bounds and ``multipleOf``, ``uniqueItems``, ``contains``,
+* **Left to validation** (listed in ``unenforced``): string lengths past
+  :data:`REPEAT_CAP` or beside an enforced ``pattern``, ``format``, numeric
+  bounds and ``multipleOf``, ``uniqueItems``, ``contains``,
   ``oneOf``'s "exactly one", ``allOf``, ``not``, ``if``/``then``/``else``, the
   object keywords other than those above, a ``pattern`` outside that subset,
   and the value of a key repeated through ``additionalProperties``.
@@ -41,9 +46,9 @@ import msgspec
 
 from ._grammar import EMPTY, REPEAT_CAP, Alt, Chars, Grammar, Lit, Node, Ref, Rep, Seq, opt
 from ._pattern import pattern_node
-from ._writable import unwritable
+from ._writable import JSON_DEPTH, unwritable
 
-__all__ = ["JsonStyle", "Values", "text_avoiding"]
+__all__ = ["JsonStyle", "Values", "in_schema_order", "member_names", "text_avoiding"]
 
 _ANNOTATIONS: Final = frozenset(
     {"title", "description", "default", "examples", "$schema", "$id", "$comment", "$anchor",
@@ -138,32 +143,45 @@ def text_avoiding(
     leads: Mapping[str, tuple[str, ...]],
     escape: Node | None = None,
     unit: Node | None = None,
+    *,
+    most: int | None = None,
 ) -> Node:
     """Any run of ``base`` characters and ``escape`` s (which start with a character no
     word holds), with lead characters raw except where they start one of their words.
 
-    Regular, so a Lark terminal: ``A* (lead (P (B_P A*)?))*`` where ``A`` is any unit
-    but a lead (``unit``, when a rule for it is given), ``P`` any proper prefix of the
-    lead's words and ``B_P`` any unit that does not carry ``P`` on towards a word.
+    Regular, so a Lark terminal: ``A* (O* C A*)* O*`` where ``A`` is any unit but a lead
+    (``unit``, when a rule for it is given), ``O`` a lead then any proper prefix ``P``
+    of its words, and ``C`` such an ``O`` then a unit that does not carry ``P`` on
+    towards a word.
+
+    With ``most``, at most that many *pieces*: an ``A``, or a run ``O* C`` — each at
+    least one character, so every text of at most ``most`` units is matched; where a
+    lead is written raw (:func:`counts_exactly` is false) a longer one may be too.
     """
     raw = base.without("".join(leads))
     units = () if escape is None else (escape,)
     if unit is None:
         unit = Alt(raw, *units) if units else raw
-    groups: list[Node] = []
+    opened: list[Node] = []
+    closed: list[Node] = []
     for lead, words in leads.items():
         if "" in words:
             continue  # never raw
-        branches = []
         for prefix in _prefixes(words):
             onward = {word[len(prefix)] for word in words if word.startswith(prefix)}
             stop = raw.without("".join(onward))
-            breaking = Alt(stop, *units) if units else stop
-            branches.append(Seq(Lit(prefix), opt(Seq(breaking, Rep(unit)))))
-        groups.append(Seq(Lit(lead), Alt(*branches)))
-    if not groups:
-        return Rep(unit)
-    return Seq(Rep(unit), Rep(Alt(*groups) if len(groups) > 1 else groups[0]))
+            opened.append(Lit(lead + prefix))
+            closed.append(Seq(Lit(lead + prefix), Alt(stop, *units) if units else stop))
+    if not opened:
+        return Rep(unit, 0, most)
+    open_ = Alt(*opened)
+    piece = Alt(unit, Seq(Rep(open_, 0, most), Alt(*closed)))
+    return Seq(Rep(piece, 0, most), Rep(open_, 0, most))
+
+
+def counts_exactly(leads: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether :func:`text_avoiding` counts characters (no lead is ever written raw)."""
+    return all("" in words for words in leads.values())
 
 
 def _prefixes(words: tuple[str, ...]) -> list[str]:
@@ -189,8 +207,8 @@ class Values:
         escape = grammar.add("escape", _ESCAPE, token=True)
         plain = Chars.of(_NEVER_RAW + "".join(style.leads), negated=True)
         char = grammar.add("char", Alt(plain, escape), token=True)
-        body = text_avoiding(Chars.of(_NEVER_RAW, negated=True), style.leads, escape, char)
-        self.string = grammar.add("string", Seq(Lit('"'), body, Lit('"')), token=True)
+        self._text = (Chars.of(_NEVER_RAW, negated=True), style.leads, escape, char)
+        self.string = grammar.add("string", Seq(Lit('"'), self._body(), Lit('"')), token=True)
         self.integer = grammar.add("integer", _numeral(integral=True), token=True)
         self.number = grammar.add("number", _numeral(integral=False), token=True)
         self.boolean = grammar.add("boolean", Alt(Lit("true"), Lit("false")), token=True)
@@ -216,6 +234,27 @@ class Values:
             "object": self.object,
             "array": self.array,
         }
+
+    def _body(self, most: int | None = None) -> Node:
+        return text_avoiding(*self._text, most=most)
+
+    def bounded(self, low: int, high: int | None) -> Node | None:
+        """A string's body of ``low`` to ``high`` characters, ``None`` when there is no
+        bound to hold or it is past :data:`REPEAT_CAP`. Exact where the dialect escapes
+        every lead character; else at most ``high`` pieces (see :func:`text_avoiding`)
+        and no lower bound, which is looser, never stricter."""
+        if high is not None and high > REPEAT_CAP:
+            high = None
+        exact = counts_exactly(self.style.leads)
+        if not exact or low > REPEAT_CAP:
+            low = 0
+        if high is None and low == 0:
+            return None
+        if not exact:
+            return self._body(high)
+        char = self._text[3]
+        more = None if high is None else max(high - low, 0)
+        return Seq(Rep(char, low, low), Rep(char, 0, more))
 
     # --- literals -------------------------------------------------------------------
 
@@ -313,9 +352,18 @@ class _Builder:
         return nodes[0] if len(nodes) == 1 else self.grammar.add(hint, Alt(*nodes))
 
     def _note(self, schema: Mapping[str, object]) -> None:
-        self.values.unenforced.update(key for key in schema if key in _VALIDATION)
+        # (a string's lengths are noted where the string is built, when they are not held)
+        lengths = ("minLength", "maxLength") if self._typed_string(schema) else ()
+        self.values.unenforced.update(k for k in schema if k in _VALIDATION and k not in lengths)
         if "oneOf" in schema:
             self.values.unenforced.add("oneOf")
+
+    def _typed_string(self, schema: Mapping[str, object]) -> bool:
+        """Whether :meth:`of` builds ``schema`` as a typed string (through :meth:`_string`)."""
+        shortcuts = ("$ref", "const", "enum", "anyOf", "oneOf", "allOf")
+        return not any(key in schema for key in shortcuts) and "string" in (
+            self._kinds(schema) or ()
+        )
 
     def _kinds(self, schema: Mapping[str, object]) -> list[str] | None:
         declared = schema.get("type")
@@ -342,23 +390,38 @@ class _Builder:
             return self._object(schema, hint)
         if kind == "array":
             return self._array(schema, hint)
-        if kind == "string" and isinstance(schema.get("pattern"), str):
-            node = pattern_node(str(schema["pattern"]), _NEVER_RAW, self.values.style.leads)
-            if node is not None:
-                return self.grammar.add(hint, Seq(Lit('"'), node, Lit('"')), token=True)
-            self.values.unenforced.add("pattern")
+        if kind == "string":
+            return self._string(schema, hint)
         if kind in ("integer", "number") and (digits := _digits_within(schema)) is not None:
             node = _numeral(integral=kind == "integer", digits=digits)
             return self.grammar.add(hint, node, token=True)
         return self.values._types[kind]
+
+    def _string(self, schema: Mapping[str, object], hint: str) -> Ref:
+        """A string: held to its ``pattern`` where one can be, else to its lengths (see
+        :meth:`Values.bounded`)."""
+        lengths = {key for key in ("minLength", "maxLength") if key in schema}
+        if isinstance(schema.get("pattern"), str):
+            node = pattern_node(str(schema["pattern"]), _NEVER_RAW, self.values.style.leads)
+            if node is not None:
+                self.values.unenforced.update(lengths)
+                return self.grammar.add(hint, Seq(Lit('"'), node, Lit('"')), token=True)
+            self.values.unenforced.add("pattern")
+        low, high = _count(schema.get("minLength")) or 0, _count(schema.get("maxLength"))
+        body = self.values.bounded(low, high)
+        if body is None:
+            self.values.unenforced.update(lengths)
+            return self.values.string
+        exact = counts_exactly(self.values.style.leads)
+        self.values.unenforced.update(() if exact else lengths)
+        return self.grammar.add(hint, Seq(Lit('"'), body, Lit('"')), token=True)
 
     def _object(self, schema: Mapping[str, object], hint: str) -> Ref:
         props = schema.get("properties")
         props = props if isinstance(props, Mapping) else None
         listed = schema.get("required")
         required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
-        order = listed if isinstance(listed, list) else []
-        names = list(dict.fromkeys([*(props or {}), *(r for r in order if r in required)]))
+        names = member_names(schema)
         extra_schema = schema.get("additionalProperties", None if props is not None else True)
         extra: Node | None = None
         if "patternProperties" in schema:
@@ -437,6 +500,66 @@ def _kind(value: object) -> str:
     if isinstance(value, str):
         return "string"
     return "array" if isinstance(value, list) else "object"
+
+
+def member_names(schema: Mapping[str, object]) -> list[str]:
+    """An object's keys in the one order its grammar takes them: the declared properties,
+    then the required keys no property lists; any other key comes after them. (One order
+    keeps the grammar linear in the schema: any order of n keys is n! paths.)"""
+    props = schema.get("properties")
+    listed = schema.get("required")
+    required = [r for r in listed if isinstance(r, str)] if isinstance(listed, list) else []
+    return list(dict.fromkeys([*(props if isinstance(props, Mapping) else {}), *required]))
+
+
+def in_schema_order(value: object, schema: object, root: object = None, depth: int = 0) -> object:
+    """``value`` with each object's keys in the order of :func:`member_names` where
+    ``schema`` describes the object (others after them, as they came), as the grammar
+    takes them; everything else as it is. ``root`` is where ``$ref`` s point (``schema``)."""
+    root = schema if root is None else root
+    schema = _followed(schema, root)
+    if not isinstance(schema, Mapping) or depth > JSON_DEPTH:
+        return value
+    branches = schema.get("anyOf", schema.get("oneOf"))
+    if isinstance(branches, list):  # (the grammar merges each branch with the rest)
+        rest = {k: v for k, v in schema.items() if k not in ("anyOf", "oneOf")}
+        for branch in branches:
+            merged = {**rest, **branch} if isinstance(branch, Mapping) else branch
+            target = _followed(merged, root)
+            if not (isinstance(value, dict) and isinstance(target, Mapping)):
+                continue
+            if value.keys() <= set(member_names(target)):
+                return in_schema_order(value, target, root, depth)
+        return value
+    if isinstance(value, dict):
+        props = schema.get("properties")
+        props = props if isinstance(props, Mapping) else {}
+        names = [name for name in member_names(schema) if name in value]
+        listed = set(names)
+        keys = [*names, *(key for key in value if key not in listed)]
+        extra = schema.get("additionalProperties")
+        return {k: in_schema_order(value[k], props.get(k, extra), root, depth + 1) for k in keys}
+    if isinstance(value, list):
+        prefix = schema.get("prefixItems", schema.get("items"))
+        if isinstance(prefix, list):  # the tuple forms
+            more = schema.get("items" if "prefixItems" in schema else "additionalItems")
+            places = [*prefix, *[more] * max(len(value) - len(prefix), 0)]
+            return [
+                in_schema_order(v, place, root, depth + 1)
+                for v, place in zip(value, places, strict=True)
+            ]
+        return [in_schema_order(item, schema.get("items"), root, depth + 1) for item in value]
+    return value
+
+
+def _followed(schema: object, root: object) -> object:
+    """The end of ``schema``'s chain of local ``$ref`` s (as the grammar follows them)."""
+    for _ in range(32):
+        ref = schema.get("$ref") if isinstance(schema, Mapping) else None
+        if not isinstance(ref, str) or not isinstance(root, Mapping):
+            break
+        schema = _resolve(root, ref)
+    return schema
 
 
 def _resolve(root: Mapping[str, object], ref: str) -> object | None:

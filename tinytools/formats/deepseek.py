@@ -100,7 +100,9 @@ def render_call(call: ToolCall, tools: Tools = (), *, style: Literal["v3", "v3.1
     Every ``<`` in a string is written ``\\u003c``, so no token is left in one.
     Arguments that are not an object are written as one JSON string, which
     parses back as a call holding that raw text, for admission to answer.
-    ``tools`` is accepted for symmetry with the other dialects.
+    Where ``tools`` holds the tool, each object's keys are written in its
+    schema's order (declared properties, then required keys no property lists,
+    then the rest as they came): the one order :func:`constraint` takes.
 
     It never raises: a name outside the tool-name grammar, or arguments JSON
     cannot carry faithfully, give the note ``[tool call not written:
@@ -108,7 +110,7 @@ def render_call(call: ToolCall, tools: Tools = (), *, style: Literal["v3", "v3.1
     """
     if NAME_PATTERN.fullmatch(call.name) is None:
         return refusal("its tool name cannot be written as a DeepSeek call")
-    arguments = arguments_of(call)
+    arguments = arguments_of(call, tools)
     # (raw text holding a lone surrogate is written with its escape: no text carries it)
     payload: object = printable(str(call.arguments)) if arguments is None else arguments
     if arguments is not None and (problem := unwritable(arguments, JSON_DEPTH)) is not None:
@@ -156,7 +158,7 @@ def constraint(
             (at least one call, nothing before it) or a tool's name (one call of
             that tool).
         parallel: Whether several calls may follow one another (up to
-            :data:`~tinytools.formats.MAX_PARALLEL_CALLS` in GBNF and Lark).
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS`, in every backend's form).
         reasoning: Whether a ``<think>…</think>`` may come first.
 
     Raises:

@@ -165,8 +165,10 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
 
     Arguments are the decoded object when they are one, else the raw string.
     Envelope tags inside strings are written as ``\\u003c…``, so the block
-    cannot be closed or forged from inside. ``tools`` is accepted for
-    symmetry with the other dialects; the text does not depend on it.
+    cannot be closed or forged from inside. Where ``tools`` holds the tool,
+    each object's keys are written in its schema's order (declared properties,
+    then required keys no property lists, then the rest as they came): the one
+    order :func:`constraint` takes.
 
     Arguments holding a value JSON cannot carry faithfully (an integer past
     Python's digit limit, nesting deeper than
@@ -174,7 +176,7 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     are not written: the result is the note ``[tool call not written:
     <reason>]``, which :func:`parse` reads as prose. It never raises.
     """
-    arguments = arguments_of(call)
+    arguments = arguments_of(call, tools)
     return json_call_block(call if arguments is None else ToolCall(call.id, call.name, arguments))
 
 
@@ -208,7 +210,7 @@ def constraint(
             (at least one call, nothing before it) or a tool's name (one call of
             that tool).
         parallel: Whether several calls may follow one another (up to
-            :data:`~tinytools.formats.MAX_PARALLEL_CALLS` in GBNF and Lark).
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS`, in every backend's form).
         reasoning: Whether a ``<think>…</think>`` may come first.
 
     Raises:

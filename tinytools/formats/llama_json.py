@@ -113,9 +113,10 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     The arguments are the decoded object when they are one, else the raw
     string (which parses back as a call holding that text, for admission to
     answer). Every ``<`` in a string is written ``\\u003c``, so no tag or
-    token is left in one. ``tools`` is accepted for symmetry with the other
-    dialects: :func:`parse` reads the
-    text back as this call when ``tools`` holds a tool of that name.
+    token is left in one. :func:`parse` reads the text back as this call when
+    ``tools`` holds a tool of that name; each object's keys are then written in
+    its schema's order (declared properties, then required keys no property
+    lists, then the rest as they came): the one order :func:`constraint` takes.
 
     It never raises: a name outside the tool-name grammar, or arguments JSON
     cannot carry faithfully, give the note ``[tool call not written:
@@ -123,7 +124,7 @@ def render_call(call: ToolCall, tools: Tools = ()) -> str:
     """
     if NAME_PATTERN.fullmatch(call.name) is None:
         return refusal("its tool name cannot be written as a Llama JSON call")
-    arguments = arguments_of(call)
+    arguments = arguments_of(call, tools)
     # (raw text holding a lone surrogate is written with its escape: no text carries it)
     payload: object = printable(str(call.arguments)) if arguments is None else arguments
     if arguments is not None and (problem := unwritable(arguments, JSON_DEPTH)) is not None:
@@ -162,7 +163,7 @@ def constraint(
             (at least one call, nothing before it) or a tool's name (one call of
             that tool).
         parallel: Whether several calls may follow one another (up to
-            :data:`~tinytools.formats.MAX_PARALLEL_CALLS` in GBNF and Lark).
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS`, in every backend's form).
         reasoning: Whether a ``<think>…</think>`` may come first.
 
     Raises:

@@ -24,6 +24,7 @@ import attrs
 import fastjsonschema
 import msgspec
 
+from tinytools._declare.coerce import coerce_scalars
 from tinytools._declare.models import encode_model
 from tinytools._declare.patterns import linear
 from tinytools._declare.registry import Registry
@@ -47,7 +48,7 @@ from tinytools.events import (
     ToolStarted,
     UnknownToolCall,
 )
-from tinytools.policies import RunPolicy
+from tinytools.policies import Coerce, RunPolicy
 from tinytools.repair import normalize_arguments, recover_relaxed_object
 from tinytools.toolsets import Toolset
 
@@ -82,7 +83,7 @@ _TERMINAL = (ToolCompleted, ToolFailed)
 _ADMISSION = (UnknownToolCall, InvalidToolArgs, ToolDenied)
 _REWRITE = re.compile(r"rewrite:(.+)", re.DOTALL)
 _UNKNOWN_RECOVERIES = frozenset({"tool_error", "fail"})
-_INVALID_RECOVERIES = frozenset({"repaired", "normalized", "tool_error", "fail"})
+_INVALID_RECOVERIES = frozenset({"repaired", "normalized", "coerced", "tool_error", "fail"})
 
 
 def callable_this_turn(
@@ -127,12 +128,21 @@ def decoded_arguments(call: ToolCall) -> tuple[object, bool]:
     return (recover_relaxed_object(raw) if isinstance(raw, str) else None), False
 
 
-def _candidates(call: ToolCall, item: Tool[..., object]) -> list[dict[str, object]]:
-    """Every keyword-argument dict admission may legitimately derive from ``call``."""
+def _candidates(
+    call: ToolCall, item: Tool[..., object], policy: RunPolicy | None = None
+) -> list[dict[str, object]]:
+    """Every keyword-argument dict admission may legitimately derive from ``call`` (under
+    ``policy``: the default ``RunPolicy()`` when None)."""
     value, strict = decoded_arguments(call)
     if value is None and not strict and isinstance(call.arguments, (str, bytes)):
         return []  # malformed and unrecoverable: nothing may run (never `{}`)
     values = [value]
+    if (policy is not None and isinstance(policy.invalid_args, Coerce)) or (
+        item.policy.runtime.coerce
+    ):
+        coerced = coerce_scalars(item.parameters, value)
+        if coerced is not None:
+            values.append(coerced)
     normalized = normalize_arguments(value, item.parameters)
     if normalized is not None:
         values.append(normalized.value)
@@ -324,9 +334,13 @@ def check_dispatch_invariants(
         for call_id, tool, arguments, _, certain, _ in runs
         if certain or arguments not in ({}, by_id[call_id].arguments)
     ]
-    _check_journal(by_id, result, registry, callable_names, started, runs, recorded=False)
+    _check_journal(
+        by_id, result, registry, callable_names, started, runs, recorded=False, policy=policy
+    )
     if ran is not None:
-        _check_journal(by_id, result, registry, callable_names, list(ran), runs, recorded=True)
+        _check_journal(
+            by_id, result, registry, callable_names, list(ran), runs, recorded=True, policy=policy
+        )
 
 
 @attrs.frozen
@@ -840,6 +854,7 @@ def _check_journal(
     runs: Sequence[_Run],
     *,
     recorded: bool,
+    policy: RunPolicy,
 ) -> None:
     """Invariants 2, 3 and 4 against what ran: recorded by the tool functions themselves
     (``recorded``), or as the ``ToolStarted`` events of ``runs`` report it."""
@@ -884,14 +899,14 @@ def _check_journal(
         # A run after the host's decision on an inline resume may have the host's edited
         # arguments (approve_with_args), which no call text gives: its schema was checked.
         if not (matching and all(matching)):
-            candidates = _candidates(call, item)
+            candidates = _candidates(call, item, policy)
             if not recorded:  # (as ToolStarted shows them)
                 candidates = [shown_arguments(item, c) for c in candidates]
             assert entry.arguments in candidates, (
                 f"invariant 3: tool {entry.tool!r} ran ({source}) for call {call.id!r} with "
                 f"{entry.arguments!r}, which its arguments {call.arguments!r} do not decode, "
-                f"repair or normalize to (admissible: {candidates}); malformed JSON must never "
-                "become `{}` or anything else"
+                f"repair, coerce or normalize to (admissible: {candidates}); malformed JSON "
+                "must never become `{}` or anything else"
             )
         if recorded:
             assert matching, (

@@ -12,13 +12,53 @@ the batch with a message that names the fix. So does a tool that calls
 
 from __future__ import annotations
 
+import sys
 from typing import Final
 
 import sniffio
 
-from ._workers import NestedLoop
+__all__ = ["NestedLoop", "refuse_nested_loop", "wrong_loop"]
 
-__all__ = ["wrong_loop"]
+
+class NestedLoop(RuntimeError):
+    """``dispatch_sync`` was called, for a batch that needs an event loop, from inside a
+    running one (see :func:`refuse_nested_loop`). Raised by a tool, it aborts the tool's
+    batch: the host's mistake, which the model cannot fix (:func:`wrong_loop`)."""
+
+
+def refuse_nested_loop() -> None:
+    """Raise when an event loop runs in this thread: ``dispatch_sync`` would block it with
+    a loop of its own (asyncio refuses to nest; under trio, an asyncio loop inside a trio
+    task makes ``sniffio`` and anyio-based tools answer for the wrong loop).
+
+    Called before any tool of the batch runs and before the ledger records it (a call
+    recorded as started and never run would be refused as already started when retried).
+    The host's SIGINT handler, called at a Ctrl-C inside a step of this thread's
+    ``dispatch_sync`` loop, is let through: its batch runs on a loop of its own while the
+    interrupted one waits (see ``loop._run_apart``).
+
+    Raises:
+        NestedLoop: Naming the loop and what to do instead.
+    """
+    aio = sys.modules.get("asyncio")  # (no loop of it runs if it was never imported)
+    loop = None if aio is None else aio._get_running_loop()
+    if loop is not None:
+        from .loop import handling_sigint_on  # (a loop runs: asyncio is loaded already)
+
+        if handling_sigint_on(loop):
+            return
+    running = "asyncio" if loop is not None else None
+    running = running or sniffio.thread_local.name or sniffio.current_async_library_cvar.get()
+    if running is not None:
+        raise NestedLoop(
+            "dispatch_sync needs an event loop for this batch (an async tool, an async "
+            "on_event handler, or threaded calls run concurrently) but was called from "
+            f"inside a running {running} event loop, which it would block (no tool of this "
+            "batch has run). Use `await tinytools.dispatch(...)` there; a synchronous tool "
+            "that dispatches can be declared `@tool(blocking=True)` to run on a worker "
+            "thread instead"
+        )
+
 
 #: What each library raises when code written for the *other* one runs under it.
 _SIGNS: Final = {

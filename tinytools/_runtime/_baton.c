@@ -1,8 +1,8 @@
-/* The hand-off between a caller and a tool thread of tinytools._workers, compiled.
+/* The hand-off between a caller and a tool thread of tinytools._runtime.threads, compiled.
  *
  * A Baton is the single slot between one caller and one worker thread: the caller hands
  * it a job and waits for the end (with a timeout), the worker reports the end and waits
- * for the next job. It is tinytools._workers._Baton (the pure-Python twin, used without
+ * for the next job. It is tinytools._runtime.baton._Baton (the pure-Python twin, used without
  * a C compiler) with one difference that is the reason this file exists: each side
  * releases the GIL *before* it wakes the other thread. With Python's own locks the woken
  * thread finds the GIL still held by the thread that woke it and has to sleep and be woken
@@ -343,7 +343,7 @@ static PyType_Slot baton_slots[] = {
 };
 
 static PyType_Spec baton_spec = {
-    .name = "tinytools._workers_speedups.Baton",
+    .name = "tinytools._runtime._baton.Baton",
     .basicsize = sizeof(Baton),
     .flags = Py_TPFLAGS_DEFAULT,
     .slots = baton_slots,
@@ -398,15 +398,15 @@ static PyModuleDef_Slot slots[] = {
 
 static struct PyModuleDef module_definition = {
     PyModuleDef_HEAD_INIT,
-    .m_name = "tinytools._workers_speedups",
-    .m_doc = "The caller/worker hand-off of tinytools._workers, compiled (it releases the GIL before waking the other thread).",
+    .m_name = "tinytools._runtime._baton",
+    .m_doc = "The caller/worker hand-off of tinytools._runtime.threads, compiled (it releases the GIL before waking the other thread).",
     .m_size = 0,
     .m_methods = module_methods,
     .m_slots = slots,
 };
 
 PyMODINIT_FUNC
-PyInit__workers_speedups(void)
+PyInit__baton(void)
 {
     return PyModuleDef_Init(&module_definition);
 }

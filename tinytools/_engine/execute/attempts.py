@@ -1,0 +1,112 @@
+"""One call's attempts: the retry policy and the one place a tool's function is called.
+
+:func:`attempts` is a generator (the sans-I/O pattern, as admission's hook walk): it
+calls the tool and decides what follows each failure, and yields to its driver what only
+a driver can do — await an async tool's coroutine, wait before the next attempt — then
+leaves the call's outcome on its :class:`Attempt`. :func:`drive` runs it on the thread
+that runs a synchronous tool (inline, or a worker thread); ``loop.adrive`` under an event
+loop. Either runs inside the call's copy of the caller's context.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, TypeAlias
+
+from tinytools._admit import Admitted
+from tinytools._engine.outcome import Outcome
+from tinytools._engine.stops import Stop, interrupted
+from tinytools._run import Run
+
+from .classify import PROPAGATE, next_attempt
+
+__all__ = ["Attempt", "Raised", "Steps", "attempt", "attempts", "drive"]
+
+#: What a call's attempts yield to their driver: the seconds to wait before the next
+#: attempt, or an async tool's coroutine to await (the driver leaves what it returned,
+#: or :class:`Raised`, on the call's :class:`Attempt`).
+Steps: TypeAlias = Iterator["float | Coroutine[Any, Any, object]"]
+
+
+class Raised:
+    """What an async tool's coroutine raised, handed back to its attempts."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: BaseException) -> None:
+        self.error = error
+
+
+class Attempt:
+    """One call's attempts in progress, between the generator and its driver: what the
+    driver hands back (``reply``: an async tool's value, or :class:`Raised`) and what the
+    attempts end with (``outcome``). A generator that ends by returning a value costs its
+    driver an exception to read it; one that ends with nothing costs nothing."""
+
+    __slots__ = ("outcome", "reply")
+
+    outcome: Outcome
+    reply: object
+
+
+def attempt(fn: Callable[..., object], kwargs: dict[str, object]) -> object:
+    """One attempt: the one place a tool's function is called. What it returned (an async
+    tool's coroutine, to await), or :class:`Raised` with the tool's failure, whatever it
+    raised (but what :data:`PROPAGATE` lists, which is not the tool's to answer)."""
+    try:
+        return fn(**kwargs)
+    except PROPAGATE:
+        raise
+    except BaseException as error:
+        return Raised(error)
+
+
+def attempts(
+    run: Run, item: Admitted, fn: Callable[..., object], kwargs: dict[str, object], at: Attempt
+) -> Steps:
+    """Every attempt of one call, until one is not retried; its outcome is left on ``at``."""
+    is_async = item.tool._plan.is_async
+    tries = 0
+    while True:
+        value = attempt(fn, kwargs)
+        if is_async and type(value) is not Raised:
+            yield value  # type: ignore[misc]  # its coroutine, awaited by the driver
+            value, at.reply = at.reply, None
+        if type(value) is not Raised:
+            at.outcome = value  # type: ignore[assignment]
+            return
+        decided = next_attempt(run, item, value.error, tries)
+        del value  # (its traceback holds this frame: no cycle left behind)
+        if type(decided) is not float:
+            at.outcome = decided  # type: ignore[assignment]
+            return
+        tries += 1
+        yield decided
+
+
+def _sleep(delay: float) -> bool:
+    time.sleep(delay)
+    return True
+
+
+def drive(
+    run: Run,
+    item: Admitted,
+    fn: Callable[..., object],
+    kwargs: dict[str, object],
+    pause: Callable[[float], bool] = _sleep,
+) -> Outcome:
+    """Run a synchronous tool's attempts on this thread to their outcome. ``pause`` waits
+    before each retry; False: the caller left (the call timed out or was interrupted
+    meanwhile), so no further attempt starts."""
+    if not item.tool._plan.retries:  # one attempt, and no loop to make for it
+        value = attempt(fn, kwargs)
+        if type(value) is Raised:  # (replaced: no cycle through the failure's traceback)
+            value = next_attempt(run, item, value.error, 0)
+        return value  # type: ignore[return-value]
+    at = Attempt()
+    for delay in attempts(run, item, fn, kwargs, at):
+        if not pause(delay):  # type: ignore[arg-type]  # a sync tool's attempts yield waits
+            return interrupted(Stop.CANCELLED)  # (nobody reads it: its caller has left)
+    return at.outcome
