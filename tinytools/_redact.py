@@ -33,8 +33,8 @@ Two decisions worth knowing:
   percent-encoded in a URL, a typed value's ``str`` and ``repr``), and its start where a
   preview cut it short (``"sk-live-A1b2…``).
 - Typed values (what validation converts arguments to: a msgspec Struct, a
-  dataclass, an attrs class, a NamedTuple) are read by their fields, a field's
-  name as a key. A parser's or provider's reason for a call it could not read
+  dataclass, an attrs class, a pydantic model, a NamedTuple) are read by their fields,
+  a field's name as a key. A parser's or provider's reason for a call it could not read
   quotes the model's text, of which a secret may be any part: where the call's
   text is hidden, so is the reason (:func:`shown_reason`).
 """
@@ -52,6 +52,7 @@ from collections.abc import Mapping
 import attrs
 import msgspec
 
+from ._declare.models import is_model, model_fields
 from ._declare.registry import AnyTool, Registry
 from ._suggest import normalize
 from ._wire import ToolCall
@@ -276,10 +277,10 @@ def _opened(item: object) -> dict[object, object] | list[object] | None:
     """A typed value as a container of its values, one level deep (None for a scalar).
 
     What validation makes of the arguments (and a host may pass): a msgspec Struct, a
-    dataclass or an attrs instance is an object of its fields (a Struct's by the names
-    JSON gives them), a NamedTuple too (its field names tell its secrets, though JSON
-    shows it as an array), another tuple, a set or a frozenset an array, any other
-    mapping an object.
+    dataclass, an attrs or a pydantic model instance is an object of its fields (a
+    Struct's and a model's by the names JSON gives them), a NamedTuple too (its field
+    names tell its secrets, though JSON shows it as an array), another tuple, a set or a
+    frozenset an array, any other mapping an object.
 
     Raises:
         Exception: Whatever reading a host's object raised.
@@ -302,6 +303,8 @@ def _opened(item: object) -> dict[object, object] | list[object] | None:
         return {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}
     if attrs.has(kind):
         return {a.name: getattr(item, a.name) for a in attrs.fields(kind)}
+    if is_model(item):
+        return model_fields(item)  # (by the names JSON gives them, as a Struct's)
     return None
 
 

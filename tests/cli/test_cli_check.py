@@ -74,6 +74,13 @@ class TestCheckText:
 
         assert (0, "Checked 2 tools in 1 file: no problems.\n") == (done.returncode, done.stdout)
 
+    def test_a_pydantic_model_parameter_is_clean(self):
+        """A tool whose parameter is a pydantic model passes: its schema (the model's own,
+        in `$defs`) is one OpenAI's strict mode can express."""
+        done = run_cli("check", "tests/cli/cli_targets_models/model_tools.py")
+
+        assert (0, "Checked 1 tool in 1 file: no problems.\n") == (done.returncode, done.stdout)
+
     def test_warnings_alone_exit_0(self):
         """Warnings do not fail the run unless --fail-on warning is given."""
         assert 0 == run_cli("check", "examples/").returncode

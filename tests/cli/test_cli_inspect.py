@@ -14,6 +14,7 @@ from tinytools._cli.cmd_inspect import DIALECTS, PROVIDERS
 from tinytools._cli.demo import EXAMPLES
 
 GOOD = "tests/cli/cli_targets/good_tools.py"
+MODELS = "tests/cli/cli_targets_models/model_tools.py"
 
 
 class TestInspect:
@@ -49,6 +50,21 @@ class TestInspect:
         assert done.stdout.startswith(f"get_weather  ({size} bytes)\n{{\n")
         assert json.dumps(declaration, indent=2) in done.stdout
         assert done.stdout.endswith(f"1 tool in openai_chat: {size + 2} bytes in total.\n")
+
+    def test_a_pydantic_model_parameter(self):
+        """A tool whose parameter is a pydantic model is declared with the model's own JSON
+        schema in `$defs`, in strict mode too."""
+        done = run_cli("inspect", MODELS, "--strict", "--json")
+        [declaration] = json.loads(done.stdout)["declarations"]
+        parameters = declaration["function"]["parameters"]
+
+        assert (0, "") == (done.returncode, done.stderr)
+        assert declaration["function"]["strict"] is True
+        assert {
+            "description": "The order to place.",
+            "anyOf": [{"$ref": "#/$defs/Order"}],  # (strict mode: no siblings beside a $ref)
+        } == parameters["properties"]["order"]
+        assert {"Line", "Order"} == set(parameters["$defs"])
 
     def test_strict(self):
         """--strict declares OpenAI tools in strict mode."""

@@ -10,5 +10,6 @@ it is enforced), ``spec`` (``Tool``), ``tool_policy`` (``ToolPolicy``), ``tool_f
 and ``foreign`` (BFCL's schema dialect). A tool's arguments are checked by ``validate``
 (the two validators), over ``decode`` (raw JSON text), ``json_values`` (what JSON can
 carry) and ``messages`` (what the model reads when they are refused); ``coerce`` reads
-numbers and booleans sent as strings, when a policy opts in.
+numbers and booleans sent as strings, when a policy opts in; ``models`` lets a pydantic
+model stand as a parameter type (its schema, its validation) without importing pydantic.
 """

@@ -61,7 +61,9 @@ KeyBound: TypeAlias = "Callable[[str | bytes], bool]"
 
 
 def struct_decoder(
-    struct: type[msgspec.Struct], bound: KeyBound | None = compiled_bound
+    struct: type[msgspec.Struct],
+    bound: KeyBound | None = compiled_bound,
+    dec_hook: Callable[[type, object], object] | None = None,
 ) -> Callable[[str | bytes], msgspec.Struct]:
     """msgspec's decoder for ``struct``, refusing objects that repeat a field.
 
@@ -77,9 +79,9 @@ def struct_decoder(
     default is, or when the text (holding no backslash) shows its key; past that
     bound, :func:`repeats_possible` compares colon counts before any exact scan.
     Both bounds are sound (a text they pass repeats no key), so both give the same
-    answers.
+    answers. ``dec_hook`` builds the types msgspec does not know (pydantic models).
     """
-    decode = msgspec.json.Decoder(struct).decode
+    decode = msgspec.json.Decoder(struct, dec_hook=dec_hook).decode
     if bound is compiled_bound and _unrepeated_decoder is not None:
         # decode, bound and (when needed) the exact scan in one C call: no Python frame.
         return _unrepeated_decoder(decode, _refuse_repeats)

@@ -123,6 +123,10 @@ def tool(
     for tinytools to fill, and a compiled validator is built. The result is
     still callable exactly like the function.
 
+    A parameter typed as a pydantic v2 model is declared with the model's own JSON
+    schema and validated by the model (after decoding and repair), so the function
+    gets a model instance; pydantic is never imported for other tools.
+
     A ``msgspec.Meta(pattern=...)`` anywhere in a parameter's type is matched
     with JSON Schema's meaning (ECMA-262, as the schema tells the model: ``$``
     ends the text, ``\\d`` and ``\\w`` are ASCII) by RE2, in time linear in the
@@ -154,7 +158,7 @@ def tool(
             for parameters the signature lacks, an invalid name, shortcuts
             that contradict each other or ``policy``, a ``pattern`` RE2 cannot
             run (lookaround, backreferences) or one inside a recursive or
-            generic class.
+            generic class, a union of a pydantic model with anything but None.
     """
     options = _Options(
         name=name,

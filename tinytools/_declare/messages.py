@@ -15,6 +15,8 @@ from tinytools._memo import remember
 from tinytools._text import json_type, preview
 from tinytools.errors import ToolArgumentsError
 
+from .models import ModelRefused
+
 if TYPE_CHECKING:
     import fastjsonschema
 
@@ -25,6 +27,7 @@ __all__ = [
     "msgspec_detail",
     "not_json",
     "too_deep",
+    "validation_detail",
 ]
 
 
@@ -42,8 +45,18 @@ def _json_names(match: re.Match[str]) -> str:
 
 
 def from_msgspec(tool_name: str, error: msgspec.ValidationError) -> ToolArgumentsError:
-    detail, path, _ = msgspec_detail(str(error))
+    detail, path, _ = validation_detail(error)
     return ToolArgumentsError(tool_name, detail, path=path)
+
+
+def validation_detail(error: msgspec.ValidationError) -> tuple[str, str, bool]:
+    """:func:`msgspec_detail` of ``error``; where a pydantic model refused its part, the
+    model's own sentence, at the path of the value inside the model."""
+    cause = error.__cause__
+    if isinstance(cause, ModelRefused):
+        _, path, _ = msgspec_detail(str(error))
+        return cause.detail, path + cause.path, False
+    return msgspec_detail(str(error))
 
 
 #: msgspec's messages as the model reads them, by msgspec's text: a bounded memo (a

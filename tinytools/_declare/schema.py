@@ -25,6 +25,7 @@ import attrs
 import msgspec
 
 from .introspect import Param
+from .models import encode_model, hoist_models, is_model, is_model_class, schema_placeholder
 
 if TYPE_CHECKING:
     import msgspec.inspect as mi
@@ -46,6 +47,8 @@ _ANY = "x-tinytools-any"
 def _schema_hook(tp: type) -> dict[str, object]:
     if tp is object:
         return {_ANY: True}
+    if is_model_class(tp):  # its own schema, put in `$defs` by `hoist_models`
+        return schema_placeholder(tp)
     raise NotImplementedError
 
 
@@ -61,10 +64,10 @@ def _strip_any(schema: dict[str, object]) -> None:
             stack.extend(node)
 
 
-def _encodable(value: object) -> bool:
+def _encodable(value: object, enc_hook: Callable[[object], object] | None = None) -> bool:
     try:
-        msgspec.json.encode(value)
-    except (TypeError, ValueError, OverflowError):
+        msgspec.json.encode(value, enc_hook=enc_hook)
+    except (TypeError, ValueError, OverflowError, NotImplementedError):
         return False
     return True
 
@@ -74,8 +77,11 @@ def _field(param: Param) -> tuple[str, object] | tuple[str, object, object]:
     if param.required:
         return (param.name, param.annotation)
     default = param.default
-    mutable_struct = isinstance(default, msgspec.Struct) and not default.__struct_config__.frozen
-    if (isinstance(default, (list, dict, set, bytearray)) and default) or mutable_struct:
+    if isinstance(default, msgspec.Struct):
+        mutable = not default.__struct_config__.frozen
+    else:  # (a pydantic model's instance is as mutable as its config says)
+        mutable = is_model(default) and not getattr(default, "model_config", {}).get("frozen")
+    if (isinstance(default, (list, dict, set, bytearray)) and default) or mutable:
         # A fresh deep copy per call: unlike Python's own shared mutable defaults (and
         # msgspec refuses a non-empty list, dict, set or a mutable Struct as a default).
         return (param.name, param.annotation, msgspec.field(default_factory=_copier(default)))
@@ -116,8 +122,9 @@ def _schema(struct: type[msgspec.Struct], params: Sequence[Param]) -> dict[str, 
         if param.description is not None:
             properties[param.name] = prop = {"description": param.description, **prop}
         # msgspec omits defaults given through a factory; advertise them when JSON can.
-        if not param.required and "default" not in prop and _encodable(param.default):
-            prop["default"] = msgspec.to_builtins(param.default)
+        if not param.required and "default" not in prop and _encodable(param.default, encode_model):
+            prop["default"] = msgspec.to_builtins(param.default, enc_hook=encode_model)
+    hoist_models(schema, components)
     if components:
         schema["$defs"] = components
     if _ANY in msgspec.json.encode(schema).decode():
@@ -133,10 +140,16 @@ def _unsupported(params: Sequence[Param]) -> list[str]:
             msgspec.json.schema(_struct([param]), schema_hook=_schema_hook)
         except (TypeError, ValueError) as exc:
             reason = str(exc).strip().splitlines()[-1]
+            if "unions containing a custom type" in reason:  # msgspec's words, for a model
+                reason = (
+                    "a union may hold a pydantic model only beside None; make the choice "
+                    "inside one model, a field typed `A | B`"
+                )
             problems.append(
                 f"parameter `{param.name}`: type `{_type_name(param.annotation)}` cannot be "
                 f"described as JSON ({reason}); use JSON-compatible types (str, int, float, "
-                "bool, None, lists, dicts, TypedDicts, dataclasses, attrs classes, Structs, …)"
+                "bool, None, lists, dicts, TypedDicts, dataclasses, attrs classes, Structs, "
+                "pydantic models, …)"
             )
     return problems
 

@@ -137,10 +137,7 @@ class Tool(Generic[P, R]):
     _plan: Plan = attrs.field(
         init=False,
         repr=False,
-        default=attrs.Factory(
-            lambda self: Plan(self.fn, self.is_async, self.injections, self.policy),
-            takes_self=True,
-        ),
+        default=attrs.Factory(lambda self: _plan(self), takes_self=True),
     )
     # The raw-JSON decoder of a signature-built tool, kept on the tool itself so the
     # hot path of `validate` is one attribute load away (None for schema-built tools).
@@ -185,7 +182,8 @@ class Tool(Generic[P, R]):
         Returns:
             A new dict. For a tool built from a signature the values are
             converted to the parameters' types (a dataclass parameter arrives
-            as that dataclass, a ``datetime`` as a ``datetime``) and omitted
+            as that dataclass, a pydantic model's as a model instance, a ``datetime``
+            as a ``datetime``) and omitted
             parameters hold their defaults. For a schema-built tool it is the
             arguments as JSON reads them: unchanged, but for decoded arguments of an
             SDK's own types (a key or value of a ``str`` subclass arrives as a plain
@@ -346,6 +344,18 @@ class Tool(Generic[P, R]):
             exposure=exposure,
             format=format or DEFAULT_FORMAT,
         )
+
+
+def _plan(tool: Tool[..., object]) -> Plan:
+    plan = Plan(tool.fn, tool.is_async, tool.injections, tool.policy)
+    if plan.redactor is None and getattr(tool._validator, "models", False):
+        from tinytools._redact import Redactor  # (imports this module)
+
+        # Events and the ledger show a call's arguments as JSON can carry them, and
+        # msgspec cannot encode a pydantic model: such a tool's arguments are shown as a
+        # redacting tool's are, each typed value as the object of its fields (none secret).
+        plan.redactor = Redactor(())
+    return plan
 
 
 def _copy_schema(parameters: Mapping[str, object]) -> tuple[dict[str, object], list[str]]:

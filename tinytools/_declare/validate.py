@@ -50,7 +50,8 @@ from .json_values import (
     plain_values,
     suspect,
 )
-from .messages import from_fastjsonschema, msgspec_detail, not_json, too_deep
+from .messages import from_fastjsonschema, not_json, too_deep, validation_detail
+from .models import decode_model, holds_models
 from .patterns import linear
 from .schema_check import subschemas
 from .schema_dialect import FORMAT_CHECKS, Dialect, Enforce, local_schema
@@ -101,7 +102,7 @@ def _takes_any_keys(struct: type[msgspec.Struct]) -> bool:
 class StructValidator:
     """Validates and converts arguments through a generated msgspec ``Struct``."""
 
-    __slots__ = ("_checks", "_decode_struct", "_read", "_struct", "decode")
+    __slots__ = ("_checks", "_dec_hook", "_decode_struct", "_read", "_struct", "decode", "models")
 
     def __init__(
         self,
@@ -111,6 +112,10 @@ class StructValidator:
     ) -> None:
         #: The arguments as the schema describes them (``msgspec.Meta`` patterns included).
         self._struct = struct
+        #: Whether a pydantic model stands in the arguments: msgspec then hands each
+        #: model's part to the model to validate (see ``models``).
+        self.models = holds_models(struct)
+        self._dec_hook = decode_model if self.models else None
         # What msgspec decodes into: the struct itself, or, when it holds patterns, the
         # same struct without them, checked after decoding with RE2 (`signature_patterns`).
         self._decode_struct = struct if decoding is None else decoding[0]
@@ -121,7 +126,7 @@ class StructValidator:
         self._read: Callable[[str, object], object] = self._first_read
         #: Decode raw JSON straight into the Struct (raises msgspec's errors as they are;
         #: a repeated field or a pattern mismatch raises a ``ValidationError`` too).
-        self.decode = struct_decoder(self._decode_struct)
+        self.decode = struct_decoder(self._decode_struct, dec_hook=self._dec_hook)
         checks = self._checks
         if checks is not None:
             decode = self.decode
@@ -136,7 +141,9 @@ class StructValidator:
         return self._read(tool_name, value)
 
     def _convert(self, value: object) -> msgspec.Struct:
-        decoded = msgspec.convert(value, self._decode_struct, str_keys=True)
+        decoded = msgspec.convert(
+            value, self._decode_struct, str_keys=True, dec_hook=self._dec_hook
+        )
         return decoded if self._checks is None else self._checks(decoded)
 
     def validate(self, tool_name: str, arguments: Arguments) -> dict[str, object]:
@@ -154,9 +161,7 @@ class StructValidator:
                 # (refused below as the plain values the tool would get); a key is text,
                 # as in JSON, read into the parameter's key type (`"1"` for a dict[int, …])
                 arguments = self._read(tool_name, arguments)  # type: ignore[assignment]
-                value = msgspec.convert(arguments, self._decode_struct, str_keys=True)
-                if self._checks is not None:
-                    value = self._checks(value)
+                value = self._convert(arguments)
         except (msgspec.MsgspecError, UnicodeError, RecursionError) as error:
             return self.refused(tool_name, arguments, error)
         return msgspec.structs.asdict(value)
@@ -187,7 +192,7 @@ class StructValidator:
             raise ToolArgumentsError(tool_name, error.detail, path=error.path) from None
         if not isinstance(error, msgspec.ValidationError):  # before DecodeError, its base
             raise not_json(tool_name, error) from None
-        detail, path, got_float = msgspec_detail(str(error))
+        detail, path, got_float = validation_detail(error)
         # The typed decoder reports the first ill-typed value before a syntax error
         # further on (`0:`, a truncated `{"n": "x",`): text that is not JSON at all
         # is malformed, whatever its first value looked like.
@@ -213,7 +218,7 @@ class StructValidator:
             try:
                 return msgspec.structs.asdict(self._convert(decoded))
             except msgspec.ValidationError as error:
-                detail, path, got_float = msgspec_detail(str(error))
+                detail, path, got_float = validation_detail(error)
         if got_float:  # JSON Schema's rule: integral floats are integers
             try:
                 value = self._convert(integral_floats_to_int(decoded))

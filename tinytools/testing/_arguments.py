@@ -51,7 +51,8 @@ def valid_arguments(tool: Tool[..., object]) -> SearchStrategy[dict[str, object]
 
     For a ``@tool`` tool they are drawn from the parameters' types, constraints
     included (``Annotated[int, msgspec.Meta(ge=0)]``, lengths, patterns,
-    enums, literals, nested dataclasses, TypedDicts and Structs, optional
+    enums, literals, nested dataclasses, TypedDicts and Structs, pydantic
+    models from their own JSON schema (kept where the model accepts them), optional
     parameters sometimes left out), as the JSON a model sends: a ``datetime``
     as ISO text, ``bytes`` as base64, a ``dict[int, str]``'s keys as text.
     For a ``Tool.from_schema`` tool they are drawn from its JSON schema, in

@@ -4,7 +4,8 @@ A ``@tool`` tool validates through a generated msgspec ``Struct``; its fields ca
 the parameters' types with every ``msgspec.Meta`` constraint. ``msgspec.inspect``
 turns them into a small IR, and each node here becomes a strategy for the JSON value
 a model would send for it: a ``datetime`` as ISO text, ``bytes`` as base64, a
-dataclass as an object, an enum as one of its values. hypothesis' own strategies
+dataclass as an object, an enum as one of its values, a pydantic model as a value
+drawn from the model's own JSON schema. hypothesis' own strategies
 draw the leaves, so edge values (empty strings, any Unicode, the bounds of a
 constraint, ``None`` for optionals) come often, and shrinking stays readable.
 """
@@ -13,7 +14,9 @@ from __future__ import annotations
 
 import base64
 import datetime
+import sys
 from collections.abc import Callable
+from typing import Any
 
 import msgspec
 import msgspec.inspect as mi
@@ -21,9 +24,11 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
+from tinytools._declare.models import is_model_class
 from tinytools._declare.patterns import linear
 from tinytools._declare.signature_patterns import ecma_spelling
 
+from ._from_schema import values_from_schema
 from ._json import json_values
 from ._numbers import binary_multiples, float_interval, integer_interval, integer_multiples
 
@@ -68,6 +73,8 @@ class _Builder:
             return self._object(node)
         if isinstance(node, mi.NamedTupleType):
             return st.tuples(*(self.of(f.type) for f in node.fields)).map(list)
+        if isinstance(node, mi.CustomType) and is_model_class(node.cls):
+            return _model_values(node.cls)
         raise InvalidArgument(
             f"valid_arguments() cannot draw values of type {node!r}: it has no JSON form"
         )
@@ -111,6 +118,21 @@ class _Builder:
             pair = st.tuples(st.just(field.encode_name), self.of(field.type)).map(lambda p: [p])
             parts.append(pair if field.required else st.just([]) | pair)
         return st.tuples(*parts).map(lambda chunks: [p for chunk in chunks for p in chunk])
+
+
+def _model_values(model: type[Any]) -> SearchStrategy[object]:
+    """Values for a pydantic model, drawn from its own JSON schema; only those the model
+    accepts are kept (its validators may refuse what the schema allows)."""
+    invalid = sys.modules["pydantic_core"].ValidationError  # (imported with the model)
+
+    def accepted(value: object) -> bool:
+        try:
+            model.model_validate_json(msgspec.json.encode(value))
+        except invalid:
+            return False
+        return True
+
+    return values_from_schema(model.model_json_schema()).filter(accepted)
 
 
 def _identity(value: object) -> object:

@@ -25,12 +25,13 @@ import fastjsonschema
 import msgspec
 
 from tinytools._declare.coerce import coerce_scalars
+from tinytools._declare.models import encode_model
 from tinytools._declare.patterns import linear
 from tinytools._declare.registry import Registry
 from tinytools._declare.schema_dialect import Dialect, Enforce, local_schema
 from tinytools._declare.spec import Exposure, Tool
 from tinytools._declare.validate import SchemaValidator
-from tinytools._redact import WITHHELD, Redactor
+from tinytools._redact import WITHHELD, Redactor, shown_arguments
 from tinytools._result import DispatchResult
 from tinytools._text import json_text, printable
 from tinytools._wire import ToolCall, ToolMessage
@@ -205,7 +206,7 @@ def _satisfies_schema(arguments: Mapping[str, object], item: Tool[..., object]) 
         enforce, dialect = "full", "draft2020-12"
     check = _schema_check(msgspec.json.encode(item.parameters), enforce, dialect)
     try:
-        check(msgspec.to_builtins(dict(arguments)))
+        check(msgspec.to_builtins(dict(arguments), enc_hook=encode_model))
     except fastjsonschema.JsonSchemaValueException as error:
         return str(error)
     return None
@@ -892,11 +893,15 @@ def _check_journal(
             f"invariant 3: tool {entry.tool!r} ran ({source}) for call {call.id!r} with "
             f"arguments {entry.arguments!r} that break its schema: {problem}"
         )
-        matching = [r for a, r in reported[call.id] if a == entry.arguments]
+        # (what ToolStarted shows of what the tool received: a model as its fields)
+        shown = shown_arguments(item, entry.arguments) if recorded else entry.arguments
+        matching = [r for a, r in reported[call.id] if a == shown]
         # A run after the host's decision on an inline resume may have the host's edited
         # arguments (approve_with_args), which no call text gives: its schema was checked.
         if not (matching and all(matching)):
             candidates = _candidates(call, item, policy)
+            if not recorded:  # (as ToolStarted shows them)
+                candidates = [shown_arguments(item, c) for c in candidates]
             assert entry.arguments in candidates, (
                 f"invariant 3: tool {entry.tool!r} ran ({source}) for call {call.id!r} with "
                 f"{entry.arguments!r}, which its arguments {call.arguments!r} do not decode, "

@@ -42,6 +42,11 @@ class _Narrowed(SchemaValidator):
         super().validate(tool_name, arguments)
         return self._original.validate(tool_name, arguments)
 
+    @property
+    def models(self) -> bool:
+        """Whether the tool's own arguments hold a pydantic model (see ``Tool``'s plan)."""
+        return bool(getattr(self._original, "models", False))
+
 
 @attrs.frozen
 class Prepared(Wrapper):
