@@ -241,14 +241,18 @@ class TestValidCalls:
             ({"anyOf": [{"type": "string"}, {"enum": ["ab"]}]}, "a"),
             ({"anyOf": [{"type": "integer"}, {"enum": [123]}]}, 12),
             ({"anyOf": [{"type": "string", "pattern": "^a$"}, {"enum": ["a\\b"]}]}, "a"),
+            ({"anyOf": [{"type": "object"}, {"const": {"k": [1, "x"]}}]}, {"": None}),
+            ({"anyOf": [{"type": "array"}, {"const": [[1]]}]}, [[]]),
         ],
     )
     def test_value_the_start_of_another_branch(
         self, dialect: ModuleType, schema: dict[str, object], value: object
     ) -> None:
-        """A value that begins a longer one of another branch (``"a"`` of ``"ab"``) is
-        accepted by every grammar (the GBNF one was refused in the tests: their reading
-        of GBNF made each literal one greedy lexeme, which llama.cpp does not)."""
+        """A value that begins a longer one of another branch (``"a"`` of ``"ab"``,
+        ``{"`` of a ``const`` object) is accepted by every grammar (the GBNF one was refused
+        in the tests: their reading of GBNF made each literal one greedy lexeme, which
+        llama.cpp does not; the Lark one refused a value that starts as a ``const`` does,
+        which llguidance's lexer took as one lexeme and could not give back)."""
         tool = tool_for(schema, True)
         text = rendered(dialect, [tool], ToolCall("1", "t", {"v": value, "w": ""}))
         for form, lark in grammars(dialect.constraint([tool])).items():

@@ -266,13 +266,22 @@ class Values:
             return None
         return self._spelled(value)
 
+    def _member(self, value: object) -> Node:
+        """A key or item of an array or object value: a scalar is a lexeme of its own, as
+        the schema's other values are (a whole ``{"k": 1}`` as one lexeme would take ``{"``
+        from a value another branch allows, and llguidance's lexer could not give it
+        back)."""
+        if isinstance(value, (Mapping, list)):
+            return self._spelled(value)
+        return self.grammar.add("literal", self._spelled(value), token=True)
+
     def _spelled(self, value: object) -> Node:
         if isinstance(value, Mapping):
-            members = [Seq(self._spelled(str(k)), Lit(self.style.key), self._spelled(v))
+            members = [Seq(self._member(str(k)), Lit(self.style.key), self._member(v))
                        for k, v in value.items()]  # fmt: skip
             return Seq(Lit("{"), *_joined(members, Lit(self.style.item)), Lit("}"))
         if isinstance(value, list):
-            items = [self._spelled(item) for item in value]
+            items = [self._member(item) for item in value]
             return Seq(Lit("["), *_joined(items, Lit(self.style.item)), Lit("]"))
         key = (type(value), value)
         known = self._literals.get(key)
@@ -332,7 +341,8 @@ class _Builder:
             spelled = [self.values.literal(v) for v in kept]
             if all(node is not None for node in spelled):
                 literals = Alt(*(node for node in spelled if node is not None))
-                return self.grammar.add(hint, literals, token=True)
+                whole = not any(isinstance(v, (Mapping, list)) for v in kept)
+                return self.grammar.add(hint, literals, token=whole)  # (see _member)
             self.values.unenforced.add("const" if "const" in schema else "enum")
             return self.any(schema)
         branches = schema.get("anyOf", schema.get("oneOf"))
