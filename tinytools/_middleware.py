@@ -17,8 +17,10 @@ A middleware is any object with an optional ``before_tool`` and an optional
   around an async tool, in its task: ``call`` holds the validated arguments, and
   ``proceed()`` (awaited in ``awrap_tool``) runs the rest of the chain and the tool, its
   retries and timeout included, and returns its ``ToolResult``. A wrap may skip it, call
-  it again or raise. A synchronous wrap does not wrap async tools, nor an async wrap
-  synchronous ones (``tinytools._engine.execute.wraps`` runs them).
+  it again or raise; called once the call has ended (kept for later), it raises
+  ``RuntimeError`` rather than run the tool outside dispatch. A synchronous wrap does not
+  wrap async tools, nor an async wrap synchronous ones (``tinytools._engine.execute.wraps``
+  runs them).
 
 The stack is composed once per middleware sequence (:func:`composed`): ``before_tool``
 hooks run in the order given, ``after_tool`` hooks in reverse (an onion, as

@@ -10,6 +10,7 @@ asyncio.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -273,6 +274,45 @@ class TestWhatAWrapSeesAndDoes:
         )
         assert result.messages[0].content == "cached"
         assert ran == []
+
+    @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
+    def test_a_proceed_kept_past_its_call_refuses_to_run_the_tool(self, is_async: bool) -> None:
+        """A wrap that keeps ``proceed`` and calls it after the call ended gets a clear
+        error; the tool does not run again outside dispatch (it did: no event, no row)."""
+        ran: list[int] = []
+        kept: list[Callable[[], Any]] = []
+
+        @tool
+        def count(n: int) -> int:
+            """Count."""
+            ran.append(n)
+            return n
+
+        @tool
+        async def acount(n: int) -> int:
+            """Count."""
+            ran.append(n)
+            return n
+
+        def keep(call: ToolCall, env: object, proceed: Callable[[], ToolResult]) -> ToolResult:
+            kept.append(proceed)
+            return proceed()
+
+        async def akeep(
+            call: ToolCall, env: object, proceed: Callable[[], Awaitable[ToolResult]]
+        ) -> ToolResult:
+            kept.append(proceed)
+            return await proceed()
+
+        subject, hook = (acount, akeep) if is_async else (count, keep)
+        calls = [ToolCall("c0", subject.name, {"n": 1})]
+        result = dispatch_sync(calls, [subject], middleware=[wrap_tool(hook)])
+        assert ["1"] == [m.content for m in result.messages]
+        late = kept[0]
+        again = (lambda: asyncio.run(late())) if is_async else late
+        with pytest.raises(RuntimeError, match=r"proceed\(\) of the call 'c0'.*after that call"):
+            again()
+        assert [1] == ran
 
     @pytest.mark.parametrize("is_async", [False, True], ids=["sync", "async"])
     def test_it_may_call_proceed_again(self, is_async: bool) -> None:

@@ -90,7 +90,7 @@ class Proceeded:
     result's identity). ``proceed`` is a bound method with its depth (no closure that
     refers to itself: a call with wraps leaves no cycle for the collector)."""
 
-    __slots__ = ("body", "call", "given", "hooks", "item", "run")
+    __slots__ = ("body", "call", "ended", "given", "hooks", "item", "run")
 
     def __init__(
         self, run: Run, item: Admitted, hooks: tuple[object, ...], body: Callable[[], object]
@@ -103,6 +103,9 @@ class Proceeded:
             item.call, name=item.tool.name, arguments=item.arguments
         )
         self.given: list[tuple[ToolResult, Outcome]] = []
+        #: Set once the call has its outcome: a ``proceed`` kept past it must not run the
+        #: tool again, outside dispatch (no event, no ledger row, no limit).
+        self.ended = False
 
     def gave(self, outcome: Outcome) -> ToolResult:
         """``proceed``'s result for ``outcome``, remembered."""
@@ -110,8 +113,17 @@ class Proceeded:
         self.given.append((result, outcome))
         return result
 
+    def _check(self) -> None:
+        if self.ended:
+            raise RuntimeError(
+                f"proceed() of the call {self.item.call.id!r} to `{self.item.tool.name}` was "
+                "called after that call ended; call proceed() only inside the wrap_tool hook "
+                "it was given to"
+            )
+
     def level(self, depth: int) -> ToolResult:
         """The synchronous chain from the wrap at ``depth`` inwards."""
+        self._check()
         if depth == len(self.hooks):
             return self.gave(self.body())  # type: ignore[arg-type]
         hook: Wrap = self.hooks[depth]  # type: ignore[assignment]
@@ -119,6 +131,7 @@ class Proceeded:
 
     async def alevel(self, depth: int) -> ToolResult:
         """The async chain from the wrap at ``depth`` inwards."""
+        self._check()
         if depth == len(self.hooks):
             return self.gave(await self.body())  # type: ignore[misc]
         hook: AsyncWrap = self.hooks[depth]  # type: ignore[assignment]
@@ -157,6 +170,8 @@ def wrapped(
         raise
     except BaseException as error:
         return chain.raised(error)
+    finally:
+        chain.ended = True
     return chain.outcome(result)
 
 
@@ -177,4 +192,6 @@ async def awrapped(
         if isinstance(error, PROPAGATE) or passes(error):
             raise
         return chain.raised(error)
+    finally:
+        chain.ended = True
     return chain.outcome(result)
