@@ -44,6 +44,8 @@ from typing import Final, NamedTuple
 
 import msgspec
 
+from tinytools._text import json_type
+
 from ._grammar import EMPTY, REPEAT_CAP, Alt, Chars, Grammar, Lit, Node, Ref, Rep, Seq, opt
 from ._pattern import pattern_node
 from ._writable import JSON_DEPTH, unwritable
@@ -336,8 +338,8 @@ class _Builder:
         listed = [schema["const"]] if "const" in schema else schema.get("enum")
         if isinstance(listed, list):
             kinds = self._kinds(schema)
-            kept = [v for v in listed if kinds is None or _kind(v) in kinds or
-                    (_kind(v) == "integer" and "number" in kinds)]  # fmt: skip
+            kept = [v for v in listed if kinds is None or json_type(v) in kinds or
+                    (json_type(v) == "integer" and "number" in kinds)]  # fmt: skip
             spelled = [self.values.literal(v) for v in kept]
             if all(node is not None for node in spelled):
                 literals = Alt(*(node for node in spelled if node is not None))
@@ -496,20 +498,6 @@ def _count(value: object) -> int | None:
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     return None
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "array" if isinstance(value, list) else "object"
 
 
 def member_names(schema: Mapping[str, object]) -> list[str]:
