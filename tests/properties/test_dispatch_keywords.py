@@ -647,8 +647,9 @@ def _effective(call: ToolCall, log: Log, choice: Choice | None) -> ToolCall:
 
 def admitted_arguments(call: ToolCall, name: str, policy: RunPolicy) -> list[dict[str, object]]:
     """What tool ``name`` receives when ``call`` alone is dispatched under ``policy``'s
-    argument policies, with no hook and every deferral approved: the arguments admission
-    makes of that form of the call (read from a fresh registry's journal)."""
+    argument policies, with no hook, every tool advertised and every deferral approved: the
+    arguments admission makes of that form of the call (read from a fresh registry's
+    journal)."""
     batch = Batch()
     registry = build_registry(batch, tick=0, retries=0)
     alone = RunPolicy(unknown_tool=policy.unknown_tool, invalid_args=policy.invalid_args)
@@ -659,6 +660,7 @@ def admitted_arguments(call: ToolCall, name: str, policy: RunPolicy) -> list[dic
             registry,
             policy=alone,
             context=CONTEXT,
+            advertised=registry.names,
             on_deferred=lambda pending: pending.approve_all(),
         )
     return [entry.arguments for entry in batch.journal.snapshot() if entry.tool == name]
