@@ -187,9 +187,12 @@ class OpenTelemetry:
             span.add_event(name, attributes)
         if self.capture_content and span.is_recording():
             arguments = call.arguments if isinstance(call.arguments, dict) else {}
+            shown = _json(arguments)
             if tool is not None and (redactor := tool._plan.redactor) is not None:
-                arguments = redactor.arguments(arguments)[0]
-            span.set_attribute("gen_ai.tool.call.arguments", _json(arguments))
+                redacted, secrets = redactor.arguments(arguments)
+                # (a secret's text may stand in another argument too: the whole is scrubbed)
+                shown = Redactor.scrub(_json(redacted), secrets)
+            span.set_attribute("gen_ai.tool.call.arguments", shown)
         return span
 
     def _start(self, name: str, call_id: str, tool: AnyTool | None) -> Span:
