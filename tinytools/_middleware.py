@@ -271,7 +271,7 @@ def compose(middleware: Iterable[object]) -> Stack:
     afters = tuple(h for m in reversed(items) if callable(h := _hook(m, "after_tool")))
     wraps = tuple(h for m in items if callable(h := _hook(m, "wrap_tool")))
     awraps = tuple(h for m in items if callable(h := _hook(m, "awrap_tool")))
-    observers = tuple(h for m in items if callable(h := getattr(m, "_tinytools_on_event", None)))
+    observers = tuple(h for m in items if callable(h := _hook(m, "_tinytools_on_event")))
     return Stack(befores, afters, wraps, awraps, observers)
 
 

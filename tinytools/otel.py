@@ -104,7 +104,7 @@ class OpenTelemetry:
     One instance may serve any number of dispatches at once, on any threads.
     """
 
-    __slots__ = ("_duration", "_lock", "_runs", "_tracer", "capture_content")
+    __slots__ = ("_duration", "_lock", "_runs", "_tinytools_hooks", "_tracer", "capture_content")
 
     def __init__(
         self,
@@ -125,6 +125,15 @@ class OpenTelemetry:
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
+        # Given no-op providers outright, nothing could ever be recorded: dispatch then
+        # calls none of the hooks (see ``tinytools._middleware._hook``), and the batch
+        # pays nothing for the middleware.
+        inert = isinstance(tracer_provider, trace.NoOpTracerProvider) and isinstance(
+            meter_provider, metrics.NoOpMeterProvider
+        )
+        self._tinytools_hooks: tuple[str, ...] = (
+            () if inert else ("wrap_tool", "awrap_tool", "_tinytools_on_event")
+        )
 
     def __repr__(self) -> str:
         return f"OpenTelemetry(capture_content={self.capture_content!r})"
