@@ -457,3 +457,104 @@ def test_missing_api_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert 'pip install "tinytools[otel]"' in out.stdout
+
+
+# --- MCP: one trace across host and server ----------------------------------------------
+
+
+@tool
+def remote_add(a: int, b: int) -> int:
+    """Adds on the server, in a span of its own."""
+    with TRACER.start_as_current_span("server inside"):
+        return a + b
+
+
+class _Recording:
+    """An MCP client session that records the ``_meta`` each call sends."""
+
+    def __init__(self, session: object) -> None:
+        self.session = session
+        self.metas: list[object] = []
+
+    async def list_tools(self, *args: object, **kwargs: object) -> object:
+        return await self.session.list_tools(*args, **kwargs)  # type: ignore[attr-defined]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, object] | None = None, *, meta: object = None
+    ) -> object:
+        self.metas.append(meta)
+        return await self.session.call_tool(name, arguments, meta=meta)  # type: ignore[attr-defined]
+
+
+def _trace_of(span: ReadableSpan) -> str:
+    return format(span.context.trace_id, "032x")
+
+
+class TestMcp:
+    @pytest.fixture
+    def anyio_backend(self) -> str:
+        return "asyncio"  # (the MCP SDK's in-process client runs under asyncio here)
+
+    @pytest.mark.anyio
+    @pytest.mark.parametrize("mode", ["auto", "legacy"])
+    async def test_one_trace_spans_host_and_server(self, mode: str) -> None:
+        """McpToolset sends the call span's traceparent in _meta; the server's span of the
+        call, and the tool's own span inside it, belong to the host's trace, below it."""
+        pytest.importorskip("mcp.server.lowlevel", reason="needs the mcp extra (SDK 2.x)")
+        from mcp import Client
+
+        from tinytools.formats import mcp
+        from tinytools.toolsets.mcp import McpToolset
+
+        served = mcp.server([remote_add], name="s", middleware=[OpenTelemetry(PROVIDER)])
+        async with Client(served, mode=mode) as client:  # type: ignore[arg-type]
+            session = _Recording(client.session)
+            toolset = await McpToolset(session).refresh()  # type: ignore[arg-type]
+            with TRACER.start_as_current_span("host"):
+                result = await dispatch(
+                    [ToolCall("h1", "remote_add", {"a": 1, "b": 2})],
+                    toolset,
+                    middleware=[OpenTelemetry(PROVIDER)],
+                )
+        assert result.messages[0].content == "3"
+        host_call = tool_spans()["h1"]
+        (meta,) = session.metas
+        assert isinstance(meta, dict)
+        sent = meta["traceparent"]
+        assert sent.split("-")[1:3] == [
+            _trace_of(host_call),
+            format(host_call.context.span_id, "016x"),
+        ]
+        by_id = {s.context.span_id: s for s in EXPORTER.get_finished_spans()}
+        (inside,) = named("server inside")
+        assert _trace_of(inside) == _trace_of(host_call)
+        ancestors = []
+        span: ReadableSpan | None = inside
+        while span is not None and span.parent is not None:
+            span = by_id.get(span.parent.span_id)
+            ancestors.append(span)
+        assert host_call in ancestors
+
+    def test_no_meta_without_a_span(self) -> None:
+        from tinytools._trace_context import outgoing
+
+        assert outgoing() is None
+
+    def test_the_server_continues_a_trace_from_meta(self) -> None:
+        from opentelemetry import trace
+
+        from tinytools._trace_context import continued
+
+        trace_id, span_id = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+        meta = {"traceparent": f"00-{trace_id}-{span_id}-01", "tracestate": "k=v"}
+        with continued(meta):
+            context = trace.get_current_span().get_span_context()
+            assert format(context.trace_id, "032x") == trace_id
+            assert format(context.span_id, "016x") == span_id
+            assert context.trace_state.get("k") == "v"
+        assert not trace.get_current_span().get_span_context().is_valid
+        for hostile in ({"traceparent": "00-zz-yy-01"}, {"traceparent": 5}, [], None, {}):
+            with continued(hostile):  # type: ignore[arg-type]
+                assert not trace.get_current_span().get_span_context().is_valid
+        with TRACER.start_as_current_span("already") as span, continued(meta):
+            assert trace.get_current_span() is span  # the SDK's own server span goes on
