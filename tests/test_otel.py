@@ -169,6 +169,21 @@ class TestEveryOutcome:
         (inner,) = named("inside add")[:1]
         assert child_of(inner, spans["ok"])
 
+    def test_a_repeated_id(self) -> None:
+        """A batch that repeats an id: the call that had it first runs and has its span;
+        the repeat is refused, with a span of its own."""
+        otel = OpenTelemetry(tracer_provider=PROVIDER)
+        calls = [ToolCall("x", "add", {"a": 1, "b": 2}), ToolCall("x", "add", {"a": 3, "b": 4})]
+        result = dispatch_sync(calls, [add], middleware=[otel])
+        assert [m.status for m in result.messages] == ["ok", "error"]
+        spans = [s for s in EXPORTER.get_finished_spans() if s.name == "execute_tool add"]
+        assert sorted(str((s.attributes or {}).get("error.type")) for s in spans) == [
+            "None",
+            "denied",
+        ]
+        ran = next(s for s in spans if s.status.status_code is StatusCode.UNSET)
+        assert child_of(named("inside add")[0], ran)
+
     def test_not_allowed(self) -> None:
         otel = OpenTelemetry(tracer_provider=PROVIDER)
         dispatch_sync(

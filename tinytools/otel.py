@@ -258,7 +258,13 @@ class OpenTelemetry:
                 self._note(env, event.call_id, "tinytools.repair", repair)
             else:
                 self._end(
-                    env, event.call_id, event.tool_name, _INVALID, event.error, event.arguments
+                    env,
+                    event.call_id,
+                    event.tool_name,
+                    _INVALID,
+                    event.error,
+                    event.arguments,
+                    admission=True,
                 )
         elif kind is UnknownToolCall:
             assert isinstance(event, UnknownToolCall)
@@ -270,10 +276,21 @@ class OpenTelemetry:
                 self._end(env, event.call_id, event.requested_name, refusal, None, event.arguments)
         elif kind is ToolDenied:
             assert isinstance(event, ToolDenied)
-            self._end(env, event.call_id, event.tool_name, "denied", event.message)
+            self._end(env, event.call_id, event.tool_name, "denied", event.message, admission=True)
         elif kind is ToolDeferred:
             assert isinstance(event, ToolDeferred)
-            self._end(env, event.call_id, event.tool_name, None, None, deferred=event.reason)
+            with self._lock:
+                state = self._calls(env).get(event.call_id)
+                running = state is not None and state.span is not None
+            self._end(
+                env,
+                event.call_id,
+                event.tool_name,
+                None,
+                None,
+                deferred=event.reason,
+                admission=not running,
+            )
 
     def _note(self, env: DispatchEnv, call_id: str, name: str, attributes: _Attributes) -> None:
         """A span event for the call: now, or when its span opens."""
@@ -295,16 +312,28 @@ class OpenTelemetry:
         arguments: dict[str, object] | str | None = None,
         *,
         deferred: str | None = None,
+        admission: bool = False,
     ) -> None:
         """End the call's span (opened now, if no wrap opened it: a call refused, denied
         or deferred at admission, or ended before its tool started)."""
         with self._lock:
-            state = self._calls(env).setdefault(call_id, _Call())
-            if state.ended:  # (an id the batch repeats: its one span is made)
-                return
-            state.ended = True
-            span, started, pending = state.span, state.started, state.pending
-            state.pending = []
+            calls = self._calls(env)
+            state = calls.get(call_id)
+            if admission:
+                # Refused before it could run: a span of its own, now. (Not marked ended:
+                # a batch may repeat an id, and the call that first had it still runs.)
+                span, pending = None, []
+                if state is not None and state.span is None and not state.ended:
+                    del calls[call_id]
+                    pending = state.pending
+            else:
+                if state is None:
+                    state = calls[call_id] = _Call()
+                if state.ended:
+                    return
+                state.ended = True  # (a wrap that starts after this opens no span)
+                span, started, pending = state.span, state.started, state.pending
+                state.pending = []
         if span is None:
             span = self._start(printable(name), call_id, env.tools.get(name))
             started = time.perf_counter()
