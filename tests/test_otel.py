@@ -227,6 +227,42 @@ class TestEveryOutcome:
         assert span.status.status_code is StatusCode.ERROR
         assert span.attributes["error.type"] == "Cancelled"  # type: ignore[index]
 
+    @pytest.mark.anyio
+    async def test_calls_cut_off_before_they_started(self) -> None:
+        """The batch cancelled while its first call ran: that call is interrupted, the
+        next two never start; a call over max_tool_calls never starts: each has a span."""
+        otel = OpenTelemetry(tracer_provider=PROVIDER)
+        handle = Cancellation()
+
+        @tool
+        async def hang() -> str:
+            """Cancels its batch, then waits for ever."""
+            handle.cancel()
+            await anyio.sleep_forever()
+            return "never"
+
+        calls = [ToolCall(name, "hang", {}) for name in ("h1", "h2", "h3")]
+        result = await dispatch(
+            calls,
+            [hang],
+            middleware=[otel],
+            cancellation=handle,
+            policy=RunPolicy(max_concurrency=1),
+        )
+        assert [m.status for m in result.messages] == ["interrupted"] * 3
+        spans = tool_spans()
+        assert spans["h1"].attributes["error.type"] == "Cancelled"  # type: ignore[index]
+        for call_id in ("h2", "h3"):
+            assert spans[call_id].attributes["error.type"] == "not_run"  # type: ignore[index]
+            assert spans[call_id].status.status_code is StatusCode.ERROR
+        EXPORTER.clear()
+        limited = RunPolicy(max_tool_calls=1)
+        calls = [ToolCall("a", "add", {"a": 1, "b": 2}), ToolCall("b", "add", {"a": 1, "b": 2})]
+        await dispatch(calls, [add], middleware=[otel], policy=limited)
+        spans = tool_spans()
+        assert "error.type" not in (spans["a"].attributes or {})
+        assert spans["b"].attributes["error.type"] == "not_run"  # type: ignore[index]
+
     def test_duration_histogram(self) -> None:
         reader = InMemoryMetricReader()
         otel = OpenTelemetry(tracer_provider=PROVIDER, meter_provider=MeterProvider([reader]))

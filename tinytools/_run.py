@@ -279,6 +279,15 @@ class Observed(list):  # type: ignore[type-arg]
             except Exception as error:
                 run.fail(HostFailed(f"the event hook {_name(observer)}", error))
 
+    def finished(self, result: DispatchResult) -> None:
+        """Hand the batch's result to the middleware's result hooks (they must not raise:
+        the result is made)."""
+        run = self._run()
+        if run is None:
+            return
+        for finisher in run.stack.finishers:
+            finisher(result, run)
+
 
 class Positions(NamedTuple):
     """Where a result's calls went, by their position in the batch: ids may repeat, so
@@ -618,6 +627,8 @@ class Run(Admission):
             limited = limit is not None or self.tools._limited
         except AttributeError:
             limited = own_limits(self.tools)
+        if type(self.events) is Observed:  # (its middleware is told of every answer)
+            self.events.finished(done)
         return bounded(done, self.tools, limit) if limited else done
 
     def _collected(self, stop: Stop | None) -> DispatchResult:

@@ -48,8 +48,9 @@ from ._declare.spec import Exposure
 from ._dispatch_env import DispatchEnv
 from ._fold import render
 from ._redact import Redactor
+from ._result import DispatchResult
 from ._text import printable
-from ._wire import ToolCall, ToolResult
+from ._wire import ToolCall, ToolMessage, ToolResult
 from .events import (
     Event,
     InvalidToolArgs,
@@ -82,13 +83,15 @@ class _Call:
     """One call's span in progress: opened by the wrap (``span``), or still to come
     (``pending`` span events recorded before it opened), or ended."""
 
-    __slots__ = ("ended", "pending", "span", "started")
+    __slots__ = ("ended", "pending", "span", "spans", "started")
 
     def __init__(self) -> None:
         self.span: Span | None = None
         self.started = 0.0
         self.pending: list[tuple[str, _Attributes]] = []
         self.ended = False
+        #: Spans ended for this id (a batch may repeat an id: one span per call).
+        self.spans = 0
 
 
 class OpenTelemetry:
@@ -132,7 +135,9 @@ class OpenTelemetry:
             meter_provider, metrics.NoOpMeterProvider
         )
         self._tinytools_hooks: tuple[str, ...] = (
-            () if inert else ("wrap_tool", "awrap_tool", "_tinytools_on_event")
+            ()
+            if inert
+            else ("wrap_tool", "awrap_tool", "_tinytools_on_event", "_tinytools_on_result")
         )
 
     def __repr__(self) -> str:
@@ -292,6 +297,29 @@ class OpenTelemetry:
                 admission=not running,
             )
 
+    def _tinytools_on_result(self, result: DispatchResult, env: DispatchEnv) -> None:
+        """Dispatch hands this middleware the batch's result: a call answered with no
+        event (cut off before it started: the batch cancelled, past its deadline, over
+        its ``max_tool_calls``) gets its span here."""
+        answers: dict[str, list[ToolMessage]] = {}
+        for message in result.messages:
+            answers.setdefault(message.tool_call_id, []).append(message)
+        with self._lock:
+            calls = self._calls(env)
+            missing: list[ToolMessage] = []
+            for call_id, messages in answers.items():
+                state = calls.get(call_id)
+                missing += messages[0 if state is None else state.spans :]
+        for message in missing:
+            self._end(
+                env,
+                message.tool_call_id,
+                message.name,
+                "not_run",
+                message.content,
+                admission=True,
+            )
+
     def _note(self, env: DispatchEnv, call_id: str, name: str, attributes: _Attributes) -> None:
         """A span event for the call: now, or when its span opens."""
         with self._lock:
@@ -319,21 +347,20 @@ class OpenTelemetry:
         with self._lock:
             calls = self._calls(env)
             state = calls.get(call_id)
+            if state is None:
+                state = calls[call_id] = _Call()
             if admission:
                 # Refused before it could run: a span of its own, now. (Not marked ended:
                 # a batch may repeat an id, and the call that first had it still runs.)
-                span, pending = None, []
-                if state is not None and state.span is None and not state.ended:
-                    del calls[call_id]
-                    pending = state.pending
+                span = None
+                pending, state.pending = state.pending, []
             else:
-                if state is None:
-                    state = calls[call_id] = _Call()
                 if state.ended:
                     return
                 state.ended = True  # (a wrap that starts after this opens no span)
                 span, started, pending = state.span, state.started, state.pending
                 state.pending = []
+            state.spans += 1
         if span is None:
             span = self._start(printable(name), call_id, env.tools.get(name))
             started = time.perf_counter()
