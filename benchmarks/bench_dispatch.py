@@ -391,6 +391,7 @@ def sync_call_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
             5.0,
             lambda: dispatch_sync(good, registry, middleware=middleware),
         ),
+        *_otel_rows(good, registry),
         ours(
             "2c. RunPolicy(max_tool_calls=8, allowlist) only",
             5.0,
@@ -416,6 +417,22 @@ def sync_call_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
         op = Op(graph.graph_dispatcher(fn, SMALL.raw))
         rows.append(Row(graph.GRAPH_LABEL, "reference", op, FLOOR, note="how apps run ToolNode"))
     return Section("one call, 3-param sync tool", tuple(rows))
+
+
+def _otel_rows(good: tuple[ToolCall, ...], registry: tinytools.Registry) -> list[Row]:
+    """Row 2e: ``tinytools.otel.OpenTelemetry`` given no-op providers (tracing off), whose
+    cost over row 1 the issue limits to 1.5 µs a call (not available without the API)."""
+    name = "2e. OpenTelemetry(no-op tracer and meter providers)"
+    try:
+        from opentelemetry.metrics import NoOpMeterProvider
+        from opentelemetry.trace import NoOpTracerProvider
+
+        from tinytools.otel import OpenTelemetry
+    except ImportError:
+        return [Row(name, "tinytools", None, note='pip install "tinytools[otel]"')]
+    otel = [OpenTelemetry(NoOpTracerProvider(), NoOpMeterProvider())]
+    op = Op(_checked(lambda: tinytools.dispatch_sync(good, registry, middleware=otel), "ok"))
+    return [Row(name, "tinytools", op, FLOOR, 2.5, note="limit: row 1 + 1.5 µs")]
 
 
 def big_call_section() -> Section:
