@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 
 import llguidance
@@ -28,7 +29,7 @@ from llguidance.gbnf_to_lark import (
     resolve,
 )
 
-__all__ = ["accepts", "compiled", "lark_of_gbnf", "lark_of_structural_tag"]
+__all__ = ["accepts", "compiled", "lark_of_gbnf", "lark_of_structural_tag", "llama_cpp_limit"]
 
 _BYTES = llguidance.LLTokenizer("byte")
 
@@ -116,3 +117,81 @@ def lark_of_structural_tag(tag: Mapping[str, object]) -> str:
     top = rule(tag["format"])
     main = "\n".join([f"start: {top}", *rules])
     return json.dumps({"grammars": [{"name": "main", "lark_grammar": main}, *grammars]})
+
+
+_GBNF_TOKEN = re.compile(
+    r'\s*(?:(?P<lit>"(?:[^"\\]|\\.)*")|(?P<cls>\[(?:[^\]\\]|\\.)*\])|(?P<name>[A-Za-z0-9-]+)'
+    r"|\{\s*(?P<low>\d+)\s*(?P<comma>,\s*(?P<high>\d*))?\s*\}|(?P<op>[()|*+?.]))"
+)
+
+
+def llama_cpp_limit(gbnf: str) -> str | None:
+    """The first repetition llama.cpp's GBNF parser refuses as past its "sane defaults",
+    or ``None``; as its ``parse_sequence`` counts (llama-grammar.cpp, 0.3.x): the rules a
+    repeated item makes (1 for a literal, class or rule name; for a group, the rules made
+    while reading it: the group's own, each rule name seen for the first time, one per
+    optional step of each repetition inside) times the repetition's bound must not pass
+    2,000. llama-cpp-python's ``LlamaGrammar`` does not report such a refusal: the
+    completion runs unconstrained."""
+    symbols: set[str] = set()
+    made = 0
+
+    def count() -> int:
+        return len(symbols) + made
+
+    for line in gbnf.splitlines():
+        if not line.strip():
+            continue
+        name, body = line.split(" ::= ", 1)
+        symbols.add(name)
+        tokens = [m for m in _GBNF_TOKEN.finditer(body)]
+        assert "".join(m.group(0) for m in tokens).strip() == body.strip(), line
+        pos = 0
+
+        def alternates() -> str | None:
+            nonlocal pos
+            while True:
+                if (refused := sequence()) is not None:
+                    return refused
+                if pos < len(tokens) and tokens[pos]["op"] == "|":
+                    pos += 1
+                    continue
+                return None
+
+        def sequence() -> str | None:
+            nonlocal pos, made
+            rules = 1
+            while pos < len(tokens):
+                token = tokens[pos]
+                op = token["op"]
+                if op in ("|", ")"):
+                    return None
+                pos += 1
+                if token["name"]:
+                    symbols.add(token["name"])
+                    rules = 1
+                elif op == "(":
+                    before = count()
+                    made += 1
+                    if (refused := alternates()) is not None:
+                        return refused
+                    assert tokens[pos]["op"] == ")", line
+                    pos += 1
+                    rules = max(1, count() - before)
+                elif op in ("*", "+", "?") or token["low"] is not None:
+                    low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}.get(op, (0, 0))
+                    if token["low"] is not None:
+                        low = int(token["low"])
+                        high = low if not token["comma"] else int(token["high"] or 0) or None
+                    total = high if high else (low or 1)
+                    if rules * total > 2000:
+                        return f"{rules} rules x {total} in: {line[:300]}"
+                    made += 1 if high is None else high - low
+                    rules *= total
+                else:
+                    rules = 1
+            return None
+
+        if (refused := alternates()) is not None:
+            return refused
+    return None

@@ -16,7 +16,13 @@ from types import ModuleType
 from typing import ClassVar
 
 import pytest
-from constraints import accepts, compiled, lark_of_gbnf, lark_of_structural_tag
+from constraints import (
+    accepts,
+    compiled,
+    lark_of_gbnf,
+    lark_of_structural_tag,
+    llama_cpp_limit,
+)
 from hypothesis import HealthCheck, Phase, assume, currently_in_test_context, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -129,10 +135,15 @@ def tool_for(schema: dict[str, object], required: bool, name: str = "t") -> Tool
 
 
 def grammars(constraint: Constraint) -> dict[str, str]:
-    """Every grammar of the constraint as Lark, by backend form."""
-    found = {"lark": constraint.lark(), "gbnf": lark_of_gbnf(constraint.gbnf(lazy=False).text)}
+    """Every grammar of the constraint as Lark, by backend form (each GBNF one checked
+    against llama.cpp's repetition limit first)."""
+    eager = constraint.gbnf(lazy=False).text
+    assert llama_cpp_limit(eager) is None, llama_cpp_limit(eager)
+    found = {"lark": constraint.lark(), "gbnf": lark_of_gbnf(eager)}
     if constraint.choice == "auto":
-        found["gbnf-lazy"] = lark_of_gbnf(constraint.gbnf().text)
+        lazy = constraint.gbnf().text
+        assert llama_cpp_limit(lazy) is None, llama_cpp_limit(lazy)
+        found["gbnf-lazy"] = lark_of_gbnf(lazy)
     return found
 
 
@@ -257,6 +268,20 @@ class TestValidCalls:
         text = rendered(dialect, [tool], ToolCall("1", "t", {"v": value, "w": ""}))
         for form, lark in grammars(dialect.constraint([tool])).items():
             assert accepts(lark, text), (form, text)
+
+    @pytest.mark.parametrize("most", [1, 40, 80, 100, 101])
+    def test_string_lengths_within_llama_cpp_limit(self, dialect: ModuleType, most: int) -> None:
+        """A string's maxLength up to the grammar's cap gives GBNF llama.cpp's parser takes
+        (from 40 on it refused the json_in_tag and Mistral forms, whose strings may hold
+        a raw lead character, and llama-cpp-python then decoded unconstrained), and a
+        string of that length is accepted."""
+        tool = tool_for({"type": "string", "minLength": 1, "maxLength": most}, True)
+        value = ("ab<" * most)[:most]
+        text = rendered(dialect, [tool], ToolCall("1", "t", {"v": value, "w": ""}))
+        for choice in ("auto", "required"):
+            constraint = dialect.constraint([tool], choice=choice)
+            for form, lark in grammars(constraint).items():
+                assert accepts(lark, text), (form, choice)
 
     def test_prose_then_calls(self, dialect: ModuleType) -> None:
         """With "auto", prose alone, and prose before the calls, are accepted."""

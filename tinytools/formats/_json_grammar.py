@@ -147,6 +147,7 @@ def text_avoiding(
     unit: Node | None = None,
     *,
     most: int | None = None,
+    rule: Callable[[Node], Node] | None = None,
 ) -> Node:
     """Any run of ``base`` characters and ``escape`` s (which start with a character no
     word holds), with lead characters raw except where they start one of their words.
@@ -159,6 +160,7 @@ def text_avoiding(
     With ``most``, at most that many *pieces*: an ``A``, or a run ``O* C`` — each at
     least one character, so every text of at most ``most`` units is matched; where a
     lead is written raw (:func:`counts_exactly` is false) a longer one may be too.
+    ``rule`` makes a piece a rule of its own (see :meth:`Values.bounded`).
     """
     raw = base.without("".join(leads))
     units = () if escape is None else (escape,)
@@ -177,7 +179,9 @@ def text_avoiding(
     if not opened:
         return Rep(unit, 0, most)
     open_ = Alt(*opened)
-    piece = Alt(unit, Seq(Rep(open_, 0, most), Alt(*closed)))
+    piece: Node = Alt(unit, Seq(Rep(open_, 0, most), Alt(*closed)))
+    if rule is not None:
+        piece = rule(piece)
     return Seq(Rep(piece, 0, most), Rep(open_, 0, most))
 
 
@@ -205,6 +209,7 @@ class Values:
         self.unenforced: set[str] = set()
         # (the same keys and enum values recur across tools: spelled once)
         self._literals: dict[tuple[type, object], Node] = {}
+        self._pieces: dict[int, Ref] = {}
 
         escape = grammar.add("escape", _ESCAPE, token=True)
         plain = Chars.of(_NEVER_RAW + "".join(style.leads), negated=True)
@@ -238,7 +243,19 @@ class Values:
         }
 
     def _body(self, most: int | None = None) -> Node:
-        return text_avoiding(*self._text, most=most)
+        if most is None:
+            return text_avoiding(*self._text)
+        return text_avoiding(*self._text, most=most, rule=lambda piece: self._piece(most, piece))
+
+    def _piece(self, most: int, piece: Node) -> Ref:
+        """One piece of a string of at most ``most`` pieces, as a rule: llama.cpp refuses a
+        bounded repetition of a group once the rules the group makes times the bound pass
+        2,000, and a piece spelled in place makes one per lead prefix and step (a string
+        with ``maxLength`` 80 was refused, and llama-cpp-python then ran unconstrained)."""
+        known = self._pieces.get(most)
+        if known is None:
+            known = self._pieces[most] = self.grammar.add("piece", piece, token=True)
+        return known
 
     def bounded(self, low: int, high: int | None) -> Node | None:
         """A string's body of ``low`` to ``high`` characters, ``None`` when there is no
