@@ -133,65 +133,71 @@ def llama_cpp_limit(gbnf: str) -> str | None:
     optional step of each repetition inside) times the repetition's bound must not pass
     2,000. llama-cpp-python's ``LlamaGrammar`` does not report such a refusal: the
     completion runs unconstrained."""
-    symbols: set[str] = set()
-    made = 0
-
-    def count() -> int:
-        return len(symbols) + made
-
+    counter = _RuleCounter()
     for line in gbnf.splitlines():
-        if not line.strip():
-            continue
-        name, body = line.split(" ::= ", 1)
-        symbols.add(name)
-        tokens = [m for m in _GBNF_TOKEN.finditer(body)]
-        assert "".join(m.group(0) for m in tokens).strip() == body.strip(), line
-        pos = 0
-
-        def alternates() -> str | None:
-            nonlocal pos
-            while True:
-                if (refused := sequence()) is not None:
-                    return refused
-                if pos < len(tokens) and tokens[pos]["op"] == "|":
-                    pos += 1
-                    continue
-                return None
-
-        def sequence() -> str | None:
-            nonlocal pos, made
-            rules = 1
-            while pos < len(tokens):
-                token = tokens[pos]
-                op = token["op"]
-                if op in ("|", ")"):
-                    return None
-                pos += 1
-                if token["name"]:
-                    symbols.add(token["name"])
-                    rules = 1
-                elif op == "(":
-                    before = count()
-                    made += 1
-                    if (refused := alternates()) is not None:
-                        return refused
-                    assert tokens[pos]["op"] == ")", line
-                    pos += 1
-                    rules = max(1, count() - before)
-                elif op in ("*", "+", "?") or token["low"] is not None:
-                    low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}.get(op, (0, 0))
-                    if token["low"] is not None:
-                        low = int(token["low"])
-                        high = low if not token["comma"] else int(token["high"] or 0) or None
-                    total = high if high else (low or 1)
-                    if rules * total > 2000:
-                        return f"{rules} rules x {total} in: {line[:300]}"
-                    made += 1 if high is None else high - low
-                    rules *= total
-                else:
-                    rules = 1
-            return None
-
-        if (refused := alternates()) is not None:
+        if line.strip() and (refused := counter.rule(line)) is not None:
             return refused
     return None
+
+
+class _RuleCounter:
+    """llama.cpp's count of the rules a grammar makes, one rule line at a time."""
+
+    def __init__(self) -> None:
+        self.symbols: set[str] = set()
+        self.made = 0
+        self.tokens: list[re.Match[str]] = []
+        self.pos = 0
+        self.line = ""
+
+    def count(self) -> int:
+        return len(self.symbols) + self.made
+
+    def rule(self, line: str) -> str | None:
+        name, body = line.split(" ::= ", 1)
+        self.symbols.add(name)
+        self.tokens, self.pos, self.line = list(_GBNF_TOKEN.finditer(body)), 0, line
+        assert "".join(m.group(0) for m in self.tokens).strip() == body.strip(), line
+        return self.alternates()
+
+    def alternates(self) -> str | None:
+        while True:
+            if (refused := self.sequence()) is not None:
+                return refused
+            if self.pos < len(self.tokens) and self.tokens[self.pos]["op"] == "|":
+                self.pos += 1
+                continue
+            return None
+
+    def sequence(self) -> str | None:
+        rules = 1
+        while self.pos < len(self.tokens):
+            token = self.tokens[self.pos]
+            op = token["op"]
+            if op in ("|", ")"):
+                return None
+            self.pos += 1
+            if token["name"]:
+                self.symbols.add(token["name"])
+                rules = 1
+            elif op == "(":
+                before = self.count()
+                self.made += 1
+                if (refused := self.alternates()) is not None:
+                    return refused
+                assert self.tokens[self.pos]["op"] == ")", self.line
+                self.pos += 1
+                rules = max(1, self.count() - before)
+            elif op in ("*", "+", "?") or token["low"] is not None:
+                low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}.get(op, (0, 0))
+                if token["low"] is not None:
+                    low = int(token["low"])
+                    high = low if not token["comma"] else int(token["high"] or 0) or None
+                total = high if high else (low or 1)
+                if rules * total > 2000:
+                    return f"{rules} rules x {total} in: {self.line[:300]}"
+                self.made += 1 if high is None else high - low
+                rules *= total
+            else:
+                rules = 1
+        return None
