@@ -709,9 +709,12 @@ class TestPtype:
         constraint = ptype.constraint(self.TOOLS)
         assert constraint.gbnf().triggers == ("get_weather(", "get_time(")
         assert constraint.gbnf().lazy
-        tag = constraint.structural_tag()["format"]
-        assert tag["triggers"] == ["get_weather(", "get_time("]  # type: ignore[index]
-        assert "(" in tag["excludes"]  # type: ignore[index]
+        for parallel in (True, False):
+            tag = ptype.constraint(self.TOOLS, parallel=parallel).structural_tag()["format"]
+            assert tag["triggers"] == ["get_weather(", "get_time("]  # type: ignore[index]
+            assert "(" in tag["excludes"]  # type: ignore[index]
+            begins = [t["begin"] for t in tag["tags"]]  # type: ignore[index]
+            assert begins == ["get_weather(", "get_time("]  # (xgrammar: each starts a trigger)
 
 
 @pytest.fixture(scope="module")

@@ -157,10 +157,17 @@ class Constraint:
             calls = _tag(form.open, calls, form.close)
         if self.choice == "auto":
             triggered = [calls] if form.open else tags
-            if many and not form.open:  # one tag from the trigger on, holding every call
+            if many and form.trigger and not form.open:  # one tag from the trigger on
                 cut = len(form.trigger)
                 firsts = [_tag(str(t["begin"])[cut:], t["content"], form.end) for t in tags]  # type: ignore[arg-type]
                 triggered = [_tag(form.trigger, _calls_tag(tags, form.separator, many, firsts), "")]
+            elif many and not form.open:  # no common trigger: a tag from each call's begin on
+                triggered = [
+                    _tag(str(t["begin"]),
+                         _calls_tag(tags, form.separator, many, [_tag("", t["content"], form.end)]),  # type: ignore[arg-type]
+                         "")
+                    for t in tags
+                ]  # fmt: skip
             triggers = list(form.triggers([name for name, _ in self._arguments]))
             calls = {"type": "triggered_tags", "triggers": triggers, "tags": triggered,
                      "at_least_one": False, "stop_after_first": True,
