@@ -841,7 +841,11 @@ def new_run(
         run._discover()
     run.calls = calls
     # (any other empty sequence is found empty by composed)
-    run.stack = NO_MIDDLEWARE if middleware is _NO_HOOKS else composed(middleware)
+    if middleware is _NO_HOOKS:
+        run.stack = NO_MIDDLEWARE
+    else:  # (a middleware that would record nothing now is left out: Stack.now)
+        stack = composed(middleware)
+        run.stack = stack.now() if stack.gates else stack
     if store is not None:  # (used only once a tool returned artifacts: checked now)
         check_store(store)
         if context is not None:  # the store is told the context's run_id

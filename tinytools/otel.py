@@ -30,12 +30,14 @@ import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable
+from typing import Final, Literal
 
 import msgspec
 
 try:
     from opentelemetry import context as _context
     from opentelemetry import metrics, trace
+    from opentelemetry.metrics import _internal as _metrics_state
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 except ImportError as error:  # pragma: no cover - the message is the point
     raise ImportError(
@@ -107,7 +109,16 @@ class OpenTelemetry:
     One instance may serve any number of dispatches at once, on any threads.
     """
 
-    __slots__ = ("_duration", "_lock", "_runs", "_tinytools_hooks", "_tracer", "capture_content")
+    __slots__ = (
+        "_duration",
+        "_lock",
+        "_meters",
+        "_runs",
+        "_tinytools_hooks",
+        "_tracer",
+        "_traces",
+        "capture_content",
+    )
 
     def __init__(
         self,
@@ -128,20 +139,37 @@ class OpenTelemetry:
             weakref.WeakKeyDictionary()
         )
         self._lock = threading.Lock()
-        # Given no-op providers outright, nothing could ever be recorded: dispatch then
-        # calls none of the hooks (see ``tinytools._middleware._hook``), and the batch
-        # pays nothing for the middleware.
-        inert = isinstance(tracer_provider, trace.NoOpTracerProvider) and isinstance(
-            meter_provider, metrics.NoOpMeterProvider
-        )
-        self._tinytools_hooks: tuple[str, ...] = (
-            ()
-            if inert
-            else ("wrap_tool", "awrap_tool", "_tinytools_on_event", "_tinytools_on_result")
-        )
+        self._traces = _tracing(tracer_provider)
+        self._meters = _metering(meter_provider)
+        # When nothing could ever be recorded (no-op providers), dispatch calls none of
+        # the hooks (see ``tinytools._middleware._hook``), and the batch pays nothing for
+        # the middleware; while the global providers it follows are unset, none either
+        # (``_tinytools_quiet`` says so before each dispatch: ``_middleware.Stack.now``).
+        sides = (self._traces, self._meters)
+        hooks = ("wrap_tool", "awrap_tool", "_tinytools_on_event", "_tinytools_on_result")
+        if _MAY in sides:
+            self._tinytools_hooks: tuple[str, ...] = hooks
+        elif _GLOBAL in sides:
+            self._tinytools_hooks = (*hooks, "_tinytools_quiet")
+        else:
+            self._tinytools_hooks = ()
 
     def __repr__(self) -> str:
         return f"OpenTelemetry(capture_content={self.capture_content!r})"
+
+    def _tinytools_quiet(self) -> bool:
+        """Whether a dispatch starting now would record nothing: every side (spans,
+        histogram) either never records or follows a global provider still unset (or
+        set to a no-op one). Only called when no side may record regardless."""
+        if self._traces is _GLOBAL:
+            provider = trace._TRACER_PROVIDER
+            if provider is not None and not isinstance(provider, trace.NoOpTracerProvider):
+                return False
+        if self._meters is _GLOBAL:
+            meters = _metrics_state._METER_PROVIDER
+            if meters is not None and not isinstance(meters, metrics.NoOpMeterProvider):
+                return False
+        return True
 
     # --- the wraps: a call that runs -------------------------------------------------
 
@@ -383,6 +411,43 @@ class OpenTelemetry:
         if error is not None:
             measured["error.type"] = error
         self._duration.record(time.perf_counter() - started, measured)
+
+
+#: What a side (spans, or the histogram) of an instance can record: nothing ever (a
+#: no-op provider), or something (a configured one), or nothing until the global
+#: provider it follows is set (``OpenTelemetry._tinytools_quiet`` reads which).
+_Side = Literal["never", "may", "global"]
+_NEVER: Final = "never"
+_MAY: Final = "may"
+_GLOBAL: Final = "global"
+
+
+def _tracing(provider: trace.TracerProvider | None) -> _Side:
+    """What spans of a tracer from ``provider`` (the global one when None) can record.
+
+    The global provider is read from the API's module state, as its proxy tracer reads
+    it (the public getter consults the environment on every call, microseconds each);
+    an API without that name leaves every dispatch traced (correct, only slower)."""
+    if provider is None or isinstance(provider, trace.ProxyTracerProvider):
+        current: object = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+        if current is None:
+            return _GLOBAL
+        return _NEVER if isinstance(current, trace.NoOpTracerProvider) else _MAY
+    return _NEVER if isinstance(provider, trace.NoOpTracerProvider) else _MAY
+
+
+def _metering(provider: metrics.MeterProvider | None) -> _Side:
+    """:func:`_tracing` for the histogram of a meter from ``provider``."""
+    if provider is None or provider is getattr(_metrics_state, "_PROXY_METER_PROVIDER", _UNKNOWN):
+        current: object = getattr(_metrics_state, "_METER_PROVIDER", _UNKNOWN)
+        if current is None:
+            return _GLOBAL
+        return _NEVER if isinstance(current, metrics.NoOpMeterProvider) else _MAY
+    return _NEVER if isinstance(provider, metrics.NoOpMeterProvider) else _MAY
+
+
+#: Stands for module state an API version may not have.
+_UNKNOWN = object()
 
 
 def _refusal(name: str, env: DispatchEnv) -> str:
