@@ -28,9 +28,8 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable
-from typing import Final, Literal
+from typing import Final, Literal, NamedTuple
 
 import msgspec
 
@@ -49,6 +48,7 @@ from ._declare.registry import AnyTool
 from ._declare.spec import Exposure
 from ._dispatch_env import DispatchEnv
 from ._fold import render
+from ._memo import remember
 from ._redact import Redactor
 from ._result import DispatchResult
 from ._text import printable
@@ -73,6 +73,18 @@ DURATION_METRIC = "gen_ai.execute_tool.duration"
 _OPERATION = "execute_tool"
 #: What a refused call's ``error.type`` says (the refusal's kind).
 _INVALID = "invalid_arguments"
+#: The events this middleware reads (``_tinytools_on_event``).
+_WATCHED = frozenset(
+    {
+        ToolCompleted,
+        ToolFailed,
+        ToolRetried,
+        InvalidToolArgs,
+        UnknownToolCall,
+        ToolDenied,
+        ToolDeferred,
+    }
+)
 #: Recoveries after which a call goes on (its span is still to come).
 _GOES_ON = frozenset({"repaired", "normalized", "coerced"})
 
@@ -85,15 +97,28 @@ class _Call:
     """One call's span in progress: opened by the wrap (``span``), or still to come
     (``pending`` span events recorded before it opened), or ended."""
 
-    __slots__ = ("ended", "pending", "span", "spans", "started")
+    __slots__ = ("ended", "measured", "pending", "span", "spans", "started")
 
     def __init__(self) -> None:
         self.span: Span | None = None
         self.started = 0.0
+        #: The histogram's attributes for the tool (those of an outcome added).
+        self.measured: dict[str, str] = {}
         self.pending: list[tuple[str, _Attributes]] = []
         self.ended = False
         #: Spans ended for this id (a batch may repeat an id: one span per call).
         self.spans = 0
+
+
+class _Static(NamedTuple):
+    """What every span of one tool has (made once per tool: see ``OpenTelemetry._static``)."""
+
+    tool: AnyTool | None
+    span_name: str
+    #: The span's attributes but the call id.
+    attributes: dict[str, str]
+    #: The histogram's attributes for a call that did not fail.
+    measured: dict[str, str]
 
 
 class OpenTelemetry:
@@ -113,7 +138,7 @@ class OpenTelemetry:
         "_duration",
         "_lock",
         "_meters",
-        "_runs",
+        "_statics",
         "_tinytools_hooks",
         "_tracer",
         "_traces",
@@ -134,10 +159,8 @@ class OpenTelemetry:
             DURATION_METRIC, unit="s", description="Duration of tool executions."
         )
         self.capture_content = capture_content
-        #: Each dispatch's calls in progress, by call id (a run's entry dies with it).
-        self._runs: weakref.WeakKeyDictionary[DispatchEnv, dict[str, _Call]] = (
-            weakref.WeakKeyDictionary()
-        )
+        #: What every span of a tool has, by the name it is called by (bounded).
+        self._statics: dict[str, _Static] = {}
         self._lock = threading.Lock()
         self._traces = _tracing(tracer_provider)
         self._meters = _metering(meter_provider)
@@ -206,10 +229,37 @@ class OpenTelemetry:
         return result
 
     def _calls(self, env: DispatchEnv) -> dict[str, _Call]:
-        calls = self._runs.get(env)
+        """The dispatch's calls in progress, by call id: kept with its events (the list
+        dispatch hands this middleware's hooks, which lives as long as the dispatch), so
+        a thread that outlives the batch still finds its call ended. (Called with the
+        lock held.)"""
+        events = getattr(env, "events", None)
+        notes: dict[object, object] | None = getattr(events, "notes", None)
+        if notes is None:  # (a hook called by hand, outside dispatch: nothing is kept)
+            return {}
+        calls = notes.get(self)
         if calls is None:
-            calls = self._runs.setdefault(env, {})
-        return calls
+            calls = notes[self] = {}
+        return calls  # type: ignore[return-value]  # (only this middleware writes its note)
+
+    def _static(self, name: str, tool: AnyTool | None) -> _Static:
+        """What every span of the tool called ``name`` has (``tool`` None: unknown)."""
+        found = self._statics.get(name)
+        if found is not None and found.tool is tool:
+            return found
+        shown = printable(name)
+        attributes = {
+            "gen_ai.operation.name": _OPERATION,
+            "gen_ai.tool.name": shown,
+            "gen_ai.tool.type": "function",
+        }
+        if tool is not None and tool.description:
+            attributes["gen_ai.tool.description"] = tool.description
+        measured = {"gen_ai.operation.name": _OPERATION, "gen_ai.tool.name": shown}
+        found = _Static(tool, f"{_OPERATION} {shown}", attributes, measured)
+        if tool is not None:  # (an unknown name is the model's: not worth remembering)
+            remember(self._statics, name, found)
+        return found
 
     def _open(self, call: ToolCall, env: DispatchEnv) -> Span | None:
         """The call's span, opened now (the current span its parent) unless it is open
@@ -222,8 +272,10 @@ class OpenTelemetry:
             if state.span is not None:
                 return state.span
             tool = env.tools.get(call.name)
-            span = self._start(call.name, call.id, tool)
-            state.span, state.started = span, time.perf_counter()
+            static = self._static(call.name, tool)
+            span = self._start(static, call.id)
+            state.span, state.measured = span, static.measured
+            state.started = time.perf_counter()
             pending, state.pending = state.pending, []
         for name, attributes in pending:
             span.add_event(name, attributes)
@@ -237,17 +289,11 @@ class OpenTelemetry:
             span.set_attribute("gen_ai.tool.call.arguments", shown)
         return span
 
-    def _start(self, name: str, call_id: str, tool: AnyTool | None) -> Span:
-        attributes: dict[str, str] = {
-            "gen_ai.operation.name": _OPERATION,
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": call_id,
-            "gen_ai.tool.type": "function",
-        }
-        if tool is not None and tool.description:
-            attributes["gen_ai.tool.description"] = tool.description
+    def _start(self, static: _Static, call_id: str) -> Span:
+        attributes = static.attributes.copy()
+        attributes["gen_ai.tool.call.id"] = call_id
         return self._tracer.start_span(
-            f"{_OPERATION} {name}", kind=SpanKind.INTERNAL, attributes=attributes
+            static.span_name, kind=SpanKind.INTERNAL, attributes=attributes
         )
 
     def _record_result(
@@ -269,6 +315,8 @@ class OpenTelemetry:
     def _tinytools_on_event(self, event: Event, env: DispatchEnv) -> None:
         """Dispatch hands this middleware each event of the batch as it is recorded."""
         kind = type(event)
+        if kind not in _WATCHED:  # (every call's ToolStarted, among others)
+            return
         if kind is ToolCompleted:
             assert isinstance(event, ToolCompleted)
             error = "tool_error" if event.is_error else None
@@ -329,15 +377,16 @@ class OpenTelemetry:
         """Dispatch hands this middleware the batch's result: a call answered with no
         event (cut off before it started: the batch cancelled, past its deadline, over
         its ``max_tool_calls``) gets its span here."""
-        answers: dict[str, list[ToolMessage]] = {}
-        for message in result.messages:
-            answers.setdefault(message.tool_call_id, []).append(message)
+        missing: list[ToolMessage] = []
         with self._lock:
             calls = self._calls(env)
-            missing: list[ToolMessage] = []
-            for call_id, messages in answers.items():
+            answered: dict[str, int] = {}  # (a batch may repeat an id: counted)
+            for message in result.messages:
+                call_id = message.tool_call_id
+                count = answered[call_id] = answered.get(call_id, 0) + 1
                 state = calls.get(call_id)
-                missing += messages[0 if state is None else state.spans :]
+                if state is None or count > state.spans:
+                    missing.append(message)
         for message in missing:
             self._end(
                 env,
@@ -387,11 +436,13 @@ class OpenTelemetry:
                     return
                 state.ended = True  # (a wrap that starts after this opens no span)
                 span, started, pending = state.span, state.started, state.pending
+                measured = state.measured
                 state.pending = []
             state.spans += 1
         if span is None:
-            span = self._start(printable(name), call_id, env.tools.get(name))
-            started = time.perf_counter()
+            static = self._static(name, env.tools.get(name))
+            span = self._start(static, call_id)
+            started, measured = time.perf_counter(), static.measured
             for event_name, attributes in pending:
                 span.add_event(event_name, attributes)
             if arguments is not None and self.capture_content and span.is_recording():
@@ -404,12 +455,8 @@ class OpenTelemetry:
             span.set_attribute("error.type", error)
             span.set_status(Status(StatusCode.ERROR, description))
         span.end()
-        measured: dict[str, str] = {
-            "gen_ai.operation.name": _OPERATION,
-            "gen_ai.tool.name": printable(name),
-        }
         if error is not None:
-            measured["error.type"] = error
+            measured = {**measured, "error.type": error}
         self._duration.record(time.perf_counter() - started, measured)
 
 
