@@ -131,7 +131,10 @@ class OpenTelemetry:
         capture_content: Record the call's arguments and result on its span (secret
             arguments redacted).
 
-    One instance may serve any number of dispatches at once, on any threads.
+    While nothing could be recorded — no-op providers, or global ones not set yet —
+    dispatch leaves the middleware out of the batch altogether; a global provider set
+    later is used from the next dispatch on. One instance may serve any number of
+    dispatches at once, on any threads.
     """
 
     __slots__ = (
