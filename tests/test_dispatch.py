@@ -1219,6 +1219,37 @@ class TestLiveEmit:
         assert raised.value.result.executed == ("a",)
 
     @pytest.mark.parametrize("runner", ["trio", "asyncio"])
+    def test_handler_base_exception_ends_a_running_tool(self, runner: str) -> None:
+        """What the handler raises that is no ``Exception`` leaves dispatch bare, at once:
+        the tool that emitted is cancelled, not waited for."""
+
+        class Stop(BaseException):
+            pass
+
+        @tool
+        async def endless(emit: Inject[Emit]) -> str:
+            """Report progress, then wait forever."""
+            emit("progress", None)
+            await anyio.sleep_forever()
+            return "never"
+
+        async def on_event(event: Event) -> None:
+            if isinstance(event, Custom):
+                raise Stop
+
+        async def main() -> float:
+            began = anyio.current_time()
+            with anyio.move_on_after(_GUARD), pytest.raises(Stop):
+                await dispatch([call("c", "endless")], [endless], on_event=on_event)
+            return anyio.current_time() - began
+
+        if runner == "trio":
+            took = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        else:
+            took = asyncio.run(main())
+        assert took < _GUARD  # (not left to the guard: the handler's exception ended it)
+
+    @pytest.mark.parametrize("runner", ["trio", "asyncio"])
     def test_late_event_of_an_abandoned_thread_is_dropped(self, runner: str) -> None:
         """An event a timed-out tool's thread emits after dispatch returned never reaches
         the handler (nor any later batch's)."""

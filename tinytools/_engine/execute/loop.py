@@ -223,7 +223,8 @@ async def _handing_over(run: Run, sink: Sink, deadline: float | None) -> Stop | 
     ended; what is left, dispatch flushes after the batch. An exception the handler
     raises ends as it does elsewhere (``Sink``): the run's failure, or out of dispatch.
     The task runs in a trio nursery or, under asyncio, as counted tasks (as
-    :func:`_spread`'s do: a general task group costs a call about twice as much).
+    :func:`_spread`'s do: a general task group costs a call about twice as much); a
+    ``BaseException`` the handler raises ends the calls at once under both.
     """
     wakeup = Wakeup()
     listening = True
@@ -259,12 +260,27 @@ async def _handing_over(run: Run, sink: Sink, deadline: float | None) -> Stop | 
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(hand_over, name=_HAND_OVER_NAME)
                 return await calls()
+        # Under asyncio the calls run in a task of their own beside it, so that what the
+        # handler raises ends them at once, as trio's nursery does.
         tasks = Tasks()
+        stopped: list[Stop | None] = []
+
+        async def calls_task() -> None:
+            try:
+                stopped.append(await calls())
+            except BaseException as error:
+                if isinstance(error, PROPAGATE):
+                    raise
+                _failed(tasks, error)
+            finally:
+                tasks.ended()
+
         try:
             tasks.start(hand_over(tasks))
-            return await calls()
+            tasks.start(calls_task())
         finally:
             await tasks.wait()
+        return stopped[0]
     except BaseException as error:
         found = _bare(error)
         if found is error:
