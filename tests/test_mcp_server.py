@@ -225,14 +225,31 @@ class TestServed:
         assert result.is_error
         assert "not run: tool `wipe_disk` needs approval" in text(result)
 
+    @pytest.mark.parametrize("host", ["no on_event", "async on_event"])
     @pytest.mark.parametrize("waiter", ["wait_in_thread", "wait_async"])
-    async def test_progress_arrives_as_the_tool_runs(self, served: Served, waiter: str) -> None:
+    async def test_progress_arrives_as_the_tool_runs(
+        self, served: Served, how: str, anyio_backend: str, waiter: str, host: str
+    ) -> None:
         """An Inject[Emit] event is a progress notification while the tool still runs,
         from a worker thread (blocking=True) or the event loop: the tool waits until the
-        client, having seen the first notification, releases it with a second call."""
+        client, having seen the first notification, releases it with a second call.
+        Defect: with an async on_event of the host's, the progress waited for the call's
+        end (dispatch handed events to an async handler only then)."""
         gate = uuid.uuid4().hex
         received: list[tuple[float, float | None, str | None]] = []
-        async with served() as client, anyio.create_task_group() as tasks:
+        heard: list[Event] = []
+
+        async def record(event: Event) -> None:
+            heard.append(event)
+
+        if host == "no on_event":
+            opened = served()
+        elif how == "stdio":
+            pytest.skip("the stdio server is mcp_served's, with no on_event")
+        else:
+            server = mcp.server(TOOLS, name="observed", on_event=record)
+            opened = connect(how, anyio_backend, server=server)
+        async with opened as client, anyio.create_task_group() as tasks:
 
             async def on_progress(
                 progress: float, total: float | None, message: str | None
@@ -248,6 +265,10 @@ class TestServed:
         assert "released" == text(result)
         assert (1.0, 2.0, f"waiting for {gate}") == received[0]
         assert (2.0, 2.0, "released") == received[-1]
+        if host == "async on_event":  # (the host's handler also heard the release call's)
+            waited = next(e.call_id for e in heard if isinstance(e, Custom))
+            own = [type(e) for e in heard if getattr(e, "call_id", None) == waited]
+            assert [ToolStarted, Custom, Custom, ToolCompleted] == own
 
     async def test_concurrent_calls(self, served: Served) -> None:
         """Calls run at once: three wait while a fourth opens their gate."""
