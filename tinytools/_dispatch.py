@@ -432,11 +432,15 @@ async def dispatch(
             are keyed by ``context.run_id``: give every dispatch of a run the same
             ``Context(run_id=...)`` (without a context each dispatch is a run of its
             own, and a second dispatch of the same calls runs them again).
-        on_event: Receives each event as it happens (sync or async callable).
-            If it raises, the batch is aborted (``DispatchAborted``, every call
-            answered) at the next stage boundary; so it is when a handler that is
-            not ``async def`` returns an awaitable (``lambda e: queue.put(e)``),
-            which nothing would await.
+        on_event: Receives each event as it happens (sync or async callable), a
+            tool's ``Emit`` events while the tool runs: a sync handler at once, on
+            the thread that emits (a threaded tool's worker thread included); an
+            async one on the event loop, at an async tool's next ``await`` or at once
+            from a worker thread (an inline sync tool's events, as it ends). In order,
+            each once, none after dispatch returns. If it raises, the batch is
+            aborted (``DispatchAborted``, every call answered) at the next stage
+            boundary; so it is when a handler that is not ``async def`` returns an
+            awaitable (``lambda e: queue.put(e)``), which nothing would await.
         artifacts: Where tools' artifacts are persisted: an object with a synchronous
             ``put(run_id, call_id, artifact)`` returning an ``ArtifactRef`` (one
             without is refused with ``TypeError`` before any tool runs).

@@ -17,7 +17,7 @@ import types
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Iterable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import msgspec
 
@@ -186,11 +186,22 @@ def _registry(
     return registry_for(tools, context)
 
 
+class _Idle(Protocol):
+    """What a flush waiting for another one waits on (an ``anyio.Event``)."""
+
+    def set(self) -> None: ...
+
+    async def wait(self) -> None: ...
+
+
 class Sink:
     """Collects events for an async ``on_event`` handler, which :meth:`flush` awaits.
 
     The run's ``emit`` is :meth:`queue`: an event is recorded at once and handed to the
-    handler at the next await point of dispatch, in order. An exception from the
+    handler in order, by whichever task flushes first: dispatch's, at its next await
+    point, or — while the batch's calls run — a task that ``wake`` (set by the engine
+    for that time) wakes for each event, so an event a tool emits reaches the handler
+    while the tool still runs (``_engine.execute.loop``). An exception from the
     handler is kept as the run's failure (the first one), and dispatch aborts the
     batch at the next stage boundary, with every call answered. The sink holds its run
     weakly: the run holds the sink, and a cycle would leave every dispatch's state to
@@ -198,7 +209,7 @@ class Sink:
     :class:`Handled`.)
     """
 
-    __slots__ = ("_handler", "_run", "events", "flushing", "pending")
+    __slots__ = ("_handler", "_idle", "_run", "events", "flushing", "pending", "wake")
 
     #: The handler returns awaitables (dispatch reads it to know the run needs a loop).
     is_async = True
@@ -210,11 +221,20 @@ class Sink:
         #: The events waiting for the handler.
         self.pending: deque[Event] = deque()
         self.flushing = False
+        #: Called (from any thread) for each event queued while someone listens for
+        #: them: the engine's live hand-off while the batch's calls run, else None.
+        self.wake: Callable[[], None] | None = None
+        #: Set when the running flush ends, made when another task waits for that.
+        self._idle: _Idle | None = None
 
     def queue(self, event: Event) -> None:
-        """Record ``event`` for the async handler, which :meth:`flush` awaits."""
+        """Record ``event`` for the async handler, which :meth:`flush` awaits (from any
+        thread: a tool's worker thread too)."""
         self.events.append(event)
         self.pending.append(event)
+        wake = self.wake
+        if wake is not None:
+            wake()
 
     def _failed(self, error: Exception) -> None:
         run = self._run()
@@ -223,14 +243,26 @@ class Sink:
 
     async def flush(self) -> None:
         """Await the async handler for every event waiting for it, in order: one task
-        flushes at a time (a concurrent call leaves its events to the flushing one)."""
-        if self.flushing or not self.pending:
+        flushes at a time, and a flush that finds another running waits for it to end
+        (a call's task does not go on to its next call before the handler has seen the
+        events so far, whichever task hands them over)."""
+        while self.flushing:
+            idle = self._idle
+            if idle is None:
+                import anyio  # (under a running loop: only an async handler's flush waits)
+
+                idle = self._idle = anyio.Event()
+            await idle.wait()
+        if not self.pending:
             return
         self.flushing = True
         try:
             await self._drain()
         finally:
             self.flushing = False
+            idle, self._idle = self._idle, None
+            if idle is not None:
+                idle.set()
 
     async def _drain(self) -> None:
         """Hand the waiting events to the handler, in order.
