@@ -291,14 +291,17 @@ class Observed(list):  # type: ignore[type-arg]
     """The events of a run whose middleware observes them (``Stack.observers``): every
     event is recorded here, whatever the ``on_event`` handler (none, sync or async), so
     each observer is handed it as it is appended. Holds the run weakly (the run holds
-    the list); an observer that raises is the run's failure, as a handler's is."""
+    the list); an observer that raises is the run's failure, as a handler's is.
+    ``notes`` is where that middleware keeps what it knows of the run, by middleware: it
+    lives as long as the run (a thread the batch gave up on still finds it)."""
 
-    __slots__ = ("_observers", "_run")
+    __slots__ = ("_observers", "_run", "notes")
 
     def __init__(self, run: Run) -> None:
         super().__init__()
         self._run = weakref.ref(run)
         self._observers = run.stack.observers
+        self.notes: dict[object, object] = {}
 
     def append(self, event: Event) -> None:
         list.append(self, event)
@@ -873,7 +876,11 @@ def new_run(
         run._discover()
     run.calls = calls
     # (any other empty sequence is found empty by composed)
-    run.stack = NO_MIDDLEWARE if middleware is _NO_HOOKS else composed(middleware)
+    if middleware is _NO_HOOKS:
+        run.stack = NO_MIDDLEWARE
+    else:  # (a middleware that would record nothing now is left out: Stack.now)
+        stack = composed(middleware)
+        run.stack = stack.now() if stack.gates else stack
     if store is not None:  # (used only once a tool returned artifacts: checked now)
         check_store(store)
         if context is not None:  # the store is told the context's run_id
