@@ -34,6 +34,8 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 
+import msgspec
+
 from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async, past_deadline
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
@@ -45,7 +47,7 @@ from ._engine.stops import Stop
 from ._inject import Cancellation, Context, check_context, check_context_type
 from ._middleware import HookFailed
 from ._result import DispatchAborted, DispatchResult
-from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, new_run
+from ._run import DEFAULT_POLICY, DispatchInputs, EventHandler, HostFailed, Run, new_run
 from ._runtime.detect import refuse_nested_loop
 from ._runtime.loop import Backend, check_backend, run_on
 from ._wire import ToolCall
@@ -314,17 +316,19 @@ def dispatch_sync(
     if on_deferred is not None:
         _check_on_deferred(on_deferred, sync=True)
     run = new_run(
-        calls,
-        tools,
-        policy,
-        middleware,
-        context,
-        advertised,
-        approvals,
-        ledger,
-        on_event,
-        artifacts,
-        cancellation,
+        DispatchInputs(
+            calls,
+            tools,
+            policy=policy,
+            middleware=middleware,
+            context=context,
+            advertised=advertised,
+            approvals=approvals,
+            ledger=ledger,
+            on_event=on_event,
+            artifacts=artifacts,
+            cancellation=cancellation,
+        )
     )
     run.caller_context = caller
     if run.tools._withheld:
@@ -344,7 +348,7 @@ def dispatch_sync(
             "`await dispatch(...)` or make the handler synchronous"
         )
         raise _handler_failed(on_deferred, result, error, raised=False) from error
-    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)
+    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result))
     try:
         resumed = _pass_sync(again, deadline, run.used, backend)
     except DispatchAborted as aborted:
@@ -468,17 +472,19 @@ async def dispatch(
     from ._engine.execute.loop import current_time
 
     run = new_run(
-        calls,
-        tools,
-        policy,
-        middleware,
-        context,
-        advertised,
-        approvals,
-        ledger,
-        on_event,
-        artifacts,
-        cancellation,
+        DispatchInputs(
+            calls,
+            tools,
+            policy=policy,
+            middleware=middleware,
+            context=context,
+            advertised=advertised,
+            approvals=approvals,
+            ledger=ledger,
+            on_event=on_event,
+            artifacts=artifacts,
+            cancellation=cancellation,
+        )
     )
     run.caller_context = caller
     if on_deferred is not None:
@@ -504,7 +510,7 @@ async def dispatch(
                     return result
         except Exception as error:
             raise _handler_failed(on_deferred, result, error) from error
-    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)
+    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result))
     try:
         resumed = await _pass_async(again, deadline, run.used)
     except DispatchAborted as aborted:
@@ -556,25 +562,20 @@ def _checked_decisions(
     return decided
 
 
-def _resumed(
-    run: Run, first: DispatchResult, decided: DeferredToolResults, on_event: EventHandler | None
-) -> Run:
-    """The run that resumes ``first``'s deferred calls with the inline decisions: the same
-    registry, policy, composed middleware, context (so the same run id), advertised
-    names, ledger, handler, artifact store and cancellation."""
+def _resumed(run: Run, first: DispatchResult, decided: DeferredToolResults) -> Run:
+    """The run that resumes ``first``'s deferred calls with the inline decisions: every
+    keyword as the first pass had it, but the registry, composed middleware and context
+    (so the same run id) as that pass resolved them."""
     assert first.deferred is not None
     again = new_run(
-        first.deferred.all,
-        run.tools,
-        run.policy,
-        run.stack,
-        run.context,
-        run.advertised,
-        decided,
-        run.ledger,
-        on_event,
-        run.store,
-        run.cancellation,
+        msgspec.structs.replace(
+            run.inputs,
+            calls=first.deferred.all,
+            tools=run.tools,
+            middleware=run.stack,
+            context=run.context,
+            approvals=decided,
+        )
     )
     again.caller_context = run.caller_context
     again.keep_positions()

@@ -55,6 +55,7 @@ from .toolsets._base import Toolset, registry_for
 
 __all__ = [
     "DEFAULT_POLICY",
+    "DispatchInputs",
     "EventHandler",
     "HostFailed",
     "Positions",
@@ -301,6 +302,7 @@ class Run(Admission):
         "failure",
         "fatal",
         "halted",
+        "inputs",
         "ledger",
         "positions",
         "recorded",
@@ -308,6 +310,9 @@ class Run(Admission):
         "store",
     )
 
+    #: The arguments dispatch was called with (a stage reads a keyword no other stage
+    #: reads from here).
+    inputs: DispatchInputs
     calls: tuple[ToolCall, ...]
     #: The ``contextvars`` context current when ``dispatch`` / ``dispatch_sync`` was
     #: called: each call's tool body runs in a copy of it (see ``_engine.execute``).
@@ -733,19 +738,34 @@ class Handled(Run):
         self.fail(HostFailed(f"the on_event handler {_name(self.on_event)}", error, raised=False))
 
 
-def new_run(
-    calls: Iterable[ToolCall],
-    tools: Registry | Toolset | Iterable[AnyTool],
-    policy: RunPolicy,
-    middleware: Iterable[object] | Stack,
-    context: Context | None,
-    advertised: Collection[str] | None,
-    resume: DeferredToolResults | None,
-    ledger: EffectLedger | None,
-    on_event: EventHandler | None,
-    store: ArtifactStore | None,
-    cancellation: Cancellation | None,
-) -> Run:
+class DispatchInputs(msgspec.Struct, frozen=True):
+    """``dispatch``'s and ``dispatch_sync``'s arguments, as the caller passed them (one
+    value per keyword, named as the keyword is), which :func:`new_run` builds a run from.
+
+    Nothing is checked here: each stage checks what it reads (:func:`new_run` the types
+    of most). The run keeps it (``Run.inputs``): a keyword added here is read from there
+    by the stage that uses it, and the inline ``on_deferred`` resume copies it with the
+    first pass's resolved registry, middleware and context (:func:`resumed_inputs`).
+
+    A frozen msgspec ``Struct`` rather than attrs: built once per dispatch, in C (about
+    0.2 µs with every keyword given; a frozen attrs class takes about 1.3 µs, a quarter
+    of a plain ``dispatch_sync``).
+    """
+
+    calls: Iterable[ToolCall]
+    tools: Registry | Toolset | Iterable[AnyTool]
+    policy: RunPolicy = DEFAULT_POLICY
+    middleware: Iterable[object] | Stack = ()
+    context: Context | None = None
+    advertised: Collection[str] | None = None
+    approvals: DeferredToolResults | None = None
+    ledger: EffectLedger | None = None
+    on_event: EventHandler | None = None
+    artifacts: ArtifactStore | None = None
+    cancellation: Cancellation | None = None
+
+
+def new_run(inputs: DispatchInputs) -> Run:
     """Check dispatch's inputs and build the batch's :class:`Run` from them (the
     registry ``tools`` stands for, the composed middleware).
 
@@ -761,6 +781,11 @@ def new_run(
             or ``store`` has no ``put`` to call (or comes with a ``context`` that is no
             ``Context``: the store is told its ``run_id``).
     """
+    calls = inputs.calls
+    tools = inputs.tools
+    policy = inputs.policy
+    context = inputs.context
+    on_event = inputs.on_event
     if type(calls) is not tuple:
         try:
             calls = tuple(calls)  # read an iterator once
@@ -792,6 +817,7 @@ def new_run(
         run = Run()
         queued = on_event
     # DispatchEnv.__init__, written out (one frame fewer per dispatch).
+    run.inputs = inputs
     run.tools = tools if type(tools) is Registry else _registry(tools, context, calls)
     run.policy = policy
     run._context = context
@@ -799,20 +825,22 @@ def new_run(
     # (what only an unusual batch reads is stored when it is needed: see DispatchEnv)
     run.opens = run.preflight = run.injecting = False
     run.advertised = run.positions = run.extras = run.sink = None
-    if advertised is not None:
+    if (advertised := inputs.advertised) is not None:
         run._restrict(advertised)
     if run.tools._discovery is not None:  # type: ignore[attr-defined]
         run._discover()
     run.calls = calls
     # (any other empty sequence is found empty by composed)
+    middleware = inputs.middleware
     run.stack = NO_MIDDLEWARE if middleware is _NO_HOOKS else composed(middleware)
+    store = inputs.artifacts
     if store is not None:  # (used only once a tool returned artifacts: checked now)
         check_store(store)
         if context is not None:  # the store is told the context's run_id
             check_context_type(context)
     run.store = store
-    run.ledger = ledger
-    run.cancellation = cancellation
+    run.ledger = ledger = inputs.ledger
+    run.cancellation = inputs.cancellation
     run.halted = False  # fatal or failed: no further call may start
     run.used = 0  # no max_tool_calls slot taken yet
     run.events = []
@@ -831,7 +859,7 @@ def new_run(
     if repeats:
         run._open_calls()
         run.seen = set()
-    if resume is not None:
+    if (resume := inputs.approvals) is not None:
         if not isinstance(resume, DeferredToolResults):  # (here: no cost without one)
             raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
         run._open_calls()
