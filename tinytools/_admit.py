@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Generator, Iterator, Mapping, Sequence
-from typing import Literal, TypeAlias
+from typing import Literal, Protocol, TypeAlias
 
 import msgspec
 
@@ -147,35 +147,25 @@ def error_message(call: ToolCall, content: str, status: MessageStatus = "error")
     )
 
 
-class Admission(DispatchEnv):
-    """The mutable bookkeeping of admission (kept out of the verdicts), on top of the
-    batch-wide inputs (:class:`DispatchEnv`).
+class Admission(Protocol):
+    """The mutable bookkeeping admission reads and fills (kept out of the verdicts), and
+    the batch-wide view it hands the hooks (``env``).
 
-    ``dispatch``'s run state extends it (one object per dispatch: the env the hooks
-    see, admission's bookkeeping and the run's state): the fields below are what
-    admission reads and fills, all slots (see :class:`DispatchEnv` for why). What
-    only the opening of calls reads (``seen``, ``resume``, the limits and stop checks)
-    is stored when ``opens`` is first set (:meth:`_open_calls`), and read only while it
-    is; the rest is stored when the run is built.
+    A protocol, not a base class: the run (``_run.Run``) holds these fields among its
+    own, and admission reads nothing else of it. What only the opening of calls reads
+    (``seen``, ``resume``, the limits and stop checks) is stored when ``opens`` is first
+    set (``Run._open_calls``), and read only while it is; the rest is stored when the
+    run is built.
     """
 
-    __slots__ = (
-        "admitted",
-        "cancelled",
-        "emit",
-        "expired",
-        "injecting",
-        "limited",
-        "preflight",
-        "resume",
-        "seen",
-        "stack",
-        "used",
-        "verdicts",
-    )
-
+    #: What the hooks receive as ``env``: the registry, the policy, the context, the
+    #: advertised names, the approvals (a separate object: no hook sees the run).
+    env: DispatchEnv
     stack: Stack
     emit: Emit
+    #: Whether admission opens each call (repeated ids, discovery, a resume's decisions,
+    #: limits) before it checks the call.
+    opens: bool
     #: The verdicts so far, in call order (kept when a hook aborts admission midway).
     verdicts: list[Verdict]
     #: The Admitted verdicts, in call order: the verdicts themselves until ``preflight``
@@ -202,31 +192,6 @@ class Admission(DispatchEnv):
     used: int
     #: Whether an admitted tool injects (dispatch checks the context before any runs).
     injecting: bool
-
-    @property
-    def env(self) -> DispatchEnv:
-        """The batch-wide inputs: this object itself."""
-        return self
-
-    def _open_calls(self) -> None:
-        """Admission opens each call from now on: the state it reads then is stored
-        (:meth:`DispatchEnv._open_calls`'s too, written out: one frame fewer)."""
-        if not self.opens:
-            self.opens = True
-            self._intrinsics = self._reached = self._approved = None
-            self.seen = self.resume = self.cancelled = self.expired = None
-            self.limited = False
-
-    def admission(
-        self, cancelled: Callable[[], bool] | None, expired: Callable[[], bool] | None, used: int
-    ) -> None:
-        """The stop checks and the slots already used, when a pass has any."""
-        if not self.opens:
-            self._open_calls()
-        self.cancelled = cancelled
-        self.expired = expired
-        self.used = used
-        self.limited = True
 
 
 def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
@@ -262,7 +227,7 @@ def admit_batch(calls: Sequence[ToolCall], batch: Admission) -> list[Verdict]:
         if befores:  # while each hook hands the call back as it is, nothing else is read
             for hook in (hooks := iter(befores)):
                 try:
-                    outcome: object = hook(call, batch)
+                    outcome: object = hook(call, batch.env)
                 except Exception as error:
                     raise HookFailed("before_tool", hook, error) from error
                 if outcome is not call:  # that answer, then the rest of the hooks
@@ -339,7 +304,7 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         if call.id in seen:
             return _repeated(index, call, batch)
         seen.add(call.id)
-    if batch._intrinsics is not None:  # tool_call unwrapped, tool_search answered
+    if batch.env._intrinsics is not None:  # tool_call unwrapped, tool_search answered
         opened = discovery_opening(call, batch)
         if type(opened) is ToolMessage:
             return Answered(index, opened)
@@ -351,7 +316,7 @@ def _opening(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         call = decided
     if batch.limited:
         # The common case (no stop checks, the budget not spent) costs a comparison.
-        most = batch.policy.max_tool_calls
+        most = batch.env.policy.max_tool_calls
         if (
             batch.cancelled is not None
             or batch.expired is not None
@@ -373,7 +338,7 @@ def _admit(index: int, call: ToolCall, batch: Admission) -> _Admission:
         if not isinstance(opened, ToolCall):
             return opened
         call = opened
-    env = batch
+    env = batch.env
     approved = call if env.is_call_approved(call.id) else None
     for hook in batch.stack.befores:
         try:
@@ -416,7 +381,7 @@ def _after_hook(
         HookFailed: A hook raised.
         TypeError: A hook returned an awaitable, or something that is not an outcome.
     """
-    env = batch
+    env = batch.env
     approved = call if env.is_call_approved(call.id) else None
     while True:
         went: tuple[ToolCall, ToolCall | None] | Verdict
@@ -469,8 +434,8 @@ def _changed(
     — or, on resume, the changed call deferred again for approval: the host's decision
     answered the call as it was, and no gate that passed it for that decision (say
     ``ToolPolicyMiddleware.require_approval``, earlier in the stack) judged this one."""
-    adjusted, still = _adjusted(hook, call, returned, approved, batch)
-    if approved is None or still is not None or batch.resume is None:
+    adjusted, still = _adjusted(hook, call, returned, approved, batch.env)
+    if approved is None or still is not None or not batch.opens or batch.resume is None:
         return adjusted, still
     name = getattr(hook, "__qualname__", None) or type(hook).__qualname__
     reason = (
@@ -490,7 +455,7 @@ def _went(
 ) -> tuple[ToolCall, ToolCall | None] | Verdict:
     """What a hook's (awaited) answer other than the bare call means: the call going on
     and its approval, or the verdict (``Deny``, ``Defer``)."""
-    env = batch
+    env = batch.env
     if isinstance(outcome, Deny):
         batch.emit(
             ToolDenied(call_id=call.id, tool_name=printable(call.name), message=outcome.message)
@@ -559,7 +524,7 @@ def _decided(index: int, call: ToolCall, batch: Admission) -> ToolCall | Verdict
         return Resolved(index, call, answer.result, "ok")
     if isinstance(answer, ApproveWithArgs):
         call = msgspec.structs.replace(call, arguments=dict(answer.arguments), invalid=None)
-    batch.approved.add(call.id)
+    batch.env.approved.add(call.id)
     return call
 
 
@@ -591,7 +556,7 @@ def _checked(index: int, call: ToolCall, batch: Admission) -> Verdict:
     costs a lookup, the validation and one verdict; every other case leaves through
     the function that answers it.
     """
-    env = batch
+    env = batch.env
     # DispatchEnv.lookup's common cases written out (one frame fewer): a directly exposed
     # tool, with no allow-list or advertised set, or on the allow-list with no advertised
     # set; anything else asks lookup itself.
@@ -653,7 +618,7 @@ def _limits(call: ToolCall, batch: Admission) -> ToolMessage | None:
         return error_message(call, not_run(Stop.CANCELLED), "interrupted")
     if batch.expired is not None and batch.expired():
         return error_message(call, not_run(Stop.DEADLINE), "interrupted")
-    limit = batch.policy.max_tool_calls
+    limit = batch.env.policy.max_tool_calls
     if limit is not None and batch.used >= limit:
         return error_message(call, limit_reached(limit))
     return None
@@ -708,22 +673,22 @@ def _resolve(
 ) -> tuple[ToolCall, AnyTool] | Answered | Abort:
     """The tool ``call`` names (a plain ``str``: dispatch refused any other up front, see
     ``_host_calls``), or the unknown-tool policy's answer."""
-    found = batch.resolve(call.name)
+    found = batch.env.resolve(call.name)
     if found is not None:
         name, tool = found
         if name == call.name:
             return call, tool
-        batch.emit(_unknown(call, f"rewrite:{name}", batch))
-        return msgspec.structs.replace(call, name=name), rewritten(tool, batch.tools)
-    policy = batch.policy.unknown_tool
+        batch.emit(_unknown(call, f"rewrite:{name}", batch.env))
+        return msgspec.structs.replace(call, name=name), rewritten(tool, batch.env.tools)
+    policy = batch.env.policy.unknown_tool
     recovery = "fail" if isinstance(policy, Fail) else "tool_error"
-    event = _unknown(call, recovery, batch)
+    event = _unknown(call, recovery, batch.env)
     batch.emit(event)
     # Named by what the model may call this turn, at most a handful (never the whole
     # registry); the arguments as the event shows them (redacted when a registered
     # tool redacts).
     requested = preview(call.name, 80, raw_text=True)
-    names, complete = _suggestions(call.name, batch)
+    names, complete = _suggestions(call.name, batch.env)
     listed = ", ".join(f"`{n}`" for n in names)
     if complete:
         hint = f"Available tools: {listed or 'none'}."
@@ -735,7 +700,7 @@ def _resolve(
         f"{hint} Arguments received: {received}."
     )
     if call.invalid is not None and not call.name:
-        text = f"{unnamed_text(shown_reason(call, None, batch.tools))} {hint}"
+        text = f"{unnamed_text(shown_reason(call, None, batch.env.tools))} {hint}"
     answer = error_message(msgspec.structs.replace(call, name=printable(call.name)), text)
     if recovery == "fail":
         return Abort(index, answer, f"unknown tool {requested!r}")
@@ -814,10 +779,10 @@ def _arguments(
     """
     try:
         if is_fragment(call):
-            raise UnreadCall(tool.name, shown_reason(call, tool, batch.tools))
+            raise UnreadCall(tool.name, shown_reason(call, tool, batch.env.tools))
         if call.invalid is not None:
             raise ToolArgumentsError(
-                tool.name, shown_reason(call, tool, batch.tools), malformed=True
+                tool.name, shown_reason(call, tool, batch.env.tools), malformed=True
             )
         return tool.validate(call.arguments)
     except ToolArgumentsError as error:
@@ -937,7 +902,7 @@ def _invalid(
     batch: Admission,
 ) -> dict[str, object] | Answered | Abort:
     """The invalid-args policy for well-formed arguments that break the schema."""
-    policy = batch.policy.invalid_args
+    policy = batch.env.policy.invalid_args
     if isinstance(policy, Coerce) or tool.policy.runtime.coerce:
         fixed = coerced(tool, call.arguments, value)
         if fixed is not None:

@@ -109,7 +109,7 @@ def _check_on_deferred(on_deferred: object, sync: bool) -> None:
 def _withheld(run: Run) -> None:
     """Report the remote tools the toolset left out because their names were taken (once
     per dispatch, before any call's events)."""
-    for left in run.tools._withheld:
+    for left in run.env.tools._withheld:
         run.emit(ToolWithheld(tool_name=left.name, reason=left.reason, adaptor=left.adaptor))
 
 
@@ -148,7 +148,7 @@ def _begin(run: Run, answer: bool = True) -> bool:
                 raise run.abort(verdict.reason)
     if not run.preflight:  # nothing admitted needs more than an inline call
         return False
-    run_timeout = run.policy.tool_timeout
+    run_timeout = run.env.policy.tool_timeout
     needs_loop = run.sink is not None and run.sink.is_async
     injecting = None
     threaded = 0
@@ -163,8 +163,8 @@ def _begin(run: Run, answer: bool = True) -> bool:
         if plan.injections:
             injecting = [*(injecting or ()), item.tool]
     if injecting:
-        check_context(injecting, run.context)
-    needs_loop = needs_loop or (threaded > 1 and run.policy.max_concurrency > 1)
+        check_context(injecting, run.env.context)
+    needs_loop = needs_loop or (threaded > 1 and run.env.policy.max_concurrency > 1)
     if needs_loop and answer:  # dispatch_sync: refused inside a running loop, now
         refuse_nested_loop()  # (recorded as started, its calls would never run again)
     if run.ledger is not None and admitted:
@@ -178,7 +178,7 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
     """The ledger's started rows (one transaction where the ledger can), before any tool
     of the batch runs; a call already started elsewhere is answered and does not run."""
     assert run.ledger is not None
-    context = run.context
+    context = run.env.context
     check_context_type(context)  # (the host's argument, not the ledger's failure)
     try:
         refused = record_started(run.ledger, context.run_id, admitted)
@@ -207,7 +207,7 @@ def _left(run: Run) -> None:
         if item.index not in answers and item.index not in postponed
     ]
     if unstarted:
-        release_unstarted(run.ledger, run.context.run_id, unstarted)
+        release_unstarted(run.ledger, run.env.context.run_id, unstarted)
 
 
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:
@@ -331,7 +331,7 @@ def dispatch_sync(
         )
     )
     run.caller_context = caller
-    if run.tools._withheld:
+    if run.env.tools._withheld:
         _withheld(run)
     if on_deferred is not None:
         run.keep_positions()  # the two passes are merged by position
@@ -490,7 +490,7 @@ async def dispatch(
     if on_deferred is not None:
         _check_on_deferred(on_deferred, sync=False)  # (before anything runs)
         run.keep_positions()  # the two passes are merged by position
-    if run.tools._withheld:
+    if run.env.tools._withheld:
         _withheld(run)
     deadline = None if policy.deadline is None else current_time() + policy.deadline
     result = await _pass_async(run, deadline, 0)
@@ -571,9 +571,9 @@ def _resumed(run: Run, first: DispatchResult, decided: DeferredToolResults) -> R
         msgspec.structs.replace(
             run.inputs,
             calls=first.deferred.all,
-            tools=run.tools,
+            tools=run.env.tools,
             middleware=run.stack,
-            context=run.context,
+            context=run.env.context,
             approvals=decided,
         )
     )

@@ -23,12 +23,12 @@ import msgspec
 
 from ._admit import (
     Abort,
-    Admission,
     Admitted,
     Answered,
     Deferred,
     Resolved,
     Skipped,
+    Verdict,
     carried,
     error_message,
     shown_name,
@@ -37,6 +37,7 @@ from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore, PutReturned, check_store
 from ._declare.registry import AnyTool, Registry
 from ._declare.spec import is_async_function
+from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger, release, settle_answered
 from ._engine.stops import Stop, interrupted, not_run
 from ._fold import Failed, Fatal, Folded, Postponed, bounded, fold, own_limits, plain_message
@@ -277,12 +278,20 @@ _COMMON = Positions((), (), ())
 _Extras = tuple[list[FollowUp], dict[str, dict[str, object]], dict[int, Postponed]]
 
 
-class Run(Admission):
-    """One dispatch's state, filled as the batch goes through the stages (admission's
-    own bookkeeping and the batch-wide inputs included: see :class:`Admission`).
+class Run:
+    """One dispatch's state, filled as the batch goes through the stages.
 
-    Every attribute is a slot, and there are no class-level defaults (see
-    :class:`DispatchEnv` for why). :func:`new_run` builds one and stores the batch's
+    It holds the middleware's view (``env``, a :class:`DispatchEnv`: the only object a
+    hook receives) and keeps admission's bookkeeping among its own fields (what
+    :class:`Admission` names: one object rather than two, see
+    docs/concepts/performance.md).
+
+    Every attribute is a slot, and there are no class-level defaults: a class-level
+    default set on an instance would make its ``__dict__``, after which CPython 3.13
+    no longer specializes the run's method calls (``run.finish``, ``run.result``) — nor
+    3.11 and 3.12 once the process has made many runs (the shared keys of the type's
+    instances then take no new name). Storing a slot costs each build, so
+    :func:`new_run` builds one and stores the batch's
     inputs and what every batch reads; what only an unusual batch reads is stored when
     that batch needs it, and read only then: the failure and the fatal message once
     ``halted`` is set, ``recorded`` with a ledger, the postponed calls with the
@@ -292,23 +301,53 @@ class Run(Admission):
 
     __slots__ = (
         "__weakref__",
+        "admitted",
         "answers",
         "caller_context",
         "calls",
         "cancellation",
+        "cancelled",
+        "emit",
+        "env",
         "escaped",
         "events",
+        "expired",
         "extras",
         "failure",
         "fatal",
         "halted",
+        "injecting",
         "inputs",
         "ledger",
+        "limited",
+        "opens",
         "positions",
+        "preflight",
         "recorded",
+        "resume",
+        "seen",
         "sink",
+        "stack",
         "store",
+        "used",
+        "verdicts",
     )
+
+    # Admission's fields (what :class:`Admission` names; documented there).
+    env: DispatchEnv
+    stack: Stack
+    emit: Callable[[Event], None]
+    opens: bool
+    verdicts: list[Verdict]
+    admitted: list[Admitted]
+    preflight: bool
+    resume: DeferredToolResults | None
+    seen: set[str] | None
+    limited: bool
+    cancelled: Callable[[], bool] | None
+    expired: Callable[[], bool] | None
+    used: int
+    injecting: bool
 
     #: The arguments dispatch was called with (a stage reads a keyword no other stage
     #: reads from here).
@@ -347,12 +386,25 @@ class Run(Admission):
     #: answered) recorded, or :data:`_COMMON` (see :meth:`keep_positions`).
     positions: Positions | None
 
-    # new_run calls ``Run()`` and fills the bare object: with object's own __init__
-    # (not DispatchEnv's), the class call makes no argument tuple and goes through no
-    # wrapper, where ``object.__new__(Run)`` did (about 300 instructions a dispatch).
-    __init__ = object.__init__
-
     # --- what the stages ask ------------------------------------------------------
+
+    def _open_calls(self) -> None:
+        """Admission opens each call from now on: the state it reads then is stored."""
+        if not self.opens:
+            self.opens = True
+            self.seen = self.resume = self.cancelled = self.expired = None
+            self.limited = False
+
+    def admission(
+        self, cancelled: Callable[[], bool] | None, expired: Callable[[], bool] | None, used: int
+    ) -> None:
+        """The stop checks and the slots already used, when a pass has any."""
+        if not self.opens:
+            self._open_calls()
+        self.cancelled = cancelled
+        self.expired = expired
+        self.used = used
+        self.limited = True
 
     def fail(self, error: Exception) -> None:
         """Record the first hook or host callback that raised: the batch must abort."""
@@ -412,7 +464,7 @@ class Run(Admission):
             return
         try:
             message, event, follow_up, metadata = fold(
-                call, name, outcome, self.stack.afters, self, self.store
+                call, name, outcome, self.stack.afters, self.env, self.store
             )
         except Exception as error:  # an after_tool hook, or the artifact store
             # A tool that raised, timed out or was interrupted is answered with that, as
@@ -449,7 +501,7 @@ class Run(Admission):
     def resolved(self, verdict: Resolved) -> None:
         """A denied or host-answered call (on resume): answered like any other, never run."""
         call = verdict.call
-        tool = self.tools.get(call.name)
+        tool = self.env.tools.get(call.name)
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         if tool is not None:
             arguments = shown_arguments(tool, arguments)
@@ -468,7 +520,7 @@ class Run(Admission):
     def _fold(self, call: ToolCall, name: str, outcome: object, fallback: object) -> Folded:
         """:func:`fold` through the ``after_tool`` hooks (see :meth:`_lost` when one raises)."""
         try:
-            return fold(call, name, outcome, self.stack.afters, self, self.store)
+            return fold(call, name, outcome, self.stack.afters, self.env, self.store)
         except Exception as error:
             return self._lost(error, call, name, fallback)
 
@@ -489,7 +541,7 @@ class Run(Admission):
                 type(failed).__name__,
                 f"Tool `{name}` ran, but its result was lost: {where} failed.",
             )
-        return fold(call, name, fallback, (), self, None)
+        return fold(call, name, fallback, (), self.env, None)
 
     def _answer(
         self,
@@ -539,9 +591,9 @@ class Run(Admission):
         assert self.ledger is not None
         try:
             if answered:
-                settle_answered(self.ledger, self.context.run_id, call.id, message.status)
+                settle_answered(self.ledger, self.env.context.run_id, call.id, message.status)
             else:
-                self.ledger.settled(self.context.run_id, call.id, message.status)
+                self.ledger.settled(self.env.context.run_id, call.id, message.status)
         except Exception as error:
             if self.halted and self.failure is not None:  # aborting: no further write
                 self.ledger = None
@@ -550,7 +602,7 @@ class Run(Admission):
     def _release(self, call: ToolCall) -> None:
         assert self.ledger is not None
         try:
-            release(self.ledger, self.context.run_id, call.id)
+            release(self.ledger, self.env.context.run_id, call.id)
         except Exception as error:
             if self.halted and self.failure is not None:  # (as _settle)
                 self.ledger = None
@@ -593,12 +645,12 @@ class Run(Admission):
                 )
         if done is None:
             done = self._collected(stop)
-        limit = self.policy.max_result_bytes
+        limit = self.env.policy.max_result_bytes
         try:  # own_limits, its memo read written out (one frame fewer)
-            limited = limit is not None or self.tools._limited
+            limited = limit is not None or self.env.tools._limited
         except AttributeError:
-            limited = own_limits(self.tools)
-        return bounded(done, self.tools, limit) if limited else done
+            limited = own_limits(self.env.tools)
+        return bounded(done, self.env.tools, limit) if limited else done
 
     def _collected(self, stop: Stop | None) -> DispatchResult:
         """:meth:`result` of a batch not every call of which ran and was answered plainly
@@ -812,23 +864,19 @@ def new_run(inputs: DispatchInputs) -> Run:
         # no weak reference. A handler that raises halts the run, and no call starts
         # after that (see dispatch).
         run = Handled()
-        run.on_event = on_event  # type: ignore[attr-defined]  # a Handled's
+        run.on_event = on_event
     else:
         run = Run()
         queued = on_event
-    # DispatchEnv.__init__, written out (one frame fewer per dispatch).
+    if type(tools) is not Registry:
+        tools = _registry(tools, context, calls)
+    run.env = env = DispatchEnv(tools, policy, context, inputs.advertised)
     run.inputs = inputs
-    run.tools = tools if type(tools) is Registry else _registry(tools, context, calls)
-    run.policy = policy
-    run._context = context
-    run._open = True
-    # (what only an unusual batch reads is stored when it is needed: see DispatchEnv)
+    # (what only an unusual batch reads is stored when it is needed: see Run)
     run.opens = run.preflight = run.injecting = False
-    run.advertised = run.positions = run.extras = run.sink = None
-    if (advertised := inputs.advertised) is not None:
-        run._restrict(advertised)
-    if run.tools._discovery is not None:  # type: ignore[attr-defined]
-        run._discover()
+    run.positions = run.extras = run.sink = None
+    if env._intrinsics is not None:  # discovery's tools: admission opens every call
+        run._open_calls()
     run.calls = calls
     # (any other empty sequence is found empty by composed)
     middleware = inputs.middleware
@@ -871,8 +919,6 @@ def new_run(inputs: DispatchInputs) -> Run:
     if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
         if not isinstance(policy, RunPolicy):  # (here: the default policy pays nothing)
             raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
-        if policy.allowlist is not None:
-            run._open = False
         if policy.tool_timeout is not None:
             run.preflight = True
         most = policy.max_tool_calls

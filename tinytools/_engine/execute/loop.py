@@ -177,7 +177,7 @@ async def _on_thread(
     try:
         job = pool.submit(
             functools.partial(context.run, sync_body(run, item, fn, kwargs, leash)),
-            timeout is None and run.policy.deadline is None,  # (patient: see ThreadPool.submit)
+            timeout is None and run.env.policy.deadline is None,  # (patient: see ThreadPool.submit)
         )
     except PoolExhausted as error:  # refused at once: the tool never starts
         return classify(error, item)
@@ -252,7 +252,7 @@ async def _run_all(
     deadline: float | None,
     scope: anyio.CancelScope | None,
 ) -> None:
-    concurrency = run.policy.max_concurrency
+    concurrency = run.env.policy.max_concurrency
     if concurrency == 1 or len(admitted) <= 1:  # serial: the loop itself bounds concurrency
         await _worker(run, iter(admitted), deadline, _go_on)
         return
@@ -294,7 +294,7 @@ async def _worker(
                 return
             # The call's route (in this task, its steps in its own copy of the context).
             plan = item.tool._plan
-            timeout = plan.timeout or run.policy.tool_timeout
+            timeout = plan.timeout or run.env.policy.tool_timeout
             fn, kwargs, handle, context = begin(run, item, deadline)
             outcome: Outcome
             wraps = run.stack

@@ -127,7 +127,7 @@ class Proceeded:
         if depth == len(self.hooks):
             return self.gave(self.body())  # type: ignore[arg-type]
         hook: Wrap = self.hooks[depth]  # type: ignore[assignment]
-        return hook(self.call, self.run, functools.partial(self.level, depth + 1))
+        return hook(self.call, self.run.env, functools.partial(self.level, depth + 1))
 
     async def alevel(self, depth: int) -> ToolResult:
         """The async chain from the wrap at ``depth`` inwards."""
@@ -135,7 +135,7 @@ class Proceeded:
         if depth == len(self.hooks):
             return self.gave(await self.body())  # type: ignore[misc]
         hook: AsyncWrap = self.hooks[depth]  # type: ignore[assignment]
-        return await hook(self.call, self.run, functools.partial(self.alevel, depth + 1))
+        return await hook(self.call, self.run.env, functools.partial(self.alevel, depth + 1))
 
     def outcome(self, result: object) -> Outcome:
         """The call's outcome, from what the outermost wrap returned."""
