@@ -102,8 +102,10 @@ class DispatchEnv:
         # No allow-list and no advertised set: a lookup is the exposure's alone.
         self._open = True
         self.advertised = self._approved = self._intrinsics = self._reached = None
-        if advertised is not None or policy.allowlist is not None:
+        if advertised is not None:
             self._restrict(advertised)
+        elif policy.allowlist is not None:  # every lookup checks it
+            self._open = False
         if tools._discovery is not None:  # type: ignore[attr-defined]
             self._discover()
 
