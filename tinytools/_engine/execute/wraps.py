@@ -1,7 +1,7 @@
 """The wrap hooks: a middleware's ``wrap_tool`` around a synchronous call's attempts, on
 the thread that runs them, and its ``awrap_tool`` around an async call's, in its task.
 
-Each wrap gets the call with its validated arguments, the run (the middleware's view of
+Each wrap gets the call with its validated arguments, the run's ``env`` (the middleware's view of
 the batch) and ``proceed``, which runs the next wrap, and the innermost the call's
 attempts (its retries and timeout included), and returns what they produced as a
 ``ToolResult`` (:func:`result_of`). What the outermost wrap returns is the call's
