@@ -51,6 +51,17 @@ unless said):
    worker thread), LangChain ``StructuredTool.invoke(ToolCall)``, LangGraph
    ``ToolNode.invoke`` (and inside a one-node graph). No targets: ratios only.
 
+9. one agent turn users feel (:mod:`benchmarks._turn` says exactly what each side does): a
+   scripted model's response with three tool calls parsed, the three tools run, the next
+   request's messages built, the model called again and its final text read. tinytools:
+   ``openai_chat.parse_calls``, ``dispatch_sync`` (sync tools) or ``await dispatch`` under
+   asyncio (async tools, three at once), ``assistant_message`` and ``tool_results``; beside
+   Pydantic AI's ``Agent.run`` with a ``FunctionModel`` and the OpenAI Agents SDK's
+   ``Runner.run`` with a scripted ``Model`` (sync and async tools, in one asyncio loop), all
+   against the same turn written by hand with msgspec and no checks. Each side's turn is
+   checked once (untimed) to end on the final text after exactly the script's three calls.
+   No targets: ratios only.
+
 Also kept from issue 4: a batch of 1,000 calls against a batch of 10, per call (1.2x).
 
 How time is measured (:mod:`benchmarks._timing`): the **process's** CPU time, since worker
@@ -82,7 +93,7 @@ import tinytools
 from tinytools import RunPolicy, ToolCall
 from tinytools.events import ToolCompleted, ToolStarted
 
-from . import peers
+from . import _turn, peers
 from ._data import (
     BIG,
     SMALL,
@@ -101,6 +112,8 @@ __all__ = ["main"]
 
 #: Peer dispatchers, by module under ``benchmarks.peers``.
 DISPATCH_PEERS = ("pydantic_ai", "openai_agents", "langchain", "langgraph")
+#: The peers whose agents run the whole turn of row 9 (each module has ``turn``).
+TURN_PEERS = ("pydantic_ai", "openai_agents")
 ASYNC_BATCH = 100
 LIMITED = 10
 FEW_TOOLS, MANY_TOOLS = 10, 10_000
@@ -378,6 +391,7 @@ def sync_call_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
             5.0,
             lambda: dispatch_sync(good, registry, middleware=middleware),
         ),
+        *_otel_rows(good, registry),
         ours(
             "2c. RunPolicy(max_tool_calls=8, allowlist) only",
             5.0,
@@ -403,6 +417,22 @@ def sync_call_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
         op = Op(graph.graph_dispatcher(fn, SMALL.raw))
         rows.append(Row(graph.GRAPH_LABEL, "reference", op, FLOOR, note="how apps run ToolNode"))
     return Section("one call, 3-param sync tool", tuple(rows))
+
+
+def _otel_rows(good: tuple[ToolCall, ...], registry: tinytools.Registry) -> list[Row]:
+    """Row 2e: ``tinytools.otel.OpenTelemetry`` given no-op providers (tracing off), whose
+    cost over row 1 the issue limits to 1.5 µs a call (not available without the API)."""
+    name = "2e. OpenTelemetry(no-op tracer and meter providers)"
+    try:
+        from opentelemetry.metrics import NoOpMeterProvider
+        from opentelemetry.trace import NoOpTracerProvider
+
+        from tinytools.otel import OpenTelemetry
+    except ImportError:
+        return [Row(name, "tinytools", None, note='pip install "tinytools[otel]"')]
+    otel = [OpenTelemetry(NoOpTracerProvider(), NoOpMeterProvider())]
+    op = Op(_checked(lambda: tinytools.dispatch_sync(good, registry, middleware=otel), "ok"))
+    return [Row(name, "tinytools", op, FLOOR, 2.5, note="limit: row 1 + 1.5 µs")]
 
 
 def big_call_section() -> Section:
@@ -669,6 +699,67 @@ def batch_section() -> Section:
     return Section("batch of sync calls (per call)", tuple(rows))
 
 
+# --- 9: one agent turn ---------------------------------------------------------------------------
+
+TURN_FLOOR = "by hand: msgspec decode, call, tool messages"
+#: Builds one side's turn from the three tool functions.
+TurnBuilder = Callable[[Sequence[Callable[..., Any]]], Callable[[], object]]
+
+
+def _turn_op(
+    build: TurnBuilder, tools: Literal["sync", "async"], loop: Literal["sync", "asyncio"]
+) -> Op:
+    """The timed turn of ``build`` over the sync tools or their async twins, run as a plain
+    call or awaited in asyncio (``loop``), after a check (untimed) of the same turn built over
+    tools that record their calls: it ended on the final text after exactly the script's
+    calls. The timed tools record nothing."""
+
+    def functions(journal: _turn.Journal | None) -> tuple[Callable[..., Any], ...]:
+        made = _turn.tool_functions(journal)
+        return made if tools == "sync" else tuple(async_twin(fn) for fn in made)
+
+    journal: _turn.Journal = []
+    checked = build(functions(journal))
+    text = checked() if loop == "sync" else asyncio.run(_awaited(checked))  # type: ignore[arg-type]
+    made = sorted(journal, key=repr)
+    if text != _turn.FINAL or made != sorted(_turn.expected_journal(), key=repr):
+        raise AssertionError(f"{build!r}: the turn ended on {text!r} after the calls {made}")
+    return Op(build(functions(None)), loop)
+
+
+async def _awaited(fn: Callable[[], Awaitable[object]]) -> object:
+    return await fn()
+
+
+def turn_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
+    """Row 9: one agent turn (``benchmarks/_turn.py``), tinytools and the peers' agents."""
+    rows = [
+        Row(TURN_FLOOR, "floor", _turn_op(_turn.floor_turn, "sync", "sync"), note="no checks"),
+        Row(
+            "9. openai_chat.parse_calls, dispatch_sync, tool_results (sync tools)",
+            "tinytools",
+            _turn_op(_turn.tinytools_turn, "sync", "sync"),
+            TURN_FLOOR,
+        ),
+        Row(
+            "9. the same with await dispatch (async tools, asyncio)",
+            "tinytools",
+            _turn_op(_turn.tinytools_turn_async, "async", "asyncio"),
+            TURN_FLOOR,
+        ),
+    ]
+    for name in TURN_PEERS:
+        module = peer_modules.get(name)
+        if module is None:
+            if name in peer_modules:
+                rows.append(Row(f"peer {name} (agent turn)", "peer", None, note="not installed"))
+            continue
+        for tools in ("sync", "async"):
+            op = _turn_op(module.turn, tools, "asyncio")
+            rows.append(Row(f"9. {module.TURN_LABEL} ({tools} tools)", "peer", op, TURN_FLOOR))
+    return Section("one agent turn: 3 tool calls, then the final text", tuple(rows))
+
+
 # --- running ------------------------------------------------------------------------------------
 
 
@@ -688,6 +779,7 @@ def run(
         functools.partial(async_batch_section, "asyncio"),
         registry_section,
         batch_section,
+        functools.partial(turn_section, peer_modules),
     ]
     results: list[Result] = []
     with Timer(repeat, clock=PROCESS_CLOCK, seconds=seconds) as timer:

@@ -189,3 +189,47 @@ def anthropic_client() -> object:
         base_url="https://api.anthropic.test",
         http_client=httpx.Client(transport=httpx.MockTransport(handle)),
     )
+
+
+def observability_modules() -> dict[str, object]:
+    """Stand-ins for the packages docs/how-to/observability.md configures but the tests do
+    not install: the OTLP exporter (keeps the spans in memory: nothing goes over the
+    network) and ``logfire`` (``configure`` must be told not to send; its spans are the
+    global provider's)."""
+    import contextlib
+    import types as module_types
+
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+    class OTLPSpanExporter(SpanExporter):
+        def __init__(self, **options: object) -> None:
+            self.options = options
+            self.spans: list[object] = []
+
+        def export(self, spans: object) -> SpanExportResult:
+            self.spans.extend(spans)  # type: ignore[call-overload]
+            return SpanExportResult.SUCCESS
+
+        def shutdown(self) -> None:
+            pass
+
+    exporter = module_types.ModuleType("opentelemetry.exporter.otlp.proto.http.trace_exporter")
+    exporter.OTLPSpanExporter = OTLPSpanExporter  # type: ignore[attr-defined]
+
+    def configure(**options: object) -> None:
+        assert options.get("send_to_logfire") is False, "the docs test sends nothing"
+
+    def span(name: str, **attributes: object) -> contextlib.AbstractContextManager[object]:
+        return trace.get_tracer("logfire").start_as_current_span(name, attributes=attributes)  # type: ignore[arg-type]
+
+    logfire = module_types.ModuleType("logfire")
+    logfire.configure = configure  # type: ignore[attr-defined]
+    logfire.span = span  # type: ignore[attr-defined]
+    modules: dict[str, object] = {exporter.__name__: exporter, "logfire": logfire}
+    parts = exporter.__name__.split(".")
+    for cut in range(2, len(parts)):  # the packages above it, each an empty package
+        package = module_types.ModuleType(".".join(parts[:cut]))
+        package.__path__ = []  # type: ignore[attr-defined]
+        modules[package.__name__] = package
+    return modules

@@ -23,6 +23,7 @@ import pkgutil
 import re
 import runpy
 import shlex
+import sys
 import types
 import unittest
 from collections.abc import Callable
@@ -30,7 +31,7 @@ from pathlib import Path
 
 import pytest
 from cli_run import run_cli
-from docs_fakes import anthropic_client, openai_client
+from docs_fakes import anthropic_client, observability_modules, openai_client
 from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser, PythonCodeBlockParser, SkipParser
 
@@ -76,6 +77,12 @@ CLIENTS: dict[str, Callable[[], object]] = {
     "how-to/anthropic.md": anthropic_client,
 }
 
+#: Modules a page imports that the tests do not install, by page: stand-ins put in
+#: ``sys.modules`` while the page runs (docs_fakes), so the page's code runs unchanged.
+MODULES: dict[str, Callable[[], dict[str, object]]] = {
+    "how-to/observability.md": observability_modules,
+}
+
 
 def _page_id(page: Path) -> str:
     return page.relative_to(DOCS).as_posix()
@@ -94,6 +101,8 @@ def test_page(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     name = _page_id(page)
     if name in CLIENTS:
         document.namespace["client"] = CLIENTS[name]()
+    for module_name, module in MODULES.get(name, dict)().items():
+        monkeypatch.setitem(sys.modules, module_name, module)
     for example in document:
         try:
             example.evaluate()

@@ -286,6 +286,61 @@ class TestItem4Surrogates:
         assert msgspec.json.encode(result)
 
 
+def _nested(depth: int) -> object:
+    value: object = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+class TestJsonBlocksOfHostileValues:
+    """Defect: a tool returning ``ToolResult(content=[JsonBlock(v), ...])`` with a lone
+    surrogate in ``v`` (or ``v`` nested 1,000 deep) aborted the whole dispatch, blamed on
+    "the artifact store"; every other call of the batch went unanswered. The surrogate is
+    written as its escape, as in returned text; a value too deep to encode is that call's
+    error; the other call is answered either way."""
+
+    @pytest.mark.parametrize(
+        "options",
+        [{}, {"middleware": [tinytools.after_tool(lambda c, r, e: r)]}],
+        ids=["plain", "hooked"],
+    )
+    @pytest.mark.parametrize(
+        ("value", "is_error"),
+        [({"k": "\ud800x"}, False), ({"\udc80": [1]}, False), (_nested(1000), True)],
+        ids=["surrogate-value", "surrogate-key", "nested-1000"],
+    )
+    def test_answered_and_encodes(
+        self, value: object, is_error: bool, options: dict[str, object]
+    ) -> None:
+        @tool
+        def shaped() -> ToolResult:
+            """Return a JSON block."""
+            return ToolResult(
+                content=(JsonBlock(value), TextBlock("t")), follow_up=(JsonBlock(value),)
+            )
+
+        @tool
+        def other() -> str:
+            """Answer."""
+            return "fine"
+
+        result = dispatch_sync(
+            [ToolCall("a", "shaped", {}), ToolCall("b", "other", {})],
+            Registry.of(shaped, other),
+            **options,  # type: ignore[arg-type]
+        )
+        first, second = result.messages
+        assert first.is_error is is_error
+        if is_error:
+            assert "Tool `shaped` returned a bad value" in first.content
+        else:
+            assert first.content.endswith("\nt")
+            assert "ud" in first.content
+        assert (second.content, second.is_error) == ("fine", False)
+        msgspec.json.encode(result)
+
+
 class TestItem5Truncate:
     @given(limit=st.integers(0, 200), text=st.text(max_size=300))
     def test_never_longer_than_the_limit(self, limit: int, text: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import attrs
 import msgspec
@@ -354,7 +354,18 @@ GUARDED = Tool.from_schema(
     fn=_schema_fn,
     policy=ToolPolicy(redact=("token",)),
 )
-KEYED = Registry.of(anything, SCHEMA, guarded, GUARDED)
+
+
+@tool
+def described(
+    query: str, extra: Annotated[Any, msgspec.Meta(description="anything at all")] = None
+) -> dict[str, object]:
+    """An open parameter under ``Annotated``: the same keys are refused as for ``Any``."""
+    seen.append({"query": query, "extra": extra})
+    return {"query": query}
+
+
+KEYED = Registry.of(anything, SCHEMA, guarded, GUARDED, described)
 
 
 def _key_types(value: object) -> set[type]:
@@ -371,7 +382,7 @@ def _key_types(value: object) -> set[type]:
 
 
 class TestKeysJsonHasNoTextFor:
-    @pytest.mark.parametrize("name", ["anything", "find", "guarded", "guarded_schema"])
+    @pytest.mark.parametrize("name", ["anything", "find", "guarded", "guarded_schema", "described"])
     @pytest.mark.parametrize(
         ("arguments", "path", "says"),
         [
@@ -388,8 +399,9 @@ class TestKeysJsonHasNoTextFor:
         """Defect: an int key in dict arguments reached a schema tool's function as a
         keyword ("Tool `find` failed: TypeError: keywords must be strings"), a signature
         tool's answer read "at `key` in `$`", and an int key below an open parameter
-        reached the function. JSON object keys are strings: every route answers the
-        call's invalid arguments at the key's path, the tool not run."""
+        reached the function (still so for ``Annotated[Any, Meta(...)]``, ``described``).
+        JSON object keys are strings: every route answers the call's invalid arguments at
+        the key's path, the tool not run."""
         result = dispatch_sync([ToolCall("c", name, arguments)], KEYED)
         [message] = result.messages
         assert message.is_error

@@ -78,7 +78,7 @@ def _block_text(block: ContentBlock) -> str:
     if isinstance(block, TextBlock):
         return block.text
     if isinstance(block, JsonBlock):
-        return msgspec.json.encode(block.value).decode()
+        return json_text(block.value)  # never raises: a lone surrogate is escaped
     if isinstance(block, ImageBlock):
         where = f" {block.url}" if block.url else ""
         return f"[image {block.media_type}{where}]"

@@ -53,6 +53,8 @@ from ._wire import ToolCall, ToolResult, json_problem
 
 if TYPE_CHECKING:
     from ._dispatch_env import DispatchEnv
+    from ._result import DispatchResult
+    from .events import Event
 
 
 __all__ = [
@@ -220,15 +222,34 @@ def wrap_tool(fn: Wrap | AsyncWrap) -> Middleware:
     return _WrapOnly(fn)  # type: ignore[arg-type]
 
 
+#: A middleware's private event hook (``_tinytools_on_event(event, env)``): see :class:`Stack`.
+Observer: TypeAlias = "Callable[[Event, DispatchEnv], None]"
+#: Its private result hook (``_tinytools_on_result(result, env)``): see :class:`Stack`.
+Finisher: TypeAlias = "Callable[[DispatchResult, DispatchEnv], None]"
+
+
 @attrs.frozen
 class Stack:
     """The composed hooks: ``befores`` in order, ``afters`` already reversed, ``wraps``
-    (synchronous tools) and ``awraps`` (async tools) in order, the first outermost."""
+    (synchronous tools) and ``awraps`` (async tools) in order, the first outermost.
+
+    ``observers`` are the ``_tinytools_on_event`` methods of this package's own
+    middleware (``tinytools.otel.OpenTelemetry``), in order: each is handed every event
+    of the batch as it is recorded, on the thread that records it. A call refused,
+    denied or deferred at admission gets no other hook, and the end of a call cut off
+    while it ran is known only from its event; the hook is private (not part of the
+    middleware protocol) and must not raise. ``finishers`` (their
+    ``_tinytools_on_result(result, env)``) are handed the batch's result when it is made:
+    a call cut off before it started (the batch cancelled, past its deadline, over its
+    ``max_tool_calls``) is answered there with no event.
+    """
 
     befores: tuple[Before, ...] = ()
     afters: tuple[After, ...] = ()
     wraps: tuple[Wrap, ...] = ()
     awraps: tuple[AsyncWrap, ...] = ()
+    observers: tuple[Observer, ...] = ()
+    finishers: tuple[Finisher, ...] = ()
 
 
 class HookFailed(Exception):
@@ -257,7 +278,9 @@ def compose(middleware: Iterable[object]) -> Stack:
     afters = tuple(h for m in reversed(items) if callable(h := _hook(m, "after_tool")))
     wraps = tuple(h for m in items if callable(h := _hook(m, "wrap_tool")))
     awraps = tuple(h for m in items if callable(h := _hook(m, "awrap_tool")))
-    return Stack(befores, afters, wraps, awraps)
+    observers = tuple(h for m in items if callable(h := _hook(m, "_tinytools_on_event")))
+    finishers = tuple(h for m in items if callable(h := _hook(m, "_tinytools_on_result")))
+    return Stack(befores, afters, wraps, awraps, observers, finishers)
 
 
 #: The hook methods a middleware may have.

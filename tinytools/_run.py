@@ -257,6 +257,40 @@ class Sink:
                 raise
 
 
+class Observed(list):  # type: ignore[type-arg]
+    """The events of a run whose middleware observes them (``Stack.observers``): every
+    event is recorded here, whatever the ``on_event`` handler (none, sync or async), so
+    each observer is handed it as it is appended. Holds the run weakly (the run holds
+    the list); an observer that raises is the run's failure, as a handler's is."""
+
+    __slots__ = ("_observers", "_run")
+
+    def __init__(self, run: Run) -> None:
+        super().__init__()
+        self._run = weakref.ref(run)
+        self._observers = run.stack.observers
+
+    def append(self, event: Event) -> None:
+        list.append(self, event)
+        run = self._run()
+        if run is None:  # an abandoned thread's late event, after the dispatch
+            return
+        for observer in self._observers:
+            try:
+                observer(event, run.env)
+            except Exception as error:
+                run.fail(HostFailed(f"the event hook {_name(observer)}", error))
+
+    def finished(self, result: DispatchResult) -> None:
+        """Hand the batch's result to the middleware's result hooks (they must not raise:
+        the result is made)."""
+        run = self._run()
+        if run is None:
+            return
+        for finisher in run.stack.finishers:
+            finisher(result, run.env)
+
+
 class Positions(NamedTuple):
     """Where a result's calls went, by their position in the batch: ids may repeat, so
     only positions tell which call a message answers (``_dispatch`` merges the two
@@ -650,6 +684,8 @@ class Run:
             limited = limit is not None or self.env.tools._limited
         except AttributeError:
             limited = own_limits(self.env.tools)
+        if type(self.events) is Observed:  # (its middleware is told of every answer)
+            self.events.finished(done)
         return bounded(done, self.env.tools, limit) if limited else done
 
     def _collected(self, stop: Stop | None) -> DispatchResult:
@@ -891,7 +927,7 @@ def new_run(inputs: DispatchInputs) -> Run:
     run.cancellation = inputs.cancellation
     run.halted = False  # fatal or failed: no further call may start
     run.used = 0  # no max_tool_calls slot taken yet
-    run.events = []
+    run.events = [] if not run.stack.observers else Observed(run)
     # A call's answer by index; None from its start until it is answered (a call
     # that is postponed leaves it).
     run.answers = {}

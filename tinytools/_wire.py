@@ -386,7 +386,7 @@ def check_result(result: ToolResult, source: str = "tool") -> None:
             (result.content, result.follow_up, artifacts), builtin_types=_RAW_BYTES
         )
         msgspec.convert(parts, _PARTS)
-    except (msgspec.ValidationError, TypeError, ValueError, OverflowError) as exc:
+    except (msgspec.ValidationError, TypeError, ValueError, OverflowError, RecursionError) as exc:
         raise TypeError(
             f"{source} returned a ToolResult with a malformed block or artifact ({exc}); build "
             "them as TextBlock(text), JsonBlock(value), ImageBlock(media_type, data=bytes), "

@@ -13,10 +13,11 @@ together in one example:
 * ``middleware``: ``before_tool`` hooks (sync, or async under ``await dispatch``) that
   pass, rewrite the arguments, reject, defer (for the host or for approval), approve or
   raise, and ``after_tool`` hooks that keep or rewrite the result, or raise; wrap hooks
-  (``wrap_tool`` and ``awrap_tool``) that pass, call ``proceed`` again after an error, or
-  raise after ``proceed`` (a wrap that answers without calling ``proceed`` is tested in
-  tests/engine/test_execute_wraps.py: the checker reads a call that started but whose
-  tool never ran as a defect unless it was abandoned);
+  (``wrap_tool`` and ``awrap_tool``) that pass, call ``proceed`` again after an error,
+  raise after ``proceed``, or answer from a cache without calling ``proceed`` (the cache
+  records what it answered in the tools' journal, as the tool would have: the checker then
+  holds the wrap to what it holds a tool to — only callable, approved calls with validated
+  arguments — and reads a call that started but that nothing answered as a defect);
 * every ``RunPolicy`` limit: ``max_tool_calls``, ``max_concurrency``, ``deadline``,
   ``tool_timeout``, ``max_result_bytes``, ``allowlist`` (an empty one included);
 * ``advertised``; ``cancellation`` (cancelled by a tool or by an ``on_event`` handler);
@@ -40,6 +41,7 @@ the development profile keeps this module at about 20 seconds.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -92,7 +94,6 @@ from tinytools import (
 )
 from tinytools.events import Event, ToolCompleted, ToolFailed, ToolStarted
 from tinytools.testing import check_dispatch_invariants
-from tinytools.testing._invariants import _candidates
 
 # --- the approvals API, in one place --------------------------------------------------------
 
@@ -425,8 +426,9 @@ class Log:
                 self.approved.add(call.id)
 
 
-def middleware(example: Example, log: Log) -> list[object]:
-    """The example's middleware: its before hooks (in order), then its after hooks."""
+def middleware(example: Example, log: Log, journal: Journal) -> list[object]:
+    """The example's middleware: its before hooks (in order), its after hooks, then its
+    wraps (a cache among them answers into ``journal``)."""
     stack: list[object] = []
     for is_async, plan in example.hooks.befores:
 
@@ -472,19 +474,27 @@ def middleware(example: Example, log: Log) -> list[object]:
             return result
 
         stack.append(after_tool(rewrite))
-    stack.extend(wrap(is_async, actions, log) for is_async, actions in example.hooks.wraps)
+    stack.extend(wrap(is_async, actions, log, journal) for is_async, actions in example.hooks.wraps)
     return stack
 
 
 #: What a drawn wrap does with a call.
-WRAP_ACTIONS = ["pass", "pass", "again", "raise after"]
+WRAP_ACTIONS = ["pass", "pass", "again", "raise after", "cache"]
 
 
-def wrap(is_async: bool, actions: Mapping[str, str], log: Log) -> object:
-    """A wrap hook (``awrap_tool`` when ``is_async``) doing each call's drawn action."""
+def wrap(is_async: bool, actions: Mapping[str, str], log: Log, journal: Journal) -> object:
+    """A wrap hook (``awrap_tool`` when ``is_async``) doing each call's drawn action.
 
-    def before(call: ToolCall) -> None:
+    A ``cache`` answers without calling ``proceed``, and records the call in ``journal``
+    as the tool it stands for would have: its validated arguments, the id, the tool.
+    """
+
+    def before(call: ToolCall) -> ToolResult | None:
         log.wrap(call)
+        if actions.get(call.id) != "cache":
+            return None
+        journal.enter(call.id, call.name, dict(call.arguments), cached=True)  # type: ignore[arg-type]
+        return ToolResult.success(f"cached answer for {call.id}")
 
     def after(call: ToolCall, result: ToolResult) -> ToolResult:
         if actions.get(call.id) == "raise after":
@@ -494,7 +504,9 @@ def wrap(is_async: bool, actions: Mapping[str, str], log: Log) -> object:
     if is_async:
 
         async def awrap(call: ToolCall, env: object, proceed: Any) -> ToolResult:
-            before(call)
+            cached = before(call)
+            if cached is not None:
+                return cached
             result = await proceed()
             if result.is_error and actions.get(call.id) == "again":
                 result = await proceed()
@@ -503,7 +515,9 @@ def wrap(is_async: bool, actions: Mapping[str, str], log: Log) -> object:
         return wrap_tool(awrap)
 
     def sync_wrap(call: ToolCall, env: object, proceed: Any) -> ToolResult:
-        before(call)
+        cached = before(call)
+        if cached is not None:
+            return cached
         result = proceed()
         if result.is_error and actions.get(call.id) == "again":
             result = proceed()
@@ -588,7 +602,7 @@ def run_pass(
         "policy": example.policy,
         "context": CONTEXT,
         "advertised": example.advertised,
-        "middleware": middleware(example, log),
+        "middleware": middleware(example, log, batch.journal),
         "on_event": on_event(example, log, batch.cancellation),
         "cancellation": batch.cancellation,
         "approvals": approvals,
@@ -631,11 +645,34 @@ def _effective(call: ToolCall, log: Log, choice: Choice | None) -> ToolCall:
     return seen[0] if seen is not None else decided_call(call, choice)
 
 
+def admitted_arguments(call: ToolCall, name: str, policy: RunPolicy) -> list[dict[str, object]]:
+    """What tool ``name`` receives when ``call`` alone is dispatched under ``policy``'s
+    argument policies, with no hook, every tool advertised and every deferral approved: the
+    arguments admission makes of that form of the call (read from a fresh registry's
+    journal)."""
+    batch = Batch()
+    registry = build_registry(batch, tick=0, retries=0)
+    alone = RunPolicy(unknown_tool=policy.unknown_tool, invalid_args=policy.invalid_args)
+    # (A Fail policy or a fatal tool aborts the batch: what entered is journaled.)
+    with contextlib.suppress(DispatchAborted):
+        dispatch_sync(
+            [call],
+            registry,
+            policy=alone,
+            context=CONTEXT,
+            advertised=registry.names,
+            on_deferred=lambda pending: pending.approve_all(),
+        )
+    return [entry.arguments for entry in batch.journal.snapshot() if entry.tool == name]
+
+
 def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -> None:
     """Every invariant for one pass."""
     result, policy = done.result, example.policy
     ran = batch.journal.snapshot()
     _note(done)
+    if any(entry.injected.get("cached") for entry in ran):
+        hypothesis.event("a wrap answered from its cache")
     # Messages and events must reach a transcript and a log: they encode as JSON.
     msgspec.json.encode(result.messages)
     msgspec.json.encode(result.events)
@@ -660,10 +697,9 @@ def check_pass(example: Example, batch: Batch, registry: Registry, done: Pass) -
             by_id.setdefault(effective.id, effective)
             originals.setdefault(call.id, call)
         for entry in ran:
-            item = registry[entry.tool]
             admissible = [
-                *_candidates(originals[entry.call_id], item, policy),
-                *_candidates(by_id[entry.call_id], item, policy),
+                *admitted_arguments(originals[entry.call_id], entry.tool, policy),
+                *admitted_arguments(by_id[entry.call_id], entry.tool, policy),
             ]
             assert entry.arguments in admissible, (
                 f"invariant 3: {entry!r} ran on arguments neither form of its call gives"

@@ -82,7 +82,9 @@ def _takes_any_keys(struct: type[msgspec.Struct]) -> bool:
         seen.add(id(kind))
         if isinstance(kind, (mi.AnyType, mi.CustomType)):
             return True
-        if isinstance(kind, (mi.DictType, mi.FrozenDictType)):
+        if isinstance(kind, mi.Metadata):  # Annotated[X, Meta(...)]: X decides
+            stack.append(kind.type)
+        elif isinstance(kind, (mi.DictType, mi.FrozenDictType)):
             if not isinstance(kind.key_type, mi.StrType):
                 return True
             stack.append(kind.value_type)

@@ -57,6 +57,7 @@ from tinytools import (
     ToolCall,
     dispatch,
 )
+from tinytools._trace_context import continued
 from tinytools.events import Custom, Event, UnknownToolCall
 from tinytools.toolsets import Toolset
 
@@ -210,7 +211,9 @@ class _Served:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(progress.send)
             try:
-                outcome = await self._dispatch(call, _with_progress(progress, self.on_event))
+                # (a trace the client sent in _meta, unless the SDK's own span continues it)
+                with continued(_meta(params, ctx)):
+                    outcome = await self._dispatch(call, _with_progress(progress, self.on_event))
             finally:
                 progress.close()
         if isinstance(outcome, BaseException):
@@ -246,6 +249,14 @@ class _Served:
         except Exception:
             logger.exception("tools/call of %.80r could not be dispatched", call.name)
             return _internal_error(f"could not run tool {call.name!r:.80}")
+
+
+def _meta(params: object, ctx: object) -> Mapping[str, object] | None:
+    """The request's ``_meta`` (where the client put its W3C trace context)."""
+    for found in (getattr(params, "meta", None), getattr(ctx, "meta", None)):
+        if isinstance(found, Mapping):
+            return found
+    return None
 
 
 def _answer(call: ToolCall, result: DispatchResult, *, unknown: bool) -> types.CallToolResult:

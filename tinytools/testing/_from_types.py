@@ -73,6 +73,8 @@ class _Builder:
             return self._object(node)
         if isinstance(node, mi.NamedTupleType):
             return st.tuples(*(self.of(f.type) for f in node.fields)).map(list)
+        if isinstance(node, mi.CustomType) and node.cls is object:
+            return json_values()  # a parameter typed `object` takes any JSON value, as Any does
         if isinstance(node, mi.CustomType) and is_model_class(node.cls):
             return _model_values(node.cls)
         raise InvalidArgument(

@@ -261,7 +261,10 @@ def check_dispatch_invariants(
         ran: Every entry into a tool function, when your tools record them
             (:class:`Entry`); a synchronous tool abandoned in its worker thread
             (timed out or interrupted) may enter after dispatch returned, so it
-            may be missing.
+            may be missing. A ``wrap_tool``/``awrap_tool`` hook that answers a call
+            without calling ``proceed`` (a cache) runs no function: record an entry
+            for that call from the wrap as the tool would have, or the call is
+            reported as in ``executed`` with a tool that never ran.
         policy: The run policy the batch ran with (default ``RunPolicy()``).
         advertised: The ``advertised`` names the batch ran with.
         resolved: On resume (with ``approvals`` or ``on_deferred``), the ids of

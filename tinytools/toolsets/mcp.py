@@ -33,6 +33,7 @@ import base64
 import binascii
 import contextlib
 import importlib
+import inspect
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -43,6 +44,7 @@ from tinytools._declare.registry import AnyTool
 from tinytools._declare.spec import Tool, check_name
 from tinytools._declare.tool_policy import ToolPolicy
 from tinytools._text import preview
+from tinytools._trace_context import outgoing
 from tinytools._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolResult
 from tinytools.errors import ToolDefinitionError
 from tinytools.toolsets._base import Remote
@@ -85,11 +87,34 @@ class _Call(Remote):
         self.name = name
 
     async def __call__(self, **arguments: object) -> ToolResult:
-        result = await self.session.call_tool(self.name, dict(arguments))
+        meta = outgoing()  # the current span (the call's own, under tinytools.otel)
+        if meta is None or not _takes_meta(self.session):
+            result = await self.session.call_tool(self.name, dict(arguments))
+        else:  # (its W3C trace context, so the server's spans join the host's trace)
+            result = await self.session.call_tool(self.name, dict(arguments), meta=meta)  # type: ignore[call-arg]
         return _result(result)
 
     def __repr__(self) -> str:
         return f"<MCP tool {self.name!r}>"
+
+
+#: Whether a session type's ``call_tool`` takes ``meta=`` (the SDK's since 1.x; a
+#: hand-made session may not), by type.
+_META: dict[type, bool] = {}
+
+
+def _takes_meta(session: object) -> bool:
+    kind = type(session)
+    known = _META.get(kind)
+    if known is None:
+        try:
+            parameters = inspect.signature(session.call_tool).parameters  # type: ignore[attr-defined]
+        except (TypeError, ValueError):
+            parameters = {}  # type: ignore[assignment]
+        known = _META[kind] = "meta" in parameters or any(
+            p.kind is p.VAR_KEYWORD for p in parameters.values()
+        )
+    return known
 
 
 class _Wrong(str):
