@@ -74,6 +74,7 @@ class DispatchEnv:
     """
 
     __slots__ = (
+        "__weakref__",  # (a middleware may key its per-batch state by the env, weakly)
         "_approved",
         "_context",
         "_intrinsics",
