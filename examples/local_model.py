@@ -58,6 +58,7 @@ from tinytools.formats import (
     llama_json,
     mistral,
     openai_chat,
+    ptype,
 )
 
 #: The most model turns one request may take (the first turn is the one counted).
@@ -109,8 +110,14 @@ def convert_currency(
     return f"{amount} {source} is {round(amount * 1.1, 2)} {target}"
 
 
+# The free-text parameters have a length, as a form's fields do: the grammar holds a
+# string to its maxLength, and with none Gemma 3 270M once repeated a phrase inside `when`
+# until its token limit (a string without one cannot be capped without refusing values).
 @tool(policy=ToolPolicy.classified().with_side_effects(writes_files=True))
-def add_reminder(text: str, when: str) -> str:
+def add_reminder(
+    text: Annotated[str, msgspec.Meta(max_length=80)],
+    when: Annotated[str, msgspec.Meta(max_length=40)],
+) -> str:
     """Add a reminder to the user's list.
 
     Args:
@@ -402,7 +409,7 @@ def check_all_gbnf(llm: Any) -> int:
     """Check, with llama.cpp's parser, every GBNF grammar the dialects build for ``TOOLS``
     (each choice, both forms, with and without reasoning); how many there were."""
     checked = 0
-    for dialect in (json_in_tag, llama_json, mistral, deepseek):
+    for dialect in (json_in_tag, llama_json, mistral, deepseek, ptype):
         for choice in ("auto", "required", "get_weather"):
             for reasoning in (False, True):
                 constraint = dialect.constraint(TOOLS, choice=choice, reasoning=reasoning)

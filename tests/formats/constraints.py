@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Mapping
 
 import llguidance
@@ -28,7 +29,7 @@ from llguidance.gbnf_to_lark import (
     resolve,
 )
 
-__all__ = ["accepts", "compiled", "lark_of_gbnf", "lark_of_structural_tag"]
+__all__ = ["accepts", "compiled", "lark_of_gbnf", "lark_of_structural_tag", "llama_cpp_limit"]
 
 _BYTES = llguidance.LLTokenizer("byte")
 
@@ -116,3 +117,87 @@ def lark_of_structural_tag(tag: Mapping[str, object]) -> str:
     top = rule(tag["format"])
     main = "\n".join([f"start: {top}", *rules])
     return json.dumps({"grammars": [{"name": "main", "lark_grammar": main}, *grammars]})
+
+
+_GBNF_TOKEN = re.compile(
+    r'\s*(?:(?P<lit>"(?:[^"\\]|\\.)*")|(?P<cls>\[(?:[^\]\\]|\\.)*\])|(?P<name>[A-Za-z0-9-]+)'
+    r"|\{\s*(?P<low>\d+)\s*(?P<comma>,\s*(?P<high>\d*))?\s*\}|(?P<op>[()|*+?.]))"
+)
+
+
+def llama_cpp_limit(gbnf: str) -> str | None:
+    """The first repetition llama.cpp's GBNF parser refuses as past its "sane defaults",
+    or ``None``; as its ``parse_sequence`` counts (llama-grammar.cpp, 0.3.x): the rules a
+    repeated item makes (1 for a literal, class or rule name; for a group, the rules made
+    while reading it: the group's own, each rule name seen for the first time, one per
+    optional step of each repetition inside) times the repetition's bound must not pass
+    2,000. llama-cpp-python's ``LlamaGrammar`` does not report such a refusal: the
+    completion runs unconstrained."""
+    counter = _RuleCounter()
+    for line in gbnf.splitlines():
+        if line.strip() and (refused := counter.rule(line)) is not None:
+            return refused
+    return None
+
+
+class _RuleCounter:
+    """llama.cpp's count of the rules a grammar makes, one rule line at a time."""
+
+    def __init__(self) -> None:
+        self.symbols: set[str] = set()
+        self.made = 0
+        self.tokens: list[re.Match[str]] = []
+        self.pos = 0
+        self.line = ""
+
+    def count(self) -> int:
+        return len(self.symbols) + self.made
+
+    def rule(self, line: str) -> str | None:
+        name, body = line.split(" ::= ", 1)
+        self.symbols.add(name)
+        self.tokens, self.pos, self.line = list(_GBNF_TOKEN.finditer(body)), 0, line
+        assert "".join(m.group(0) for m in self.tokens).strip() == body.strip(), line
+        return self.alternates()
+
+    def alternates(self) -> str | None:
+        while True:
+            if (refused := self.sequence()) is not None:
+                return refused
+            if self.pos < len(self.tokens) and self.tokens[self.pos]["op"] == "|":
+                self.pos += 1
+                continue
+            return None
+
+    def sequence(self) -> str | None:
+        rules = 1
+        while self.pos < len(self.tokens):
+            token = self.tokens[self.pos]
+            op = token["op"]
+            if op in ("|", ")"):
+                return None
+            self.pos += 1
+            if token["name"]:
+                self.symbols.add(token["name"])
+                rules = 1
+            elif op == "(":
+                before = self.count()
+                self.made += 1
+                if (refused := self.alternates()) is not None:
+                    return refused
+                assert self.tokens[self.pos]["op"] == ")", self.line
+                self.pos += 1
+                rules = max(1, self.count() - before)
+            elif op in ("*", "+", "?") or token["low"] is not None:
+                low, high = {"*": (0, None), "+": (1, None), "?": (0, 1)}.get(op, (0, 0))
+                if token["low"] is not None:
+                    low = int(token["low"])
+                    high = low if not token["comma"] else int(token["high"] or 0) or None
+                total = high if high else (low or 1)
+                if rules * total > 2000:
+                    return f"{rules} rules x {total} in: {self.line[:300]}"
+                self.made += 1 if high is None else high - low
+                rules *= total
+            else:
+                rules = 1
+        return None

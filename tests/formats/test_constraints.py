@@ -16,10 +16,17 @@ from types import ModuleType
 from typing import ClassVar
 
 import pytest
-from constraints import accepts, compiled, lark_of_gbnf, lark_of_structural_tag
+from constraints import (
+    accepts,
+    compiled,
+    lark_of_gbnf,
+    lark_of_structural_tag,
+    llama_cpp_limit,
+)
 from hypothesis import HealthCheck, Phase, assume, currently_in_test_context, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
+from locations import corpus_sample
 
 from tinytools import Tool, ToolCall
 from tinytools.formats import (
@@ -30,19 +37,21 @@ from tinytools.formats import (
     json_in_tag,
     llama_json,
     mistral,
+    ptype,
 )
 from tinytools.formats._writable import REFUSAL_PREFIX
 from tinytools.formats.bfcl import tool_from_bfcl
 from tinytools.testing import valid_arguments
 
-DIALECTS = [json_in_tag, llama_json, mistral, deepseek]
+DIALECTS = [json_in_tag, llama_json, mistral, deepseek, ptype]
 _IDS = {
     json_in_tag: "json_in_tag",
     llama_json: "llama_json",
     mistral: "mistral",
     deepseek: "deepseek",
+    ptype: "ptype",
 }
-_BETWEEN = {json_in_tag: "", llama_json: "; ", mistral: ""}
+_BETWEEN = {json_in_tag: "", llama_json: "; ", mistral: "", ptype: ""}
 
 
 def joined(dialect: ModuleType, texts: list[str]) -> str:
@@ -129,10 +138,15 @@ def tool_for(schema: dict[str, object], required: bool, name: str = "t") -> Tool
 
 
 def grammars(constraint: Constraint) -> dict[str, str]:
-    """Every grammar of the constraint as Lark, by backend form."""
-    found = {"lark": constraint.lark(), "gbnf": lark_of_gbnf(constraint.gbnf(lazy=False).text)}
+    """Every grammar of the constraint as Lark, by backend form (each GBNF one checked
+    against llama.cpp's repetition limit first)."""
+    eager = constraint.gbnf(lazy=False).text
+    assert llama_cpp_limit(eager) is None, llama_cpp_limit(eager)
+    found = {"lark": constraint.lark(), "gbnf": lark_of_gbnf(eager)}
     if constraint.choice == "auto":
-        found["gbnf-lazy"] = lark_of_gbnf(constraint.gbnf().text)
+        lazy = constraint.gbnf().text
+        assert llama_cpp_limit(lazy) is None, llama_cpp_limit(lazy)
+        found["gbnf-lazy"] = lark_of_gbnf(lazy)
     return found
 
 
@@ -218,8 +232,13 @@ class TestValidCalls:
         call = ToolCall("1", "t", {"c": {"q": 1, "p": 2}, "b": {"y": 1, "x": 2}, "z": 3, "a": 4})
         text = rendered(dialect, [tool], call)
         assert json.loads(parsed_arguments(dialect, text, tool)) == call.arguments
-        assert re.findall(r'"(\w)":', text) == ["a", "b", "x", "y", "c", "q", "p", "z"]
         assert accepts(dialect.constraint([tool], choice="required").lark(), text)
+        if dialect is ptype:  # positional in the schema's order, then keywords
+            assert text == 't(4, {"x": 2, "y": 1}, {"q": 1, "p": 2}, z=3)'
+            unordered = rendered(dialect, [], call)
+            assert unordered == 't(c={"q": 1, "p": 2}, b={"y": 1, "x": 2}, z=3, a=4)'
+            return
+        assert re.findall(r'"(\w)":', text) == ["a", "b", "x", "y", "c", "q", "p", "z"]
         unordered = re.findall(r'"(\w)":', rendered(dialect, [], call))
         assert unordered == ["c", "q", "p", "b", "y", "x", "z", "a"]
 
@@ -257,6 +276,20 @@ class TestValidCalls:
         text = rendered(dialect, [tool], ToolCall("1", "t", {"v": value, "w": ""}))
         for form, lark in grammars(dialect.constraint([tool])).items():
             assert accepts(lark, text), (form, text)
+
+    @pytest.mark.parametrize("most", [1, 40, 80, 100, 101])
+    def test_string_lengths_within_llama_cpp_limit(self, dialect: ModuleType, most: int) -> None:
+        """A string's maxLength up to the grammar's cap gives GBNF llama.cpp's parser takes
+        (from 40 on it refused the json_in_tag and Mistral forms, whose strings may hold
+        a raw lead character, and llama-cpp-python then decoded unconstrained), and a
+        string of that length is accepted."""
+        tool = tool_for({"type": "string", "minLength": 1, "maxLength": most}, True)
+        value = ("ab<" * most)[:most]
+        text = rendered(dialect, [tool], ToolCall("1", "t", {"v": value, "w": ""}))
+        for choice in ("auto", "required"):
+            constraint = dialect.constraint([tool], choice=choice)
+            for form, lark in grammars(constraint).items():
+                assert accepts(lark, text), (form, choice)
 
     def test_prose_then_calls(self, dialect: ModuleType) -> None:
         """With "auto", prose alone, and prose before the calls, are accepted."""
@@ -615,7 +648,74 @@ def test_structural_tag_envelope(dialect: ModuleType) -> None:
     assert text.endswith(end)
     inside = text[len(begin) : len(text) - len(end)]
     assert accepts(lark_of_gbnf(tag["content"]["grammar"]), inside)
-    assert json.loads(inside) == arguments
+    assert [c.arguments for c in dialect.parse(text, [tool]).calls] == [arguments]
+
+
+class TestPtype:
+    """What is particular to p-type's calls: no opening tag, positional arguments, prose."""
+
+    TOOLS = TestRejected.TOOLS
+    CALL = 'get_weather("Paris", "celsius", 2)'
+
+    def test_text_of_a_call(self) -> None:
+        """Leading declared arguments positional, up to the first absent one; then keywords,
+        then ``**{...}`` for keys that are no identifiers."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "string"}, "c d": {"type": "boolean"},
+            "e": {"type": "null"},
+        }, "required": ["a"]})  # fmt: skip
+        lark = ptype.constraint([tool], choice="required").lark()
+        for arguments, text in [
+            ({"a": 1}, "t(1)"),
+            ({"a": 1, "e": None}, "t(1, e=None)"),
+            ({"a": 1, "c d": False, "e": None}, 't(1, e=None, **{"c d": False})'),
+            ({"a": 1, "b": "x", "c d": True}, 't(1, "x", True)'),
+        ]:
+            assert rendered(ptype, [tool], ToolCall("1", "t", arguments)) == text
+            assert accepts(lark, text), text
+        for refused in ["t(a=1)", "t(1, b='x')", 't(1, b="x")', "t(1, None)", "t(1, **{})x"]:
+            assert not accepts(lark, refused), refused
+
+    def test_undeclared_keys(self) -> None:
+        """Keys the schema does not declare go in ``**{...}`` (as keywords they were
+        written ``zz=2``: a grammar taking any identifier there would take ``if=2`` or a
+        declared key twice, which parse refuses)."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "a": {"type": "integer"}}, "additionalProperties": {"type": "integer"}})  # fmt: skip
+        call = ToolCall("1", "t", {"zz": 2, "a": 1, "if": 3})
+        text = rendered(ptype, [tool], call)
+        assert text == 't(1, **{"zz": 2, "if": 3})'
+        assert rendered(ptype, [], call) == 't(zz=2, a=1, **{"if": 3})'
+        lark = ptype.constraint([tool], choice="required").lark()
+        assert accepts(lark, text)
+        assert not accepts(lark, "t(1, zz=2)")
+        assert ptype.parse(text, [tool]).calls[0].arguments == {"a": 1, "zz": 2, "if": 3}
+
+    def test_prose(self) -> None:
+        """Prose is lines without ``(`` or ``[``; calls start a line, right after one another.
+        So nothing in prose reads as a call (a tool's ``name(``, a whole-message call of any
+        name, a pythonic list), and no word runs on into the call's name."""
+        lark = ptype.constraint(self.TOOLS).lark()
+        for text in ["Sure.", "Sure.\n" + self.CALL, "A\nB\n\n" + self.CALL + self.CALL, ""]:
+            assert accepts(lark, text), text
+            assert not ptype.parse(text, self.TOOLS).errors
+        refused = ["get_time(city='Oslo')", "other(1)", "[other(1)]", "Call get_weather(x)",
+                   "Sure. " + self.CALL, "Sure.x" + self.CALL, self.CALL + "\nDone."]  # fmt: skip
+        for text in refused:
+            assert not accepts(lark, text), text
+
+    def test_triggers(self) -> None:
+        """The lazy GBNF grammar starts at any tool's ``name(``; so do the structural tag's
+        triggered tags."""
+        constraint = ptype.constraint(self.TOOLS)
+        assert constraint.gbnf().triggers == ("get_weather(", "get_time(")
+        assert constraint.gbnf().lazy
+        for parallel in (True, False):
+            tag = ptype.constraint(self.TOOLS, parallel=parallel).structural_tag()["format"]
+            assert tag["triggers"] == ["get_weather(", "get_time("]  # type: ignore[index]
+            assert "(" in tag["excludes"]  # type: ignore[index]
+            begins = [t["begin"] for t in tag["tags"]]  # type: ignore[index]
+            assert begins == ["get_weather(", "get_time("]  # (xgrammar: each starts a trigger)
 
 
 @pytest.fixture(scope="module")
@@ -660,11 +760,12 @@ class TestBfcl:
     """The tools of the Berkeley Function Calling Leaderboard, one request's list at a time."""
 
     def test_every_grammar_compiles(self, bfcl_entries: list[list[Tool[..., object]]]) -> None:
-        """Every entry's constraint compiles in llguidance, as Lark and as GBNF."""
-        for tools in bfcl_entries:
+        """Every entry's constraint compiles in llguidance, as Lark and as GBNF (a sample
+        under the "compat" profile: see corpus_sample)."""
+        for tools in corpus_sample(bfcl_entries):
             constraint = json_in_tag.constraint(tools)
             compiled(constraint.lark())
-        for tools in bfcl_entries[::20]:
+        for tools in corpus_sample(bfcl_entries[::20]):
             compiled(lark_of_gbnf(json_in_tag.constraint(tools, choice="required").gbnf().text))
 
     def test_impossible_tools_left_out(
@@ -688,9 +789,10 @@ class TestBfcl:
         """The same choices draw the same arguments, for every BFCL schema: hypothesis replays
         a saved or shrunk example by its choices, and a draw that depended on anything else
         (a set's order, a cache, an earlier example) would fail as FlakyStrategyDefinition.
-        (Every fourth distinct schema: all of them take half a minute.)"""
+        (Every fourth distinct schema: all of them take half a minute; a sample of those
+        under the "compat" profile: see corpus_sample.)"""
         schemas = {json.dumps(t.parameters): t for _, tools in bfcl_callable for t in tools}
-        tools = list(schemas.values())[::4]
+        tools = corpus_sample(list(schemas.values())[::4])
 
         def drawn(chunk: list[Tool[..., object]]) -> list[str]:
             seen: list[str] = []

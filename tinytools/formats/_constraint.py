@@ -70,6 +70,15 @@ class CallForm:
     #: Around all the calls (DeepSeek's calls block); ``open`` is then the trigger.
     open: str = ""
     close: str = ""
+    #: The rule for a tool's arguments (``None``: one JSON object, as the JSON dialects
+    #: write them).
+    arguments: Callable[[Values, AnyTool], Ref] | None = None
+
+    def triggers(self, names: list[str]) -> tuple[str, ...]:
+        """The words that start the calls: ``trigger``, or where it is ``""`` (p-type,
+        whose calls start with the tool's name) each call's ``begin``. With no trigger,
+        prose is lines and the calls start a line (see :func:`build`)."""
+        return (self.trigger,) if self.trigger else tuple(self.begin(name) for name in names)
 
 
 Choice = Literal["auto", "required"] | str
@@ -113,7 +122,8 @@ class Constraint:
             )
         wanted = lazy if lazy is not None else self.choice == "auto"
         if wanted and self._calls is not None:
-            return Gbnf(gbnf(self._grammar, self._calls), True, (self._form.trigger,))
+            names = [name for name, _ in self._arguments]
+            return Gbnf(gbnf(self._grammar, self._calls), True, self._form.triggers(names))
         return Gbnf(gbnf(self._grammar, self._root), False, ())
 
     def lark(self) -> str:
@@ -147,13 +157,21 @@ class Constraint:
             calls = _tag(form.open, calls, form.close)
         if self.choice == "auto":
             triggered = [calls] if form.open else tags
-            if many and not form.open:  # one tag from the trigger on, holding every call
+            if many and form.trigger and not form.open:  # one tag from the trigger on
                 cut = len(form.trigger)
                 firsts = [_tag(str(t["begin"])[cut:], t["content"], form.end) for t in tags]  # type: ignore[arg-type]
                 triggered = [_tag(form.trigger, _calls_tag(tags, form.separator, many, firsts), "")]
-            calls = {"type": "triggered_tags", "triggers": [form.trigger], "tags": triggered,
+            elif many and not form.open:  # no common trigger: a tag from each call's begin on
+                triggered = [
+                    _tag(str(t["begin"]),
+                         _calls_tag(tags, form.separator, many, [_tag("", t["content"], form.end)]),  # type: ignore[arg-type]
+                         "")
+                    for t in tags
+                ]  # fmt: skip
+            triggers = list(form.triggers([name for name, _ in self._arguments]))
+            calls = {"type": "triggered_tags", "triggers": triggers, "tags": triggered,
                      "at_least_one": False, "stop_after_first": True,
-                     "excludes": _words(form.prose, form.trigger)}  # fmt: skip
+                     "excludes": _words(form.prose, triggers)}  # fmt: skip
         if self.reasoning:
             think = _tag(_THINK, {"type": "any_text"}, _THINK_END)
             first = {"type": "sequence", "elements": [think, calls]}
@@ -189,9 +207,9 @@ def _calls_tag(
     return up_to(one(firsts or tags), MAX_PARALLEL_CALLS if many else 1)
 
 
-def _words(leads: Mapping[str, tuple[str, ...]], trigger: str) -> list[str]:
-    return sorted(w for lead, words in leads.items() for word in words
-                  if (w := lead + word) != trigger and not trigger.startswith(w))  # fmt: skip
+def _words(leads: Mapping[str, tuple[str, ...]], triggers: list[str]) -> list[str]:
+    found = [lead + word for lead, words in leads.items() for word in words]
+    return sorted(w for w in found if not any(t.startswith(w) for t in triggers))
 
 
 def build(
@@ -213,14 +231,21 @@ def build(
     grammar = Grammar()
     root = ROOT
     values = Values(grammar, form.style)
-    arguments = tuple((tool.name, _arguments(values, tool).name) for tool in offered)
+    rule = form.arguments or _arguments
+    arguments = tuple((tool.name, rule(values, tool).name) for tool in offered)
     calls = _calls(grammar, form, arguments, parallel and choice in ("auto", "required"))
     think: Node = EMPTY
     if reasoning:
         text = text_avoiding(_ANY, {"<": (_THINK_END[1:],)})
         head = grammar.add("think", text, until=_THINK_END)
         think = opt(Seq(Lit(_THINK), head, Rep(Chars.of(" \t\n"), 0, 4)))
-    if choice == "auto":
+    if choice == "auto" and not form.trigger:  # prose is lines; calls start a line
+        line_text = text_avoiding(_ANY.without("\n"), form.prose)
+        lines = Rep(grammar.add("prose-line", line_text, until="\n"))
+        last = Seq(lines, grammar.add("prose", line_text, token=True))
+        body: Node = last if calls is None else Alt(last, Seq(lines, calls[0]))
+        grammar.define(root, Seq(think, body))
+    elif choice == "auto":
         prose_text = text_avoiding(_ANY, form.prose)
         prose = grammar.add("prose", prose_text, token=True)
         if calls is None:

@@ -50,7 +50,14 @@ from ._grammar import EMPTY, REPEAT_CAP, Alt, Chars, Grammar, Lit, Node, Ref, Re
 from ._pattern import pattern_node
 from ._writable import JSON_DEPTH, unwritable
 
-__all__ = ["JsonStyle", "Values", "in_schema_order", "member_names", "text_avoiding"]
+__all__ = [
+    "PYTHON_ESCAPES",
+    "JsonStyle",
+    "Values",
+    "in_schema_order",
+    "member_names",
+    "text_avoiding",
+]
 
 _ANNOTATIONS: Final = frozenset(
     {"title", "description", "default", "examples", "$schema", "$id", "$comment", "$anchor",
@@ -76,6 +83,11 @@ _UNICODE_ESCAPE: Final = Seq(
     ),
 )
 _ESCAPE: Final = Alt(Seq(Lit("\\"), Chars.of('"\\/bfnrt')), _UNICODE_ESCAPE)
+#: The escapes a Python string literal reads as JSON reads its own, and ``\\xHH`` (no
+#: ``\\/``, which Python reads as two characters).
+PYTHON_ESCAPES: Final = Alt(
+    Seq(Lit("\\"), Chars.of('"\\bfnrt')), Seq(Lit("\\x"), Rep(_HEX, 2, 2)), _UNICODE_ESCAPE
+)
 # What JSON text never holds raw inside a string.
 _NEVER_RAW: Final = '"\\' + "".join(map(chr, range(0x20)))
 _DIGITS: Final = Chars([(48, 57)])
@@ -127,7 +139,8 @@ def _digits_within(schema: Mapping[str, object]) -> int | None:
 
 
 class JsonStyle(NamedTuple):
-    """How a dialect writes the JSON of a call's arguments."""
+    """How a dialect writes the JSON of a call's arguments (or, with the last three
+    fields, the Python literals p-type writes: the same shapes, other spellings)."""
 
     #: Between array items and object members.
     item: str
@@ -138,6 +151,13 @@ class JsonStyle(NamedTuple):
     #: Lead character -> the words after it that may not appear raw in a string
     #: (``("",)``: the lead never appears raw).
     leads: Mapping[str, tuple[str, ...]]
+    #: How ``true``, ``false`` and ``null`` are spelt.
+    words: tuple[str, str, str] = ("true", "false", "null")
+    #: A scalar's one spelling, before ``escape`` (``None``: as ``json.dumps`` and
+    #: msgspec write it).
+    spell: Callable[[object], str] | None = None
+    #: The escapes a string may hold (``None``: JSON's, less lone surrogates).
+    escapes: Node | None = None
 
 
 def text_avoiding(
@@ -147,6 +167,7 @@ def text_avoiding(
     unit: Node | None = None,
     *,
     most: int | None = None,
+    rule: Callable[[Node], Node] | None = None,
 ) -> Node:
     """Any run of ``base`` characters and ``escape`` s (which start with a character no
     word holds), with lead characters raw except where they start one of their words.
@@ -159,6 +180,7 @@ def text_avoiding(
     With ``most``, at most that many *pieces*: an ``A``, or a run ``O* C`` — each at
     least one character, so every text of at most ``most`` units is matched; where a
     lead is written raw (:func:`counts_exactly` is false) a longer one may be too.
+    ``rule`` makes a piece a rule of its own (see :meth:`Values.bounded`).
     """
     raw = base.without("".join(leads))
     units = () if escape is None else (escape,)
@@ -177,7 +199,9 @@ def text_avoiding(
     if not opened:
         return Rep(unit, 0, most)
     open_ = Alt(*opened)
-    piece = Alt(unit, Seq(Rep(open_, 0, most), Alt(*closed)))
+    piece: Node = Alt(unit, Seq(Rep(open_, 0, most), Alt(*closed)))
+    if rule is not None:
+        piece = rule(piece)
     return Seq(Rep(piece, 0, most), Rep(open_, 0, most))
 
 
@@ -205,16 +229,18 @@ class Values:
         self.unenforced: set[str] = set()
         # (the same keys and enum values recur across tools: spelled once)
         self._literals: dict[tuple[type, object], Node] = {}
+        self._pieces: dict[int, Ref] = {}
 
-        escape = grammar.add("escape", _ESCAPE, token=True)
+        escape = grammar.add("escape", style.escapes or _ESCAPE, token=True)
         plain = Chars.of(_NEVER_RAW + "".join(style.leads), negated=True)
         char = grammar.add("char", Alt(plain, escape), token=True)
         self._text = (Chars.of(_NEVER_RAW, negated=True), style.leads, escape, char)
         self.string = grammar.add("string", Seq(Lit('"'), self._body(), Lit('"')), token=True)
         self.integer = grammar.add("integer", _numeral(integral=True), token=True)
         self.number = grammar.add("number", _numeral(integral=False), token=True)
-        self.boolean = grammar.add("boolean", Alt(Lit("true"), Lit("false")), token=True)
-        self.null = grammar.add("null", Lit("null"), token=True)
+        true, false, null = style.words
+        self.boolean = grammar.add("boolean", Alt(Lit(true), Lit(false)), token=True)
+        self.null = grammar.add("null", Lit(null), token=True)
         # Any JSON value (recursive): named first, defined once its parts exist.
         self.value = Ref(grammar.name("value"))
         sep = Lit(style.item)
@@ -238,7 +264,19 @@ class Values:
         }
 
     def _body(self, most: int | None = None) -> Node:
-        return text_avoiding(*self._text, most=most)
+        if most is None:
+            return text_avoiding(*self._text)
+        return text_avoiding(*self._text, most=most, rule=lambda piece: self._piece(most, piece))
+
+    def _piece(self, most: int, piece: Node) -> Ref:
+        """One piece of a string of at most ``most`` pieces, as a rule: llama.cpp refuses a
+        bounded repetition of a group once the rules the group makes times the bound pass
+        2,000, and a piece spelled in place makes one per lead prefix and step (a string
+        with ``maxLength`` 80 was refused, and llama-cpp-python then ran unconstrained)."""
+        known = self._pieces.get(most)
+        if known is None:
+            known = self._pieces[most] = self.grammar.add("piece", piece, token=True)
+        return known
 
     def bounded(self, low: int, high: int | None) -> Node | None:
         """A string's body of ``low`` to ``high`` characters, ``None`` when there is no
@@ -288,10 +326,15 @@ class Values:
         key = (type(value), value)
         known = self._literals.get(key)
         if known is None:
-            spellings = {
-                self.style.escape(json.dumps(value, ensure_ascii=False)),
-                self.style.escape(msgspec.json.encode(value).decode()),
-            }
+            spell = self.style.spell
+            spellings = (
+                {self.style.escape(spell(value))}
+                if spell is not None
+                else {
+                    self.style.escape(json.dumps(value, ensure_ascii=False)),
+                    self.style.escape(msgspec.json.encode(value).decode()),
+                }
+            )
             known = (
                 Alt(*map(Lit, sorted(spellings))) if len(spellings) > 1 else Lit(spellings.pop())
             )
@@ -303,6 +346,11 @@ class Values:
     def of(self, schema: object, root: Mapping[str, object], hint: str) -> Ref:
         """A rule for the values of ``schema`` (``root``: where its ``$ref`` s point)."""
         return _Builder(self, root).of(schema, hint)
+
+    def note(self, schema: Mapping[str, object]) -> None:
+        """Record the keywords of ``schema`` itself (not of its parts) left to validation,
+        for a dialect that builds an object's members itself."""
+        _Builder(self, schema)._note(schema)
 
 
 def _joined(items: Sequence[Node], sep: Node) -> list[Node]:

@@ -47,6 +47,10 @@ than :data:`MAX_CHARS`, with more than :data:`MAX_TOKENS` tokens or nested
 deeper than :data:`MAX_DEPTH` is reported as an error without reaching
 ``ast``. The scan is linear: a failed candidate is consumed as an error, and
 regular expressions only match anchored at one position.
+
+:func:`constraint` builds a decoding constraint that holds a model to calls
+of the tools as :func:`render_call` writes them (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ from tinytools._declare.spec import NAME_PATTERN
 from tinytools._declare.tool_format import PType
 from tinytools._wire import ToolCall
 
+from ._constraint import CallForm, Constraint, build
 from ._dialect import (
     Collector,
     Finder,
@@ -72,6 +77,8 @@ from ._dialect import (
     tool_map,
 )
 from ._envelope import escape_json
+from ._grammar import EMPTY, Alt, Lit, Node, Ref, Seq
+from ._json_grammar import PYTHON_ESCAPES, JsonStyle, Values, member_names
 from ._parsed import Parsed
 from ._pyscan import (
     MAX_CHARS,
@@ -87,7 +94,16 @@ from ._pyscan import (
 )
 from ._writable import refusal, unwritable
 
-__all__ = ["MAX_CHARS", "MAX_DEPTH", "MAX_TOKENS", "PROTOCOL", "parse", "render", "render_call"]
+__all__ = [
+    "MAX_CHARS",
+    "MAX_DEPTH",
+    "MAX_TOKENS",
+    "PROTOCOL",
+    "constraint",
+    "parse",
+    "render",
+    "render_call",
+]
 
 #: How to call a tool in this dialect; the first part of :func:`render`.
 PROTOCOL: Final = (
@@ -132,8 +148,11 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     """The text a model writes for ``call``, which :func:`parse` reads back.
 
     Leading arguments in the declared order are positional; the rest are
-    keywords, and keys that are not ASCII identifiers go in one
-    ``**{...}``. Strings are double-quoted with JSON escapes (envelope tags
+    keywords, and keys that are not ASCII identifiers, or that the tool in
+    ``tools`` does not declare, go in one ``**{...}``. Where ``tools`` holds
+    the tool, the keys come in its schema's order (see
+    :func:`tinytools.formats.json_in_tag.render_call`): the one order
+    :func:`constraint` takes. Strings are double-quoted with JSON escapes (envelope tags
     written ``\\u003c…``); an integer too long for Python's int-to-str
     digit limit is written in hexadecimal, which reads back the same.
 
@@ -150,20 +169,22 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     """
     if NAME_PATTERN.fullmatch(call.name) is None:
         return refusal("its tool name cannot be written as a Python-style call")
-    arguments = arguments_of(call)
+    arguments = arguments_of(call, tools)
     if arguments is None:
         return escape_json(f"{call.name}(**{_literal_text(str(call.arguments))})")
     problem = unwritable(arguments, MAX_DEPTH - 1, huge_ints=True)
     if problem is not None:
         return refusal(problem)
-    order = _order(tool_map(tools).get(call.name))
+    tool = tool_map(tools).get(call.name)
+    order = _order(tool)
     parts: list[str] = []
     for key in order:
         if key not in arguments:
             break
         parts.append(_literal_text(arguments[key]))
     rest = [key for key in arguments if key not in order[: len(parts)]]
-    plain = [k for k in rest if k.isascii() and plain_name(k)]
+    declared = None if tool is None else set(member_names(tool.parameters))
+    plain = [k for k in rest if _keyword(k) and (declared is None or k in declared)]
     parts += [f"{key}={_literal_text(arguments[key])}" for key in plain]
     if len(plain) < len(rest):
         parts.append("**" + _literal_text({k: arguments[k] for k in rest if k not in plain}))
@@ -203,6 +224,136 @@ _ESCAPES: Final = str.maketrans(
     | {chr(c): f"\\x{c:02x}" for c in [*range(32), 127] if chr(c) not in "\n\r\t"}
     | {chr(c): f"\\u{c:04x}" for c in range(0xD800, 0xE000)}
 )
+
+
+def _keyword(key: str) -> bool:
+    """Whether ``key`` can be written as a keyword (``key=value``)."""
+    return key.isascii() and plain_name(key)
+
+
+# Calls as render_call writes them, one right after another (the next name follows the
+# `)`, which parse reads as a new call); values as Python literals, with ", " and ": ",
+# every `<` of a reasoning tag escaped. Prose holds no `(` or `[`, so no text in it reads
+# as a call (a bare, listed or whole-message one), nor a reasoning tag; it is lines, and
+# the calls start a line, so no name runs on into a call's.
+_FORM: Final = CallForm(
+    trigger="",
+    begin=lambda name: f"{name}(",
+    end=")",
+    separator="",
+    style=JsonStyle(
+        ", ",
+        ": ",
+        escape_json,
+        {"<": ("think>", "/think>")},
+        words=("True", "False", "None"),
+        spell=lambda value: _literal_text(value),
+        escapes=PYTHON_ESCAPES,
+    ),
+    prose={"(": ("",), "[": ("",), "<": ("think>", "/think>")},
+    arguments=lambda values, tool: _arguments_rule(values, tool),
+)
+
+
+def constraint(
+    tools: Tools, *, choice: str = "auto", parallel: bool = True, reasoning: bool = False
+) -> Constraint:
+    """A decoding constraint that lets a model write only calls of ``tools`` in this dialect.
+
+    Calls are ``name(positional, keyword=value, **{"other key": value})`` as
+    :func:`render_call` writes them, one right after another; every call it
+    writes for arguments the schema accepts is accepted, and every text accepted
+    reads back with :func:`parse` into calls of ``tools`` only. With
+    ``choice="auto"`` prose comes first, in lines holding no ``(`` or ``[``
+    (so nothing in it reads as a call), and the calls start a line; the lazy
+    GBNF grammar's triggers are each tool's ``name(``. Not held: a call longer
+    than :data:`MAX_TOKENS` tokens or nested deeper than :data:`MAX_DEPTH`
+    (:func:`parse` refuses it as a broken call), and an integer past Python's
+    digit limit, which :func:`render_call` writes in hexadecimal. See
+    :class:`~tinytools.formats.Constraint` and docs/how-to/constrained-decoding.md.
+
+    Args:
+        tools: The tools offered (hidden and deferred ones are left out).
+        choice: ``"auto"`` (prose alone, or prose then calls), ``"required"``
+            (at least one call, nothing before it) or a tool's name (one call of
+            that tool).
+        parallel: Whether several calls may follow one another (up to
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS`, in every backend's form).
+        reasoning: Whether a ``<think>…</think>`` may come first.
+
+    Raises:
+        ValueError: ``choice`` names no tool offered, or is ``"required"`` with none.
+    """
+    return build(tools, _FORM, choice=choice, parallel=parallel, reasoning=reasoning)
+
+
+def _arguments_rule(values: Values, tool: AnyTool) -> Ref:
+    """The rule for a call's argument list as :func:`render_call` writes it: the leading
+    declared arguments positional, up to the first one absent; then the declared keys that
+    are identifiers as keywords, in schema order; then one ``**{...}`` of the other keys.
+    Linear in the schema where every declared key is an identifier (one rule per key and
+    state); each positional prefix has its own ``**{...}`` otherwise."""
+    grammar, sep, schema = values.grammar, Lit(", "), tool.parameters
+    values.note(schema)
+    props = properties(tool)
+    names = member_names(schema)
+    listed = schema.get("required")
+    required = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
+    order = [name for name in _order(tool) if name in names]
+    value = {n: values.of(props.get(n, True), schema, f"{tool.name}-{n}") for n in names}
+    extra = schema.get("additionalProperties", None if "properties" in schema else True)
+    if "patternProperties" in schema:
+        extra = True
+    hint = f"{tool.name}-args"
+    rules: dict[tuple[object, ...], Ref] = {}
+
+    def rule(key: tuple[object, ...], node: Node) -> Ref:
+        """The rule for ``key``, added once (tails of the keyword part are shared)."""
+        if key not in rules:
+            rules[key] = grammar.add(hint, node)
+        return rules[key]
+
+    def item(state: bool, node: Node, then: Node, skip: Node | None) -> Node:
+        """``node`` (after ``", "`` when something came before) then ``then``, or ``skip``."""
+        present = Seq(sep if state else EMPTY, node, then)
+        return present if skip is None else Alt(present, skip)
+
+    def keywords(rest: tuple[str, ...], written: bool) -> Node:
+        """The keyword part for the keys of ``rest`` (``written``: something came before):
+        the identifiers as keywords, then ``**{...}`` of the others and undeclared keys."""
+        inside = tuple(n for n in rest if not _keyword(n))
+        named = [n for n in rest if _keyword(n)]
+        states = (True,) if written else (True, False)  # (what follows a written part)
+        after: dict[bool, Node] = dict.fromkeys(states, EMPTY)
+        if inside or extra not in (None, False):
+            members = {"type": "object", "properties": {n: props.get(n, True) for n in inside},
+                       "required": [n for n in inside if n in required],
+                       "additionalProperties": False if extra is None else extra}  # fmt: skip
+            more = Seq(Lit("**"), values.of(members, schema, f"{hint}-more"))
+            needed = any(n in required for n in inside)
+            after = {state: rule(("**", inside, state),
+                                 item(state, more, EMPTY, None if needed else EMPTY))
+                     for state in states}  # fmt: skip
+        for at in reversed(range(len(named))):
+            key, then = named[at], after
+            pair = Seq(Lit(f"{key}="), value[key])
+            after = {state: rule((tuple(named[at:]), inside, state),
+                                 item(state, pair, then[True],
+                                      None if key in required else then[state]))
+                     for state in states}  # fmt: skip
+        return after[written]
+
+    def positional(count: int, written: bool) -> Node:
+        options: list[Node] = []
+        if count < len(order):
+            following = positional(count + 1, True)
+            options.append(Seq(sep if written else EMPTY, value[order[count]], following))
+        if count == len(order) or order[count] not in required:
+            rest = tuple(n for n in names if n not in order[: count + 1])
+            options.append(keywords(rest, written))
+        return grammar.add(hint, Alt(*options))
+
+    return grammar.add(hint, positional(0, False))
 
 
 def _order(tool: AnyTool | None) -> tuple[str, ...]:
