@@ -51,6 +51,7 @@ from tinytools import (
     dispatch,
     dispatch_sync,
     tool,
+    wrap_tool,
 )
 from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import (
@@ -431,6 +432,32 @@ class TestMiddleware:
         assert [expected, expected] == seen[:2]
         assert [(TOOLS, RunPolicy(), None)] * 2 == [(t, p, a) for t, p, _, a in seen[2:]]
         assert seen[2][2] == seen[3][2] != "r1"  # one fresh run id for the second batch
+
+    def test_hooks_get_the_env_alone_not_the_run(self) -> None:
+        """Every hook (before, wrap, after) gets one DispatchEnv and nothing more: the
+        run's own state (its calls, answers, events, ledger) is not reachable from it."""
+        envs: list[object] = []
+
+        def before(c: ToolCall, env: DispatchEnv) -> ToolCall:
+            envs.append(env)
+            return c
+
+        def wrap(c: ToolCall, env: DispatchEnv, proceed: Callable[[], ToolResult]) -> ToolResult:
+            envs.append(env)
+            return proceed()
+
+        def after(c: ToolCall, result: ToolResult, env: DispatchEnv) -> ToolResult:
+            envs.append(env)
+            return result
+
+        hooks = [before_tool(before), wrap_tool(wrap), after_tool(after)]
+        result = dispatch_sync([call("1", "add", '{"a": 1}')], TOOLS, middleware=hooks)
+        assert ["2"] == [m.content for m in result.messages]
+        assert 3 == len(envs)
+        assert all(env is envs[0] for env in envs)
+        assert type(envs[0]) is DispatchEnv
+        for private in ("calls", "answers", "events", "ledger", "verdicts", "emit"):
+            assert not hasattr(envs[0], private), private
 
     def test_hook_may_not_change_the_call_id(self) -> None:
         """A hook returning a call under another id is a TypeError; nothing runs."""

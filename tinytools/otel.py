@@ -232,12 +232,11 @@ class OpenTelemetry:
         return result
 
     def _calls(self, env: DispatchEnv) -> dict[str, _Call]:
-        """The dispatch's calls in progress, by call id: kept with its events (the list
-        dispatch hands this middleware's hooks, which lives as long as the dispatch), so
-        a thread that outlives the batch still finds its call ended. (Called with the
-        lock held.)"""
-        events = getattr(env, "events", None)
-        notes: dict[object, object] | None = getattr(events, "notes", None)
+        """The dispatch's calls in progress, by call id: kept in the notes of the batch's
+        observed events (which dispatch hands on through the env, and which live as long
+        as the dispatch), so a thread that outlives the batch still finds its call
+        ended. (Called with the lock held.)"""
+        notes: dict[object, object] | None = getattr(env, "_notes", None)
         if notes is None:  # (a hook called by hand, outside dispatch: nothing is kept)
             return {}
         calls = notes.get(self)

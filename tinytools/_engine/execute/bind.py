@@ -61,7 +61,7 @@ def kwargs_for(
     injections = item.tool._plan.injections
     if not injections:
         return item.arguments
-    context = run.context
+    context = run.env.context
     call_id = item.call.id
     runtime = CallRuntime(
         context=context,
@@ -71,7 +71,7 @@ def kwargs_for(
             context.thread_id,
             context.depth,
             deadline,
-            run.is_call_approved(call_id),
+            run.env.is_call_approved(call_id),
         ),
         cancellation=handle,
         emit=Emit(custom_sink(run, item)),

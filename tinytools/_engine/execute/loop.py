@@ -47,7 +47,7 @@ from tinytools._runtime.tasks import Tasks
 from tinytools._runtime.threads import PoolExhausted
 from tinytools._runtime.wakeup import Wakeup, call_soon
 
-from .attempts import Attempt, Raised, attempts, drive
+from .attempts import Attempt, Raised, attempt, attempts, drive
 from .bind import UNSEEN, begin
 from .classify import PROPAGATE, classify, next_attempt, timed_out
 from .threaded import Leash, abandoned
@@ -80,9 +80,16 @@ async def adrive(
     timeout: float | None,
     handle: Cancellation,
 ) -> Outcome:
-    """Run the attempts of a call its tool retries to their outcome under the event loop:
-    an async tool's coroutine awaited under the attempt's ``timeout``, each wait before a
-    retry with ``anyio.sleep`` (the loop's cancellation of the task passes through)."""
+    """Run a call's attempts to their outcome under the event loop: an async tool's
+    coroutine awaited under the attempt's ``timeout``, each wait before a retry with
+    ``anyio.sleep`` (the loop's cancellation of the task passes through)."""
+    if not item.tool._plan.retries:  # one attempt, and no loop to make for it (as drive)
+        value = attempt(fn, kwargs)
+        if type(value) is not Raised:
+            value = await _awaited(value, item, timeout, handle)  # type: ignore[arg-type]
+        if type(value) is Raised:  # (replaced: no cycle through the failure's traceback)
+            value = next_attempt(run, item, value.error, 0)
+        return value  # type: ignore[return-value]
     at = Attempt()
     for step in attempts(run, item, fn, kwargs, at):
         if type(step) is float:
@@ -114,30 +121,6 @@ async def _awaited(
         return Raised(error)
 
 
-async def _once(
-    run: Run,
-    item: Admitted,
-    fn: Callable[..., object],
-    kwargs: dict[str, object],
-    timeout: float | None,
-    handle: Cancellation,
-) -> Outcome:
-    """The one attempt of an async call its tool does not retry, to its outcome: the
-    tool's coroutine made and awaited in one expression (nothing can come between)."""
-    try:
-        if timeout is None:
-            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
-        with anyio.move_on_after(timeout):
-            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
-    except BaseException as error:
-        if isinstance(error, PROPAGATE) or _is_cancellation(error):
-            raise
-        return next_attempt(run, item, error, 0)  # type: ignore[return-value]
-    if handle is not UNSEEN:
-        handle.cancel()  # the tool may hold a reference and look
-    return timed_out(item, timeout)
-
-
 async def _on_thread(
     run: Run,
     item: Admitted,
@@ -155,7 +138,7 @@ async def _on_thread(
     try:
         job = pool.submit(
             functools.partial(context.run, sync_body(run, item, fn, kwargs, leash)),
-            timeout is None and run.policy.deadline is None,  # (patient: see ThreadPool.submit)
+            timeout is None and run.env.policy.deadline is None,  # (patient: see ThreadPool.submit)
         )
     except PoolExhausted as error:  # refused at once: the tool never starts
         return classify(error, item)
@@ -200,7 +183,7 @@ def _emits_live(run: Run) -> bool:
     an event reach an async handler before the call ends; any other batch's events are
     handed over as each call ends (an inline call holds the loop throughout), and the
     batch pays for no task."""
-    run_timeout = run.policy.tool_timeout
+    run_timeout = run.env.policy.tool_timeout
     for item in run.admitted:
         plan = item.tool._plan
         if (
@@ -334,7 +317,7 @@ async def _run_all(
     deadline: float | None,
     scope: anyio.CancelScope | None,
 ) -> None:
-    concurrency = run.policy.max_concurrency
+    concurrency = run.env.policy.max_concurrency
     if concurrency == 1 or len(admitted) <= 1:  # serial: the loop itself bounds concurrency
         await _worker(run, iter(admitted), deadline, _go_on)
         return
@@ -376,7 +359,7 @@ async def _worker(
                 return
             # The call's route (in this task, its steps in its own copy of the context).
             plan = item.tool._plan
-            timeout = plan.timeout or run.policy.tool_timeout
+            timeout = plan.timeout or run.env.policy.tool_timeout
             fn, kwargs, handle, context = begin(run, item, deadline)
             outcome: Outcome
             wraps = run.stack
@@ -386,13 +369,9 @@ async def _worker(
                     outcome = await contexts.in_context(
                         context, awrapped, wraps.awraps, run, item, each, _is_cancellation
                     )
-                elif plan.retries:
-                    outcome = await contexts.in_context(
-                        context, adrive, run, item, fn, kwargs, timeout, handle
-                    )
                 else:
                     outcome = await contexts.in_context(
-                        context, _once, run, item, fn, kwargs, timeout, handle
+                        context, adrive, run, item, fn, kwargs, timeout, handle
                     )
             elif plan.blocking or timeout is not None or (plan.retries and wraps.wraps):
                 # (wraps around a retried call wait for its backoff on the thread that
