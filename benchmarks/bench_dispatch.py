@@ -24,7 +24,10 @@ unless said):
 2. the general path real users take: a sync ``on_event`` handler, one ``before_tool``
    middleware returning the call and one ``after_tool`` returning the result, and
    ``RunPolicy(max_tool_calls=8, allowlist={...})`` (5x); and each of them alone, and
-   ``advertised=`` alone, so a regression can be located (5x each).
+   ``advertised=`` alone, so a regression can be located (5x each). Rows 2e-2g:
+   ``tinytools.otel.OpenTelemetry`` with no-op providers and with the global providers
+   unset (row 1 + 1.5 µs), and recording with the SDK against row 1 run inside the same
+   span and histogram record made by hand (a ratio only: what tinytools adds to the SDK).
 3. a sync tool under ``RunPolicy(tool_timeout=5)`` (a worker thread, so the timeout holds)
    through ``dispatch_sync`` (15x).
 4. an async tool through ``dispatch_sync`` (40x), against the async floor driven by hand
@@ -420,19 +423,118 @@ def sync_call_section(peer_modules: Mapping[str, ModuleType | None]) -> Section:
 
 
 def _otel_rows(good: tuple[ToolCall, ...], registry: tinytools.Registry) -> list[Row]:
-    """Row 2e: ``tinytools.otel.OpenTelemetry`` given no-op providers (tracing off), whose
-    cost over row 1 the issue limits to 1.5 µs a call (not available without the API)."""
-    name = "2e. OpenTelemetry(no-op tracer and meter providers)"
+    """Rows 2e-2g: ``tinytools.otel.OpenTelemetry`` with nothing to record — given no-op
+    providers (2e), or following global providers no one has set (2f: a library whose host
+    configures no SDK) — whose cost over row 1 the issue limits to 1.5 µs a call; and
+    recording with the SDK (2g), against a floor of row 1 run inside one span of the same
+    name and attributes made current by hand, and one histogram record: the ratio is what
+    tinytools adds to the SDK's own work. (Not available without the API, or for 2g the
+    SDK; the global providers are never set here.)"""
+    noop = "2e. OpenTelemetry(no-op tracer and meter providers)"
+    unset = "2f. OpenTelemetry(), global providers unset"
+    sdk_floor = "row 1 inside one SDK span and histogram record, by hand"
+    sdk = "2g. OpenTelemetry(SDK tracer and meter providers)"
     try:
         from opentelemetry.metrics import NoOpMeterProvider
         from opentelemetry.trace import NoOpTracerProvider
 
         from tinytools.otel import OpenTelemetry
     except ImportError:
-        return [Row(name, "tinytools", None, note='pip install "tinytools[otel]"')]
-    otel = [OpenTelemetry(NoOpTracerProvider(), NoOpMeterProvider())]
-    op = Op(_checked(lambda: tinytools.dispatch_sync(good, registry, middleware=otel), "ok"))
-    return [Row(name, "tinytools", op, FLOOR, 2.5, note="limit: row 1 + 1.5 µs")]
+        note = 'pip install "tinytools[otel]"'
+        return [Row(name, "tinytools", None, note=note) for name in (noop, unset, sdk)]
+    limit = "limit: row 1 + 1.5 µs"
+
+    def ours(middleware: Sequence[object]) -> Op:
+        return Op(
+            _checked(lambda: tinytools.dispatch_sync(good, registry, middleware=middleware), "ok")
+        )
+
+    rows = [
+        Row(
+            noop,
+            "tinytools",
+            ours([OpenTelemetry(NoOpTracerProvider(), NoOpMeterProvider())]),
+            FLOOR,
+            2.5,
+            note=limit,
+        ),
+        Row(unset, "tinytools", ours([OpenTelemetry()]), FLOOR, 2.5, note=limit),
+    ]
+    try:
+        providers = _sdk_providers()
+    except ImportError:
+        return [*rows, Row(sdk, "tinytools", None, note="pip install opentelemetry-sdk")]
+    tracer_provider, meter_provider = providers
+    hand = _span_by_hand(good, registry, *providers)
+    rows.append(Row(sdk_floor, "reference", Op(_checked(hand, "ok")), FLOOR, note="no checks"))
+    otel = [OpenTelemetry(tracer_provider, meter_provider)]
+    note = "what tinytools adds to the SDK's work"
+    rows.append(Row(sdk, "tinytools", ours(otel), sdk_floor, note=note))
+    return rows
+
+
+def _sdk_providers() -> tuple[Any, Any]:
+    """An SDK tracer provider whose spans go through a ``SimpleSpanProcessor`` to an
+    exporter that drops them, and a meter provider read in memory: the SDK's whole work
+    per span and measurement, none of an exporter's."""
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+
+    class Dropped(SpanExporter):
+        def export(self, spans: Any) -> SpanExportResult:
+            return SpanExportResult.SUCCESS
+
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(Dropped()))
+    return tracer_provider, MeterProvider([InMemoryMetricReader()])
+
+
+def _span_by_hand(
+    good: tuple[ToolCall, ...],
+    registry: tinytools.Registry,
+    tracer_provider: Any,
+    meter_provider: Any,
+) -> Callable[[], tinytools.DispatchResult]:
+    """Row 1 inside the span ``OpenTelemetry`` makes for the call (its name and attributes,
+    made current while the call runs) and the histogram record it makes: the SDK's share
+    of row 2g, the least a bridge written by hand does."""
+    from opentelemetry import context, trace
+
+    from tinytools.otel import DURATION_METRIC
+
+    (call,) = good
+    tracer = tracer_provider.get_tracer("bench")
+    histogram = meter_provider.get_meter("bench").create_histogram(DURATION_METRIC, unit="s")
+    name = f"execute_tool {call.name}"
+    attributes = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": call.name,
+        "gen_ai.tool.type": "function",
+        "gen_ai.tool.description": registry.get(call.name).description,  # type: ignore[union-attr]
+        "gen_ai.tool.call.id": call.id,
+    }
+    measured = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": call.name}
+    dispatch_sync, perf_counter, internal = (
+        tinytools.dispatch_sync,
+        time.perf_counter,
+        trace.SpanKind.INTERNAL,
+    )
+
+    def by_hand() -> tinytools.DispatchResult:
+        span = tracer.start_span(name, kind=internal, attributes=attributes)
+        started = perf_counter()
+        token = context.attach(trace.set_span_in_context(span))
+        try:
+            result = dispatch_sync(good, registry)
+        finally:
+            context.detach(token)
+        span.end()
+        histogram.record(perf_counter() - started, measured)
+        return result
+
+    return by_hand
 
 
 def big_call_section() -> Section:

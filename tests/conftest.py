@@ -31,7 +31,8 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 # examples are the newest Python's job. (Four Pythons' suites on CI's two cores must end
 # within 15 minutes: four runs of "dev" alone took 19.) Select one with HYPOTHESIS_PROFILE=ci.
 # Property tests that set their own max_examples scale it by the loaded profile (see
-# tests/properties/test_dispatch_keywords.py).
+# tests/properties/test_dispatch_keywords.py). Under "compat" a loop over a whole corpus
+# takes a deterministic sample of it (corpus_sample in tests/locations.py).
 # "triage" skips shrinking, to list many distinct failures fast while debugging.
 # No profile has a deadline: a per-example time limit is a timed assertion, which fails
 # at random on a loaded machine (CI runs two Pythons' suites at once on two cores).

@@ -29,6 +29,38 @@ def test_one_call_section_checks_its_reference():
     assert bench_dispatch.BY_HAND in names
 
 
+def test_the_sdk_floor_records_what_opentelemetry_records():
+    """Row 2g's floor makes by hand the span and the histogram point ``OpenTelemetry``
+    makes for the call (same name, kind, attributes, metric): only then is the ratio what
+    tinytools adds to the SDK's work."""
+    pytest.importorskip("opentelemetry.sdk")
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from tinytools.otel import OpenTelemetry
+
+    def recorded(run):
+        exporter, reader = InMemorySpanExporter(), InMemoryMetricReader()
+        tracer_provider, meter_provider = TracerProvider(), MeterProvider([reader])
+        tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+        run(tracer_provider, meter_provider)
+        (span,) = exporter.get_finished_spans()
+        metrics = reader.get_metrics_data().resource_metrics[0].scope_metrics[0].metrics
+        points = [(m.name, dict(p.attributes)) for m in metrics for p in m.data.data_points]
+        return span.name, span.kind, dict(span.attributes), points
+
+    good = (tinytools.ToolCall("call_0", SMALL.fn.__name__, SMALL.raw),)
+    registry = tinytools.Registry([tinytools.tool(SMALL.fn)])
+    hand = recorded(lambda t, m: bench_dispatch._span_by_hand(good, registry, t, m)())
+    ours = recorded(
+        lambda t, m: tinytools.dispatch_sync(good, registry, middleware=[OpenTelemetry(t, m)])
+    )
+    assert hand == ours
+
+
 @pytest.mark.parametrize("kind", ["trio", "asyncio"])
 def test_batch_made_by_hand_equals_dispatch(kind):
     if kind == "asyncio" and sys.version_info < (3, 11):

@@ -5,12 +5,16 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import threading
+from collections.abc import Callable
+from typing import Any
 
 import anyio
 import attrs
 import msgspec
 import pytest
 import trio
+import trio.testing
 
 from tinytools import (
     Allow,
@@ -24,6 +28,8 @@ from tinytools import (
     Deny,
     DirectoryArtifactStore,
     DispatchAborted,
+    DispatchResult,
+    Emit,
     FatalToolError,
     FileBlock,
     ImageBlock,
@@ -45,9 +51,11 @@ from tinytools import (
     dispatch,
     dispatch_sync,
     tool,
+    wrap_tool,
 )
 from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import (
+    Custom,
     Event,
     InvalidToolArgs,
     ToolApproved,
@@ -424,6 +432,32 @@ class TestMiddleware:
         assert [expected, expected] == seen[:2]
         assert [(TOOLS, RunPolicy(), None)] * 2 == [(t, p, a) for t, p, _, a in seen[2:]]
         assert seen[2][2] == seen[3][2] != "r1"  # one fresh run id for the second batch
+
+    def test_hooks_get_the_env_alone_not_the_run(self) -> None:
+        """Every hook (before, wrap, after) gets one DispatchEnv and nothing more: the
+        run's own state (its calls, answers, events, ledger) is not reachable from it."""
+        envs: list[object] = []
+
+        def before(c: ToolCall, env: DispatchEnv) -> ToolCall:
+            envs.append(env)
+            return c
+
+        def wrap(c: ToolCall, env: DispatchEnv, proceed: Callable[[], ToolResult]) -> ToolResult:
+            envs.append(env)
+            return proceed()
+
+        def after(c: ToolCall, result: ToolResult, env: DispatchEnv) -> ToolResult:
+            envs.append(env)
+            return result
+
+        hooks = [before_tool(before), wrap_tool(wrap), after_tool(after)]
+        result = dispatch_sync([call("1", "add", '{"a": 1}')], TOOLS, middleware=hooks)
+        assert ["2"] == [m.content for m in result.messages]
+        assert 3 == len(envs)
+        assert all(env is envs[0] for env in envs)
+        assert type(envs[0]) is DispatchEnv
+        for private in ("calls", "answers", "events", "ledger", "verdicts", "emit"):
+            assert not hasattr(envs[0], private), private
 
     def test_hook_may_not_change_the_call_id(self) -> None:
         """A hook returning a call under another id is a TypeError; nothing runs."""
@@ -1069,6 +1103,255 @@ class TestEventsAndContext:
             :3
         ]
         assert kinds(result.events) == [event.kind for event in result.events]
+
+
+# --- live events: Inject[Emit] reaches on_event while the tool runs ------------------
+
+#: How long a live-delivery test waits, at most, for what should come at once: a guard,
+#: never a synchronisation (under trio's autojumping MockClock it passes in no time once
+#: nothing else can run, so a hand-off that is not live fails at once; elsewhere it fails
+#: after this many seconds instead of hanging).
+_GUARD = 10.0
+
+#: How each live-delivery test runs its batch: ``await dispatch`` under trio or asyncio,
+#: or ``dispatch_sync`` on its asyncio loop or under trio.
+_RUNNERS = ["trio", "asyncio", "dispatch_sync", "dispatch_sync-trio"]
+
+
+def _run_batch(
+    runner: str,
+    calls: list[ToolCall],
+    tools: list[Tool[..., object]],
+    on_event: Callable[[Event], object],
+    *,
+    mock_clock: bool = False,
+    **options: Any,
+) -> DispatchResult:
+    """``calls`` dispatched by ``runner``, under the :data:`_GUARD` timeout (on trio's
+    autojumping mock clock with ``mock_clock``: only when no thread of the test's must be
+    waited for, as the mock clock jumps while the loop waits for one)."""
+    if runner.startswith("dispatch_sync"):  # (the guard: the batch's deadline)
+        backend = "trio" if runner.endswith("trio") else "asyncio"
+        policy = attrs.evolve(options.pop("policy", RunPolicy()), deadline=_GUARD)
+        return dispatch_sync(
+            calls, tools, on_event=on_event, backend=backend, policy=policy, **options
+        )
+
+    async def main() -> DispatchResult:
+        with anyio.fail_after(_GUARD):
+            return await dispatch(calls, tools, on_event=on_event, **options)
+
+    if runner == "trio":
+        clock = trio.testing.MockClock(autojump_threshold=0) if mock_clock else None
+        return trio.run(main, clock=clock)
+    return asyncio.run(main())
+
+
+class TestLiveEmit:
+    """An event a tool emits reaches ``on_event`` while the tool still runs: each tool here
+    waits for what only the handler does on hearing its progress event, so a batch ends
+    only when the hand-off is live."""
+
+    @pytest.mark.parametrize("runner", _RUNNERS)
+    def test_async_tool_to_async_handler(self, runner: str) -> None:
+        """Defect: an async handler got an async tool's events only when the tool had
+        returned (at dispatch's next await point), so a tool waiting for its host to hear
+        its progress waited forever."""
+        heard: list[anyio.Event] = []
+
+        @tool
+        async def long_job(steps: int, emit: Inject[Emit]) -> str:
+            """Report progress, and go on once the host has heard it."""
+            for step in range(steps):
+                heard.append(anyio.Event())  # (made on the batch's own loop)
+                emit("progress", {"step": step})
+                await heard[step].wait()
+            return "finished"
+
+        async def on_event(event: Event) -> None:
+            if isinstance(event, Custom):
+                heard[event.data["step"]].set()  # type: ignore[index]
+
+        result = _run_batch(
+            runner, [call("c", "long_job", '{"steps": 3}')], [long_job], on_event, mock_clock=True
+        )
+        assert result.messages[0].content == "finished"
+        assert kinds(result.events) == ["tool_started", *["custom"] * 3, "tool_completed"]
+
+    @pytest.mark.parametrize("route", ["blocking", "timeout"])
+    @pytest.mark.parametrize("runner", _RUNNERS)
+    def test_threaded_tool_to_async_handler(self, runner: str, route: str) -> None:
+        """Defect: an async handler got the events of a sync tool on a worker thread
+        (``blocking=True`` or a timeout) only once the thread had finished."""
+        heard = threading.Event()
+
+        @tool(blocking=route == "blocking", timeout=None if route == "blocking" else 60.0)
+        def long_job(emit: Inject[Emit]) -> str:
+            """Report progress, and go on once the host has heard it."""
+            emit("progress", {"pct": 50})
+            return "finished" if heard.wait(_GUARD) else "the host never heard the progress"
+
+        async def on_event(event: Event) -> None:
+            await anyio.lowlevel.checkpoint()  # (a handler that awaits, as real ones do)
+            if isinstance(event, Custom):
+                heard.set()
+
+        result = _run_batch(runner, [call("c", "long_job")], [long_job], on_event)
+        assert result.messages[0].content == "finished"
+
+    @pytest.mark.parametrize("runner", _RUNNERS)
+    def test_order_and_once_with_concurrent_threads(self, runner: str) -> None:
+        """Live events from several threads at once reach the handler in the order the
+        result lists them, each once."""
+
+        @tool(blocking=True)
+        def counter(n: int, emit: Inject[Emit]) -> int:
+            """Count to n, reporting each step."""
+            for i in range(n):
+                emit("step", i)
+            return n
+
+        seen: list[Event] = []
+
+        async def on_event(event: Event) -> None:
+            await anyio.lowlevel.checkpoint()
+            seen.append(event)
+
+        calls = [call(f"c{i}", "counter", {"n": 20}) for i in range(4)]
+        result = _run_batch(runner, calls, [counter], on_event, policy=RunPolicy(max_concurrency=4))
+        assert [m.content for m in result.messages] == ["20"] * 4
+        assert seen == list(result.events)
+        assert len(result.events) == 4 * 22
+
+    @pytest.mark.parametrize("runner", ["trio", "asyncio"])
+    def test_handler_failure_while_the_tool_runs_aborts(self, runner: str) -> None:
+        """A handler that raises on a live event fails the run as on any other event: the
+        batch aborts with every call answered, the next call never starts."""
+
+        @tool
+        async def long_job(emit: Inject[Emit]) -> str:
+            """Report progress, and go on once the host has heard it."""
+            emit("progress", None)
+            await anyio.lowlevel.checkpoint()
+            return "finished"
+
+        async def on_event(event: Event) -> None:
+            if isinstance(event, Custom):
+                raise ValueError("the progress bar broke")
+
+        calls = [call("a", "long_job"), call("b", "long_job")]
+        with pytest.raises(DispatchAborted, match="progress bar broke") as raised:
+            _run_batch(runner, calls, [long_job], on_event, mock_clock=True)
+        assert [m.tool_call_id for m in raised.value.result.messages] == ["a", "b"]
+        assert raised.value.result.executed == ("a",)
+
+    @pytest.mark.parametrize("runner", ["trio", "asyncio"])
+    def test_handler_base_exception_ends_a_running_tool(self, runner: str) -> None:
+        """What the handler raises that is no ``Exception`` leaves dispatch bare, at once:
+        the tool that emitted is cancelled, not waited for."""
+
+        class Stop(BaseException):
+            pass
+
+        @tool
+        async def endless(emit: Inject[Emit]) -> str:
+            """Report progress, then wait forever."""
+            emit("progress", None)
+            await anyio.sleep_forever()
+            return "never"
+
+        async def on_event(event: Event) -> None:
+            if isinstance(event, Custom):
+                raise Stop
+
+        async def main() -> float:
+            began = anyio.current_time()
+            with anyio.move_on_after(_GUARD), pytest.raises(Stop):
+                await dispatch([call("c", "endless")], [endless], on_event=on_event)
+            return anyio.current_time() - began
+
+        if runner == "trio":
+            took = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+        else:
+            took = asyncio.run(main())
+        assert took < _GUARD  # (not left to the guard: the handler's exception ended it)
+
+    @pytest.mark.parametrize("runner", ["trio", "asyncio"])
+    def test_late_event_of_an_abandoned_thread_is_dropped(self, runner: str) -> None:
+        """An event a timed-out tool's thread emits after dispatch returned never reaches
+        the handler (nor any later batch's)."""
+        release, emitted = threading.Event(), threading.Event()
+
+        @tool(timeout=0.01)
+        def stuck(emit: Inject[Emit]) -> str:
+            """Block past its timeout, then report."""
+            release.wait(_GUARD)
+            emit("late", None)
+            emitted.set()
+            return "too late"
+
+        seen: list[str] = []
+
+        async def on_event(event: Event) -> None:
+            seen.append(event.kind)
+
+        async def main() -> list[str]:
+            result = await dispatch([call("c", "stuck")], [stuck], on_event=on_event)
+            handled = list(seen)
+            release.set()
+            await anyio.to_thread.run_sync(emitted.wait, _GUARD)
+            for _ in range(10):  # (the loop runs whatever the late event scheduled)
+                await anyio.lowlevel.checkpoint()
+            assert result.messages[0].status == "error"
+            assert handled == kinds(result.events)
+            return list(seen)
+
+        after = trio.run(main) if runner == "trio" else asyncio.run(main())
+        assert "custom" not in after
+        assert emitted.is_set()
+
+
+class TestLiveEmitSyncHandler:
+    """A synchronous handler is called as the event happens, on every route: on the thread
+    that emits it (a tool's worker thread included)."""
+
+    @pytest.mark.parametrize("runner", _RUNNERS)
+    @pytest.mark.parametrize("route", ["inline", "async", "blocking", "timeout"])
+    def test_called_at_once_on_the_emitting_thread(self, runner: str, route: str) -> None:
+        threads: list[int] = []
+        heard: list[int] = []
+
+        def on_event(event: Event) -> None:
+            if isinstance(event, Custom):
+                heard.append(threading.get_ident())
+
+        if route == "async":
+
+            @tool(name="job")
+            async def async_job(emit: Inject[Emit]) -> str:
+                """Report progress; say whether the host heard it at once."""
+                threads.append(threading.get_ident())
+                emit("progress", None)
+                return "heard" if heard else "not heard"
+
+            job = async_job
+        else:
+
+            @tool(
+                name="job",
+                blocking=route == "blocking",
+                timeout=60.0 if route == "timeout" else None,
+            )
+            def sync_job(emit: Inject[Emit]) -> str:
+                """Report progress; say whether the host heard it at once."""
+                threads.append(threading.get_ident())
+                emit("progress", None)
+                return "heard" if heard else "not heard"
+
+            job = sync_job
+        result = _run_batch(runner, [call("c", "job")], [job], on_event)
+        assert result.messages[0].content == "heard"
+        assert heard == threads  # called on the tool's own thread
 
 
 class TestInputs:

@@ -9,9 +9,9 @@ scripted one instead (:data:`CLIENTS`): the provider's real SDK over a mock
 transport (tests/docs_fakes.py), so the page's code runs unchanged.
 
 ``console`` blocks are command-line sessions: each ``$ tinytools ...`` line runs
-the real entry point in a subprocess from the repository's root, and the lines
-after it, when there are any, must be exactly its output; a command shown
-without output must succeed. ``sh`` blocks (installing, exporting a key) and
+the entry point's ``main`` (in this process: tests/cli_run.py) from the repository's
+root, and the lines after it, when there are any, must be exactly its output; a
+command shown without output must succeed. ``sh`` blocks (installing, exporting a key) and
 ``yaml`` blocks are shown, not run.
 """
 

@@ -35,6 +35,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
+from tinytools._dispatch_env import DispatchEnv
 from tinytools.events import Event, ToolCompleted, ToolStarted
 
 
@@ -420,6 +421,35 @@ class TestBeforeHookChains:
             assert synced.deferred is not None
         else:
             assert synced.messages[0].content == ("6" if "adjusted" in chain else "2")
+
+    @pytest.mark.anyio
+    async def test_an_approval_covers_the_call_as_it_stood(self) -> None:
+        """A hook approves the call (``env.approved``) and hands it back; a later hook
+        changes its arguments: the approval covered the call as it was, so the changed
+        call waits for approval under both entry points (``dispatch`` let it run)."""
+        ran: list[int] = []
+
+        @tool(approval_required=True)
+        def pay(amount: int) -> int:
+            """Pay."""
+            ran.append(amount)
+            return amount
+
+        def approve(call: ToolCall, env: DispatchEnv) -> ToolCall:
+            env.approved.add(call.id)
+            return call
+
+        def change(call: ToolCall, env: object) -> ToolCall:
+            return msgspec.structs.replace(call, arguments={"amount": 9})
+
+        middleware = [before_tool(approve), before_tool(change)]
+        calls = [ToolCall("p1", "pay", '{"amount": 1}')]
+        synced = dispatch_sync(calls, Registry.of(pay), middleware=middleware)
+        awaited = await dispatch(calls, Registry.of(pay), middleware=middleware)
+        assert synced == awaited
+        assert synced.deferred is not None
+        assert ["p1"] == [c.id for c in synced.deferred.approvals]
+        assert [] == ran
 
 
 THREE = [ToolCall(f"c{i}", "add", '{"a": 1}') for i in range(3)]

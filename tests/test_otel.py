@@ -446,7 +446,11 @@ def every_text(span: ReadableSpan) -> str:
     return "\n".join(parts)
 
 
-SECRET = st.text(alphabet="abcdefghijklmnopqrstuvwxyzXYZ0123456789-_", min_size=8, max_size=20)
+#: A secret's text: marked ("XZ9") so that it is never a word a span has anyway (an
+#: attribute's key, or a fixed value such as `gen_ai.tool.type`'s "function").
+SECRET = st.text(alphabet="abcdefghijklmnopqrstuvwxyzXYZ0123456789-_", min_size=5, max_size=17).map(
+    lambda text: f"XZ9{text}"
+)
 
 
 class TestCaptureContent:
@@ -508,6 +512,71 @@ def test_missing_api_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
     assert 'pip install "tinytools[otel]"' in out.stdout
+
+
+_GLOBAL_PROVIDERS = """
+from opentelemetry import context, metrics, trace
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tinytools import ToolCall, dispatch_sync, tool
+from tinytools.otel import OpenTelemetry
+
+seen = []
+
+@tool
+def look() -> str:
+    \"\"\"Records the OpenTelemetry context it runs in.\"\"\"
+    seen.append(dict(context.get_current()))
+    return "ok"
+
+otel = OpenTelemetry()  # (made while no global provider is set)
+def run():
+    seen.clear()
+    result = dispatch_sync([ToolCall("1", "look", {})], [look], middleware=[otel])
+    assert [m.status for m in result.messages] == ["ok"], result
+    return seen[0]
+
+# Unset: the middleware leaves the call alone (nothing it did could be recorded).
+assert run() == {}, "a span was made current with no provider set"
+# Beside one given a provider, which still records.
+given = InMemorySpanExporter()
+explicit = TracerProvider()
+explicit.add_span_processor(SimpleSpanProcessor(given))
+dispatch_sync([ToolCall("2", "look", {})], [look],
+              middleware=[otel, OpenTelemetry(tracer_provider=explicit)])
+assert [s.name for s in given.get_finished_spans()] == ["execute_tool look"]
+# A meter provider set later: the next dispatch records the histogram.
+reader = InMemoryMetricReader()
+metrics.set_meter_provider(MeterProvider([reader]))
+run()
+names = [m.name for rm in reader.get_metrics_data().resource_metrics
+         for sm in rm.scope_metrics for m in sm.metrics]
+assert names == ["gen_ai.execute_tool.duration"], names
+# A tracer provider set later: the next dispatch's span is the caller's child.
+exporter = InMemorySpanExporter()
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(exporter))
+trace.set_tracer_provider(provider)
+with trace.get_tracer("test").start_as_current_span("caller") as caller:
+    inside = run()
+(span,) = [s for s in exporter.get_finished_spans() if s.name == "execute_tool look"]
+assert span.parent.span_id == caller.get_span_context().span_id
+assert trace.get_current_span(inside).get_span_context().span_id == span.context.span_id
+print("checked")
+"""
+
+
+def test_global_providers_unset_then_set() -> None:
+    """``OpenTelemetry()`` follows the global providers: while they are unset the batch
+    is left alone (no span made current in the tool), and a provider set later is used
+    from the next dispatch on (in a process of its own: a global provider is set once)."""
+    out = subprocess.run(
+        [sys.executable, "-c", _GLOBAL_PROVIDERS], capture_output=True, text=True, check=False
+    )
+    assert out.stdout.strip() == "checked", out.stderr
 
 
 # --- MCP: one trace across host and server ----------------------------------------------

@@ -11,8 +11,11 @@ import pytest
 
 from tinytools import (
     Defer,
+    Emit,
     Exposure,
+    Inject,
     Registry,
+    RunPolicy,
     ToolCall,
     ToolPolicy,
     dispatch_sync,
@@ -20,7 +23,7 @@ from tinytools import (
 )
 from tinytools._redact import MARKER, Redactor
 from tinytools.discovery import Discovery
-from tinytools.events import InvalidToolArgs, ToolFailed, UnknownToolCall
+from tinytools.events import Custom, Event, InvalidToolArgs, ToolFailed, UnknownToolCall
 from tinytools.formats import anthropic
 from tinytools.testing import check_dispatch_invariants
 
@@ -188,6 +191,71 @@ class TestDispatchRedaction:
 
 #: Arguments a model may send that are valid JSON but no object, each holding "hunter22".
 NOT_OBJECTS = ['["ann", "hunter22"]', '"hunter22"', '[["hunter22"]]', '[{"user": "hunter22"}]']
+
+
+@attrs.frozen
+class _Login:
+    user: str
+    token: str
+
+
+@tool(policy=ToolPolicy(redact=("token",)))
+def signs_in(user: str, token: str, pin: int, emit: Inject[Emit]) -> str:
+    """Sign in, reporting progress in every shape a tool might."""
+    emit("progress", {"token": token, "user": user})  # under the secret's own key
+    emit("progress", {"step": f"signing in with {token}", "pin": pin})  # in text, a number
+    emit(f"as {token}", [[{"deep": token}]])  # in the name, nested
+    emit("progress", _Login(user, token))  # a typed value
+    emit("progress", {token: "as a key"})
+    return "signed in"
+
+
+@tool
+def reports(token: str, emit: Inject[Emit]) -> str:
+    """A tool that redacts nothing: its events keep what it emits."""
+    emit("progress", {"token": token})
+    return "ok"
+
+
+class TestEmittedData:
+    def test_a_secret_never_reaches_a_custom_event(self) -> None:
+        """Defect: a tool's emit() repeated the call's redacted arguments in its Custom
+        event (to on_event and DispatchResult.events) though its policy redacts them."""
+        heard: list[Event] = []
+        secret, pin = "sk-live-A1b2C3d4", 918273
+        arguments = {"user": "ann", "token": secret, "pin": pin}
+        result = dispatch_sync(
+            [ToolCall("c", "signs_in", arguments)],
+            [signs_in],
+            on_event=heard.append,
+            policy=RunPolicy(),
+        )
+        assert "signed in" == result.messages[0].content
+        customs = [e for e in result.events if isinstance(e, Custom)]
+        assert 5 == len(customs)
+        text = msgspec.json.encode(heard).decode() + msgspec.json.encode(result.events).decode()
+        assert secret not in text
+        assert customs[0].data == {"token": MARKER, "user": "ann"}
+        assert customs[1].data == {"step": f"signing in with {MARKER}", "pin": pin}
+        assert customs[2].name == f"as {MARKER}"
+        assert customs[2].data == [[{"deep": MARKER}]]
+        assert customs[3].data == {"user": "ann", "token": MARKER}
+
+    def test_a_secret_number_is_the_marker(self) -> None:
+        @tool(policy=ToolPolicy(redact=("pin",)))
+        def unlocks(pin: int, emit: Inject[Emit]) -> str:
+            """Unlock, reporting the pin back."""
+            emit("progress", {"tried": pin, "as text": f"pin {pin}"})
+            return "open"
+
+        result = dispatch_sync([ToolCall("c", "unlocks", {"pin": 4051992})], [unlocks])
+        [custom] = [e for e in result.events if isinstance(e, Custom)]
+        assert custom.data == {"tried": MARKER, "as text": f"pin {MARKER}"}
+
+    def test_a_tool_that_redacts_nothing_keeps_its_data(self) -> None:
+        result = dispatch_sync([ToolCall("c", "reports", {"token": "t-1"})], [reports])
+        [custom] = [e for e in result.events if isinstance(e, Custom)]
+        assert custom.data == {"token": "t-1"}
 
 
 class TestArgumentsThatAreNoObject:

@@ -111,7 +111,7 @@ def opening(call: ToolCall, batch: Admission) -> ToolCall | ToolMessage:
     reached through ``tool_call`` while that is callable, and runs only if the
     host's decision binds it, as every resumed call does.
     """
-    env = batch
+    env = batch.env
     env._reached = None
     intrinsics = env._intrinsics
     assert intrinsics is not None

@@ -34,6 +34,8 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Iterable
 
+import msgspec
+
 from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async, past_deadline
 from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore
@@ -45,7 +47,7 @@ from ._engine.stops import Stop
 from ._inject import Cancellation, Context, check_context, check_context_type
 from ._middleware import HookFailed
 from ._result import DispatchAborted, DispatchResult
-from ._run import DEFAULT_POLICY, EventHandler, HostFailed, Run, new_run
+from ._run import DEFAULT_POLICY, DispatchInputs, EventHandler, HostFailed, Run, new_run
 from ._runtime.detect import refuse_nested_loop
 from ._runtime.loop import Backend, check_backend, run_on
 from ._wire import ToolCall
@@ -107,7 +109,7 @@ def _check_on_deferred(on_deferred: object, sync: bool) -> None:
 def _withheld(run: Run) -> None:
     """Report the remote tools the toolset left out because their names were taken (once
     per dispatch, before any call's events)."""
-    for left in run.tools._withheld:
+    for left in run.env.tools._withheld:
         run.emit(ToolWithheld(tool_name=left.name, reason=left.reason, adaptor=left.adaptor))
 
 
@@ -146,7 +148,7 @@ def _begin(run: Run, answer: bool = True) -> bool:
                 raise run.abort(verdict.reason)
     if not run.preflight:  # nothing admitted needs more than an inline call
         return False
-    run_timeout = run.policy.tool_timeout
+    run_timeout = run.env.policy.tool_timeout
     needs_loop = run.sink is not None and run.sink.is_async
     injecting = None
     threaded = 0
@@ -161,8 +163,8 @@ def _begin(run: Run, answer: bool = True) -> bool:
         if plan.injections:
             injecting = [*(injecting or ()), item.tool]
     if injecting:
-        check_context(injecting, run.context)
-    needs_loop = needs_loop or (threaded > 1 and run.policy.max_concurrency > 1)
+        check_context(injecting, run.env.context)
+    needs_loop = needs_loop or (threaded > 1 and run.env.policy.max_concurrency > 1)
     if needs_loop and answer:  # dispatch_sync: refused inside a running loop, now
         refuse_nested_loop()  # (recorded as started, its calls would never run again)
     if run.ledger is not None and admitted:
@@ -176,7 +178,7 @@ def _started(run: Run, admitted: list[Admitted]) -> None:
     """The ledger's started rows (one transaction where the ledger can), before any tool
     of the batch runs; a call already started elsewhere is answered and does not run."""
     assert run.ledger is not None
-    context = run.context
+    context = run.env.context
     check_context_type(context)  # (the host's argument, not the ledger's failure)
     try:
         refused = record_started(run.ledger, context.run_id, admitted)
@@ -205,7 +207,7 @@ def _left(run: Run) -> None:
         if item.index not in answers and item.index not in postponed
     ]
     if unstarted:
-        release_unstarted(run.ledger, run.context.run_id, unstarted)
+        release_unstarted(run.ledger, run.env.context.run_id, unstarted)
 
 
 def _finished(run: Run, stop: Stop | None) -> DispatchResult:
@@ -314,20 +316,22 @@ def dispatch_sync(
     if on_deferred is not None:
         _check_on_deferred(on_deferred, sync=True)
     run = new_run(
-        calls,
-        tools,
-        policy,
-        middleware,
-        context,
-        advertised,
-        approvals,
-        ledger,
-        on_event,
-        artifacts,
-        cancellation,
+        DispatchInputs(
+            calls,
+            tools,
+            policy=policy,
+            middleware=middleware,
+            context=context,
+            advertised=advertised,
+            approvals=approvals,
+            ledger=ledger,
+            on_event=on_event,
+            artifacts=artifacts,
+            cancellation=cancellation,
+        )
     )
     run.caller_context = caller
-    if run.tools._withheld:
+    if run.env.tools._withheld:
         _withheld(run)
     if on_deferred is not None:
         run.keep_positions()  # the two passes are merged by position
@@ -344,7 +348,7 @@ def dispatch_sync(
             "`await dispatch(...)` or make the handler synchronous"
         )
         raise _handler_failed(on_deferred, result, error, raised=False) from error
-    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)
+    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result))
     try:
         resumed = _pass_sync(again, deadline, run.used, backend)
     except DispatchAborted as aborted:
@@ -432,11 +436,15 @@ async def dispatch(
             are keyed by ``context.run_id``: give every dispatch of a run the same
             ``Context(run_id=...)`` (without a context each dispatch is a run of its
             own, and a second dispatch of the same calls runs them again).
-        on_event: Receives each event as it happens (sync or async callable).
-            If it raises, the batch is aborted (``DispatchAborted``, every call
-            answered) at the next stage boundary; so it is when a handler that is
-            not ``async def`` returns an awaitable (``lambda e: queue.put(e)``),
-            which nothing would await.
+        on_event: Receives each event as it happens (sync or async callable), a
+            tool's ``Emit`` events while the tool runs: a sync handler at once, on
+            the thread that emits (a threaded tool's worker thread included); an
+            async one on the event loop, at an async tool's next ``await`` or at once
+            from a worker thread (an inline sync tool's events, as it ends). In order,
+            each once, none after dispatch returns. If it raises, the batch is
+            aborted (``DispatchAborted``, every call answered) at the next stage
+            boundary; so it is when a handler that is not ``async def`` returns an
+            awaitable (``lambda e: queue.put(e)``), which nothing would await.
         artifacts: Where tools' artifacts are persisted: an object with a synchronous
             ``put(run_id, call_id, artifact)`` returning an ``ArtifactRef`` (one
             without is refused with ``TypeError`` before any tool runs).
@@ -468,23 +476,25 @@ async def dispatch(
     from ._engine.execute.loop import current_time
 
     run = new_run(
-        calls,
-        tools,
-        policy,
-        middleware,
-        context,
-        advertised,
-        approvals,
-        ledger,
-        on_event,
-        artifacts,
-        cancellation,
+        DispatchInputs(
+            calls,
+            tools,
+            policy=policy,
+            middleware=middleware,
+            context=context,
+            advertised=advertised,
+            approvals=approvals,
+            ledger=ledger,
+            on_event=on_event,
+            artifacts=artifacts,
+            cancellation=cancellation,
+        )
     )
     run.caller_context = caller
     if on_deferred is not None:
         _check_on_deferred(on_deferred, sync=False)  # (before anything runs)
         run.keep_positions()  # the two passes are merged by position
-    if run.tools._withheld:
+    if run.env.tools._withheld:
         _withheld(run)
     deadline = None if policy.deadline is None else current_time() + policy.deadline
     result = await _pass_async(run, deadline, 0)
@@ -504,7 +514,7 @@ async def dispatch(
                     return result
         except Exception as error:
             raise _handler_failed(on_deferred, result, error) from error
-    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result), on_event)
+    again = _resumed(run, result, _checked_decisions(on_deferred, decided, result))
     try:
         resumed = await _pass_async(again, deadline, run.used)
     except DispatchAborted as aborted:
@@ -556,25 +566,20 @@ def _checked_decisions(
     return decided
 
 
-def _resumed(
-    run: Run, first: DispatchResult, decided: DeferredToolResults, on_event: EventHandler | None
-) -> Run:
-    """The run that resumes ``first``'s deferred calls with the inline decisions: the same
-    registry, policy, composed middleware, context (so the same run id), advertised
-    names, ledger, handler, artifact store and cancellation."""
+def _resumed(run: Run, first: DispatchResult, decided: DeferredToolResults) -> Run:
+    """The run that resumes ``first``'s deferred calls with the inline decisions: every
+    keyword as the first pass had it, but the registry, composed middleware and context
+    (so the same run id) as that pass resolved them."""
     assert first.deferred is not None
     again = new_run(
-        first.deferred.all,
-        run.tools,
-        run.policy,
-        run.stack,
-        run.context,
-        run.advertised,
-        decided,
-        run.ledger,
-        on_event,
-        run.store,
-        run.cancellation,
+        msgspec.structs.replace(
+            run.inputs,
+            calls=first.deferred.all,
+            tools=run.env.tools,
+            middleware=run.stack,
+            context=run.env.context,
+            approvals=decided,
+        )
     )
     again.caller_context = run.caller_context
     again.keep_positions()

@@ -67,39 +67,30 @@ class DispatchEnv:
         reached: The ``Deferred`` tool the call being admitted reached through
             ``tool_call`` (callable for that call only), if any.
 
-    A dispatch's own state extends this class (``_run.Run``): the hooks of a dispatch
-    receive that one object, whose other attributes are private. It has slots only, no
-    ``__dict__`` (a hook keeps its own state elsewhere): a class-level default set on
-    an instance would make its ``__dict__``, after which CPython 3.13 no longer
-    specializes the run's method calls (``run.finish``, ``run.result``) — nor 3.11 and
-    3.12 once the process has made many runs (the shared keys of the type's instances
-    then take no new name). Storing a slot costs each build, so only what every batch
-    may read is stored on every build; the rest — discovery tools, approvals, a
-    resume's decisions, repeated ids, limits — is stored when ``opens`` is first set
-    (:meth:`_open_calls`), and read only while it is (``discovery``, ``reached`` and
-    ``approved`` are properties that say so).
+    A dispatch's run holds one (``Run.env``), built once per batch, and hands it to every
+    hook: it is the middleware's whole view, and nothing of the run's own state is
+    reachable from it. It has slots only, no ``__dict__`` (a hook keeps its own state
+    elsewhere).
     """
 
     __slots__ = (
+        "__weakref__",  # (a middleware may key its per-batch state by the env, weakly)
         "_approved",
         "_context",
         "_intrinsics",
+        "_notes",  # (set only for a run whose middleware observes events: see Observed)
         "_open",
         "_reached",
         "advertised",
-        "opens",
         "policy",
         "tools",
     )
 
     advertised: Collection[str] | None
-    #: Whether admission opens each call (repeated ids, discovery, a resume's decisions,
-    #: limits, approvals: see ``_admit``) before it checks the call.
-    opens: bool
-    # Stored, and read, only once ``opens`` is set (see the class docstring).
     _intrinsics: Intrinsics | None
     _reached: str | None
     _approved: set[str] | None  # made on first use: most batches approve nothing
+    _notes: dict[object, object]  # unset unless the run's middleware observes events
 
     def __init__(
         self,
@@ -114,17 +105,12 @@ class DispatchEnv:
         # No allow-list and no advertised set: a lookup is the exposure's alone.
         self._open = True
         self.advertised = self._approved = self._intrinsics = self._reached = None
-        self.opens = False
-        if advertised is not None or policy.allowlist is not None:
+        if advertised is not None:
             self._restrict(advertised)
+        elif policy.allowlist is not None:  # every lookup checks it
+            self._open = False
         if tools._discovery is not None:  # type: ignore[attr-defined]
             self._discover()
-
-    def _open_calls(self) -> None:
-        """Admission opens each call from now on: the state it reads then is stored."""
-        if not self.opens:
-            self.opens = True
-            self._intrinsics = self._reached = self._approved = None
 
     def _restrict(self, advertised: Collection[str] | None) -> None:
         """An allow-list or advertised names: every lookup checks them."""
@@ -138,21 +124,19 @@ class DispatchEnv:
 
     def _discover(self) -> None:
         """The registry's discovery tools (found once per registry: its ``_discovery`` is
-        None once the registry is known to hold none)."""
-        found = intrinsics_of(self.tools)
-        if found is not None:
-            self._open_calls()
-            self._intrinsics = found
+        None once the registry is known to hold none); admission opens every call of a
+        batch that has them."""
+        self._intrinsics = intrinsics_of(self.tools)
 
     @property
     def discovery(self) -> Intrinsics | None:
-        """The registry's discovery tools, if any (see the class docstring)."""
-        return self._intrinsics if self.opens else None
+        """The registry's discovery tools, if any."""
+        return self._intrinsics
 
     @property
     def reached(self) -> str | None:
         """The ``Deferred`` tool the call being admitted reached through ``tool_call``."""
-        return self._reached if self.opens else None
+        return self._reached
 
     @property
     def context(self) -> Context:
@@ -165,7 +149,6 @@ class DispatchEnv:
     @property
     def approved(self) -> set[str]:
         """Ids of the calls a human approved (see the class docstring)."""
-        self._open_calls()
         approved = self._approved
         if approved is None:
             approved = self._approved = set()
@@ -173,7 +156,7 @@ class DispatchEnv:
 
     def is_call_approved(self, call_id: str) -> bool:
         """Whether a human approved ``call_id``."""
-        return self.opens and (approved := self._approved) is not None and call_id in approved
+        return (approved := self._approved) is not None and call_id in approved
 
     def lookup(self, name: str) -> AnyTool | None:
         """The tool ``name`` names, when the model may call it this turn (fail closed)."""
@@ -181,7 +164,7 @@ class DispatchEnv:
         if tool is None:
             return None
         if self._open:
-            return tool if tool.exposure is Exposure.Direct or name == self.reached else None
+            return tool if tool.exposure is Exposure.Direct or name == self._reached else None
         if tool.exposure is Exposure.Hidden:
             return None
         allowlist = self.policy.allowlist  # RunPolicy.allows, written out (one frame fewer)
@@ -192,8 +175,8 @@ class DispatchEnv:
         ):
             return None
         if self.advertised is None:
-            return None if tool.exposure is Exposure.Deferred and name != self.reached else tool
-        return tool if name in self.advertised or name == self.reached else None
+            return None if tool.exposure is Exposure.Deferred and name != self._reached else tool
+        return tool if name in self.advertised or name == self._reached else None
 
     def resolve(self, name: str) -> tuple[str, AnyTool] | None:
         """The tool a call of ``name`` runs and the name it runs under, or None.

@@ -245,7 +245,7 @@ def fold(
         name: The name the message and event carry.
         outcome: The tool's return value, or ``Failed`` / ``Fatal``.
         afters: The ``after_tool`` hooks, already in the order they run.
-        env: What the hooks receive as their third argument: the run (its
+        env: What the hooks receive as their third argument: the run's ``DispatchEnv`` (its
             ``context.run_id`` is read only when an artifact is persisted).
         store: Where artifacts are persisted, if anywhere.
 

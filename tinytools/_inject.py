@@ -241,7 +241,11 @@ class Cancellation:
 
 @attrs.frozen
 class Emit:
-    """Emits a custom event tied to the running call: ``emit("progress", {"pct": 40})``."""
+    """Emits a custom event tied to the running call: ``emit("progress", {"pct": 40})``.
+
+    The event reaches dispatch's ``on_event`` handler while the tool runs (see
+    ``dispatch``), and an MCP client as a progress notification (``formats.mcp.server``).
+    """
 
     _sink: Callable[[str, object], None] = attrs.field(alias="sink")
 

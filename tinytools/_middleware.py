@@ -226,6 +226,8 @@ def wrap_tool(fn: Wrap | AsyncWrap) -> Middleware:
 Observer: TypeAlias = "Callable[[Event, DispatchEnv], None]"
 #: Its private result hook (``_tinytools_on_result(result, env)``): see :class:`Stack`.
 Finisher: TypeAlias = "Callable[[DispatchResult, DispatchEnv], None]"
+#: Its private gate (``_tinytools_quiet()``): see :class:`Stack`.
+Gate: TypeAlias = "Callable[[], bool]"
 
 
 @attrs.frozen
@@ -242,6 +244,13 @@ class Stack:
     ``_tinytools_on_result(result, env)``) are handed the batch's result when it is made:
     a call cut off before it started (the batch cancelled, past its deadline, over its
     ``max_tool_calls``) is answered there with no event.
+
+    ``gates`` pair such a middleware with its ``_tinytools_quiet()``, which says whether
+    it would record nothing if a dispatch started now (``OpenTelemetry`` while the global
+    providers it follows are unset): each dispatch takes the stack :meth:`now` gives,
+    without the hooks of every middleware quiet at that moment, so a middleware that
+    records nothing costs the batch nothing, and one that may record again (a provider
+    set since) has its hooks back at the next dispatch.
     """
 
     befores: tuple[Before, ...] = ()
@@ -250,6 +259,29 @@ class Stack:
     awraps: tuple[AsyncWrap, ...] = ()
     observers: tuple[Observer, ...] = ()
     finishers: tuple[Finisher, ...] = ()
+    gates: tuple[Gate, ...] = ()
+    #: The middleware composed, and those with a gate, in the order of ``gates`` (kept
+    #: only when there are gates: see :meth:`now`).
+    items: tuple[object, ...] = attrs.field(default=(), eq=False)
+    gated: tuple[object, ...] = attrs.field(default=(), eq=False)
+    #: The stacks without the quiet middleware, by which gates said quiet.
+    variants: dict[tuple[bool, ...], Stack] = attrs.field(factory=dict, eq=False)
+
+    def now(self) -> Stack:
+        """The stack for a dispatch starting now: without the middleware whose gate says
+        it would record nothing (composed once per set of quiet middleware)."""
+        quiet: tuple[bool, ...] = ()
+        for gate in self.gates:  # (a loop: a comprehension's frame costs more than one gate)
+            quiet += (gate(),)
+        if True not in quiet:
+            return self
+        stack = self.variants.get(quiet)
+        if stack is None:
+            out = [m for m, q in zip(self.gated, quiet, strict=True) if q]
+            left = [m for m in self.items if not any(m is o for o in out)]
+            stack = compose(left) if left else NO_MIDDLEWARE
+            self.variants[quiet] = stack
+        return stack
 
 
 class HookFailed(Exception):
@@ -280,7 +312,11 @@ def compose(middleware: Iterable[object]) -> Stack:
     awraps = tuple(h for m in items if callable(h := _hook(m, "awrap_tool")))
     observers = tuple(h for m in items if callable(h := _hook(m, "_tinytools_on_event")))
     finishers = tuple(h for m in items if callable(h := _hook(m, "_tinytools_on_result")))
-    return Stack(befores, afters, wraps, awraps, observers, finishers)
+    gated = tuple(m for m in items if callable(_hook(m, "_tinytools_quiet")))
+    gates = tuple(m._tinytools_quiet for m in gated)  # type: ignore[attr-defined]
+    return Stack(
+        befores, afters, wraps, awraps, observers, finishers, gates, items if gates else (), gated
+    )
 
 
 #: The hook methods a middleware may have.

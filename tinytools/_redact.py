@@ -197,6 +197,35 @@ class Redactor:
         # The same secret may stand in another field too: scrub the whole text.
         return self.scrub(msgspec.json.encode(redacted).decode(), secrets), secrets
 
+    def emitted(self, data: object, secrets: list[object]) -> object:
+        """A tool's ``Emit`` data with its secrets hidden, as the call's arguments are: the
+        value under a secret key is the marker, and so is every string or number that
+        holds one of ``secrets`` (the call's secret values: a string scrubbed of them, a
+        key too). ``data`` is what the event would encode (checked JSON-encodable)."""
+        plain = msgspec.to_builtins(data)  # (typed values as the event encodes them)
+        box: list[object] = [self.arguments(plain)[0] if isinstance(plain, dict) else plain]
+        stack: list[tuple[list[object] | dict[object, object], object]] = [(box, 0)]
+        while stack:  # (iterative: emitted data may nest as deep as JSON allows)
+            holder, at = stack.pop()
+            item = holder[at]  # type: ignore[call-overload]
+            if isinstance(item, str):
+                holder[at] = self.scrub(item, secrets)  # type: ignore[call-overload]
+            elif isinstance(item, (int, float)) and not isinstance(item, bool):
+                if self.scrub(str(item), secrets) != str(item):
+                    holder[at] = MARKER  # type: ignore[call-overload]
+            elif isinstance(item, dict):
+                copy: dict[object, object] = {
+                    (self.scrub(k, secrets) if isinstance(k, str) else k): v
+                    for k, v in item.items()
+                }
+                holder[at] = copy  # type: ignore[call-overload]
+                stack.extend((copy, key) for key in copy)
+            elif isinstance(item, list):
+                listed = list(item)
+                holder[at] = listed  # type: ignore[call-overload]
+                stack.extend((listed, index) for index in range(len(listed)))
+        return box[0]
+
     @staticmethod
     def scrub(text: str, secrets: list[object]) -> str:
         """``text`` with every secret's text form replaced by the marker (a short one

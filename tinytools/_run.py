@@ -17,18 +17,18 @@ import types
 import weakref
 from collections import deque
 from collections.abc import Awaitable, Callable, Collection, Iterable
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import msgspec
 
 from ._admit import (
     Abort,
-    Admission,
     Admitted,
     Answered,
     Deferred,
     Resolved,
     Skipped,
+    Verdict,
     carried,
     error_message,
     shown_name,
@@ -37,6 +37,7 @@ from ._approvals import DeferredToolRequests, DeferredToolResults
 from ._artifacts import ArtifactStore, PutReturned, check_store
 from ._declare.registry import AnyTool, Registry
 from ._declare.spec import is_async_function
+from ._dispatch_env import DispatchEnv
 from ._effects import EffectLedger, release, settle_answered
 from ._engine.stops import Stop, interrupted, not_run
 from ._fold import Failed, Fatal, Folded, Postponed, bounded, fold, own_limits, plain_message
@@ -55,6 +56,7 @@ from .toolsets._base import Toolset, registry_for
 
 __all__ = [
     "DEFAULT_POLICY",
+    "DispatchInputs",
     "EventHandler",
     "HostFailed",
     "Positions",
@@ -186,11 +188,22 @@ def _registry(
     return registry_for(tools, context)
 
 
+class _Idle(Protocol):
+    """What a flush waiting for another one waits on (an ``anyio.Event``)."""
+
+    def set(self) -> None: ...
+
+    async def wait(self) -> None: ...
+
+
 class Sink:
     """Collects events for an async ``on_event`` handler, which :meth:`flush` awaits.
 
     The run's ``emit`` is :meth:`queue`: an event is recorded at once and handed to the
-    handler at the next await point of dispatch, in order. An exception from the
+    handler in order, by whichever task flushes first: dispatch's, at its next await
+    point, or — while the batch's calls run — a task that ``wake`` (set by the engine
+    for that time) wakes for each event, so an event a tool emits reaches the handler
+    while the tool still runs (``_engine.execute.loop``). An exception from the
     handler is kept as the run's failure (the first one), and dispatch aborts the
     batch at the next stage boundary, with every call answered. The sink holds its run
     weakly: the run holds the sink, and a cycle would leave every dispatch's state to
@@ -198,7 +211,7 @@ class Sink:
     :class:`Handled`.)
     """
 
-    __slots__ = ("_handler", "_run", "events", "flushing", "pending")
+    __slots__ = ("_handler", "_idle", "_run", "events", "flushing", "pending", "wake")
 
     #: The handler returns awaitables (dispatch reads it to know the run needs a loop).
     is_async = True
@@ -210,11 +223,20 @@ class Sink:
         #: The events waiting for the handler.
         self.pending: deque[Event] = deque()
         self.flushing = False
+        #: Called (from any thread) for each event queued while someone listens for
+        #: them: the engine's live hand-off while the batch's calls run, else None.
+        self.wake: Callable[[], None] | None = None
+        #: Set when the running flush ends, made when another task waits for that.
+        self._idle: _Idle | None = None
 
     def queue(self, event: Event) -> None:
-        """Record ``event`` for the async handler, which :meth:`flush` awaits."""
+        """Record ``event`` for the async handler, which :meth:`flush` awaits (from any
+        thread: a tool's worker thread too)."""
         self.events.append(event)
         self.pending.append(event)
+        wake = self.wake
+        if wake is not None:
+            wake()
 
     def _failed(self, error: Exception) -> None:
         run = self._run()
@@ -223,14 +245,26 @@ class Sink:
 
     async def flush(self) -> None:
         """Await the async handler for every event waiting for it, in order: one task
-        flushes at a time (a concurrent call leaves its events to the flushing one)."""
-        if self.flushing or not self.pending:
+        flushes at a time, and a flush that finds another running waits for it to end
+        (a call's task does not go on to its next call before the handler has seen the
+        events so far, whichever task hands them over)."""
+        while self.flushing:
+            idle = self._idle
+            if idle is None:
+                import anyio  # (under a running loop: only an async handler's flush waits)
+
+                idle = self._idle = anyio.Event()
+            await idle.wait()
+        if not self.pending:
             return
         self.flushing = True
         try:
             await self._drain()
         finally:
             self.flushing = False
+            idle, self._idle = self._idle, None
+            if idle is not None:
+                idle.set()
 
     async def _drain(self) -> None:
         """Hand the waiting events to the handler, in order.
@@ -259,14 +293,18 @@ class Observed(list):  # type: ignore[type-arg]
     """The events of a run whose middleware observes them (``Stack.observers``): every
     event is recorded here, whatever the ``on_event`` handler (none, sync or async), so
     each observer is handed it as it is appended. Holds the run weakly (the run holds
-    the list); an observer that raises is the run's failure, as a handler's is."""
+    the list); an observer that raises is the run's failure, as a handler's is.
+    ``notes`` is where that middleware keeps what it knows of the run, by middleware: it
+    lives as long as the run (a thread the batch gave up on still finds it), and its
+    hooks find it from the env they are handed (``DispatchEnv._notes``)."""
 
-    __slots__ = ("_observers", "_run")
+    __slots__ = ("_observers", "_run", "notes")
 
     def __init__(self, run: Run) -> None:
         super().__init__()
         self._run = weakref.ref(run)
         self._observers = run.stack.observers
+        self.notes: dict[object, object] = {}
 
     def append(self, event: Event) -> None:
         list.append(self, event)
@@ -275,7 +313,7 @@ class Observed(list):  # type: ignore[type-arg]
             return
         for observer in self._observers:
             try:
-                observer(event, run)
+                observer(event, run.env)
             except Exception as error:
                 run.fail(HostFailed(f"the event hook {_name(observer)}", error))
 
@@ -286,7 +324,7 @@ class Observed(list):  # type: ignore[type-arg]
         if run is None:
             return
         for finisher in run.stack.finishers:
-            finisher(result, run)
+            finisher(result, run.env)
 
 
 class Positions(NamedTuple):
@@ -310,12 +348,20 @@ _COMMON = Positions((), (), ())
 _Extras = tuple[list[FollowUp], dict[str, dict[str, object]], dict[int, Postponed]]
 
 
-class Run(Admission):
-    """One dispatch's state, filled as the batch goes through the stages (admission's
-    own bookkeeping and the batch-wide inputs included: see :class:`Admission`).
+class Run:
+    """One dispatch's state, filled as the batch goes through the stages.
 
-    Every attribute is a slot, and there are no class-level defaults (see
-    :class:`DispatchEnv` for why). :func:`new_run` builds one and stores the batch's
+    It holds the middleware's view (``env``, a :class:`DispatchEnv`: the only object a
+    hook receives) and keeps admission's bookkeeping among its own fields (what
+    :class:`Admission` names: one object rather than two, see
+    docs/concepts/performance.md).
+
+    Every attribute is a slot, and there are no class-level defaults: a class-level
+    default set on an instance would make its ``__dict__``, after which CPython 3.13
+    no longer specializes the run's method calls (``run.finish``, ``run.result``) — nor
+    3.11 and 3.12 once the process has made many runs (the shared keys of the type's
+    instances then take no new name). Storing a slot costs each build, so
+    :func:`new_run` builds one and stores the batch's
     inputs and what every batch reads; what only an unusual batch reads is stored when
     that batch needs it, and read only then: the failure and the fatal message once
     ``halted`` is set, ``recorded`` with a ledger, the postponed calls with the
@@ -325,23 +371,57 @@ class Run(Admission):
 
     __slots__ = (
         "__weakref__",
+        "admitted",
         "answers",
         "caller_context",
         "calls",
         "cancellation",
+        "cancelled",
+        "emit",
+        "env",
         "escaped",
         "events",
+        "expired",
         "extras",
         "failure",
         "fatal",
         "halted",
+        "injecting",
+        "inputs",
         "ledger",
+        "limited",
+        "opens",
         "positions",
+        "preflight",
         "recorded",
+        "resume",
+        "seen",
         "sink",
+        "stack",
         "store",
+        "used",
+        "verdicts",
     )
 
+    # Admission's fields (what :class:`Admission` names; documented there).
+    env: DispatchEnv
+    stack: Stack
+    emit: Callable[[Event], None]
+    opens: bool
+    verdicts: list[Verdict]
+    admitted: list[Admitted]
+    preflight: bool
+    resume: DeferredToolResults | None
+    seen: set[str] | None
+    limited: bool
+    cancelled: Callable[[], bool] | None
+    expired: Callable[[], bool] | None
+    used: int
+    injecting: bool
+
+    #: The arguments dispatch was called with (a stage reads a keyword no other stage
+    #: reads from here).
+    inputs: DispatchInputs
     calls: tuple[ToolCall, ...]
     #: The ``contextvars`` context current when ``dispatch`` / ``dispatch_sync`` was
     #: called: each call's tool body runs in a copy of it (see ``_engine.execute``).
@@ -376,12 +456,25 @@ class Run(Admission):
     #: answered) recorded, or :data:`_COMMON` (see :meth:`keep_positions`).
     positions: Positions | None
 
-    # new_run calls ``Run()`` and fills the bare object: with object's own __init__
-    # (not DispatchEnv's), the class call makes no argument tuple and goes through no
-    # wrapper, where ``object.__new__(Run)`` did (about 300 instructions a dispatch).
-    __init__ = object.__init__
-
     # --- what the stages ask ------------------------------------------------------
+
+    def _open_calls(self) -> None:
+        """Admission opens each call from now on: the state it reads then is stored."""
+        if not self.opens:
+            self.opens = True
+            self.seen = self.resume = self.cancelled = self.expired = None
+            self.limited = False
+
+    def admission(
+        self, cancelled: Callable[[], bool] | None, expired: Callable[[], bool] | None, used: int
+    ) -> None:
+        """The stop checks and the slots already used, when a pass has any."""
+        if not self.opens:
+            self._open_calls()
+        self.cancelled = cancelled
+        self.expired = expired
+        self.used = used
+        self.limited = True
 
     def fail(self, error: Exception) -> None:
         """Record the first hook or host callback that raised: the batch must abort."""
@@ -441,7 +534,7 @@ class Run(Admission):
             return
         try:
             message, event, follow_up, metadata = fold(
-                call, name, outcome, self.stack.afters, self, self.store
+                call, name, outcome, self.stack.afters, self.env, self.store
             )
         except Exception as error:  # an after_tool hook, or the artifact store
             # A tool that raised, timed out or was interrupted is answered with that, as
@@ -478,7 +571,7 @@ class Run(Admission):
     def resolved(self, verdict: Resolved) -> None:
         """A denied or host-answered call (on resume): answered like any other, never run."""
         call = verdict.call
-        tool = self.tools.get(call.name)
+        tool = self.env.tools.get(call.name)
         arguments = call.arguments if isinstance(call.arguments, dict) else {}
         if tool is not None:
             arguments = shown_arguments(tool, arguments)
@@ -497,7 +590,7 @@ class Run(Admission):
     def _fold(self, call: ToolCall, name: str, outcome: object, fallback: object) -> Folded:
         """:func:`fold` through the ``after_tool`` hooks (see :meth:`_lost` when one raises)."""
         try:
-            return fold(call, name, outcome, self.stack.afters, self, self.store)
+            return fold(call, name, outcome, self.stack.afters, self.env, self.store)
         except Exception as error:
             return self._lost(error, call, name, fallback)
 
@@ -518,7 +611,7 @@ class Run(Admission):
                 type(failed).__name__,
                 f"Tool `{name}` ran, but its result was lost: {where} failed.",
             )
-        return fold(call, name, fallback, (), self, None)
+        return fold(call, name, fallback, (), self.env, None)
 
     def _answer(
         self,
@@ -568,9 +661,9 @@ class Run(Admission):
         assert self.ledger is not None
         try:
             if answered:
-                settle_answered(self.ledger, self.context.run_id, call.id, message.status)
+                settle_answered(self.ledger, self.env.context.run_id, call.id, message.status)
             else:
-                self.ledger.settled(self.context.run_id, call.id, message.status)
+                self.ledger.settled(self.env.context.run_id, call.id, message.status)
         except Exception as error:
             if self.halted and self.failure is not None:  # aborting: no further write
                 self.ledger = None
@@ -579,7 +672,7 @@ class Run(Admission):
     def _release(self, call: ToolCall) -> None:
         assert self.ledger is not None
         try:
-            release(self.ledger, self.context.run_id, call.id)
+            release(self.ledger, self.env.context.run_id, call.id)
         except Exception as error:
             if self.halted and self.failure is not None:  # (as _settle)
                 self.ledger = None
@@ -622,14 +715,14 @@ class Run(Admission):
                 )
         if done is None:
             done = self._collected(stop)
-        limit = self.policy.max_result_bytes
+        limit = self.env.policy.max_result_bytes
         try:  # own_limits, its memo read written out (one frame fewer)
-            limited = limit is not None or self.tools._limited
+            limited = limit is not None or self.env.tools._limited
         except AttributeError:
-            limited = own_limits(self.tools)
+            limited = own_limits(self.env.tools)
         if type(self.events) is Observed:  # (its middleware is told of every answer)
             self.events.finished(done)
-        return bounded(done, self.tools, limit) if limited else done
+        return bounded(done, self.env.tools, limit) if limited else done
 
     def _collected(self, stop: Stop | None) -> DispatchResult:
         """:meth:`result` of a batch not every call of which ran and was answered plainly
@@ -769,19 +862,34 @@ class Handled(Run):
         self.fail(HostFailed(f"the on_event handler {_name(self.on_event)}", error, raised=False))
 
 
-def new_run(
-    calls: Iterable[ToolCall],
-    tools: Registry | Toolset | Iterable[AnyTool],
-    policy: RunPolicy,
-    middleware: Iterable[object] | Stack,
-    context: Context | None,
-    advertised: Collection[str] | None,
-    resume: DeferredToolResults | None,
-    ledger: EffectLedger | None,
-    on_event: EventHandler | None,
-    store: ArtifactStore | None,
-    cancellation: Cancellation | None,
-) -> Run:
+class DispatchInputs(msgspec.Struct, frozen=True):
+    """``dispatch``'s and ``dispatch_sync``'s arguments, as the caller passed them (one
+    value per keyword, named as the keyword is), which :func:`new_run` builds a run from.
+
+    Nothing is checked here: each stage checks what it reads (:func:`new_run` the types
+    of most). The run keeps it (``Run.inputs``): a keyword added here is read from there
+    by the stage that uses it, and the inline ``on_deferred`` resume copies it with the
+    first pass's resolved registry, middleware and context (:func:`resumed_inputs`).
+
+    A frozen msgspec ``Struct`` rather than attrs: built once per dispatch, in C (about
+    0.2 µs with every keyword given; a frozen attrs class takes about 1.3 µs, a quarter
+    of a plain ``dispatch_sync``).
+    """
+
+    calls: Iterable[ToolCall]
+    tools: Registry | Toolset | Iterable[AnyTool]
+    policy: RunPolicy = DEFAULT_POLICY
+    middleware: Iterable[object] | Stack = ()
+    context: Context | None = None
+    advertised: Collection[str] | None = None
+    approvals: DeferredToolResults | None = None
+    ledger: EffectLedger | None = None
+    on_event: EventHandler | None = None
+    artifacts: ArtifactStore | None = None
+    cancellation: Cancellation | None = None
+
+
+def new_run(inputs: DispatchInputs) -> Run:
     """Check dispatch's inputs and build the batch's :class:`Run` from them (the
     registry ``tools`` stands for, the composed middleware).
 
@@ -797,6 +905,11 @@ def new_run(
             or ``store`` has no ``put`` to call (or comes with a ``context`` that is no
             ``Context``: the store is told its ``run_id``).
     """
+    calls = inputs.calls
+    tools = inputs.tools
+    policy = inputs.policy
+    context = inputs.context
+    on_event = inputs.on_event
     if type(calls) is not tuple:
         try:
             calls = tuple(calls)  # read an iterator once
@@ -823,35 +936,42 @@ def new_run(
         # no weak reference. A handler that raises halts the run, and no call starts
         # after that (see dispatch).
         run = Handled()
-        run.on_event = on_event  # type: ignore[attr-defined]  # a Handled's
+        run.on_event = on_event
     else:
         run = Run()
         queued = on_event
-    # DispatchEnv.__init__, written out (one frame fewer per dispatch).
-    run.tools = tools if type(tools) is Registry else _registry(tools, context, calls)
-    run.policy = policy
-    run._context = context
-    run._open = True
-    # (what only an unusual batch reads is stored when it is needed: see DispatchEnv)
+    if type(tools) is not Registry:
+        tools = _registry(tools, context, calls)
+    run.env = env = DispatchEnv(tools, policy, context, inputs.advertised)
+    run.inputs = inputs
+    # (what only an unusual batch reads is stored when it is needed: see Run)
     run.opens = run.preflight = run.injecting = False
-    run.advertised = run.positions = run.extras = run.sink = None
-    if advertised is not None:
-        run._restrict(advertised)
-    if run.tools._discovery is not None:  # type: ignore[attr-defined]
-        run._discover()
+    run.positions = run.extras = run.sink = None
+    if env._intrinsics is not None:  # discovery's tools: admission opens every call
+        run._open_calls()
     run.calls = calls
     # (any other empty sequence is found empty by composed)
-    run.stack = NO_MIDDLEWARE if middleware is _NO_HOOKS else composed(middleware)
+    middleware = inputs.middleware
+    if middleware is _NO_HOOKS:
+        run.stack = NO_MIDDLEWARE
+    else:  # (a middleware that would record nothing now is left out: Stack.now)
+        stack = composed(middleware)
+        run.stack = stack.now() if stack.gates else stack
+    store = inputs.artifacts
     if store is not None:  # (used only once a tool returned artifacts: checked now)
         check_store(store)
         if context is not None:  # the store is told the context's run_id
             check_context_type(context)
     run.store = store
-    run.ledger = ledger
-    run.cancellation = cancellation
+    run.ledger = ledger = inputs.ledger
+    run.cancellation = inputs.cancellation
     run.halted = False  # fatal or failed: no further call may start
     run.used = 0  # no max_tool_calls slot taken yet
-    run.events = [] if not run.stack.observers else Observed(run)
+    if run.stack.observers:  # this package's own middleware (tinytools.otel) observes
+        run.events = events = Observed(run)
+        env._notes = events.notes  # what it keeps of the batch, found from its hooks' env
+    else:
+        run.events = []
     # A call's answer by index; None from its start until it is answered (a call
     # that is postponed leaves it).
     run.answers = {}
@@ -867,7 +987,7 @@ def new_run(
     if repeats:
         run._open_calls()
         run.seen = set()
-    if resume is not None:
+    if (resume := inputs.approvals) is not None:
         if not isinstance(resume, DeferredToolResults):  # (here: no cost without one)
             raise TypeError(f"approvals must be a DeferredToolResults, got {type(resume).__name__}")
         run._open_calls()
@@ -879,8 +999,6 @@ def new_run(
     if policy is not DEFAULT_POLICY:  # its limits (the default policy has none)
         if not isinstance(policy, RunPolicy):  # (here: the default policy pays nothing)
             raise TypeError(f"policy must be a RunPolicy, got {type(policy).__name__}")
-        if policy.allowlist is not None:
-            run._open = False
         if policy.tool_timeout is not None:
             run.preflight = True
         most = policy.max_tool_calls

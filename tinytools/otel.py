@@ -28,14 +28,15 @@ from __future__ import annotations
 
 import threading
 import time
-import weakref
 from collections.abc import Awaitable, Callable
+from typing import Final, Literal, NamedTuple
 
 import msgspec
 
 try:
     from opentelemetry import context as _context
     from opentelemetry import metrics, trace
+    from opentelemetry.metrics import _internal as _metrics_state
     from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 except ImportError as error:  # pragma: no cover - the message is the point
     raise ImportError(
@@ -47,6 +48,7 @@ from ._declare.registry import AnyTool
 from ._declare.spec import Exposure
 from ._dispatch_env import DispatchEnv
 from ._fold import render
+from ._memo import remember
 from ._redact import Redactor
 from ._result import DispatchResult
 from ._text import printable
@@ -71,6 +73,18 @@ DURATION_METRIC = "gen_ai.execute_tool.duration"
 _OPERATION = "execute_tool"
 #: What a refused call's ``error.type`` says (the refusal's kind).
 _INVALID = "invalid_arguments"
+#: The events this middleware reads (``_tinytools_on_event``).
+_WATCHED = frozenset(
+    {
+        ToolCompleted,
+        ToolFailed,
+        ToolRetried,
+        InvalidToolArgs,
+        UnknownToolCall,
+        ToolDenied,
+        ToolDeferred,
+    }
+)
 #: Recoveries after which a call goes on (its span is still to come).
 _GOES_ON = frozenset({"repaired", "normalized", "coerced"})
 
@@ -83,15 +97,28 @@ class _Call:
     """One call's span in progress: opened by the wrap (``span``), or still to come
     (``pending`` span events recorded before it opened), or ended."""
 
-    __slots__ = ("ended", "pending", "span", "spans", "started")
+    __slots__ = ("ended", "measured", "pending", "span", "spans", "started")
 
     def __init__(self) -> None:
         self.span: Span | None = None
         self.started = 0.0
+        #: The histogram's attributes for the tool (those of an outcome added).
+        self.measured: dict[str, str] = {}
         self.pending: list[tuple[str, _Attributes]] = []
         self.ended = False
         #: Spans ended for this id (a batch may repeat an id: one span per call).
         self.spans = 0
+
+
+class _Static(NamedTuple):
+    """What every span of one tool has (made once per tool: see ``OpenTelemetry._static``)."""
+
+    tool: AnyTool | None
+    span_name: str
+    #: The span's attributes but the call id.
+    attributes: dict[str, str]
+    #: The histogram's attributes for a call that did not fail.
+    measured: dict[str, str]
 
 
 class OpenTelemetry:
@@ -104,10 +131,22 @@ class OpenTelemetry:
         capture_content: Record the call's arguments and result on its span (secret
             arguments redacted).
 
-    One instance may serve any number of dispatches at once, on any threads.
+    While nothing could be recorded — no-op providers, or global ones not set yet —
+    dispatch leaves the middleware out of the batch altogether; a global provider set
+    later is used from the next dispatch on. One instance may serve any number of
+    dispatches at once, on any threads.
     """
 
-    __slots__ = ("_duration", "_lock", "_runs", "_tinytools_hooks", "_tracer", "capture_content")
+    __slots__ = (
+        "_duration",
+        "_lock",
+        "_meters",
+        "_statics",
+        "_tinytools_hooks",
+        "_tracer",
+        "_traces",
+        "capture_content",
+    )
 
     def __init__(
         self,
@@ -123,25 +162,40 @@ class OpenTelemetry:
             DURATION_METRIC, unit="s", description="Duration of tool executions."
         )
         self.capture_content = capture_content
-        #: Each dispatch's calls in progress, by call id (a run's entry dies with it).
-        self._runs: weakref.WeakKeyDictionary[DispatchEnv, dict[str, _Call]] = (
-            weakref.WeakKeyDictionary()
-        )
+        #: What every span of a tool has, by the name it is called by (bounded).
+        self._statics: dict[str, _Static] = {}
         self._lock = threading.Lock()
-        # Given no-op providers outright, nothing could ever be recorded: dispatch then
-        # calls none of the hooks (see ``tinytools._middleware._hook``), and the batch
-        # pays nothing for the middleware.
-        inert = isinstance(tracer_provider, trace.NoOpTracerProvider) and isinstance(
-            meter_provider, metrics.NoOpMeterProvider
-        )
-        self._tinytools_hooks: tuple[str, ...] = (
-            ()
-            if inert
-            else ("wrap_tool", "awrap_tool", "_tinytools_on_event", "_tinytools_on_result")
-        )
+        self._traces = _tracing(tracer_provider)
+        self._meters = _metering(meter_provider)
+        # When nothing could ever be recorded (no-op providers), dispatch calls none of
+        # the hooks (see ``tinytools._middleware._hook``), and the batch pays nothing for
+        # the middleware; while the global providers it follows are unset, none either
+        # (``_tinytools_quiet`` says so before each dispatch: ``_middleware.Stack.now``).
+        sides = (self._traces, self._meters)
+        hooks = ("wrap_tool", "awrap_tool", "_tinytools_on_event", "_tinytools_on_result")
+        if _MAY in sides:
+            self._tinytools_hooks: tuple[str, ...] = hooks
+        elif _GLOBAL in sides:
+            self._tinytools_hooks = (*hooks, "_tinytools_quiet")
+        else:
+            self._tinytools_hooks = ()
 
     def __repr__(self) -> str:
         return f"OpenTelemetry(capture_content={self.capture_content!r})"
+
+    def _tinytools_quiet(self) -> bool:
+        """Whether a dispatch starting now would record nothing: every side (spans,
+        histogram) either never records or follows a global provider still unset (or
+        set to a no-op one). Only called when no side may record regardless."""
+        if self._traces is _GLOBAL:
+            provider = trace._TRACER_PROVIDER
+            if provider is not None and not isinstance(provider, trace.NoOpTracerProvider):
+                return False
+        if self._meters is _GLOBAL:
+            meters = _metrics_state._METER_PROVIDER
+            if meters is not None and not isinstance(meters, metrics.NoOpMeterProvider):
+                return False
+        return True
 
     # --- the wraps: a call that runs -------------------------------------------------
 
@@ -178,10 +232,36 @@ class OpenTelemetry:
         return result
 
     def _calls(self, env: DispatchEnv) -> dict[str, _Call]:
-        calls = self._runs.get(env)
+        """The dispatch's calls in progress, by call id: kept in the notes of the batch's
+        observed events (which dispatch hands on through the env, and which live as long
+        as the dispatch), so a thread that outlives the batch still finds its call
+        ended. (Called with the lock held.)"""
+        notes: dict[object, object] | None = getattr(env, "_notes", None)
+        if notes is None:  # (a hook called by hand, outside dispatch: nothing is kept)
+            return {}
+        calls = notes.get(self)
         if calls is None:
-            calls = self._runs.setdefault(env, {})
-        return calls
+            calls = notes[self] = {}
+        return calls  # type: ignore[return-value]  # (only this middleware writes its note)
+
+    def _static(self, name: str, tool: AnyTool | None) -> _Static:
+        """What every span of the tool called ``name`` has (``tool`` None: unknown)."""
+        found = self._statics.get(name)
+        if found is not None and found.tool is tool:
+            return found
+        shown = printable(name)
+        attributes = {
+            "gen_ai.operation.name": _OPERATION,
+            "gen_ai.tool.name": shown,
+            "gen_ai.tool.type": "function",
+        }
+        if tool is not None and tool.description:
+            attributes["gen_ai.tool.description"] = tool.description
+        measured = {"gen_ai.operation.name": _OPERATION, "gen_ai.tool.name": shown}
+        found = _Static(tool, f"{_OPERATION} {shown}", attributes, measured)
+        if tool is not None:  # (an unknown name is the model's: not worth remembering)
+            remember(self._statics, name, found)
+        return found
 
     def _open(self, call: ToolCall, env: DispatchEnv) -> Span | None:
         """The call's span, opened now (the current span its parent) unless it is open
@@ -194,8 +274,10 @@ class OpenTelemetry:
             if state.span is not None:
                 return state.span
             tool = env.tools.get(call.name)
-            span = self._start(call.name, call.id, tool)
-            state.span, state.started = span, time.perf_counter()
+            static = self._static(call.name, tool)
+            span = self._start(static, call.id)
+            state.span, state.measured = span, static.measured
+            state.started = time.perf_counter()
             pending, state.pending = state.pending, []
         for name, attributes in pending:
             span.add_event(name, attributes)
@@ -209,17 +291,11 @@ class OpenTelemetry:
             span.set_attribute("gen_ai.tool.call.arguments", shown)
         return span
 
-    def _start(self, name: str, call_id: str, tool: AnyTool | None) -> Span:
-        attributes: dict[str, str] = {
-            "gen_ai.operation.name": _OPERATION,
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": call_id,
-            "gen_ai.tool.type": "function",
-        }
-        if tool is not None and tool.description:
-            attributes["gen_ai.tool.description"] = tool.description
+    def _start(self, static: _Static, call_id: str) -> Span:
+        attributes = static.attributes.copy()
+        attributes["gen_ai.tool.call.id"] = call_id
         return self._tracer.start_span(
-            f"{_OPERATION} {name}", kind=SpanKind.INTERNAL, attributes=attributes
+            static.span_name, kind=SpanKind.INTERNAL, attributes=attributes
         )
 
     def _record_result(
@@ -241,6 +317,8 @@ class OpenTelemetry:
     def _tinytools_on_event(self, event: Event, env: DispatchEnv) -> None:
         """Dispatch hands this middleware each event of the batch as it is recorded."""
         kind = type(event)
+        if kind not in _WATCHED:  # (every call's ToolStarted, among others)
+            return
         if kind is ToolCompleted:
             assert isinstance(event, ToolCompleted)
             error = "tool_error" if event.is_error else None
@@ -301,15 +379,16 @@ class OpenTelemetry:
         """Dispatch hands this middleware the batch's result: a call answered with no
         event (cut off before it started: the batch cancelled, past its deadline, over
         its ``max_tool_calls``) gets its span here."""
-        answers: dict[str, list[ToolMessage]] = {}
-        for message in result.messages:
-            answers.setdefault(message.tool_call_id, []).append(message)
+        missing: list[ToolMessage] = []
         with self._lock:
             calls = self._calls(env)
-            missing: list[ToolMessage] = []
-            for call_id, messages in answers.items():
+            answered: dict[str, int] = {}  # (a batch may repeat an id: counted)
+            for message in result.messages:
+                call_id = message.tool_call_id
+                count = answered[call_id] = answered.get(call_id, 0) + 1
                 state = calls.get(call_id)
-                missing += messages[0 if state is None else state.spans :]
+                if state is None or count > state.spans:
+                    missing.append(message)
         for message in missing:
             self._end(
                 env,
@@ -359,11 +438,13 @@ class OpenTelemetry:
                     return
                 state.ended = True  # (a wrap that starts after this opens no span)
                 span, started, pending = state.span, state.started, state.pending
+                measured = state.measured
                 state.pending = []
             state.spans += 1
         if span is None:
-            span = self._start(printable(name), call_id, env.tools.get(name))
-            started = time.perf_counter()
+            static = self._static(name, env.tools.get(name))
+            span = self._start(static, call_id)
+            started, measured = time.perf_counter(), static.measured
             for event_name, attributes in pending:
                 span.add_event(event_name, attributes)
             if arguments is not None and self.capture_content and span.is_recording():
@@ -376,13 +457,46 @@ class OpenTelemetry:
             span.set_attribute("error.type", error)
             span.set_status(Status(StatusCode.ERROR, description))
         span.end()
-        measured: dict[str, str] = {
-            "gen_ai.operation.name": _OPERATION,
-            "gen_ai.tool.name": printable(name),
-        }
         if error is not None:
-            measured["error.type"] = error
+            measured = {**measured, "error.type": error}
         self._duration.record(time.perf_counter() - started, measured)
+
+
+#: What a side (spans, or the histogram) of an instance can record: nothing ever (a
+#: no-op provider), or something (a configured one), or nothing until the global
+#: provider it follows is set (``OpenTelemetry._tinytools_quiet`` reads which).
+_Side = Literal["never", "may", "global"]
+_NEVER: Final = "never"
+_MAY: Final = "may"
+_GLOBAL: Final = "global"
+
+
+def _tracing(provider: trace.TracerProvider | None) -> _Side:
+    """What spans of a tracer from ``provider`` (the global one when None) can record.
+
+    The global provider is read from the API's module state, as its proxy tracer reads
+    it (the public getter consults the environment on every call, microseconds each);
+    an API without that name leaves every dispatch traced (correct, only slower)."""
+    if provider is None or isinstance(provider, trace.ProxyTracerProvider):
+        current: object = getattr(trace, "_TRACER_PROVIDER", _UNKNOWN)
+        if current is None:
+            return _GLOBAL
+        return _NEVER if isinstance(current, trace.NoOpTracerProvider) else _MAY
+    return _NEVER if isinstance(provider, trace.NoOpTracerProvider) else _MAY
+
+
+def _metering(provider: metrics.MeterProvider | None) -> _Side:
+    """:func:`_tracing` for the histogram of a meter from ``provider``."""
+    if provider is None or provider is getattr(_metrics_state, "_PROXY_METER_PROVIDER", _UNKNOWN):
+        current: object = getattr(_metrics_state, "_METER_PROVIDER", _UNKNOWN)
+        if current is None:
+            return _GLOBAL
+        return _NEVER if isinstance(current, metrics.NoOpMeterProvider) else _MAY
+    return _NEVER if isinstance(provider, metrics.NoOpMeterProvider) else _MAY
+
+
+#: Stands for module state an API version may not have.
+_UNKNOWN = object()
 
 
 def _refusal(name: str, env: DispatchEnv) -> str:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from cli_run import run_cli
+from cli_run import run_cli, run_cli_process
 
 from tinytools._cli import main
 from tinytools._cli.target import TargetError, load
@@ -141,7 +141,7 @@ class TestLoad:
 
 def test_bad_target_in_a_subprocess():
     """The real entry point exits 2 on a missing module, with the message on stderr."""
-    done = run_cli("check", "no_such_module")
+    done = run_cli_process("check", "no_such_module")
 
     assert (2, "") == (done.returncode, done.stdout)
     assert "cannot import `no_such_module`" in done.stderr

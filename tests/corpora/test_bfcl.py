@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 
 import attrs
 import pytest
+from locations import corpus_sample
 
 from tinytools import Tool, ToolArgumentsError, ToolDefinitionError
 from tinytools.formats.bfcl import tool_from_bfcl
@@ -226,7 +227,8 @@ class TestToolFromBfcl:
         assert {"object"} == {tool.parameters["type"] for tool in bfcl.tools.values()}
 
     def test_every_validator_compiles(self, bfcl: Corpus) -> None:
-        """The validator of every distinct schema compiles (one tool each, with calls if any)."""
+        """The validator of every distinct schema compiles (one tool each, with calls if any;
+        a sample under the "compat" profile: see corpus_sample)."""
         answered = {
             Key(str(entry["id"]), name)
             for entries in bfcl.answers.values()
@@ -240,7 +242,7 @@ class TestToolFromBfcl:
             if schema not in chosen or key in answered:
                 chosen[schema] = key
         failures = {}
-        for key in chosen.values():
+        for key in corpus_sample(list(chosen.values())):
             try:
                 bfcl.tools[key].validate({})  # compiles the validator first
             except ToolArgumentsError:

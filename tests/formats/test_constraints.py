@@ -26,6 +26,7 @@ from constraints import (
 from hypothesis import HealthCheck, Phase, assume, currently_in_test_context, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
+from locations import corpus_sample
 
 from tinytools import Tool, ToolCall
 from tinytools.formats import (
@@ -874,11 +875,12 @@ class TestBfcl:
     """The tools of the Berkeley Function Calling Leaderboard, one request's list at a time."""
 
     def test_every_grammar_compiles(self, bfcl_entries: list[list[Tool[..., object]]]) -> None:
-        """Every entry's constraint compiles in llguidance, as Lark and as GBNF."""
-        for tools in bfcl_entries:
+        """Every entry's constraint compiles in llguidance, as Lark and as GBNF (a sample
+        under the "compat" profile: see corpus_sample)."""
+        for tools in corpus_sample(bfcl_entries):
             constraint = json_in_tag.constraint(tools)
             compiled(constraint.lark())
-        for tools in bfcl_entries[::20]:
+        for tools in corpus_sample(bfcl_entries[::20]):
             compiled(lark_of_gbnf(json_in_tag.constraint(tools, choice="required").gbnf().text))
 
     def test_impossible_tools_left_out(
@@ -902,9 +904,10 @@ class TestBfcl:
         """The same choices draw the same arguments, for every BFCL schema: hypothesis replays
         a saved or shrunk example by its choices, and a draw that depended on anything else
         (a set's order, a cache, an earlier example) would fail as FlakyStrategyDefinition.
-        (Every fourth distinct schema: all of them take half a minute.)"""
+        (Every fourth distinct schema: all of them take half a minute; a sample of those
+        under the "compat" profile: see corpus_sample.)"""
         schemas = {json.dumps(t.parameters): t for _, tools in bfcl_callable for t in tools}
-        tools = list(schemas.values())[::4]
+        tools = corpus_sample(list(schemas.values())[::4])
 
         def drawn(chunk: list[Tool[..., object]]) -> list[str]:
             seen: list[str] = []

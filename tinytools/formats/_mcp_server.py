@@ -30,14 +30,12 @@ The ``mcp`` SDK is imported when :func:`server` is called, never before.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import inspect
 import logging
 import math
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import attrs
@@ -356,17 +354,15 @@ class _Progress:
         "_lock",
         "_pending",
         "_ready",
-        "_soon",
     )
 
     def __init__(self, ctx: ServerRequestContext[Lifespan], call_id: str) -> None:
-        import anyio
+        from tinytools._runtime.wakeup import Wakeup
 
         self._ctx = ctx
         self._call_id = call_id
-        self._soon = _call_soon()
         self._lock = threading.Lock()
-        self._ready = anyio.Event()
+        self._ready = Wakeup()
         self._pending: tuple[float, float | None, str | None] | None = None
         self._count = 0  # the call's events so far (a progress value when one has none)
         self._last = -math.inf  # the progress value last handed over (MCP's must increase)
@@ -385,9 +381,6 @@ class _Progress:
                 return
             self._last = progress
             self._pending = (progress, total, message)
-        self._soon(self._wake)
-
-    def _wake(self) -> None:
         self._ready.set()
 
     def close(self) -> None:
@@ -398,11 +391,8 @@ class _Progress:
 
     async def send(self) -> None:
         """Send each event handed over, until :meth:`close`."""
-        import anyio
-
         while True:
             await self._ready.wait()
-            self._ready = anyio.Event()
             with self._lock:
                 pending, self._pending = self._pending, None
                 closed = self._closed
@@ -444,27 +434,3 @@ def _number(value: object) -> float | None:
     except OverflowError:  # an int past float range
         return None
     return number if math.isfinite(number) else None
-
-
-def _call_soon() -> Callable[[Callable[[], object]], None]:
-    """Schedule a function on the running event loop from any thread, without waiting;
-    a loop that has finished meanwhile is ignored."""
-    import sniffio
-
-    if sniffio.current_async_library() == "trio":
-        import trio
-
-        token = trio.lowlevel.current_trio_token()
-
-        def soon_trio(fn: Callable[[], object]) -> None:
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(fn)
-
-        return soon_trio
-    loop = asyncio.get_running_loop()
-
-    def soon_asyncio(fn: Callable[[], object]) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed
-            loop.call_soon_threadsafe(fn)
-
-    return soon_asyncio

@@ -61,7 +61,7 @@ def kwargs_for(
     injections = item.tool._plan.injections
     if not injections:
         return item.arguments
-    context = run.context
+    context = run.env.context
     call_id = item.call.id
     runtime = CallRuntime(
         context=context,
@@ -71,17 +71,18 @@ def kwargs_for(
             context.thread_id,
             context.depth,
             deadline,
-            run.is_call_approved(call_id),
+            run.env.is_call_approved(call_id),
         ),
         cancellation=handle,
-        emit=Emit(custom_sink(run, call_id)),
+        emit=Emit(custom_sink(run, item)),
     )
     return bind(dict(item.arguments), injections, runtime)
 
 
-def custom_sink(run: Run, call_id: str) -> Callable[[str, object], None]:
+def custom_sink(run: Run, item: Admitted) -> Callable[[str, object], None]:
     """What a tool's injected ``Emit`` calls: the run's ``emit``, with the tool's custom
-    event.
+    event — for a tool that redacts arguments (``ToolPolicy.redact``), with the call's
+    secrets hidden in its name and data, as everywhere an event could repeat them.
 
     The host's ``on_event`` handler runs inside the tool's frames here. What it raises
     that the run does not keep as its failure (a ``BaseException`` that is no
@@ -90,9 +91,18 @@ def custom_sink(run: Run, call_id: str) -> Callable[[str, object], None]:
     handler raises it on any other event — never the call's error message.
     """
     emit = run.emit
+    call_id = item.call.id
+    redactor = item.tool._plan.redactor
+    secrets = None if redactor is None else redactor.arguments(item.arguments)[1]
 
     def custom(name: str, data: object) -> None:
         event = _custom(call_id, name, data)
+        if redactor is not None and secrets:
+            event = Custom(
+                call_id=call_id,
+                name=redactor.scrub(event.name, secrets),
+                data=redactor.emitted(event.data, secrets),
+            )
         try:
             emit(event)
         except BaseException as error:

@@ -171,7 +171,7 @@ def next_attempt(run: Run, item: Admitted, error: BaseException, attempt: int) -
             raise error
         return classify(error, item)
     attempt += 1
-    policy = run.policy
+    policy = run.env.policy
     base = min(policy.retry_max_delay, policy.retry_base_delay * 2.0 ** (attempt - 1))
     # Jitter spreads the retries of many calls; seeding it with the call and attempt
     # keeps equal inputs giving equal events (ToolRetried.delay included).

@@ -40,7 +40,7 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> Outcome:
     """Run one synchronous call on this thread, or on a worker thread when it blocks or has
     a timeout (``deadline`` is on :func:`time.monotonic`'s clock); its outcome."""
     plan = item.tool._plan
-    timeout = plan.timeout or run.policy.tool_timeout
+    timeout = plan.timeout or run.env.policy.tool_timeout
     fn, kwargs, handle, context = begin(run, item, deadline)
     if not plan.blocking and timeout is None:
         if run.stack.wraps:

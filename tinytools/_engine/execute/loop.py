@@ -26,7 +26,6 @@ concurrent (:func:`_bare`). An ``asyncio.CancelledError`` a tool raises of its o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import math
@@ -41,13 +40,14 @@ import sniffio
 from tinytools._admit import Admitted
 from tinytools._engine.outcome import Outcome
 from tinytools._engine.stops import Stop, stop_now
-from tinytools._inject import Cancellation
-from tinytools._run import Run
+from tinytools._inject import Cancellation, Source
+from tinytools._run import Run, Sink
 from tinytools._runtime import contexts, threads
 from tinytools._runtime.tasks import Tasks
 from tinytools._runtime.threads import PoolExhausted
+from tinytools._runtime.wakeup import Wakeup, call_soon
 
-from .attempts import Attempt, Raised, attempts, drive
+from .attempts import Attempt, Raised, attempt, attempts, drive
 from .bind import UNSEEN, begin
 from .classify import PROPAGATE, classify, next_attempt, timed_out
 from .threaded import Leash, abandoned
@@ -57,28 +57,6 @@ __all__ = ["current_time", "execute"]
 
 #: The event loop's clock (deadlines under ``dispatch`` are on it).
 current_time = anyio.current_time
-
-
-def _call_soon() -> Callable[[Callable[[], object]], None]:
-    """Schedule a function on this event loop from any thread, without waiting; a loop
-    that has finished meanwhile is ignored (nobody waits for it any more)."""
-    if sniffio.current_async_library() == "trio":
-        import trio
-
-        token = trio.lowlevel.current_trio_token()
-
-        def soon_trio(fn: Callable[[], object]) -> None:
-            with contextlib.suppress(trio.RunFinishedError):
-                token.run_sync_soon(fn)
-
-        return soon_trio
-    loop = asyncio.get_running_loop()
-
-    def soon_asyncio(fn: Callable[[], object]) -> None:
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits
-            loop.call_soon_threadsafe(fn)
-
-    return soon_asyncio
 
 
 def _is_cancellation(error: BaseException) -> bool:
@@ -102,9 +80,16 @@ async def adrive(
     timeout: float | None,
     handle: Cancellation,
 ) -> Outcome:
-    """Run the attempts of a call its tool retries to their outcome under the event loop:
-    an async tool's coroutine awaited under the attempt's ``timeout``, each wait before a
-    retry with ``anyio.sleep`` (the loop's cancellation of the task passes through)."""
+    """Run a call's attempts to their outcome under the event loop: an async tool's
+    coroutine awaited under the attempt's ``timeout``, each wait before a retry with
+    ``anyio.sleep`` (the loop's cancellation of the task passes through)."""
+    if not item.tool._plan.retries:  # one attempt, and no loop to make for it (as drive)
+        value = attempt(fn, kwargs)
+        if type(value) is not Raised:
+            value = await _awaited(value, item, timeout, handle)  # type: ignore[arg-type]
+        if type(value) is Raised:  # (replaced: no cycle through the failure's traceback)
+            value = next_attempt(run, item, value.error, 0)
+        return value  # type: ignore[return-value]
     at = Attempt()
     for step in attempts(run, item, fn, kwargs, at):
         if type(step) is float:
@@ -136,30 +121,6 @@ async def _awaited(
         return Raised(error)
 
 
-async def _once(
-    run: Run,
-    item: Admitted,
-    fn: Callable[..., object],
-    kwargs: dict[str, object],
-    timeout: float | None,
-    handle: Cancellation,
-) -> Outcome:
-    """The one attempt of an async call its tool does not retry, to its outcome: the
-    tool's coroutine made and awaited in one expression (nothing can come between)."""
-    try:
-        if timeout is None:
-            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
-        with anyio.move_on_after(timeout):
-            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
-    except BaseException as error:
-        if isinstance(error, PROPAGATE) or _is_cancellation(error):
-            raise
-        return next_attempt(run, item, error, 0)  # type: ignore[return-value]
-    if handle is not UNSEEN:
-        handle.cancel()  # the tool may hold a reference and look
-    return timed_out(item, timeout)
-
-
 async def _on_thread(
     run: Run,
     item: Admitted,
@@ -177,12 +138,12 @@ async def _on_thread(
     try:
         job = pool.submit(
             functools.partial(context.run, sync_body(run, item, fn, kwargs, leash)),
-            timeout is None and run.policy.deadline is None,  # (patient: see ThreadPool.submit)
+            timeout is None and run.env.policy.deadline is None,  # (patient: see ThreadPool.submit)
         )
     except PoolExhausted as error:  # refused at once: the tool never starts
         return classify(error, item)
     done = anyio.Event()
-    soon = _call_soon()
+    soon = call_soon()
     job.on_done(lambda: soon(done.set))
     try:
         if timeout is None:
@@ -211,13 +172,117 @@ async def _on_thread(
 async def execute(run: Run, deadline: float | None) -> Stop | None:
     """Run the admitted calls under the batch's deadline (on ``anyio.current_time``'s
     clock) and cancellation; why calls were cut off, or None when none was."""
+    if run.sink is not None and _emits_live(run):
+        return await _handing_over(run, run.sink, deadline)
+    return await _execute(run, deadline)
+
+
+def _emits_live(run: Run) -> bool:
+    """Whether a call of the batch may emit while it lets the loop run: its tool injects
+    ``Emit`` and is async, runs on a worker thread or waits before a retry. Only then can
+    an event reach an async handler before the call ends; any other batch's events are
+    handed over as each call ends (an inline call holds the loop throughout), and the
+    batch pays for no task."""
+    run_timeout = run.env.policy.tool_timeout
+    for item in run.admitted:
+        plan = item.tool._plan
+        if (
+            plan.injections
+            and (plan.is_async or plan.blocking or plan.retries or plan.timeout_under(run_timeout))
+            and any(injection.source is Source.EMIT for injection in plan.injections)
+        ):
+            return True
+    return False
+
+
+async def _handing_over(run: Run, sink: Sink, deadline: float | None) -> Stop | None:
+    """:func:`_execute` with a task beside the calls that hands each event to the async
+    ``on_event`` handler as it is queued — from a call's task or its worker thread —
+    so a tool's ``Emit`` reaches the handler while the tool runs (as far as the tool
+    lets the loop run: an async tool at its awaits, a threaded one throughout).
+
+    The task stands outside the batch's cancel scope: the batch's deadline or
+    cancellation never cuts the handler off mid-event. It stops once the calls have
+    ended; what is left, dispatch flushes after the batch. An exception the handler
+    raises ends as it does elsewhere (``Sink``): the run's failure, or out of dispatch.
+    The task runs in a trio nursery or, under asyncio, as counted tasks (as
+    :func:`_spread`'s do: a general task group costs a call about twice as much); a
+    ``BaseException`` the handler raises ends the calls at once under both.
+    """
+    wakeup = Wakeup()
+    listening = True
+
+    async def hand_over(tasks: Tasks | None = None) -> None:
+        try:
+            while listening:  # (checked first: a batch over before this task began ends it)
+                await wakeup.wait()
+                if listening:
+                    await sink.flush()
+        except BaseException as error:
+            if tasks is None or isinstance(error, PROPAGATE):
+                raise
+            _failed(tasks, error)
+        finally:
+            if tasks is not None:
+                tasks.ended()
+
+    async def calls() -> Stop | None:
+        sink.wake = wakeup.set
+        try:
+            return await _execute(run, deadline)
+        finally:
+            nonlocal listening
+            sink.wake = None  # (a late event from an abandoned thread wakes nobody)
+            listening = False
+            wakeup.set()
+
+    try:
+        if sniffio.current_async_library() == "trio":
+            import trio
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(hand_over, name=_HAND_OVER_NAME)
+                return await calls()
+        # Under asyncio the calls run in a task of their own beside it, so that what the
+        # handler raises ends them at once, as trio's nursery does.
+        tasks = Tasks()
+        stopped: list[Stop | None] = []
+
+        async def calls_task() -> None:
+            try:
+                stopped.append(await calls())
+            except BaseException as error:
+                if isinstance(error, PROPAGATE):
+                    raise
+                _failed(tasks, error)
+            finally:
+                tasks.ended()
+
+        try:
+            tasks.start(hand_over(tasks))
+            tasks.start(calls_task())
+        finally:
+            await tasks.wait()
+        return stopped[0]
+    except BaseException as error:
+        found = _bare(error)
+        if found is error:
+            raise
+    raise found  # (out of the handler: the group is not chained onto it)
+
+
+#: The name of the trio task that hands events to an async ``on_event`` handler.
+_HAND_OVER_NAME = "tinytools.dispatch on_event"
+
+
+async def _execute(run: Run, deadline: float | None) -> Stop | None:
     admitted = run.admitted
     cancellation = run.cancellation
     if cancellation is None and deadline is None:
         # Nothing can stop the batch from outside: no batch scope, no loop token.
         await _run_all(run, admitted, deadline, None)
         return _after(run, None)
-    soon, loop_thread = _call_soon(), threading.get_ident()
+    soon, loop_thread = call_soon(), threading.get_ident()
     with anyio.CancelScope(deadline=math.inf if deadline is None else deadline) as scope:
 
         def cancel_from_anywhere() -> None:
@@ -252,7 +317,7 @@ async def _run_all(
     deadline: float | None,
     scope: anyio.CancelScope | None,
 ) -> None:
-    concurrency = run.policy.max_concurrency
+    concurrency = run.env.policy.max_concurrency
     if concurrency == 1 or len(admitted) <= 1:  # serial: the loop itself bounds concurrency
         await _worker(run, iter(admitted), deadline, _go_on)
         return
@@ -294,7 +359,7 @@ async def _worker(
                 return
             # The call's route (in this task, its steps in its own copy of the context).
             plan = item.tool._plan
-            timeout = plan.timeout or run.policy.tool_timeout
+            timeout = plan.timeout or run.env.policy.tool_timeout
             fn, kwargs, handle, context = begin(run, item, deadline)
             outcome: Outcome
             wraps = run.stack
@@ -304,13 +369,9 @@ async def _worker(
                     outcome = await contexts.in_context(
                         context, awrapped, wraps.awraps, run, item, each, _is_cancellation
                     )
-                elif plan.retries:
-                    outcome = await contexts.in_context(
-                        context, adrive, run, item, fn, kwargs, timeout, handle
-                    )
                 else:
                     outcome = await contexts.in_context(
-                        context, _once, run, item, fn, kwargs, timeout, handle
+                        context, adrive, run, item, fn, kwargs, timeout, handle
                     )
             elif plan.blocking or timeout is not None or (plan.retries and wraps.wraps):
                 # (wraps around a retried call wait for its backoff on the thread that

@@ -1,7 +1,7 @@
 """The wrap hooks: a middleware's ``wrap_tool`` around a synchronous call's attempts, on
 the thread that runs them, and its ``awrap_tool`` around an async call's, in its task.
 
-Each wrap gets the call with its validated arguments, the run (the middleware's view of
+Each wrap gets the call with its validated arguments, the run's ``env`` (the middleware's view of
 the batch) and ``proceed``, which runs the next wrap, and the innermost the call's
 attempts (its retries and timeout included), and returns what they produced as a
 ``ToolResult`` (:func:`result_of`). What the outermost wrap returns is the call's
@@ -127,7 +127,7 @@ class Proceeded:
         if depth == len(self.hooks):
             return self.gave(self.body())  # type: ignore[arg-type]
         hook: Wrap = self.hooks[depth]  # type: ignore[assignment]
-        return hook(self.call, self.run, functools.partial(self.level, depth + 1))
+        return hook(self.call, self.run.env, functools.partial(self.level, depth + 1))
 
     async def alevel(self, depth: int) -> ToolResult:
         """The async chain from the wrap at ``depth`` inwards."""
@@ -135,7 +135,7 @@ class Proceeded:
         if depth == len(self.hooks):
             return self.gave(await self.body())  # type: ignore[misc]
         hook: AsyncWrap = self.hooks[depth]  # type: ignore[assignment]
-        return await hook(self.call, self.run, functools.partial(self.alevel, depth + 1))
+        return await hook(self.call, self.run.env, functools.partial(self.alevel, depth + 1))
 
     def outcome(self, result: object) -> Outcome:
         """The call's outcome, from what the outermost wrap returned."""
