@@ -787,6 +787,24 @@ class TestXml:
                 assert accepts(lark, text), (form, text)
             assert xml.parse(text, [tool]).calls[0].arguments == arguments
 
+    def test_patterns(self) -> None:
+        """A text's pattern is held where its strings hold no ``<``, ``&`` or ``"`` (which
+        render_call may write otherwise); else it is left to validation."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "note": {"type": "string", "pattern": "^[a-z<]+$"},
+        }, "required": ["code"]})  # fmt: skip
+        constraint = xml.constraint([tool], choice="required")
+        assert constraint.unenforced == {"pattern"}  # (note's)
+        for form, lark in grammars(constraint).items():
+            for arguments in [{"code": "EUR"}, {"code": "USD", "note": "a<b"}]:
+                text = rendered(xml, [tool], ToolCall("1", "t", arguments))
+                assert accepts(lark, text), (form, text)
+            for code in ["eur", "EURO", ""]:
+                text = rendered(xml, [tool], ToolCall("1", "t", {"code": code}))
+                assert not accepts(lark, text), (form, text)
+        assert xml.constraint([TestGolden.TOOL]).unenforced == frozenset()
+
     def test_undeclared_keys_refused(self) -> None:
         """Keys the schema does not declare are not taken, even where it allows them (a
         native tag's closing name repeats its opening one, which no grammar holds for names

@@ -92,6 +92,7 @@ from ._envelope import ENVELOPE_TAG, escape_body, escape_json, unescape_body
 from ._grammar import REPEAT_CAP, Alt, Chars, Lit, Node, Ref, Rep, Seq, opt
 from ._json_grammar import JsonStyle, Values, member_names, text_avoiding
 from ._parsed import Parsed
+from ._pattern import pattern_node
 from ._tools import exposed_tools
 from ._writable import JSON_DEPTH, refusal, unwritable
 
@@ -312,6 +313,10 @@ _ENVELOPE_ESCAPE: Final = Seq(Lit("&"), Rep(Lit("amp;")), Lit("lt;"))
 # Prose holds no "<" before a letter, "_" or "/": nothing in it reads as a call, and no
 # tag the model writes there is taken for one it did not make (an unknown tool's).
 _PROSE: Final = {"<": (*string.ascii_letters, "_", "/")}
+# A pattern is held where its strings hold none of these, which render_call may write
+# otherwise than as they are (escaped, in CDATA, as a JSON literal): given as leads
+# written raw or not by what follows, which pattern_node leaves to validation.
+_PATTERN_LEADS: Final = {lead: (lead,) for lead in '<&"'}
 # Schema keywords a text value (a string written as it is) is not held to.
 _TEXT_RULES: Final = frozenset({"pattern", "minLength", "maxLength", "format", "enum", "const"})
 
@@ -332,9 +337,12 @@ def constraint(
     **Values.** Where the parameter's schema admits a string (or gives no type),
     the value is any text that holds no ``</``, reasoning tag or ``<![CDATA[``
     (:func:`render_call` writes text that does in CDATA), or a run of CDATA
-    sections; the string rules (``pattern``,
-    ``minLength``, ``format``) are then left to validation and listed in
-    ``unenforced``. A ``maxLength`` up to
+    sections; the string rules (``minLength``, ``format``, and a ``pattern``
+    other than below) are then left to validation and listed in
+    ``unenforced``. A ``pattern`` of a parameter that is only a string is held
+    where it is one the JSON dialects hold and its strings cannot hold ``<``,
+    ``&`` or ``"`` (which :func:`render_call` may write otherwise than as they
+    are). A ``maxLength`` up to
     :data:`~tinytools.formats._grammar.REPEAT_CAP` of a parameter that is only a
     string bounds its text outside CDATA as the JSON dialects bound a string
     holding ``<`` (at most that many pieces: looser, never stricter) and is listed
@@ -429,6 +437,14 @@ class _Arguments:
             return Seq(Lit(head), grammar.add(hint, Alt(*map(Lit, texts)), token=True))
         if types and not quoted:  # JSON, held to its schema
             return Seq(Lit(head), values.of(schema, schema, hint), Lit(close))
+        pattern = schema.get("pattern")
+        if types == {"string"} and isinstance(pattern, str):
+            node = pattern_node(pattern, "", _PATTERN_LEADS)
+            if node is not None:  # (a pattern's text has no "<": no tag can end it early)
+                values.note(schema)
+                values.unenforced.update({"minLength", "maxLength"} & schema.keys())
+                held = grammar.add(hint, Seq(opt(_NEWLINE), node, opt(_NEWLINE)), token=True)
+                return Seq(Lit(head), held, Lit(close))
         _leave(values, schema)
         most = _count(schema.get("maxLength")) if types == {"string"} else None
         if most is not None and most > REPEAT_CAP:
