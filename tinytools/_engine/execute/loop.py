@@ -47,7 +47,7 @@ from tinytools._runtime.tasks import Tasks
 from tinytools._runtime.threads import PoolExhausted
 from tinytools._runtime.wakeup import Wakeup, call_soon
 
-from .attempts import Attempt, Raised, attempt, attempts, drive
+from .attempts import Attempt, Raised, attempts, drive
 from .bind import UNSEEN, begin
 from .classify import PROPAGATE, classify, next_attempt, timed_out
 from .threaded import Leash, abandoned
@@ -80,16 +80,10 @@ async def adrive(
     timeout: float | None,
     handle: Cancellation,
 ) -> Outcome:
-    """Run a call's attempts to their outcome under the event loop: an async tool's
-    coroutine awaited under the attempt's ``timeout``, each wait before a retry with
-    ``anyio.sleep`` (the loop's cancellation of the task passes through)."""
-    if not item.tool._plan.retries:  # one attempt, and no loop to make for it (as drive)
-        value = attempt(fn, kwargs)
-        if type(value) is not Raised:
-            value = await _awaited(value, item, timeout, handle)  # type: ignore[arg-type]
-        if type(value) is Raised:  # (replaced: no cycle through the failure's traceback)
-            value = next_attempt(run, item, value.error, 0)
-        return value  # type: ignore[return-value]
+    """Run the attempts of a call its tool retries to their outcome under the event loop:
+    an async tool's coroutine awaited under the attempt's ``timeout``, each wait before a
+    retry with ``anyio.sleep`` (the loop's cancellation of the task passes through). The
+    one attempt of a call its tool does not retry is :func:`_once`."""
     at = Attempt()
     for step in attempts(run, item, fn, kwargs, at):
         if type(step) is float:
@@ -119,6 +113,36 @@ async def _awaited(
         if isinstance(error, PROPAGATE) or _is_cancellation(error):
             raise
         return Raised(error)
+
+
+async def _once(
+    run: Run,
+    item: Admitted,
+    fn: Callable[..., object],
+    kwargs: dict[str, object],
+    timeout: float | None,
+    handle: Cancellation,
+) -> Outcome:
+    """The one attempt of an async call its tool does not retry, to its outcome.
+
+    Not :func:`adrive` with one attempt: there the coroutine is made by ``attempt`` and
+    awaited a step later, and a Ctrl-C delivered between the two (at ``move_on_after``,
+    a function call) left it never awaited. Here it is made and awaited in one
+    expression, inside the attempt's timeout: nothing can come between (the cost is
+    this second place that calls a tool's function; tests/test_workers.py interrupts
+    every step)."""
+    try:
+        if timeout is None:
+            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
+        with anyio.move_on_after(timeout):
+            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
+    except BaseException as error:
+        if isinstance(error, PROPAGATE) or _is_cancellation(error):
+            raise
+        return next_attempt(run, item, error, 0)  # type: ignore[return-value]
+    if handle is not UNSEEN:
+        handle.cancel()  # the tool may hold a reference and look
+    return timed_out(item, timeout)
 
 
 async def _on_thread(
@@ -369,9 +393,13 @@ async def _worker(
                     outcome = await contexts.in_context(
                         context, awrapped, wraps.awraps, run, item, each, _is_cancellation
                     )
-                else:
+                elif plan.retries:
                     outcome = await contexts.in_context(
                         context, adrive, run, item, fn, kwargs, timeout, handle
+                    )
+                else:
+                    outcome = await contexts.in_context(
+                        context, _once, run, item, fn, kwargs, timeout, handle
                     )
             elif plan.blocking or timeout is not None or (plan.retries and wraps.wraps):
                 # (wraps around a retried call wait for its backoff on the thread that
