@@ -1,4 +1,4 @@
-"""Tests for `tinytools._dispatch` (admission, execution and folding through the entry points)."""
+"""Tests for `tinytools._engine.api` (admission, execution and folding through the entry points)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ from tinytools import (
     tool,
     wrap_tool,
 )
-from tinytools._dispatch_env import DispatchEnv
+from tinytools._engine.env import DispatchEnv
 from tinytools.events import (
     Custom,
     Event,

@@ -35,7 +35,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._dispatch_env import DispatchEnv
+from tinytools._engine.env import DispatchEnv
 from tinytools.events import Event, ToolCompleted, ToolStarted
 
 

@@ -24,7 +24,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._fold import truncate
+from tinytools._engine.fold import truncate
 from tinytools._wire import wrap_return
 from tinytools.events import InvalidToolArgs, UnknownToolCall
 
