@@ -5,8 +5,9 @@ Read it in the order a batch flows (docs/concepts/pipeline.md draws it):
 
 * ``api`` — the entry points, ``dispatch`` and ``dispatch_sync``, and the inline
   ``on_deferred`` resume;
-* ``state`` — one dispatch's state: ``DispatchInputs``, the ``Run`` built from them
-  (``new_run``), its event ``Sink``, and its result; ``host_calls`` (the batch a host
+* ``inputs`` — ``DispatchInputs``, what one dispatch was asked;
+* ``state`` — one dispatch's state: the ``Run`` built from the inputs (``new_run``), its
+  event ``Sink``, and its result; ``host_calls`` (the batch a host
   hands over, checked first) and ``tool_lists`` (a tool list made into a registry once);
 * ``env`` — ``DispatchEnv``, what the hooks see of the batch;
 * ``admit`` — every call admitted or answered before any tool runs;

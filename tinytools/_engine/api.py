@@ -58,9 +58,10 @@ from .admit.admission import (
 )
 from .effects import EffectLedger, record_started, refusal, release_unstarted
 from .execute.inline import execute_inline
+from .inputs import DEFAULT_POLICY, DispatchInputs, EventHandler
 from .result import DispatchAborted, DispatchResult
 from .resume import DeferredToolRequests, DeferredToolResults
-from .state import DEFAULT_POLICY, DispatchInputs, EventHandler, HostFailed, Run, new_run
+from .state import HostFailed, Run, new_run
 from .stops import Stop
 
 __all__ = ["DEFAULT_POLICY", "DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]

@@ -16,7 +16,7 @@ import operator
 import types
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import NamedTuple, Protocol
 
 import msgspec
@@ -50,15 +50,13 @@ from .effects import EffectLedger, release, settle_answered
 from .env import DispatchEnv
 from .fold import Failed, Fatal, Folded, Postponed, bounded, fold, own_limits, plain_message
 from .host_calls import host_calls, refuse_non_batch
+from .inputs import DEFAULT_POLICY, DispatchInputs, EventHandler
 from .result import DispatchAborted, DispatchResult, FollowUp
 from .resume import DeferredToolRequests, DeferredToolResults
 from .stops import Stop, interrupted, not_run
 from .tool_lists import registry_of
 
 __all__ = [
-    "DEFAULT_POLICY",
-    "DispatchInputs",
-    "EventHandler",
     "HostFailed",
     "Positions",
     "Run",
@@ -66,12 +64,6 @@ __all__ = [
     "Stop",
     "new_run",
 ]
-
-#: dispatch's default policy (recognised by identity: it has no limits).
-DEFAULT_POLICY = RunPolicy()
-
-#: What ``on_event`` may be: a plain callable, or an async one.
-EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
 
 
 class HostFailed(Exception):
@@ -861,33 +853,6 @@ class Handled(Run):
             "make the handler an `async def` function (or `await` inside one)"
         )
         self.fail(HostFailed(f"the on_event handler {_name(self.on_event)}", error, raised=False))
-
-
-class DispatchInputs(msgspec.Struct, frozen=True):
-    """``dispatch``'s and ``dispatch_sync``'s arguments, as the caller passed them (one
-    value per keyword, named as the keyword is), which :func:`new_run` builds a run from.
-
-    Nothing is checked here: each stage checks what it reads (:func:`new_run` the types
-    of most). The run keeps it (``Run.inputs``): a keyword added here is read from there
-    by the stage that uses it, and the inline ``on_deferred`` resume copies it with the
-    first pass's resolved registry, middleware and context (:func:`resumed_inputs`).
-
-    A frozen msgspec ``Struct`` rather than attrs: built once per dispatch, in C (about
-    0.2 µs with every keyword given; a frozen attrs class takes about 1.3 µs, a quarter
-    of a plain ``dispatch_sync``).
-    """
-
-    calls: Iterable[ToolCall]
-    tools: Registry | Toolset | Iterable[AnyTool]
-    policy: RunPolicy = DEFAULT_POLICY
-    middleware: Iterable[object] | Stack = ()
-    context: Context | None = None
-    advertised: Collection[str] | None = None
-    approvals: DeferredToolResults | None = None
-    ledger: EffectLedger | None = None
-    on_event: EventHandler | None = None
-    artifacts: ArtifactStore | None = None
-    cancellation: Cancellation | None = None
 
 
 def new_run(inputs: DispatchInputs) -> Run:
