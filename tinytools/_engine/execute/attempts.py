@@ -14,10 +14,10 @@ import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeAlias
 
-from tinytools._admit import Admitted
+from tinytools._engine.admit.admission import Admitted
 from tinytools._engine.outcome import Outcome
+from tinytools._engine.state import Run
 from tinytools._engine.stops import Stop, interrupted
-from tinytools._run import Run
 
 from .classify import PROPAGATE, next_attempt
 
