@@ -24,7 +24,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._dispatch_env import DispatchEnv
+from tinytools._engine.env import DispatchEnv
 from tinytools.discovery import SEARCH_LIMIT, Catalog, Discovery, Match, declaration_bytes
 from tinytools.events import Event, ToolSearched, ToolStarted
 from tinytools.formats import openai_chat

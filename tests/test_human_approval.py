@@ -29,7 +29,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._dispatch_env import DispatchEnv
+from tinytools._engine.env import DispatchEnv
 from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
 from tinytools.testing import check_dispatch_invariants
 

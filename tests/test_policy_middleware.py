@@ -35,7 +35,7 @@ from tinytools import (
     tool,
 )
 from tinytools._declare.decorate import _Options
-from tinytools._dispatch_env import DispatchEnv
+from tinytools._engine.env import DispatchEnv
 from tinytools.events import ToolApproved, ToolDeferred, ToolDenied
 from tinytools.policies import Rewrite
 

@@ -12,19 +12,21 @@ private; its public names are re-exported here):
   previews and JSON text that always encode, for messages, events and errors)
 * expose — ``toolsets`` (the ``Toolset`` protocol and its adaptors; resolved once
   per dispatch, cached), ``discovery`` (``Catalog``, ``Discovery``)
-* admit — ``_dispatch_env`` (what is callable this turn), ``_middleware``
-  (``before_tool``/``after_tool``, the wrap hooks), ``_discovery_calls`` (``tool_call`` unwrapped,
-  ``tool_search`` answered, before admission), ``_admit`` (one call → a verdict, pure)
+* admit — ``_middleware`` (``before_tool``/``after_tool``, the wrap hooks),
+  ``_engine.env`` (what is callable this turn), ``_engine.admit`` (``admission``: one
+  call → a verdict, pure; ``discovery``: ``tool_call`` unwrapped, ``tool_search``
+  answered, before admission)
 * policy — ``_policy_middleware`` (``ToolPolicyMiddleware``, ``Workspace``),
-  ``_human`` (``HumanApprovalMiddleware``), ``_approvals`` (deferred calls and
+  ``_human`` (``HumanApprovalMiddleware``), ``_engine.resume`` (deferred calls and
   their resolution), ``_redact`` (secret argument values)
 * execute — ``_plan`` (what a tool needs at run time, planned once), ``_engine.execute``
   (one call's attempts, an inline and an event-loop driver, the wrap hooks; the batch
   serial or bounded, deadline, cancellation), ``_engine.stops`` and ``_engine.outcome``,
   ``_runtime`` (long-lived tool threads, dispatch_sync's event loop, asyncio tasks)
-* fold — ``_fold`` (result → message, byte limits), ``_artifacts`` (stores),
-  ``_result`` (``DispatchResult``), ``_run`` (one dispatch's state and its result),
-  ``_dispatch`` (``dispatch``, ``dispatch_sync``), ``_effects`` (the ledger hook)
+* fold — ``_engine.fold`` (result → message, byte limits), ``_artifacts`` (stores),
+  ``_engine.result`` (``DispatchResult``), ``_engine.state`` (one dispatch's state and
+  its result), ``_engine.api`` (``dispatch``, ``dispatch_sync``), ``_engine.effects``
+  (the ledger hook); ``_engine``'s docstring lists its modules in the order a batch flows
 * public modules — ``errors``, ``events``, ``policies``, ``repair``, ``formats``
   (``formats.bfcl`` imports BFCL tool definitions), ``toolsets`` (``toolsets.mcp``:
   an MCP client session as a toolset), ``discovery``, ``ledger``, ``testing``
@@ -40,8 +42,6 @@ import typing as _typing
 __version__ = "0.1.0.dev0"
 
 if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __getattr__ below
-    from ._approvals import DeferredToolRequests as DeferredToolRequests
-    from ._approvals import DeferredToolResults as DeferredToolResults
     from ._artifacts import ArtifactRef as ArtifactRef
     from ._artifacts import ArtifactStore as ArtifactStore
     from ._artifacts import DirectoryArtifactStore as DirectoryArtifactStore
@@ -61,10 +61,15 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __get
     from ._declare.tool_policy import ToolPolicy as ToolPolicy
     from ._declare.tool_policy import ToolRuntime as ToolRuntime
     from ._declare.tool_policy import ToolSideEffects as ToolSideEffects
-    from ._dispatch import DeferredToolHandler as DeferredToolHandler
-    from ._dispatch import EventHandler as EventHandler
-    from ._dispatch import dispatch as dispatch
-    from ._dispatch import dispatch_sync as dispatch_sync
+    from ._engine.api import DeferredToolHandler as DeferredToolHandler
+    from ._engine.api import EventHandler as EventHandler
+    from ._engine.api import dispatch as dispatch
+    from ._engine.api import dispatch_sync as dispatch_sync
+    from ._engine.result import DispatchAborted as DispatchAborted
+    from ._engine.result import DispatchResult as DispatchResult
+    from ._engine.result import FollowUp as FollowUp
+    from ._engine.resume import DeferredToolRequests as DeferredToolRequests
+    from ._engine.resume import DeferredToolResults as DeferredToolResults
     from ._human import ApprovalCallback as ApprovalCallback
     from ._human import ApprovalOutcome as ApprovalOutcome
     from ._human import HumanApprovalMiddleware as HumanApprovalMiddleware
@@ -89,9 +94,6 @@ if _typing.TYPE_CHECKING:  # what type checkers and IDEs see; at run time, __get
     from ._policy_middleware import SideEffect as SideEffect
     from ._policy_middleware import ToolPolicyMiddleware as ToolPolicyMiddleware
     from ._policy_middleware import Workspace as Workspace
-    from ._result import DispatchAborted as DispatchAborted
-    from ._result import DispatchResult as DispatchResult
-    from ._result import FollowUp as FollowUp
     from ._wire import Artifact as Artifact
     from ._wire import ContentBlock as ContentBlock
     from ._wire import FileBlock as FileBlock
@@ -203,20 +205,20 @@ _HOMES: dict[str, str] = {
     "ContentBlock": "._wire",
     "Context": "._inject",
     "Defer": "._middleware",
-    "DeferredToolHandler": "._dispatch",
-    "DeferredToolRequests": "._approvals",
-    "DeferredToolResults": "._approvals",
+    "DeferredToolHandler": "._engine.api",
+    "DeferredToolRequests": "._engine.resume",
+    "DeferredToolResults": "._engine.resume",
     "Deny": "._middleware",
     "DirectoryArtifactStore": "._artifacts",
-    "DispatchAborted": "._result",
-    "DispatchResult": "._result",
+    "DispatchAborted": "._engine.result",
+    "DispatchResult": "._engine.result",
     "Emit": "._inject",
-    "EventHandler": "._dispatch",
+    "EventHandler": "._engine.api",
     "Exposure": "._declare.spec",
     "ExposureExplanation": "._policy_middleware",
     "FatalToolError": ".errors",
     "FileBlock": "._wire",
-    "FollowUp": "._result",
+    "FollowUp": "._engine.result",
     "HumanApprovalMiddleware": "._human",
     "ImageBlock": "._wire",
     "Inject": "._inject",
@@ -255,8 +257,8 @@ _HOMES: dict[str, str] = {
     "after_tool": "._middleware",
     "before_tool": "._middleware",
     "check_context": "._inject",
-    "dispatch": "._dispatch",
-    "dispatch_sync": "._dispatch",
+    "dispatch": "._engine.api",
+    "dispatch_sync": "._engine.api",
     "tool": "._declare.decorate",
     "wrap_tool": "._middleware",
 }

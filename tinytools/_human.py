@@ -50,7 +50,7 @@ from ._policy_middleware import resolve
 from ._wire import ToolCall
 
 if TYPE_CHECKING:
-    from ._dispatch_env import DispatchEnv
+    from ._engine.env import DispatchEnv
 
 __all__ = ["ApprovalCallback", "ApprovalOutcome", "HumanApprovalMiddleware"]
 

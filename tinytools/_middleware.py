@@ -52,8 +52,8 @@ from ._text import printable
 from ._wire import ToolCall, ToolResult, json_problem
 
 if TYPE_CHECKING:
-    from ._dispatch_env import DispatchEnv
-    from ._result import DispatchResult
+    from ._engine.env import DispatchEnv
+    from ._engine.result import DispatchResult
     from .events import Event
 
 

@@ -45,13 +45,13 @@ from ._declare.exposure import ExposureExplanation
 from ._declare.registry import AnyTool, Registry
 from ._declare.spec import Exposure
 from ._declare.tool_policy import BYTES, ToolPolicy, reads_only
-from ._fold import render, stricter, truncate
+from ._engine.fold import render, stricter, truncate
 from ._inject import Context
 from ._middleware import Defer, Deny
 from ._wire import ContentBlock, FileBlock, ImageBlock, TextBlock, ToolCall, ToolResult
 
 if TYPE_CHECKING:
-    from ._dispatch_env import DispatchEnv
+    from ._engine.env import DispatchEnv
     from .toolsets import Toolset
 
 __all__ = [

@@ -727,7 +727,7 @@ rewrite(PyObject *module, PyObject *arg)
  * check in Python, as is anything this scan cannot follow). A string is a key when the
  * next character that is not whitespace is a colon. One pass; each object's keys are
  * compared when it closes (sorted, past a few keys), so any text takes O(n log n).
- * tests/test_key_bound.py spells these answers out in Python (_spelled_repeat) and holds
+ * tests/declare/test_validate_key_bound.py spells these answers out in Python (_spelled_repeat) and holds
  * this scan to them on any text, JSON or not.
  */
 typedef struct {

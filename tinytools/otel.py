@@ -46,11 +46,11 @@ except ImportError as error:  # pragma: no cover - the message is the point
 
 from ._declare.registry import AnyTool
 from ._declare.spec import Exposure
-from ._dispatch_env import DispatchEnv
-from ._fold import render
+from ._engine.env import DispatchEnv
+from ._engine.fold import render
+from ._engine.result import DispatchResult
 from ._memo import remember
 from ._redact import Redactor
-from ._result import DispatchResult
 from ._text import printable
 from ._wire import ToolCall, ToolMessage, ToolResult
 from .events import (

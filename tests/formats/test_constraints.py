@@ -38,20 +38,22 @@ from tinytools.formats import (
     llama_json,
     mistral,
     ptype,
+    xml,
 )
 from tinytools.formats._writable import REFUSAL_PREFIX
 from tinytools.formats.bfcl import tool_from_bfcl
 from tinytools.testing import valid_arguments
 
-DIALECTS = [json_in_tag, llama_json, mistral, deepseek, ptype]
+DIALECTS = [json_in_tag, llama_json, mistral, deepseek, ptype, xml]
 _IDS = {
     json_in_tag: "json_in_tag",
     llama_json: "llama_json",
     mistral: "mistral",
     deepseek: "deepseek",
     ptype: "ptype",
+    xml: "xml",
 }
-_BETWEEN = {json_in_tag: "", llama_json: "; ", mistral: "", ptype: ""}
+_BETWEEN = {json_in_tag: "", llama_json: "; ", mistral: "", ptype: "", xml: ""}
 
 
 def joined(dialect: ModuleType, texts: list[str]) -> str:
@@ -161,10 +163,21 @@ def shuffled_keys(draw: st.DrawFn, value: object) -> object:
     return value
 
 
-def parsed_arguments(dialect: ModuleType, text: str, tool: Tool[..., object]) -> str:
-    """The arguments of the one call ``text`` holds, as JSON."""
+def assert_reads_back(
+    dialect: ModuleType, text: str, tool: Tool[..., object], arguments: dict[str, object]
+) -> None:
+    """``text`` holds one call, of these arguments. (xml reads a value as its text where the
+    types its schema names admit a string or are none, or do not admit the value's own
+    type (a ``$ref`` is not followed there): see its module doc. There the JSON
+    render_call wrote for a value that is no string is compared.)"""
     (call,) = dialect.parse(text, [tool]).calls
-    return json.dumps(call.arguments)
+    found = call.arguments
+    assert isinstance(found, dict)
+    if dialect is xml:
+        for key, value in arguments.items():
+            if isinstance(found.get(key), str) and not isinstance(value, str):
+                found[key] = json.loads(found[key])
+    assert json.loads(json.dumps(found)) == arguments
 
 
 def with_tag(constraint: Constraint) -> dict[str, str]:
@@ -202,7 +215,7 @@ class TestValidCalls:
             constraint = dialect.constraint([tool], choice=choice)
             for form, lark in grammars(constraint).items():
                 assert accepts(lark, text), (form, choice, text)
-        assert [c.arguments for c in dialect.parse(text, [tool]).calls] == [arguments]
+        assert_reads_back(dialect, text, tool, arguments)
 
     @SETTINGS
     @given(schema=schemas, required=st.booleans(), data=st.data())
@@ -218,7 +231,7 @@ class TestValidCalls:
         text = rendered(dialect, [tool], ToolCall("1", "t", shuffled))
         for form, lark in grammars(dialect.constraint([tool], choice="required")).items():
             assert accepts(lark, text), (form, text)
-        assert json.loads(parsed_arguments(dialect, text, tool)) == arguments
+        assert_reads_back(dialect, text, tool, arguments)
 
     def test_key_order_of_the_schema(self, dialect: ModuleType) -> None:
         """Declared properties in order, then required keys no property lists, then other
@@ -231,12 +244,22 @@ class TestValidCalls:
         }, "required": ["z", "a"]})  # fmt: skip
         call = ToolCall("1", "t", {"c": {"q": 1, "p": 2}, "b": {"y": 1, "x": 2}, "z": 3, "a": 4})
         text = rendered(dialect, [tool], call)
-        assert json.loads(parsed_arguments(dialect, text, tool)) == call.arguments
+        assert_reads_back(dialect, text, tool, call.arguments)
         assert accepts(dialect.constraint([tool], choice="required").lark(), text)
         if dialect is ptype:  # positional in the schema's order, then keywords
             assert text == 't(4, {"x": 2, "y": 1}, {"q": 1, "p": 2}, z=3)'
             unordered = rendered(dialect, [], call)
             assert unordered == 't(c={"q": 1, "p": 2}, b={"y": 1, "x": 2}, z=3, a=4)'
+            return
+        if dialect is xml:  # one tag per argument in the schema's order, values as JSON
+            assert text.splitlines() == [
+                "<t>", "<a>4</a>", '<b>{"x":2,"y":1}</b>', '<c>{"q":1,"p":2}</c>',
+                "<z>3</z>", "</t>",
+            ]  # fmt: skip
+            assert rendered(dialect, [], call).splitlines() == [
+                "<t>", '<c>{"q":1,"p":2}</c>', '<b>{"y":1,"x":2}</b>', "<z>3</z>",
+                "<a>4</a>", "</t>",
+            ]  # fmt: skip
             return
         assert re.findall(r'"(\w)":', text) == ["a", "b", "x", "y", "c", "q", "p", "z"]
         unordered = re.findall(r'"(\w)":', rendered(dialect, [], call))
@@ -245,7 +268,11 @@ class TestValidCalls:
     @SETTINGS
     @given(value=awkward_text, key=awkward_text.filter(bool))
     def test_awkward_strings_and_keys(self, dialect: ModuleType, value: str, key: str) -> None:
-        """Strings and property names holding tags, quotes and controls are accepted."""
+        """Strings and property names holding tags, quotes and controls are accepted. (xml
+        writes no name holding ``<``, ``>`` or a newline: render_call refuses such a call,
+        so those are left out of its keys.)"""
+        if dialect is xml:
+            key = key.translate({ord("<"): "", ord(">"): "", ord("\n"): ""}) or "k"
         tool = Tool.from_schema(
             "t", "", {"type": "object", "properties": {key: {"type": "string"},
                                                          "e": {"enum": [value]}}}
@@ -343,7 +370,13 @@ class TestRejected:
         ids=["name", "required", "enum", "type", "type-string", "extra", "extra-no-additional"],
     )
     def test_mutated(self, dialect: ModuleType, name: str, arguments: dict[str, object]) -> None:
-        """A wrong name, a dropped required key, a wrong enum or type, an extra key."""
+        """A wrong name, a dropped required key, a wrong enum or type, an extra key. (In xml a
+        text value has no quotes: ``<city>5</city>`` is the string "5" and ``<days>2</days>``
+        the integer 2, so a wrong type there is written as a valid call.)"""
+        if dialect is xml and arguments in ({**self.GOOD, "days": "2"}, {**self.GOOD, "city": 5}):
+            (call,) = xml.parse(self.text(dialect, name, arguments), self.TOOLS).calls
+            assert call.arguments == {**arguments, "days": 2, "city": str(arguments["city"])}
+            return
         text = self.text(dialect, name, arguments)
         assert accepts(dialect.constraint(self.TOOLS).lark(), self.text(dialect, *self.good))
         for choice in ("auto", "required"):
@@ -716,6 +749,106 @@ class TestPtype:
             assert "(" in tag["excludes"]  # type: ignore[index]
             begins = [t["begin"] for t in tag["tags"]]  # type: ignore[index]
             assert begins == ["get_weather(", "get_time("]  # (xgrammar: each starts a trigger)
+
+
+class TestXml:
+    """What is particular to xml's calls: a tag per argument, text values, two call forms."""
+
+    TOOLS = TestRejected.TOOLS
+
+    def test_text_values(self) -> None:
+        """A string is its text; text holding its own closing tag (or the call's) is in CDATA;
+        anything else is JSON; every form is accepted and reads back."""
+        lark = xml.constraint(self.TOOLS, choice="required").lark()
+        for city in ["Oslo", "a</city>b", "</get_weather>", "x]]>y", "\nTwo\nlines\n", '"q"', ""]:
+            arguments = {"city": city, "days": -3}
+            text = rendered(xml, self.TOOLS, ToolCall("1", "get_weather", arguments))
+            assert accepts(lark, text), text
+            assert xml.parse(text, self.TOOLS).calls[0].arguments == arguments
+        refused = ["<get_weather>\n<city>a</city>b</city>\n</get_weather>",
+                   "<get_weather>\n<city>x<think>y</city>\n</get_weather>",
+                   "<get_weather>\n<city>Oslo</city>\n<days>2.5</days>\n</get_weather>",
+                   "<get_weather>\n<days>2</days>\n<city>Oslo</city>\n</get_weather>"]  # fmt: skip
+        for text in refused:
+            assert not accepts(lark, text), text
+
+    def test_function_form(self) -> None:
+        """A tool with a declared key that cannot be a tag is always called in the
+        ``<function=…>`` form (render_call chose by the keys present, so a call leaving that
+        key out was written in the native form the grammar does not take for the tool)."""
+        tool = Tool.from_schema("f", "", {"type": "object", "properties": {
+            "a/": {"type": "string"}, "n": {"type": "integer"}}})  # fmt: skip
+        constraint = xml.constraint([tool])
+        assert constraint.gbnf().triggers == ("<function=f>",)
+        for arguments in [{"n": 2}, {"a/": "x</parameter>y", "n": 2}, {}]:
+            text = rendered(xml, [tool], ToolCall("1", "f", arguments))
+            assert text.startswith("<function=f>\n"), text
+            for form, lark in grammars(constraint).items():
+                assert accepts(lark, text), (form, text)
+            assert xml.parse(text, [tool]).calls[0].arguments == arguments
+
+    def test_patterns(self) -> None:
+        """A text's pattern is held where its strings hold no ``<``, ``&`` or ``"`` (which
+        render_call may write otherwise); else it is left to validation."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+            "note": {"type": "string", "pattern": "^[a-z<]+$"},
+        }, "required": ["code"]})  # fmt: skip
+        constraint = xml.constraint([tool], choice="required")
+        assert constraint.unenforced == {"pattern"}  # (note's)
+        for form, lark in grammars(constraint).items():
+            for arguments in [{"code": "EUR"}, {"code": "USD", "note": "a<b"}]:
+                text = rendered(xml, [tool], ToolCall("1", "t", arguments))
+                assert accepts(lark, text), (form, text)
+            for code in ["eur", "EURO", ""]:
+                text = rendered(xml, [tool], ToolCall("1", "t", {"code": code}))
+                assert not accepts(lark, text), (form, text)
+        assert xml.constraint([TestGolden.TOOL]).unenforced == frozenset()
+
+    def test_undeclared_keys_refused(self) -> None:
+        """Keys the schema does not declare are not taken, even where it allows them (a
+        native tag's closing name repeats its opening one, which no grammar holds for names
+        not known in advance)."""
+        tool = Tool.from_schema("t", "", {"type": "object", "properties": {
+            "a": {"type": "integer"}}, "additionalProperties": True})  # fmt: skip
+        lark = xml.constraint([tool], choice="required").lark()
+        assert accepts(lark, rendered(xml, [tool], ToolCall("1", "t", {"a": 1})))
+        assert not accepts(lark, rendered(xml, [tool], ToolCall("1", "t", {"a": 1, "b": 2})))
+        assert not accepts(lark, "<t>\n<a>1</a>\n<a>2</a>\n</t>")
+
+    def test_prose(self) -> None:
+        """Prose holds no tag: nothing in it reads as a call, and a call of a tool not
+        offered is not passed over as prose."""
+        lark = xml.constraint(self.TOOLS).lark()
+        call = rendered(xml, self.TOOLS, ToolCall("1", "get_time", {"city": "Oslo"}))
+        for text in ["1 < 2 and 3 > 2.", "Sure.\n" + call, "A\n\n" + call + call, ""]:
+            assert accepts(lark, text), text
+            assert not xml.parse(text, self.TOOLS).errors
+        for text in ["<b>bold</b>", "<get_time/>", "<function=get_time>", "<tool_call>",
+                     "Sure. " + call, call + "\nDone."]:  # fmt: skip
+            assert not accepts(lark, text), text
+
+    def test_golden(self) -> None:
+        """The lazy GBNF grammar starts at each tool's opening tag; a member is its tag's
+        line, optional unless required; the structural tag's tags begin at the triggers."""
+        constraint = xml.constraint([TestGolden.TOOL], parallel=False)
+        gbnf = constraint.gbnf()
+        assert gbnf.triggers == ("<get_weather>",)
+        lines = gbnf.text.splitlines()
+        assert lines[:4] == [
+            "root ::= calls",
+            "calls ::= calls-rest",
+            "calls-rest ::= call",
+            'call ::= "<get_weather>" get-weather-args',
+        ]
+        assert lines[4] == (
+            'get-weather-args ::= "\\n<city>" (get-weather-city | cdata-run "</city>") '
+            '("\\n<units>" get-weather-units)? "\\n</get_weather>"'
+        )
+        assert 'get-weather-units ::= "c</units>" | "f</units>"' in lines
+        tag = constraint.structural_tag()["format"]
+        assert tag["triggers"] == ["<get_weather>"]  # type: ignore[index]
+        assert [t["begin"] for t in tag["tags"]] == ["<get_weather>"]  # type: ignore[index]
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from tinytools.ledger import LedgerError, PostgresLedger, SqliteLedger
 #: The code watched in every run: the ledgers' own, and how dispatch calls them.
 OURS = (
     str(Path(tinytools.ledger.__file__).parent),
-    str(Path(tinytools.__file__).parent / "_effects.py"),
+    str(Path(tinytools.__file__).parent / "_engine" / "effects.py"),
 )
 #: How many points of a dispatch a run interrupts at, at most, spread over them all: with
 #: SQLite, every bytecode of the ledger's code (about 1,100); with PostgreSQL, whose every

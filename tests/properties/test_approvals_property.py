@@ -1,4 +1,4 @@
-"""Property tests for deferral and resume (`tinytools._approvals` through dispatch)."""
+"""Property tests for deferral and resume (`tinytools._engine.resume` through dispatch)."""
 
 from __future__ import annotations
 

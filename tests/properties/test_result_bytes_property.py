@@ -31,8 +31,8 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._dispatch_env import DispatchEnv
-from tinytools._fold import render
+from tinytools._engine.env import DispatchEnv
+from tinytools._engine.fold import render
 from tinytools._wire import ImageBlock, JsonBlock, TextBlock
 from tinytools.discovery import Discovery
 from tinytools.policies import Fail, ReturnToolError

@@ -2,7 +2,7 @@
 values are plain ``str``/``int``/``float`` values or of subclasses (an SDK's own types,
 which msgspec does not encode), on every route, and every result encodes.
 
-Admission reads such text and values as the plain ones they hold (``_host_calls``,
+Admission reads such text and values as the plain ones they hold (``_engine.host_calls``,
 ``Tool.validate``, ``_validate.plain_values``); any route that kept one would leave a
 message, event or deferred call msgspec cannot encode, or answer differently.
 """

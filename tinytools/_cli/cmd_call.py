@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, out: TextIO) -> int:
     import msgspec
 
     from tinytools import Context, Registry, ToolCall, dispatch_sync
-    from tinytools._result import DispatchAborted
+    from tinytools._engine.result import DispatchAborted
     from tinytools.errors import TinytoolsError
 
     loaded = load_or_exit(args.target)

@@ -93,7 +93,7 @@ class Registry(Mapping[str, AnyTool]):
 
     _tools: Mapping[str, AnyTool]
     _name_index: NameIndex
-    #: Whether a tool declares its own byte limit (``_fold.own_limits``; set on first need).
+    #: Whether a tool declares its own byte limit (``_engine.fold.own_limits``; set on first need).
     _limited: bool
     _withheld: tuple[ExposureExplanation, ...]
 

@@ -53,20 +53,27 @@ so a call written back into a transcript cannot forge the envelope.
 Reading is linear in the text: searches are ``str.find`` from positions that
 only move forward (memoised for fixed tags), and each regular expression is
 matched anchored at one position.
+
+:func:`constraint` builds a decoding constraint that holds a model to calls
+of the tools as :func:`render_call` writes them (see
+docs/how-to/constrained-decoding.md).
 """
 
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Mapping
 from typing import Final, TypeAlias
 
 import msgspec
 
+from tinytools._declare.registry import AnyTool
 from tinytools._declare.spec import NAME_PATTERN
 from tinytools._text import printable
 from tinytools._wire import ToolCall
 
+from ._constraint import CallForm, Constraint, build
 from ._dialect import (
     Collector,
     Finder,
@@ -82,10 +89,14 @@ from ._dialect import (
     tool_map,
 )
 from ._envelope import ENVELOPE_TAG, escape_body, escape_json, unescape_body
+from ._grammar import REPEAT_CAP, Alt, Chars, Lit, Node, Ref, Rep, Seq, opt
+from ._json_grammar import JsonStyle, Values, member_names, text_avoiding
 from ._parsed import Parsed
+from ._pattern import pattern_node
+from ._tools import exposed_tools
 from ._writable import JSON_DEPTH, refusal, unwritable
 
-__all__ = ["PROTOCOL", "parse", "render", "render_call"]
+__all__ = ["PROTOCOL", "constraint", "parse", "render", "render_call"]
 
 #: How to call a tool in this dialect; the first part of :func:`render`.
 PROTOCOL: Final = (
@@ -131,8 +142,12 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     """The text a model writes for ``call``, which :func:`parse` reads back.
 
     The native form, one argument per line: a string as its text (in CDATA
-    when it holds its own closing tag), any other value as JSON (``</``
-    written ``<\\/``), envelope tags escaped. A string whose text would read
+    when it holds ``</`` or ``<![CDATA[``), any other value as JSON (``</``
+    written ``<\\/``, ``<![CDATA[`` as ``\\u003c![CDATA[``), envelope tags
+    escaped. Where ``tools`` holds the tool, its keys come in its schema's order
+    (see :func:`tinytools.formats.json_in_tag.render_call`), and the form is
+    the native one only when every key it declares can be a tag: the forms
+    :func:`constraint` takes. A string whose text would read
     as a JSON string literal, or that holds ``<think>`` or ``</think>`` (which
     :func:`parse` reads as reasoning), is written as JSON when its schema in
     ``tools`` says string (where :func:`parse` decodes such literals); where
@@ -156,7 +171,7 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     inside ``<function=name>…</function>``, which parses back as a broken
     call (an error), never as a call. It never raises.
     """
-    arguments = arguments_of(call)
+    arguments = arguments_of(call, tools)
     if not _name_ok(call.name):
         return refusal("its tool name cannot be written as an XML call")
     if arguments is None:
@@ -165,7 +180,8 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     problem = unwritable(arguments, JSON_DEPTH)
     if problem is not None:
         return refusal(problem)
-    schemas = properties(tool_map(tools).get(call.name))
+    tool = tool_map(tools).get(call.name)
+    schemas = properties(tool)
 
     def quoted(key: str) -> bool:
         return "string" in schema_types(schemas.get(key))
@@ -178,9 +194,8 @@ def render_call(call: ToolCall, tools: Tools) -> str:
             "a parameter whose schema says string"
         )
 
-    if _tag_ok(call.name, NAME_PATTERN.fullmatch(call.name) is not None) and all(
-        _tag_ok(key, _field_ok(key)) for key in arguments
-    ):
+    declared = () if tool is None else member_names(tool.parameters)
+    if _native(call.name, [*arguments, *declared]):
         lines = [f"<{call.name}>"]
         lines += [
             f"<{k}>{_field_text(call.name, k, v, quoted(k))}</{k}>" for k, v in arguments.items()
@@ -192,6 +207,13 @@ def render_call(call: ToolCall, tools: Tools) -> str:
     for key, value in arguments.items():
         lines += [f"{_PARAMETER}{key}>", _parameter_text(value, quoted(key)), _PARAMETER_CLOSE]
     return "\n".join([*lines, _FUNCTION_CLOSE])
+
+
+def _native(name: str, keys: list[str]) -> bool:
+    """Whether a call of ``name`` with these keys is written in the native form."""
+    return _tag_ok(name, NAME_PATTERN.fullmatch(name) is not None) and all(
+        _tag_ok(key, _field_ok(key)) for key in keys
+    )
 
 
 def _nested_reasoning_tag(arguments: dict[str, object]) -> bool:
@@ -214,9 +236,15 @@ def _plain(value: object, quoted: bool) -> str:
     it is written as a JSON literal; any other value as JSON."""
     if _verbatim(value, quoted):
         return escape_body(value)  # type: ignore[arg-type]  # a str, see _verbatim
-    # JSON has "<" only inside strings, where "\/" and "\u003c" are plain escapes; no
-    # closing tag, envelope tag or "<parameter=" is left to end the value early.
-    text = escape_json(msgspec.json.encode(value).decode()).replace("</", "<\\/")
+    return _json_text(msgspec.json.encode(value).decode())
+
+
+def _json_text(text: str) -> str:
+    """Written JSON as a value holds it. JSON has "<" only inside strings, where "\\/"
+    and "\\u003c" are plain escapes; no closing tag, envelope tag, reasoning tag or
+    "<parameter=" is left to end the value early, and no "<![CDATA[" (which text
+    written as it is never holds, so a grammar can tell the two apart)."""
+    text = escape_json(text).replace("</", "<\\/").replace(_CDATA, "\\u003c" + _CDATA[1:])
     return text.replace(_PARAMETER, "\\u003cparameter=")
 
 
@@ -235,15 +263,18 @@ def _field_text(name: str, key: str, value: object, quoted: bool) -> str:
     text = _plain(value, quoted)
     if not _verbatim(value, quoted):  # JSON text (a string's own text may start with ")
         return text
-    if any(tag in text for tag in (f"</{key}>", f"</{name}>", _CDATA)):
+    # (any "</", not only the two closing tags that would end it: so one text rule serves
+    # every argument in a decoding constraint, see constraint)
+    if "</" in text or _CDATA in text:
         return _cdata(text)
     return ("\n" if text.startswith("\n") else "") + text + ("\n" if text.endswith("\n") else "")
 
 
 def _parameter_text(value: object, quoted: bool) -> str:
-    """A ``<parameter=…>`` value: in CDATA when it holds a tag that would end it."""
+    """A ``<parameter=…>`` value: in CDATA when it holds a tag that would end it (any
+    ``</``, as :func:`_field_text` does)."""
     text = _plain(value, quoted)
-    ends = (_PARAMETER_CLOSE, _PARAMETER, _FUNCTION_CLOSE, _CDATA)
+    ends = ("</", _PARAMETER, _CDATA)
     verbatim = _verbatim(value, quoted)  # a string's own text may start with "
     return _cdata(text) if verbatim and any(e in text for e in ends) else text
 
@@ -264,6 +295,226 @@ def _name_ok(name: str) -> bool:
         and not any(c in name for c in "<>\n")
         and printable(name) is name  # (a lone surrogate: no text carries it)
     )
+
+
+# --- the decoding constraint ---------------------------------------------------------
+
+_ANY: Final = Chars((), negated=True)
+_REASONING: Final = ("think>", "/think>")
+# JSON values as _json_text writes them: no raw "</", reasoning tag, "<![CDATA[" or
+# "<parameter=".
+_NOT_RAW: Final = (*_REASONING, _CDATA[1:])
+_NEWLINE: Final = Lit("\n")
+_JSON_STYLE: Final = JsonStyle(",", ":", _json_text, {"<": ("/", *_NOT_RAW, "parameter=")})
+# Where a value's text can carry anything: CDATA sections, one after another.
+_CDATA_TEXT: Final = text_avoiding(_ANY, {"]": ("]>",), "<": _REASONING})
+# escape_body's "&lt;" (after any "amp;"s) for an envelope tag's "<": one character of it.
+_ENVELOPE_ESCAPE: Final = Seq(Lit("&"), Rep(Lit("amp;")), Lit("lt;"))
+# Prose holds no "<" before a letter, "_" or "/": nothing in it reads as a call, and no
+# tag the model writes there is taken for one it did not make (an unknown tool's).
+_PROSE: Final = {"<": (*string.ascii_letters, "_", "/")}
+# A pattern is held where its strings hold none of these, which render_call may write
+# otherwise than as they are (escaped, in CDATA, as a JSON literal): given as leads
+# written raw or not by what follows, which pattern_node leaves to validation.
+_PATTERN_LEADS: Final = {lead: (lead,) for lead in '<&"'}
+# Schema keywords a text value (a string written as it is) is not held to.
+_TEXT_RULES: Final = frozenset({"pattern", "minLength", "maxLength", "format", "enum", "const"})
+
+
+def constraint(
+    tools: Tools, *, choice: str = "auto", parallel: bool = True, reasoning: bool = False
+) -> Constraint:
+    """A decoding constraint that lets a model write only calls of ``tools`` in this dialect.
+
+    Calls are written as :func:`render_call` writes them, one right after
+    another: ``<tool>``, then each argument on its own line (``<key>value</key>``,
+    declared keys in the schema's order), then ``</tool>``; a tool whose name or
+    a declared key cannot be a tag (see :func:`render_call`) is called in the
+    ``<function=tool>`` form. Every call :func:`render_call` writes for arguments
+    the schema accepts is accepted, and every text accepted reads back with
+    :func:`parse` into calls of ``tools`` only.
+
+    **Values.** Where the parameter's schema admits a string (or gives no type),
+    the value is any text that holds no ``</``, reasoning tag or ``<![CDATA[``
+    (:func:`render_call` writes text that does in CDATA), or a run of CDATA
+    sections; the string rules (``minLength``, ``format``, and a ``pattern``
+    other than below) are then left to validation and listed in
+    ``unenforced``. A ``pattern`` of a parameter that is only a string is held
+    where it is one the JSON dialects hold and its strings cannot hold ``<``,
+    ``&`` or ``"`` (which :func:`render_call` may write otherwise than as they
+    are). A ``maxLength`` up to
+    :data:`~tinytools.formats._grammar.REPEAT_CAP` of a parameter that is only a
+    string bounds its text outside CDATA as the JSON dialects bound a string
+    holding ``<`` (at most that many pieces: looser, never stricter) and is listed
+    too. An ``enum`` or ``const`` is held exactly. Any
+    other value is JSON as :func:`render_call` writes it (compact, ``</``
+    written ``<\\/``), held to its schema as in the JSON dialects.
+
+    **Not taken:** keys the schema does not declare (``additionalProperties``).
+    A native tag's closing name repeats its opening one, and two undeclared
+    keys could repeat each other or a declared one (which :func:`parse` refuses
+    as given twice); no grammar can hold that for names not known in advance.
+    Declare the keys a model may write.
+
+    With ``choice="auto"`` prose comes first, in lines that hold no ``<`` right
+    before a letter, ``_`` or ``/`` (no tag: so nothing in it reads as a call or
+    reasoning, and a tag a model meant as a call of a tool not offered is not
+    passed over as prose), and the calls start a line; the lazy GBNF grammar's
+    triggers are each tool's opening tag. See
+    :class:`~tinytools.formats.Constraint` and docs/how-to/constrained-decoding.md.
+
+    Args:
+        tools: The tools offered (hidden and deferred ones are left out).
+        choice: ``"auto"`` (prose alone, or prose then calls), ``"required"``
+            (at least one call, nothing before it) or a tool's name (one call of
+            that tool).
+        parallel: Whether several calls may follow one another (up to
+            :data:`~tinytools.formats.MAX_PARALLEL_CALLS`, in every backend's form).
+        reasoning: Whether a ``<think>…</think>`` may come first.
+
+    Raises:
+        ValueError: ``choice`` names no tool offered, or is ``"required"`` with none.
+    """
+    native = {
+        tool.name: _native(tool.name, member_names(tool.parameters))
+        for tool in exposed_tools(tools)
+    }
+    form = CallForm(
+        trigger="",  # (each call opens with its own tag: see CallForm.triggers)
+        begin=lambda name: f"<{name}>" if native[name] else f"{_FUNCTION}{name}>",
+        end="",  # (each tool's closing tag ends its arguments' rule)
+        separator="",  # (a newline between calls made a small model repeat its call)
+        style=_JSON_STYLE,
+        prose=_PROSE,
+        arguments=_Arguments(native),
+    )
+    return build(tools, form, choice=choice, parallel=parallel, reasoning=reasoning)
+
+
+class _Arguments:
+    """The rule for a call's arguments and closing tag, as :func:`render_call` writes them:
+    each declared key, in schema order, optional unless required (one rule per key: each
+    member brings its own newline, so no separator needs a state)."""
+
+    def __init__(self, native: Mapping[str, bool]) -> None:
+        self.native = native
+        # (the rules every argument shares)
+        self.rules: dict[tuple[object, ...], Ref] = {}
+
+    def __call__(self, values: Values, tool: AnyTool) -> Ref:
+        schema, native = tool.parameters, self.native[tool.name]
+        values.note(schema)
+        props = properties(tool)
+        listed = schema.get("required")
+        needed = {r for r in listed if isinstance(r, str)} if isinstance(listed, list) else set()
+        members: list[Node] = []
+        for key in member_names(schema):
+            if not native and not _name_ok(key):
+                continue  # (render_call refuses a call holding such a key)
+            member = self._member(values, tool.name, key, props.get(key, {}), native)
+            members.append(member if key in needed else opt(member))
+        close = f"\n</{tool.name}>" if native else "\n" + _FUNCTION_CLOSE
+        return values.grammar.add(f"{tool.name}-args", Seq(*members, Lit(close)))
+
+    def _member(
+        self, values: Values, name: str, key: str, schema: Mapping[str, object], native: bool
+    ) -> Node:
+        grammar, hint = values.grammar, f"{name}-{key}"
+        types = schema_types(schema)
+        quoted = "string" in types
+        written: Callable[[object], str]
+        if native:
+            head, close = f"\n<{key}>", f"</{key}>"
+            written = lambda value: _field_text(name, key, value, quoted)  # noqa: E731
+        else:
+            head, close = f"\n{_PARAMETER}{key}>\n", "\n" + _PARAMETER_CLOSE
+            written = lambda value: _parameter_text(value, quoted)  # noqa: E731
+        listed = [schema["const"]] if "const" in schema else schema.get("enum")
+        if isinstance(listed, list) and all(
+            unwritable({"": v}, JSON_DEPTH) is None for v in listed
+        ):
+            texts = sorted({written(value) + close for value in listed})
+            return Seq(Lit(head), grammar.add(hint, Alt(*map(Lit, texts)), token=True))
+        if types and not quoted:  # JSON, held to its schema
+            return Seq(Lit(head), values.of(schema, schema, hint), Lit(close))
+        pattern = schema.get("pattern")
+        if types == {"string"} and isinstance(pattern, str):
+            node = pattern_node(pattern, "", _PATTERN_LEADS)
+            if node is not None:  # (a pattern's text has no "<": no tag can end it early)
+                values.note(schema)
+                values.unenforced.update({"minLength", "maxLength"} & schema.keys())
+                held = grammar.add(hint, Seq(opt(_NEWLINE), node, opt(_NEWLINE)), token=True)
+                return Seq(Lit(head), held, Lit(close))
+        _leave(values, schema)
+        most = _count(schema.get("maxLength")) if types == {"string"} else None
+        if most is not None and most > REPEAT_CAP:
+            most = None
+        forms: list[Node] = [Seq(self._cdata(values), Lit(close))]
+        if most is not None:  # (a string render_call writes as JSON)
+            string = self._shared(values, ("json", most), lambda: _quoted(values, most))
+            forms.append(Seq(string, Lit(close)))
+        text = grammar.add(hint, self._text(values, native, most), until=close)
+        return Seq(Lit(head), Alt(text, *forms))
+
+    def _text(self, values: Values, native: bool, most: int | None) -> Ref:
+        """Text written as it is: no ``</`` (render_call writes text holding one in CDATA),
+        reasoning tag or ``<![CDATA[`` (llguidance's lexer, greedy, would read on as text
+        past it), nor ``<parameter=`` in the function form; with ``most``, at most that many
+        pieces (see text_avoiding), as the JSON dialects bound a string."""
+        words = {"<": ("/", *_NOT_RAW, *(() if native else ("parameter=",)))}
+        if most is None:
+            return self._shared(values, ("text", native), lambda: text_avoiding(_ANY, words))
+
+        def piece(node: Node) -> Ref:
+            return self._shared(values, ("piece", native, most), lambda: node)
+
+        def bounded() -> Node:
+            text = text_avoiding(_ANY, words, _ENVELOPE_ESCAPE, most=most, rule=piece)
+            # (a text beginning or ending with a newline gains one there: see _field_text)
+            return Seq(opt(_NEWLINE), text, opt(_NEWLINE))
+
+        return self._shared(values, ("text", native, most), bounded)
+
+    def _shared(self, values: Values, key: tuple[object, ...], node: Callable[[], Node]) -> Ref:
+        """One token rule per ``key`` (``node`` makes its body), shared by every argument:
+        one :class:`_Arguments` serves one constraint, whose grammar is one."""
+        found = self.rules.get(key)
+        if found is None:
+            found = self.rules[key] = values.grammar.add(str(key[0]), node(), token=True)
+        return found
+
+    def _cdata(self, values: Values) -> Ref:
+        """CDATA sections, one after another."""
+        key = ("cdata",)
+        if key not in self.rules:
+            grammar = values.grammar
+            inside = grammar.add("cdata", _CDATA_TEXT, until=_CDATA_END)
+            self.rules[key] = grammar.add("cdata-run", Rep(Seq(Lit(_CDATA), inside), 1))
+        return self.rules[key]
+
+
+def _quoted(values: Values, most: int) -> Node:
+    """A JSON string of at most ``most`` characters (a bound within REPEAT_CAP)."""
+    body = values.bounded(0, most)
+    assert body is not None
+    return Seq(Lit('"'), body, Lit('"'))
+
+
+def _count(value: object) -> int | None:
+    """A length keyword's value, ``None`` when absent or not a count."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _leave(values: Values, schema: Mapping[str, object], depth: int = 0) -> None:
+    """Note the value rules of a text value's schema (and of its branches) as unenforced."""
+    values.note(schema)
+    values.unenforced.update(_TEXT_RULES & schema.keys())
+    for key in ("anyOf", "oneOf"):
+        branches = schema.get(key)
+        if isinstance(branches, list) and depth < 8:
+            for branch in branches:
+                if isinstance(branch, Mapping):
+                    _leave(values, branch, depth + 1)
 
 
 def parse(text: str, tools: Tools = ()) -> Parsed:

@@ -28,10 +28,10 @@ Importing this module loads no database driver (``psycopg`` is imported when a
 
 from __future__ import annotations
 
-from tinytools._effects import AlreadyStarted as AlreadyStarted
-from tinytools._effects import DurableLedger as DurableLedger
-from tinytools._effects import EffectLedger as EffectLedger
-from tinytools._effects import LedgerEntry as LedgerEntry
+from tinytools._engine.effects import AlreadyStarted as AlreadyStarted
+from tinytools._engine.effects import DurableLedger as DurableLedger
+from tinytools._engine.effects import EffectLedger as EffectLedger
+from tinytools._engine.effects import LedgerEntry as LedgerEntry
 
 from ._errors import LedgerError as LedgerError
 from ._postgres import PostgresLedger as PostgresLedger

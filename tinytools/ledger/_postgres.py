@@ -11,7 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING, Any
 
-from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
+from tinytools._engine.effects import AlreadyStarted, LedgerEntry, StartedCall
 from tinytools._wire import MessageStatus
 
 from ._connected import Connected

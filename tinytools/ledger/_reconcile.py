@@ -8,8 +8,8 @@ import msgspec
 
 from tinytools._declare.registry import AnyTool, Registry
 from tinytools._declare.tool_policy import reads_only
-from tinytools._effects import EffectLedger, LedgerEntry, release
-from tinytools._fold import truncate
+from tinytools._engine.effects import EffectLedger, LedgerEntry, release
+from tinytools._engine.fold import truncate
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.events import Event, ToolEffectReconciled
 from tinytools.toolsets._base import Toolset, registry_for

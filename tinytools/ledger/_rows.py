@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 import msgspec
 
-from tinytools._effects import LedgerEntry
+from tinytools._engine.effects import LedgerEntry
 from tinytools._text import json_text, printable
 
 __all__ = ["LONGEST", "RELEASED", "arguments_text", "entry", "index_key", "key", "now", "unkey"]

@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from typing import Any, Literal, TypeVar
 
-from tinytools._effects import AlreadyStarted, LedgerEntry, StartedCall
+from tinytools._engine.effects import AlreadyStarted, LedgerEntry, StartedCall
 from tinytools._wire import MessageStatus
 
 from ._connected import Connected

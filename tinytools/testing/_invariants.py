@@ -31,8 +31,8 @@ from tinytools._declare.registry import Registry
 from tinytools._declare.schema_dialect import Dialect, Enforce, local_schema
 from tinytools._declare.spec import Exposure, Tool
 from tinytools._declare.validate import SchemaValidator
+from tinytools._engine.result import DispatchResult
 from tinytools._redact import WITHHELD, Redactor, shown_arguments
-from tinytools._result import DispatchResult
 from tinytools._text import json_text, printable
 from tinytools._wire import ToolCall, ToolMessage
 from tinytools.errors import ToolArgumentsError

@@ -1,7 +1,7 @@
 """Discovery's intrinsic tools (``tool_search``, ``tool_call``), recognised by their function.
 
 Adaptors leave them as they are (but for their names), and dispatch answers
-them itself (see ``tinytools._discovery_calls``).
+them itself (see ``tinytools._engine.admit.discovery``).
 """
 
 from __future__ import annotations

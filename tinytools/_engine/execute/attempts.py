@@ -16,10 +16,10 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from tinytools._admit import Admitted
+from tinytools._engine.admit.admission import Admitted
 from tinytools._engine.outcome import Outcome
+from tinytools._engine.state import Run
 from tinytools._engine.stops import Stop, interrupted
-from tinytools._run import Run
 
 from .classify import PROPAGATE, next_attempt
 

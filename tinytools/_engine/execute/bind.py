@@ -11,9 +11,9 @@ import contextlib
 import contextvars
 from collections.abc import Callable
 
-from tinytools._admit import Admitted
+from tinytools._engine.admit.admission import Admitted
+from tinytools._engine.state import Run
 from tinytools._inject import CallRuntime, Cancellation, Emit, RunContext, bind
-from tinytools._run import Run
 from tinytools._wire import json_problem
 from tinytools.events import Custom
 

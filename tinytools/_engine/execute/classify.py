@@ -14,10 +14,10 @@ import linecache
 import random
 from types import CodeType
 
-from tinytools._admit import Admitted
+from tinytools._engine.admit.admission import Admitted
 from tinytools._engine.outcome import Failed, Fatal, Outcome, Postponed
+from tinytools._engine.state import Run
 from tinytools._memo import remember
-from tinytools._run import Run
 from tinytools._runtime.detect import wrong_loop
 from tinytools._text import printable
 from tinytools._wire import json_problem

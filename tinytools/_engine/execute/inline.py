@@ -11,10 +11,10 @@ from __future__ import annotations
 import functools
 import time
 
-from tinytools._admit import Admitted
+from tinytools._engine.admit.admission import Admitted
 from tinytools._engine.outcome import Outcome
+from tinytools._engine.state import Run
 from tinytools._engine.stops import Stop, stop_now
-from tinytools._run import Run
 
 from .attempts import Raised, attempt
 from .bind import begin

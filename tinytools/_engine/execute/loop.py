@@ -37,11 +37,11 @@ from typing import Any
 import anyio
 import sniffio
 
-from tinytools._admit import Admitted
+from tinytools._engine.admit.admission import Admitted
 from tinytools._engine.outcome import Outcome
+from tinytools._engine.state import Run, Sink
 from tinytools._engine.stops import Stop, stop_now
 from tinytools._inject import Cancellation, Source
-from tinytools._run import Run, Sink
 from tinytools._runtime import contexts, threads
 from tinytools._runtime.tasks import Tasks
 from tinytools._runtime.threads import PoolExhausted

@@ -17,11 +17,11 @@ import threading
 import time
 from collections.abc import Callable
 
-from tinytools._admit import Admitted
+from tinytools._engine.admit.admission import Admitted
 from tinytools._engine.outcome import Outcome
+from tinytools._engine.state import Run
 from tinytools._engine.stops import Stop, interrupted
 from tinytools._inject import Cancellation
-from tinytools._run import Run
 from tinytools._runtime import threads
 from tinytools._runtime.baton import Signal, wait_main
 from tinytools._runtime.threads import PoolExhausted

@@ -21,11 +21,11 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from tinytools._admit import Admitted
+from tinytools._engine.admit.admission import Admitted
 from tinytools._engine.outcome import Failed, Fatal, Outcome, Postponed
+from tinytools._engine.state import Run
 from tinytools._engine.stops import Stop, interrupted
 from tinytools._middleware import AsyncWrap, Wrap
-from tinytools._run import Run
 from tinytools._wire import TextBlock, ToolResult, wrap_return
 
 from .attempts import drive

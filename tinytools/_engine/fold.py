@@ -26,11 +26,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ._artifacts import ArtifactRef, ArtifactStore, ToolOutput, stored
-from ._engine.outcome import Failed, Fatal, Postponed
-from ._middleware import After, HookFailed
-from ._text import json_text, printable
-from ._wire import (
+from tinytools._artifacts import ArtifactRef, ArtifactStore, ToolOutput, stored
+from tinytools._middleware import After, HookFailed
+from tinytools._text import json_text, printable
+from tinytools._wire import (
     Artifact,
     ContentBlock,
     FileBlock,
@@ -45,12 +44,15 @@ from ._wire import (
     return_text,
     wrap_return,
 )
-from .events import Event, ToolCompleted, ToolFailed
+from tinytools.events import Event, ToolCompleted, ToolFailed
+
+from .outcome import Failed, Fatal, Postponed
 
 if TYPE_CHECKING:
-    from ._declare.registry import AnyTool, Registry
-    from ._dispatch_env import DispatchEnv
-    from ._result import DispatchResult
+    from tinytools._declare.registry import AnyTool, Registry
+
+    from .env import DispatchEnv
+    from .result import DispatchResult
 
 __all__ = [
     "Failed",

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from ._declare.registry import AnyTool, Registry
-from ._declare.spec import Exposure
-from ._discovery_calls import Intrinsics, intrinsics_of
-from ._inject import Context
-from ._memo import remember
-from .policies import Rewrite, RunPolicy
+from tinytools._declare.registry import AnyTool, Registry
+from tinytools._declare.spec import Exposure
+from tinytools._inject import Context
+from tinytools._memo import remember
+from tinytools.policies import Rewrite, RunPolicy
+
+from .admit.discovery import Intrinsics, intrinsics_of
 
 __all__ = ["DispatchEnv"]
 

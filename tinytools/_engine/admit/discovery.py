@@ -28,21 +28,22 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from . import repair
-from ._declare.json_values import text_problem
-from ._declare.registry import UNSCANNED, AnyTool, Registry
-from ._declare.spec import Exposure
-from ._redact import MARKER, every_secret, shown_reason
-from ._text import json_type, preview, printable
-from ._wire import ToolCall, ToolMessage, plain_call
-from .errors import ToolArgumentsError, ToolDefinitionError
-from .events import Event, ToolSearched
-from .toolsets._intrinsic import Intrinsic
+from tinytools import repair
+from tinytools._declare.json_values import text_problem
+from tinytools._declare.registry import UNSCANNED, AnyTool, Registry
+from tinytools._declare.spec import Exposure
+from tinytools._redact import MARKER, every_secret, shown_reason
+from tinytools._text import json_type, preview, printable
+from tinytools._wire import ToolCall, ToolMessage, plain_call
+from tinytools.errors import ToolArgumentsError, ToolDefinitionError
+from tinytools.events import Event, ToolSearched
+from tinytools.toolsets._intrinsic import Intrinsic
 
 if TYPE_CHECKING:
-    from ._admit import Admission
-    from ._dispatch_env import DispatchEnv
-    from .discovery import Catalog
+    from tinytools._engine.env import DispatchEnv
+    from tinytools.discovery import Catalog
+
+    from .admission import Admission
 
 __all__ = ["Intrinsics", "intrinsics_of", "opening"]
 
@@ -65,7 +66,7 @@ class Intrinsics:
 
     def catalog(self) -> Catalog:
         if self._catalog is None:
-            from .discovery import Catalog
+            from tinytools.discovery import Catalog
 
             deferred = [t for t in self._registry.values() if t.exposure is Exposure.Deferred]
             self._catalog = Catalog(deferred)

@@ -16,12 +16,25 @@ import operator
 import types
 import weakref
 from collections import deque
-from collections.abc import Awaitable, Callable, Collection, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import NamedTuple, Protocol
 
 import msgspec
 
-from ._admit import (
+from tinytools._artifacts import ArtifactStore, PutReturned, check_store
+from tinytools._declare.registry import AnyTool, Registry
+from tinytools._declare.spec import is_async_function
+from tinytools._inject import Cancellation, Context, check_context_type
+from tinytools._memo import remember
+from tinytools._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
+from tinytools._redact import shown_arguments
+from tinytools._text import printable
+from tinytools._wire import ContentBlock, ToolCall, ToolMessage, ToolResult
+from tinytools.events import Event, ToolCompleted, ToolDeferred, ToolStarted
+from tinytools.policies import RunPolicy
+from tinytools.toolsets._base import Toolset, registry_for
+
+from .admit.admission import (
     Abort,
     Admitted,
     Answered,
@@ -33,31 +46,17 @@ from ._admit import (
     error_message,
     shown_name,
 )
-from ._approvals import DeferredToolRequests, DeferredToolResults
-from ._artifacts import ArtifactStore, PutReturned, check_store
-from ._declare.registry import AnyTool, Registry
-from ._declare.spec import is_async_function
-from ._dispatch_env import DispatchEnv
-from ._effects import EffectLedger, release, settle_answered
-from ._engine.stops import Stop, interrupted, not_run
-from ._fold import Failed, Fatal, Folded, Postponed, bounded, fold, own_limits, plain_message
-from ._host_calls import host_calls, refuse_non_batch
-from ._inject import Cancellation, Context, check_context_type
-from ._memo import remember
-from ._middleware import NO_MIDDLEWARE, HookFailed, Stack, composed
-from ._redact import shown_arguments
-from ._result import DispatchAborted, DispatchResult, FollowUp
-from ._text import printable
-from ._tool_lists import registry_of
-from ._wire import ContentBlock, ToolCall, ToolMessage, ToolResult
-from .events import Event, ToolCompleted, ToolDeferred, ToolStarted
-from .policies import RunPolicy
-from .toolsets._base import Toolset, registry_for
+from .effects import EffectLedger, release, settle_answered
+from .env import DispatchEnv
+from .fold import Failed, Fatal, Folded, Postponed, bounded, fold, own_limits, plain_message
+from .host_calls import host_calls, refuse_non_batch
+from .inputs import DEFAULT_POLICY, DispatchInputs, EventHandler
+from .result import DispatchAborted, DispatchResult, FollowUp
+from .resume import DeferredToolRequests, DeferredToolResults
+from .stops import Stop, interrupted, not_run
+from .tool_lists import registry_of
 
 __all__ = [
-    "DEFAULT_POLICY",
-    "DispatchInputs",
-    "EventHandler",
     "HostFailed",
     "Positions",
     "Run",
@@ -65,12 +64,6 @@ __all__ = [
     "Stop",
     "new_run",
 ]
-
-#: dispatch's default policy (recognised by identity: it has no limits).
-DEFAULT_POLICY = RunPolicy()
-
-#: What ``on_event`` may be: a plain callable, or an async one.
-EventHandler = Callable[[Event], object] | Callable[[Event], Awaitable[object]]
 
 
 class HostFailed(Exception):
@@ -178,7 +171,7 @@ def _registry(
 ) -> Registry:
     """The registry for ``dispatch``'s ``tools``: a ``Registry`` as it is; a tuple or list
     of tools made into one once and remembered (checked against the batch's calls in
-    time proportional to the batch, not the list: :mod:`_tool_lists`); a toolset
+    time proportional to the batch, not the list: :mod:`.tool_lists`); a toolset
     resolved with the dispatch's ``context`` (cached: ``toolsets._base``)."""
     if type(tools) is Registry:
         return tools
@@ -329,7 +322,7 @@ class Observed(list):  # type: ignore[type-arg]
 
 class Positions(NamedTuple):
     """Where a result's calls went, by their position in the batch: ids may repeat, so
-    only positions tell which call a message answers (``_dispatch`` merges the two
+    only positions tell which call a message answers (``api`` merges the two
     passes of ``on_deferred`` by them)."""
 
     #: The call each of ``DispatchResult.messages`` answers, in order.
@@ -691,7 +684,7 @@ class Run:
     def result(self, stop: Stop | None = None) -> DispatchResult:
         """The result in call order; calls left unanswered are answered as interrupted
         (by ``stop``: the batch was cancelled, when no stop is given). Every message is
-        cut to its byte limit here, and only here (``_fold.bounded``): a tool's result
+        cut to its byte limit here, and only here (``fold.bounded``): a tool's result
         and every answer dispatch wrote itself alike."""
         calls, answers = self.calls, self.answers
         count = len(calls)
@@ -862,33 +855,6 @@ class Handled(Run):
         self.fail(HostFailed(f"the on_event handler {_name(self.on_event)}", error, raised=False))
 
 
-class DispatchInputs(msgspec.Struct, frozen=True):
-    """``dispatch``'s and ``dispatch_sync``'s arguments, as the caller passed them (one
-    value per keyword, named as the keyword is), which :func:`new_run` builds a run from.
-
-    Nothing is checked here: each stage checks what it reads (:func:`new_run` the types
-    of most). The run keeps it (``Run.inputs``): a keyword added here is read from there
-    by the stage that uses it, and the inline ``on_deferred`` resume copies it with the
-    first pass's resolved registry, middleware and context (:func:`resumed_inputs`).
-
-    A frozen msgspec ``Struct`` rather than attrs: built once per dispatch, in C (about
-    0.2 µs with every keyword given; a frozen attrs class takes about 1.3 µs, a quarter
-    of a plain ``dispatch_sync``).
-    """
-
-    calls: Iterable[ToolCall]
-    tools: Registry | Toolset | Iterable[AnyTool]
-    policy: RunPolicy = DEFAULT_POLICY
-    middleware: Iterable[object] | Stack = ()
-    context: Context | None = None
-    advertised: Collection[str] | None = None
-    approvals: DeferredToolResults | None = None
-    ledger: EffectLedger | None = None
-    on_event: EventHandler | None = None
-    artifacts: ArtifactStore | None = None
-    cancellation: Cancellation | None = None
-
-
 def new_run(inputs: DispatchInputs) -> Run:
     """Check dispatch's inputs and build the batch's :class:`Run` from them (the
     registry ``tools`` stands for, the composed middleware).
@@ -900,7 +866,7 @@ def new_run(inputs: DispatchInputs) -> Run:
 
     Raises:
         TypeError: ``calls`` is not a sequence of ``ToolCall`` values (one call not in a
-            list included), a call's id or name is not a ``str`` (see ``_host_calls``),
+            list included), a call's id or name is not a ``str`` (see ``host_calls``),
             ``policy``/``approvals`` has the wrong type, ``on_event`` cannot be called,
             or ``store`` has no ``put`` to call (or comes with a ``context`` that is no
             ``Context``: the store is told its ``run_id``).

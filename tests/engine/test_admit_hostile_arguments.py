@@ -1,5 +1,6 @@
-"""Regression tests for the hostile-input audit (issue 10): every call is answered and
-every result encodes, whatever text the model sends."""
+"""Admission under hostile arguments and names (the hostile-input audit): every call is
+answered, lone surrogates and non-finite numbers are refused at their path, a refused
+call's previews and events encode and hide its secrets, a call id comes back verbatim."""
 
 from __future__ import annotations
 
@@ -7,16 +8,13 @@ import msgspec
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from json_strategies import json_objects
 
 import tinytools
+from tests.engine.hostile import TOOLS, _answered
 from tinytools import (
-    Artifact,
-    ImageBlock,
     JsonBlock,
     Registry,
     RunPolicy,
-    TextBlock,
     Tool,
     ToolCall,
     ToolPolicy,
@@ -24,30 +22,8 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._fold import truncate
 from tinytools._wire import wrap_return
 from tinytools.events import InvalidToolArgs, UnknownToolCall
-
-
-@tool
-def get_weather(city: str, temp: float = 0.0) -> str:
-    """Weather for a city."""
-    return city
-
-
-@tool(policy=ToolPolicy(redact=("password",)))
-def login(user: str, password: str) -> str:
-    """Log in."""
-    return user
-
-
-SCHEMA_TOOL = Tool.from_schema(
-    "measure",
-    "Measure.",
-    {"type": "object", "properties": {"x": {"type": "number"}}},
-    fn=lambda x=0: x,
-)
-TOOLS = Registry.of(get_weather, login, SCHEMA_TOOL)
 
 
 def _nested(depth: int) -> dict[str, object]:
@@ -58,13 +34,6 @@ def _nested(depth: int) -> dict[str, object]:
         node["a"] = child
         node = child
     return root
-
-
-def _answered(calls: list[ToolCall], tools: Registry = TOOLS, **options: object):  # type: ignore[no-untyped-def]
-    result = dispatch_sync(calls, tools, **options)  # type: ignore[arg-type]
-    assert [m.tool_call_id for m in result.messages] == [c.id for c in calls]
-    msgspec.json.encode(result)  # every result encodes
-    return result
 
 
 class TestItem1EveryCallAnswered:
@@ -82,23 +51,6 @@ class TestItem1EveryCallAnswered:
     def test_hostile_arguments_are_answered(self, name: str, arguments: object) -> None:
         [message] = _answered([ToolCall("c", name, arguments)]).messages  # type: ignore[arg-type]
         assert message.is_error
-
-
-class TestItem2Suggestions:
-    def test_names_at_most_five_close_callable_names(self) -> None:
-        tools = [Tool.from_schema(f"tool_{i}", "t", {"type": "object"}) for i in range(10_000)]
-        tools.append(Tool.from_schema("Search_Docs", "t", {"type": "object"}))
-        tools.append(Tool.from_schema("search_docs_v2", "t", {"type": "object"}))
-        hidden = Tool.from_schema("search-docs", "t", {"type": "object"}, exposure="hidden")
-        registry = Registry([*tools, hidden])
-        [message] = _answered([ToolCall("c", "search_docs", {})], registry).messages
-        assert len(message.content) < 500
-        assert "`Search_Docs`, `search_docs_v2`" in message.content
-        assert "search-docs" not in message.content
-
-    def test_only_names_the_model_may_call(self) -> None:
-        [message] = _answered([ToolCall("c", "get_wether", {})], advertised=["login"]).messages
-        assert "get_weather" not in message.content
 
 
 class TestItem3Redaction:
@@ -293,81 +245,6 @@ def _nested(depth: int) -> object:
     return value
 
 
-class TestJsonBlocksOfHostileValues:
-    """Defect: a tool returning ``ToolResult(content=[JsonBlock(v), ...])`` with a lone
-    surrogate in ``v`` (or ``v`` nested 1,000 deep) aborted the whole dispatch, blamed on
-    "the artifact store"; every other call of the batch went unanswered. The surrogate is
-    written as its escape, as in returned text; a value too deep to encode is that call's
-    error; the other call is answered either way."""
-
-    @pytest.mark.parametrize(
-        "options",
-        [{}, {"middleware": [tinytools.after_tool(lambda c, r, e: r)]}],
-        ids=["plain", "hooked"],
-    )
-    @pytest.mark.parametrize(
-        ("value", "is_error"),
-        [({"k": "\ud800x"}, False), ({"\udc80": [1]}, False), (_nested(1000), True)],
-        ids=["surrogate-value", "surrogate-key", "nested-1000"],
-    )
-    def test_answered_and_encodes(
-        self, value: object, is_error: bool, options: dict[str, object]
-    ) -> None:
-        @tool
-        def shaped() -> ToolResult:
-            """Return a JSON block."""
-            return ToolResult(
-                content=(JsonBlock(value), TextBlock("t")), follow_up=(JsonBlock(value),)
-            )
-
-        @tool
-        def other() -> str:
-            """Answer."""
-            return "fine"
-
-        result = dispatch_sync(
-            [ToolCall("a", "shaped", {}), ToolCall("b", "other", {})],
-            Registry.of(shaped, other),
-            **options,  # type: ignore[arg-type]
-        )
-        first, second = result.messages
-        assert first.is_error is is_error
-        if is_error:
-            assert "Tool `shaped` returned a bad value" in first.content
-        else:
-            assert first.content.endswith("\nt")
-            assert "ud" in first.content
-        assert (second.content, second.is_error) == ("fine", False)
-        msgspec.json.encode(result)
-
-
-class TestItem5Truncate:
-    @given(limit=st.integers(0, 200), text=st.text(max_size=300))
-    def test_never_longer_than_the_limit(self, limit: int, text: str) -> None:
-        assert len(truncate(text, limit).encode("utf-8", "surrogatepass")) <= limit or (
-            len(text.encode("utf-8", "surrogatepass")) <= limit
-        )
-
-    def test_tiny_limit_through_dispatch(self) -> None:
-        result = _answered(
-            [ToolCall("c", "get_weather", {"city": "x" * 100})],
-            policy=RunPolicy(max_result_bytes=10),
-        )
-        assert len(result.messages[0].content.encode()) <= 10
-
-
-class TestItem6RetryDelays:
-    @pytest.mark.parametrize("field", ["retry_base_delay", "retry_max_delay"])
-    @pytest.mark.parametrize(
-        "value",
-        [-1, float("nan"), float("inf"), "1", True, None, 10**400],
-        ids=lambda v: repr(v)[:20],
-    )
-    def test_refused_at_construction(self, field: str, value: object) -> None:
-        with pytest.raises(ValueError, match=field):
-            RunPolicy(**{field: value})  # type: ignore[arg-type]
-
-
 class TestItem7NonFinite:
     @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
     @pytest.mark.parametrize(("name", "key"), [("get_weather", "temp"), ("measure", "x")])
@@ -482,30 +359,6 @@ class TestItem7NonFinite:
         assert "NaN or an infinity" in said
 
 
-class TestItem8DuplicateKeys:
-    @pytest.mark.parametrize(
-        "raw",
-        [
-            '{"city": "a", "city": "b"}',
-            '{"city": 1, "city": "b"}',
-            '{"city": "a", "\\u0063ity": "b"}',
-        ],
-    )
-    def test_refused_whatever_the_order(self, raw: str) -> None:
-        [message] = _answered([ToolCall("c", "get_weather", raw)]).messages
-        assert message.is_error
-        assert "repeats field `city`" in message.content
-
-    def test_schema_tool_and_nested(self) -> None:
-        [message] = _answered([ToolCall("c", "measure", '{"x": 1, "x": 2}')]).messages
-        assert "repeats field `x`" in message.content
-
-    def test_relaxed_json(self) -> None:
-        [message] = _answered([ToolCall("c", "get_weather", "{city: 'a', city: 'b'}")]).messages
-        assert message.is_error
-        assert "repeats field `city`" in message.content
-
-
 class _Text(str):
     pass
 
@@ -535,146 +388,6 @@ class TestHostArgumentsOfSubclasses:
     def test_a_refused_call_is_answered(self, arguments: dict[str, object], name: str) -> None:
         [message] = _answered([ToolCall("c", name, arguments)]).messages
         assert message.is_error
-
-
-class TestItem9MalformedToolResult:
-    @pytest.mark.parametrize(
-        "result",
-        [ToolResult(content="abc"), ToolResult(content=None), ToolResult(content=("x", 1))],  # type: ignore[arg-type]
-    )
-    def test_becomes_an_error_message(self, result: ToolResult) -> None:
-        @tool
-        def bad() -> ToolResult:
-            """Bad."""
-            return result
-
-        [message] = _answered([ToolCall("c", "bad", {})], Registry.of(bad)).messages
-        assert message.is_error
-        assert "ToolResult.success" in message.content
-
-
-class _HostileRepr:
-    def __repr__(self) -> str:
-        raise RuntimeError("repr raised")
-
-
-class _HostileTuple(tuple):  # type: ignore[type-arg]
-    def __iter__(self):  # type: ignore[no-untyped-def]
-        raise RuntimeError("iter raised")
-
-
-class _HostileList(list):  # type: ignore[type-arg]
-    def __repr__(self) -> str:
-        raise RuntimeError("repr raised")
-
-
-class TestItem9MalformedParts:
-    """A result whose parts are malformed in any other way is that call's error too."""
-
-    @pytest.mark.parametrize(
-        "result",
-        [
-            ToolResult(content=(TextBlock(5),)),  # type: ignore[arg-type]
-            ToolResult(content=(TextBlock(["x"]),)),  # type: ignore[arg-type]
-            ToolResult(follow_up=(TextBlock(None),)),  # type: ignore[arg-type]
-            ToolResult(content=(ImageBlock(media_type=3),)),  # type: ignore[arg-type]
-            ToolResult(artifacts=(Artifact("a", "not bytes"),)),  # type: ignore[arg-type]
-            ToolResult(content=(_HostileRepr(),)),  # type: ignore[arg-type]
-            ToolResult(content=_HostileRepr()),  # type: ignore[arg-type]
-            ToolResult(content=_HostileList([1])),
-            ToolResult(content=_HostileTuple((TextBlock("a"),))),
-        ],
-        ids=[
-            "int-text",
-            "list-text",
-            "none-follow-up",
-            "int-media-type",
-            "str-artifact-data",
-            "block-repr-raises",
-            "content-repr-raises",
-            "list-repr-raises",
-            "tuple-iter-raises",
-        ],
-    )
-    @pytest.mark.parametrize("hooked", [False, True])
-    def test_becomes_an_error_message(self, result: ToolResult, hooked: bool) -> None:
-        @tool
-        def bad() -> ToolResult:
-            """Bad."""
-            return result
-
-        middleware = [tinytools.after_tool(lambda call, given, env: given)] if hooked else []
-        calls = [ToolCall("c", "bad", {}), ToolCall("d", "bad", {})]
-        for message in _answered(calls, Registry.of(bad), middleware=middleware).messages:
-            assert message.is_error
-            assert "Tool `bad` returned a bad value" in message.content
-
-
-class TestRepeatedKeysProperty:
-    """The counting bound that spares most texts the exact scan never lets a repeat pass."""
-
-    @given(obj=json_objects(), data=st.data())
-    @settings(max_examples=200, deadline=None)
-    def test_repeats_refused_and_clean_text_accepted(
-        self, obj: dict[str, object], data: st.DataObject
-    ) -> None:
-        schema_tool = Tool.from_schema(
-            "open", "Any object.", {"type": "object"}, fn=lambda **kw: kw
-        )
-        text = msgspec.json.encode(obj).decode()
-        assert schema_tool.validate(text) == obj  # nothing repeated: accepted
-        if not obj:
-            return
-        key = data.draw(st.sampled_from(sorted(obj)))
-        value = msgspec.json.encode(obj[key]).decode()
-        repeated = "{" + msgspec.json.encode(key).decode() + ":" + value + "," + text[1:]
-        with pytest.raises(tinytools.ToolArgumentsError, match="repeats field"):
-            schema_tool.validate(repeated)
-
-
-@tool
-def finder(query: str, limit: int = 10, exact: bool = False, tags: list[str] | None = None) -> str:
-    """Find things."""
-    return query
-
-
-_FINDER_VALUES = {
-    "limit": st.sampled_from([10, 0, 5]),
-    "exact": st.booleans(),
-    "tags": st.lists(st.sampled_from(['"exact":', "a:b", "limit", "exact"]), min_size=1),
-}
-
-
-class TestRepeatedKeysOnTypedTools:
-    """A typed tool's cheap bound counts a field sent with its default value by its key in
-    the text; a repeated field is still refused whatever the other fields hold."""
-
-    @given(data=st.data())
-    @settings(max_examples=600, deadline=None)
-    def test_refused_exactly_when_repeated(self, data: st.DataObject) -> None:
-        query = data.draw(st.sampled_from(["q", "q", "a:b", '"exact": true']))
-        fields: list[tuple[str, object]] = [("query", query)]
-        for name in data.draw(st.permutations(sorted(_FINDER_VALUES))):
-            if data.draw(st.booleans()):
-                fields.append((name, data.draw(_FINDER_VALUES[name])))
-        repeat = data.draw(st.booleans())
-        if repeat:
-            name, _ = data.draw(st.sampled_from(fields[1:] or fields))
-            value = "q" if name == "query" else data.draw(_FINDER_VALUES[name])
-            fields.insert(data.draw(st.integers(0, len(fields))), (name, value))
-        text = (
-            "{"
-            + ",".join(
-                f"{msgspec.json.encode(k).decode()}: {msgspec.json.encode(v).decode()}"
-                for k, v in fields
-            )
-            + "}"
-        )
-        if repeat:
-            with pytest.raises(tinytools.ToolArgumentsError, match="repeats field"):
-                finder.validate(text)
-        else:
-            assert finder.validate(text)["query"] == query
 
 
 class TestSurrogateCallIds:

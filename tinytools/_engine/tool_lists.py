@@ -23,10 +23,10 @@ a ``Registry``, after editing one in place.
 
 from __future__ import annotations
 
-from ._declare.registry import AnyTool, Registry
-from ._memo import remember
-from ._wire import ToolCall
-from .toolsets._intrinsic import Intrinsic
+from tinytools._declare.registry import AnyTool, Registry
+from tinytools._memo import remember
+from tinytools._wire import ToolCall
+from tinytools.toolsets._intrinsic import Intrinsic
 
 __all__ = ["registry_of"]
 

@@ -1,5 +1,5 @@
-"""Tests for `tinytools._fold` on a tool's follow-up: cut to the byte limit as its call's
-message is (``_fold.bounded``), and encodable whatever the tool put in it."""
+"""Tests for `tinytools._engine.fold` on a tool's follow-up: cut to the byte limit as its call's
+message is (``fold.bounded``), and encodable whatever the tool put in it."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 One engine serves both. The stages, top to bottom: the run (:class:`Run`: the registry, the
 composed middleware, the run's state — nothing the arguments do not ask for) →
-admit every call (pure; :mod:`_admit`) → begin (answer resolved calls, check
+admit every call (pure; :mod:`.admit`) → begin (answer resolved calls, check
 injections, write the ledger's started rows) → execute the admitted calls → fold
 each into its message as it finishes → the ``DispatchResult`` in call order.
 
@@ -36,24 +36,33 @@ from collections.abc import Awaitable, Callable, Collection, Iterable
 
 import msgspec
 
-from ._admit import Abort, Admitted, Resolved, admit_batch, admit_batch_async, past_deadline
-from ._approvals import DeferredToolRequests, DeferredToolResults
-from ._artifacts import ArtifactStore
-from ._declare.registry import AnyTool, Registry
-from ._declare.spec import is_async_function
-from ._effects import EffectLedger, record_started, refusal, release_unstarted
-from ._engine.execute.inline import execute_inline
-from ._engine.stops import Stop
-from ._inject import Cancellation, Context, check_context, check_context_type
-from ._middleware import HookFailed
-from ._result import DispatchAborted, DispatchResult
-from ._run import DEFAULT_POLICY, DispatchInputs, EventHandler, HostFailed, Run, new_run
-from ._runtime.detect import refuse_nested_loop
-from ._runtime.loop import Backend, check_backend, run_on
-from ._wire import ToolCall
-from .events import Custom, ToolWithheld
-from .policies import RunPolicy
-from .toolsets._base import Toolset
+from tinytools._artifacts import ArtifactStore
+from tinytools._declare.registry import AnyTool, Registry
+from tinytools._declare.spec import is_async_function
+from tinytools._inject import Cancellation, Context, check_context, check_context_type
+from tinytools._middleware import HookFailed
+from tinytools._runtime.detect import refuse_nested_loop
+from tinytools._runtime.loop import Backend, check_backend, run_on
+from tinytools._wire import ToolCall
+from tinytools.events import Custom, ToolWithheld
+from tinytools.policies import RunPolicy
+from tinytools.toolsets._base import Toolset
+
+from .admit.admission import (
+    Abort,
+    Admitted,
+    Resolved,
+    admit_batch,
+    admit_batch_async,
+    past_deadline,
+)
+from .effects import EffectLedger, record_started, refusal, release_unstarted
+from .execute.inline import execute_inline
+from .inputs import DEFAULT_POLICY, DispatchInputs, EventHandler
+from .result import DispatchAborted, DispatchResult
+from .resume import DeferredToolRequests, DeferredToolResults
+from .state import HostFailed, Run, new_run
+from .stops import Stop
 
 __all__ = ["DEFAULT_POLICY", "DeferredToolHandler", "EventHandler", "dispatch", "dispatch_sync"]
 
@@ -225,7 +234,7 @@ def _finished(run: Run, stop: Stop | None) -> DispatchResult:
 
 
 async def _on_loop(run: Run, remaining: float | None) -> Stop | None:
-    from ._engine.execute.loop import current_time, execute
+    from .execute.loop import current_time, execute
 
     if run.sink is not None:
         await run.sink.flush()
@@ -360,7 +369,7 @@ def dispatch_sync(
 
 
 async def _pass_async(run: Run, deadline: float | None, used: int) -> DispatchResult:
-    from ._engine.execute.loop import current_time, execute
+    from .execute.loop import current_time, execute
 
     if run.cancellation is not None or deadline is not None or used:
         run.admission(_cancelled(run), _expiry(deadline, current_time), used)
@@ -473,7 +482,7 @@ async def dispatch(
             is not a ``str`` included), before any tool runs.
     """
     caller = contextvars.copy_context()  # (first: what the caller's tools run in)
-    from ._engine.execute.loop import current_time
+    from .execute.loop import current_time
 
     run = new_run(
         DispatchInputs(

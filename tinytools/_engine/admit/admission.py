@@ -37,22 +37,27 @@ from typing import Literal, Protocol, TypeAlias
 
 import msgspec
 
-from . import _suggest, repair
-from ._approvals import ApproveWithArgs, Decision, DeferredToolResults, Respond, same_call
-from ._declare.coerce import coerced
-from ._declare.json_values import plain_values, text_problem
-from ._declare.registry import AnyTool
-from ._declare.spec import Exposure
-from ._discovery_calls import opening as discovery_opening
-from ._dispatch_env import DispatchEnv
-from ._engine.stops import Stop, limit_reached, not_run
-from ._middleware import Allow, Defer, Deny, HookFailed, Stack, described
-from ._redact import Redactor, every_secret, rewritten, shown_reason
-from ._text import json_text, preview, printable
-from ._unread import UnreadCall, is_fragment, unnamed_text
-from ._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call, plain_text
-from .errors import ToolArgumentsError
-from .events import (
+from tinytools import _suggest, repair
+from tinytools._declare.coerce import coerced
+from tinytools._declare.json_values import plain_values, text_problem
+from tinytools._declare.registry import AnyTool
+from tinytools._declare.spec import Exposure
+from tinytools._engine.env import DispatchEnv
+from tinytools._engine.resume import (
+    ApproveWithArgs,
+    Decision,
+    DeferredToolResults,
+    Respond,
+    same_call,
+)
+from tinytools._engine.stops import Stop, limit_reached, not_run
+from tinytools._middleware import Allow, Defer, Deny, HookFailed, Stack, described
+from tinytools._redact import Redactor, every_secret, rewritten, shown_reason
+from tinytools._text import json_text, preview, printable
+from tinytools._unread import UnreadCall, is_fragment, unnamed_text
+from tinytools._wire import MessageStatus, ToolCall, ToolMessage, ToolResult, plain_call, plain_text
+from tinytools.errors import ToolArgumentsError
+from tinytools.events import (
     Event,
     InvalidToolArgs,
     ToolApproved,
@@ -60,7 +65,9 @@ from .events import (
     ToolDenied,
     UnknownToolCall,
 )
-from .policies import Coerce, Fail, NormalizeThenReturnToolError
+from tinytools.policies import Coerce, Fail, NormalizeThenReturnToolError
+
+from .discovery import opening as discovery_opening
 
 __all__ = [
     "Abort",
@@ -156,7 +163,7 @@ class Admission(Protocol):
     """The mutable bookkeeping admission reads and fills (kept out of the verdicts), and
     the batch-wide view it hands the hooks (``env``).
 
-    A protocol, not a base class: the run (``_run.Run``) holds these fields among its
+    A protocol, not a base class: the run (``state.Run``) holds these fields among its
     own, and admission reads nothing else of it. What only the opening of calls reads
     (``seen``, ``resume``, the limits and stop checks) is stored when ``opens`` is first
     set (``Run._open_calls``), and read only while it is; the rest is stored when the
@@ -193,7 +200,7 @@ class Admission(Protocol):
     expired: Callable[[], bool] | None
     #: The ``max_tool_calls`` slots used: each call admission opens takes one when
     #: ``limited``; a batch that cannot reach its limit takes them all at once (see
-    #: ``_run.new_run``); a deferred call gives its slot back.
+    #: ``state.new_run``); a deferred call gives its slot back.
     used: int
     #: Whether an admitted tool injects (dispatch checks the context before any runs).
     injecting: bool
@@ -472,7 +479,7 @@ def _went(
 
 def _kept_id(hook: object, call: ToolCall, returned: ToolCall) -> ToolCall:
     """``returned``, when it keeps ``call``'s id (answers and approvals are keyed by it),
-    its id and name plain ``str`` (as dispatch reads a host's calls: ``_host_calls``).
+    its id and name plain ``str`` (as dispatch reads a host's calls: ``host_calls``).
 
     Raises:
         TypeError: The hook changed the id, or gave the call a name that is no text.
@@ -665,7 +672,7 @@ def _resolve(
     index: int, call: ToolCall, batch: Admission
 ) -> tuple[ToolCall, AnyTool] | Answered | Abort:
     """The tool ``call`` names (a plain ``str``: dispatch refused any other up front, see
-    ``_host_calls``), or the unknown-tool policy's answer."""
+    ``host_calls``), or the unknown-tool policy's answer."""
     found = batch.env.resolve(call.name)
     if found is not None:
         name, tool = found

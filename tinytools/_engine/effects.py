@@ -15,10 +15,11 @@ from typing import Protocol
 
 import msgspec
 
-from ._admit import Admitted, Answered, error_message
-from ._redact import shown_arguments
-from ._wire import MessageStatus
-from .events import ToolDenied
+from tinytools._redact import shown_arguments
+from tinytools._wire import MessageStatus
+from tinytools.events import ToolDenied
+
+from .admit.admission import Admitted, Answered, error_message
 
 __all__ = [
     "AlreadyStarted",

@@ -1,4 +1,4 @@
-"""Tests for `tinytools._approvals` and resuming deferred calls through dispatch."""
+"""Tests for `tinytools._engine.resume` and resuming deferred calls through dispatch."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ from tinytools import (
     dispatch_sync,
     tool,
 )
-from tinytools._dispatch_env import DispatchEnv
+from tinytools._engine.env import DispatchEnv
 from tinytools.events import ToolApproved, ToolCompleted, ToolDeferred, ToolDenied, ToolStarted
 
 ran: list[object] = []

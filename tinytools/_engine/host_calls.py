@@ -17,9 +17,10 @@ from typing import Final, cast
 
 import msgspec
 
-from ._approvals import DeferredToolRequests
-from ._text import preview
-from ._wire import ToolCall, plain_text
+from tinytools._text import preview
+from tinytools._wire import ToolCall, plain_text
+
+from .resume import DeferredToolRequests
 
 __all__ = ["host_calls", "refuse_non_batch"]
 

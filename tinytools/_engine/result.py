@@ -12,10 +12,11 @@ from collections.abc import Mapping
 
 import msgspec
 
-from ._approvals import DeferredToolRequests
-from ._wire import ContentBlock, ToolMessage
-from .errors import TinytoolsError
-from .events import Event, ToolSearched
+from tinytools._wire import ContentBlock, ToolMessage
+from tinytools.errors import TinytoolsError
+from tinytools.events import Event, ToolSearched
+
+from .resume import DeferredToolRequests
 
 __all__ = ["DispatchAborted", "DispatchResult", "FollowUp"]
 

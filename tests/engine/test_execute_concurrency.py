@@ -1,4 +1,4 @@
-"""Tests for `tinytools._dispatch` concurrency.
+"""Tests for `tinytools._engine.api` concurrency.
 
 Bounded concurrency, per-call timeouts, cancellation through a `Cancellation` handle, the run
 deadline, retry backoff and worker threads for synchronous tools with a timeout. Timing tests

@@ -1,4 +1,4 @@
-"""Tests for the batch a host hands dispatch (`tinytools._host_calls`): a call whose id or
+"""Tests for the batch a host hands dispatch (`tinytools._engine.host_calls`): a call whose id or
 name is no text is the host's ``TypeError`` before anything runs; text of a ``str``
 subclass (an SDK's own string type) is read as the text it holds."""
 

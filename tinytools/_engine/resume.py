@@ -67,9 +67,9 @@ from typing import TypeAlias
 import attrs
 import msgspec
 
-from ._declare.json_values import text_problem
-from ._middleware import Deny
-from ._wire import ToolCall, ToolResult, plain_text
+from tinytools._declare.json_values import text_problem
+from tinytools._middleware import Deny
+from tinytools._wire import ToolCall, ToolResult, plain_text
 
 __all__ = [
     "Answer",

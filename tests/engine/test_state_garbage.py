@@ -91,11 +91,11 @@ def test_dispatch_leaves_no_cycle(keywords: dict[str, object]) -> None:
 #: The modules whose objects make up a dispatch's state.
 _STATE_MODULES = frozenset(
     {
-        "tinytools._admit",
-        "tinytools._dispatch",
-        "tinytools._dispatch_env",
-        "tinytools._fold",
-        "tinytools._run",
+        "tinytools._engine.admit.admission",
+        "tinytools._engine.api",
+        "tinytools._engine.env",
+        "tinytools._engine.fold",
+        "tinytools._engine.state",
         "tinytools._engine.execute.wraps",
     }
 )
