@@ -88,6 +88,24 @@ def test_dispatch_leaves_no_cycle(keywords: dict[str, object]) -> None:
     assert _left_by_dispatch() == []
 
 
+@pytest.mark.parametrize(
+    "policy",
+    [RunPolicy(), RunPolicy(tool_timeout=5)],
+    ids=["inline", "worker-thread"],
+)
+@pytest.mark.usefixtures("no_collector")
+def test_a_failing_tool_leaves_no_cycle(policy: RunPolicy) -> None:
+    # The failure's traceback holds the frames it passed through (and, on CPython, the
+    # frames that called them): what keeps the failure while the call's outcome is
+    # decided must let it go before returning, or the run stays in a cycle.
+    calls = [ToolCall("c1", "broken", '{"a": 1}')]
+    dispatch_sync(calls, REGISTRY, policy=policy)  # the first call fills the memos
+    result = dispatch_sync(calls, REGISTRY, policy=policy)
+    assert result.messages[0].status == "error"
+    del result
+    assert _left_by_dispatch() == []
+
+
 #: The modules whose objects make up a dispatch's state.
 _STATE_MODULES = frozenset(
     {

@@ -16,8 +16,9 @@ from tinytools._engine.outcome import Outcome
 from tinytools._engine.state import Run
 from tinytools._engine.stops import Stop, stop_now
 
-from .attempts import attempt, drive
+from .attempts import Raised, attempt
 from .bind import begin
+from .classify import next_attempt
 from .threaded import Leash, wait_here
 from .wraps import sync_body
 
@@ -42,13 +43,22 @@ def run_inline(run: Run, item: Admitted, deadline: float | None) -> Outcome:
     plan = item.tool._plan
     timeout = plan.timeout or run.env.policy.tool_timeout
     fn, kwargs, handle, context = begin(run, item, deadline)
-    if not plan.blocking and timeout is None:
-        if run.stack.wraps:
+    if plan.retries or run.stack.wraps:  # attempts driven to their outcome, in the wraps
+        if not plan.blocking and timeout is None:
             return context.run(sync_body(run, item, fn, kwargs, None))
-        return context.run(drive, run, item, fn, kwargs)
-    if not plan.retries and not run.stack.wraps:  # one attempt (its failure classified here)
-        body = functools.partial(context.run, attempt, fn, kwargs)
-        return wait_here(run, item, body, timeout, deadline, handle, None)
-    leash = Leash()
-    body = functools.partial(context.run, sync_body(run, item, fn, kwargs, leash))
-    return wait_here(run, item, body, timeout, deadline, handle, leash)
+        leash = Leash()
+        body = functools.partial(context.run, sync_body(run, item, fn, kwargs, leash))
+        return wait_here(  # type: ignore[return-value]  # (its attempts' outcome)
+            run, item, body, timeout, deadline, handle, leash
+        )
+    # One attempt, with no driver between it and this frame (a frame fewer per call, the
+    # common case): what it raised is classified here.
+    value: object
+    if not plan.blocking and timeout is None:
+        value = context.run(attempt, fn, kwargs)
+    else:
+        once = functools.partial(context.run, attempt, fn, kwargs)
+        value = wait_here(run, item, once, timeout, deadline, handle, None)
+    if type(value) is Raised:  # replaced, not kept: the failure's traceback holds this
+        value = next_attempt(run, item, value.error, 0)  # frame (a cycle for the collector)
+    return value  # type: ignore[return-value]

@@ -26,9 +26,8 @@ from tinytools._runtime import threads
 from tinytools._runtime.baton import Signal, wait_main
 from tinytools._runtime.threads import PoolExhausted
 
-from .attempts import Raised
 from .bind import UNSEEN
-from .classify import classify, next_attempt, timed_out
+from .classify import classify, timed_out
 
 __all__ = ["Leash", "abandoned", "wait_here"]
 
@@ -104,9 +103,9 @@ def wait_here(
     deadline: float | None,
     handle: Cancellation,
     leash: Leash | None,
-) -> Outcome:
-    """Run ``body`` (the call's attempts, or its one attempt, whose :class:`Raised` is
-    classified here) on a pool thread and wait for it on this one, within the attempt's
+) -> object:
+    """Run ``body`` (the call's attempts, or its one attempt, whose ``Raised`` its caller
+    classifies) on a pool thread and wait for it on this one, within the attempt's
     timeout and the batch's ``deadline`` (on :func:`time.monotonic`'s clock), woken by the
     batch's cancellation; the call's outcome."""
     pool = threads.THREADS
@@ -125,9 +124,7 @@ def wait_here(
         if deadline is not None and time.monotonic() >= deadline:
             return interrupted(Stop.DEADLINE)  # (as under the event loops)
         return classify(error, item)
-    if type(outcome) is Raised:  # one attempt's failure (see attempts.attempt)
-        return next_attempt(run, item, outcome.error, 0)  # type: ignore[return-value]
-    return outcome  # type: ignore[return-value]
+    return outcome
 
 
 def _waited(
