@@ -238,13 +238,6 @@ class TestItem4Surrogates:
         assert msgspec.json.encode(result)
 
 
-def _nested(depth: int) -> object:
-    value: object = []
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
 class TestItem7NonFinite:
     @pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
     @pytest.mark.parametrize(("name", "key"), [("get_weather", "temp"), ("measure", "x")])

@@ -25,16 +25,6 @@ from tinytools import (
 from tinytools._engine.fold import truncate
 
 
-def _nested(depth: int) -> dict[str, object]:
-    root: dict[str, object] = {}
-    node = root
-    for _ in range(depth):
-        child: dict[str, object] = {}
-        node["a"] = child
-        node = child
-    return root
-
-
 def _nested(depth: int) -> object:
     value: object = []
     for _ in range(depth):
