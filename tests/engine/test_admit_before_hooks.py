@@ -9,6 +9,7 @@ import attrs
 import msgspec
 import pytest
 
+from tests.engine.one_add import CALLS, TOOLS
 from tinytools import (
     Allow,
     Context,
@@ -25,18 +26,6 @@ from tinytools import (
     tool,
 )
 from tinytools._engine.env import DispatchEnv
-
-
-@tool
-def add(a: int, b: int = 1) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-TOOLS = Registry([add])
-
-
-CALLS = [ToolCall("c1", "add", '{"a": 1}')]
 
 
 def _answer(kind: str) -> Callable[[ToolCall, object], object]:

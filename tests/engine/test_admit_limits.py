@@ -7,27 +7,13 @@ from collections.abc import Callable, Collection
 
 import pytest
 
+from tests.engine.one_add import CALLS, TOOLS
 from tinytools import (
     Cancellation,
-    Registry,
     RunPolicy,
     ToolCall,
     dispatch_sync,
-    tool,
 )
-
-
-@tool
-def add(a: int, b: int = 1) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-TOOLS = Registry([add])
-
-
-CALLS = [ToolCall("c1", "add", '{"a": 1}')]
-
 
 THREE = [ToolCall(f"c{i}", "add", '{"a": 1}') for i in range(3)]
 

@@ -3,25 +3,12 @@ in order, whatever kind of sequence it is."""
 
 from __future__ import annotations
 
+from tests.engine.one_add import CALLS, TOOLS
 from tinytools import (
-    Registry,
     ToolCall,
     before_tool,
     dispatch_sync,
-    tool,
 )
-
-
-@tool
-def add(a: int, b: int = 1) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-TOOLS = Registry([add])
-
-
-CALLS = [ToolCall("c1", "add", '{"a": 1}')]
 
 
 class TestMiddlewareSequence:

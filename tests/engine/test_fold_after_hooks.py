@@ -9,6 +9,7 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
+from tests.engine.one_add import CALLS, TOOLS
 from tinytools import (
     Artifact,
     DispatchAborted,
@@ -22,18 +23,6 @@ from tinytools import (
     tool,
 )
 from tinytools.events import ToolCompleted
-
-
-@tool
-def add(a: int, b: int = 1) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-TOOLS = Registry([add])
-
-
-CALLS = [ToolCall("c1", "add", '{"a": 1}')]
 
 
 class Colour(str, enum.Enum):

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
+from tests.engine.one_add import add
 from tinytools import (
     Registry,
     RunPolicy,
@@ -26,12 +27,6 @@ from tinytools import (
     wrap_tool,
 )
 from tinytools.events import Event
-
-
-@tool
-def add(a: int, b: int = 1) -> int:
-    """Add two numbers."""
-    return a + b
 
 
 @tool
