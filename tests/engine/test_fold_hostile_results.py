@@ -32,12 +32,16 @@ def _nested(depth: int) -> object:
     return value
 
 
+_DEEP = _nested(1000)
+
+
 class TestJsonBlocksOfHostileValues:
     """Defect: a tool returning ``ToolResult(content=[JsonBlock(v), ...])`` with a lone
     surrogate in ``v`` (or ``v`` nested 1,000 deep) aborted the whole dispatch, blamed on
     "the artifact store"; every other call of the batch went unanswered. The surrogate is
     written as its escape, as in returned text; a value too deep to encode is that call's
-    error; the other call is answered either way."""
+    error (1,000 levels are too deep for msgspec on Python 3.10 and 3.11, not on 3.12+,
+    where the block reads as its JSON); the other call is answered either way."""
 
     @pytest.mark.parametrize(
         "options",
@@ -46,11 +50,11 @@ class TestJsonBlocksOfHostileValues:
     )
     @pytest.mark.parametrize(
         ("value", "is_error"),
-        [({"k": "\ud800x"}, False), ({"\udc80": [1]}, False), (_nested(1000), True)],
+        [({"k": "\ud800x"}, False), ({"\udc80": [1]}, False), (_DEEP, None)],
         ids=["surrogate-value", "surrogate-key", "nested-1000"],
     )
     def test_answered_and_encodes(
-        self, value: object, is_error: bool, options: dict[str, object]
+        self, value: object, is_error: bool | None, options: dict[str, object]
     ) -> None:
         @tool
         def shaped() -> ToolResult:
@@ -70,10 +74,13 @@ class TestJsonBlocksOfHostileValues:
             **options,  # type: ignore[arg-type]
         )
         first, second = result.messages
+        if is_error is None:  # too deep to encode on this Python, or not
+            is_error = first.is_error
+            assert is_error or first.content.startswith("[[[")
         assert first.is_error is is_error
         if is_error:
             assert "Tool `shaped` returned a bad value" in first.content
-        else:
+        elif value is not _DEEP:
             assert first.content.endswith("\nt")
             assert "ud" in first.content
         assert (second.content, second.is_error) == ("fine", False)
