@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tinytools import RunPolicy, ToolCall, dispatch_sync, tool
+from tinytools import RunPolicy, ToolCall, ToolPolicy, dispatch_sync, tool
 from tinytools._runtime import baton as _baton
 from tinytools._runtime import threads as _threads
 from tinytools._runtime.baton import Handoff
@@ -527,7 +527,7 @@ def test_dispatch_sync_answers_a_hung_tool_at_its_timeout_and_runs_the_next(
 
 FORKED = """
 import os, sys
-from tinytools import RunPolicy, ToolCall, dispatch_sync, tool
+from tinytools import RunPolicy, ToolCall, ToolPolicy, dispatch_sync, tool
 
 @tool(blocking=True)
 def pid() -> int:
@@ -650,10 +650,22 @@ async def pause(n: int) -> int:
     return n
 
 
+@tool(policy=ToolPolicy().with_runtime(max_retries=1))
+async def pause_retried(n: int) -> int:
+    """``pause``, under a retry policy: its attempts are driven one by one."""
+    import asyncio
+
+    await asyncio.sleep(0)
+    return n
+
+
 @tool(blocking=True)
 def on_thread(n: int) -> int:
     """Answer ``n`` from a tool thread."""
     return n
+
+
+INTERRUPTED_TOOLS = [pause, pause_retried, on_thread]
 
 
 #: Batches that run on the thread's event loop (two async tools at once; an async tool
@@ -661,6 +673,7 @@ def on_thread(n: int) -> int:
 #: turn: the caller waits on the baton itself).
 INTERRUPTED_BATCHES = {
     "async": ("pause", "pause", 2),
+    "async-retried": ("pause_retried", "pause_retried", 2),
     "async-and-thread": ("pause", "on_thread", 2),
     "threads-no-loop": ("on_thread", "on_thread", 1),
 }
@@ -674,7 +687,7 @@ def _batch(kind: str) -> tuple[list[ToolCall], RunPolicy]:
 
 def _answers(kind: str) -> list[str]:
     calls, policy = _batch(kind)
-    return [m.content for m in dispatch_sync(calls, [pause, on_thread], policy=policy).messages]
+    return [m.content for m in dispatch_sync(calls, INTERRUPTED_TOOLS, policy=policy).messages]
 
 
 def _steps(kind: str, interrupt_at: int, twice: bool = False) -> tuple[int, bool]:
@@ -720,7 +733,7 @@ def _steps(kind: str, interrupt_at: int, twice: bool = False) -> tuple[int, bool
     try:
         sys.setprofile(count)
         try:
-            dispatch_sync(calls, [pause, on_thread], policy=policy)
+            dispatch_sync(calls, INTERRUPTED_TOOLS, policy=policy)
         finally:
             sys.setprofile(None)
     except KeyboardInterrupt:

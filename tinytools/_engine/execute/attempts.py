@@ -1,18 +1,21 @@
-"""One call's attempts: the retry policy and the one place a tool's function is called.
+"""One call's attempts: the retry policy, and where a tool's function is called.
 
 :func:`attempts` is a generator (the sans-I/O pattern, as admission's hook walk): it
-calls the tool and decides what follows each failure, and yields to its driver what only
-a driver can do — await an async tool's coroutine, wait before the next attempt — then
-leaves the call's outcome on its :class:`Attempt`. :func:`drive` runs it on the thread
-that runs a synchronous tool (inline, or a worker thread); ``loop.adrive`` under an event
-loop. Either runs inside the call's copy of the caller's context.
+calls a synchronous tool (:func:`attempt`, the one place that does) and decides what
+follows each failure, and yields to its driver what only a driver can do — call and
+await an async tool (:data:`AWAIT`: ``loop._awaited`` makes the coroutine and awaits it
+in one expression, so no interrupt can fall between and leave it never awaited), wait
+before the next attempt — then leaves the call's outcome on its :class:`Attempt`.
+:func:`drive` runs it on the thread that runs a synchronous tool (inline, or a worker
+thread); ``loop.adrive`` under an event loop. Either runs inside the call's copy of the
+caller's context.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Coroutine, Iterator
-from typing import Any, TypeAlias
+from collections.abc import Callable, Iterator
+from typing import Final, TypeAlias
 
 import msgspec
 
@@ -23,12 +26,16 @@ from tinytools._engine.stops import Stop, interrupted
 
 from .classify import PROPAGATE, next_attempt
 
-__all__ = ["Attempt", "Raised", "Steps", "attempt", "attempts", "drive"]
+__all__ = ["AWAIT", "Attempt", "Raised", "Steps", "attempt", "attempts", "drive"]
+
+#: What :func:`attempts` yields for an attempt of an async tool: the driver calls it and
+#: awaits its coroutine, and leaves what it returned, or :class:`Raised`, on the call's
+#: :class:`Attempt`.
+AWAIT: Final = "await"
 
 #: What a call's attempts yield to their driver: the seconds to wait before the next
-#: attempt, or an async tool's coroutine to await (the driver leaves what it returned,
-#: or :class:`Raised`, on the call's :class:`Attempt`).
-Steps: TypeAlias = Iterator["float | Coroutine[Any, Any, object]"]
+#: attempt, or :data:`AWAIT`.
+Steps: TypeAlias = Iterator["float | str"]
 
 
 class Raised(msgspec.Struct):
@@ -54,9 +61,10 @@ class Attempt:
 
 
 def attempt(fn: Callable[..., object], kwargs: dict[str, object]) -> object:
-    """One attempt: the one place a tool's function is called. What it returned (an async
-    tool's coroutine, to await), or :class:`Raised` with the tool's failure, whatever it
-    raised (but what :data:`PROPAGATE` lists, which is not the tool's to answer)."""
+    """One attempt of a synchronous tool: the one place its function is called (an async
+    tool's is called by ``loop._awaited``, which awaits it in the same expression). What
+    it returned, or :class:`Raised` with the tool's failure, whatever it raised (but what
+    :data:`PROPAGATE` lists, which is not the tool's to answer)."""
     try:
         return fn(**kwargs)
     except PROPAGATE:
@@ -72,10 +80,11 @@ def attempts(
     is_async = item.tool._plan.is_async
     tries = 0
     while True:
-        value = attempt(fn, kwargs)
-        if is_async and type(value) is not Raised:
-            yield value  # type: ignore[misc]  # its coroutine, awaited by the driver
+        if is_async:
+            yield AWAIT  # the driver calls the tool and awaits it
             value, at.reply = at.reply, None
+        else:
+            value = attempt(fn, kwargs)
         if type(value) is not Raised:
             at.outcome = value  # type: ignore[assignment]
             return

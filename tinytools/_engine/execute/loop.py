@@ -31,8 +31,7 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Coroutine, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
 
 import anyio
 import sniffio
@@ -80,32 +79,41 @@ async def adrive(
     timeout: float | None,
     handle: Cancellation,
 ) -> Outcome:
-    """Run the attempts of a call its tool retries to their outcome under the event loop:
-    an async tool's coroutine awaited under the attempt's ``timeout``, each wait before a
-    retry with ``anyio.sleep`` (the loop's cancellation of the task passes through). The
-    one attempt of a call its tool does not retry is :func:`_once`."""
+    """Run a call's attempts to their outcome under the event loop: an async tool called
+    and awaited under the attempt's ``timeout`` (:func:`_awaited`), each wait before a
+    retry with ``anyio.sleep`` (the loop's cancellation of the task passes through)."""
+    if item.tool._plan.is_async and not item.tool._plan.retries:  # one attempt, no loop
+        value = await _awaited(fn, kwargs, item, timeout, handle)
+        if type(value) is Raised:  # (replaced: no cycle through the failure's traceback)
+            value = next_attempt(run, item, value.error, 0)
+        return value  # type: ignore[return-value]
     at = Attempt()
     for step in attempts(run, item, fn, kwargs, at):
         if type(step) is float:
             await anyio.sleep(step)
-        else:
-            at.reply = await _awaited(step, item, timeout, handle)  # type: ignore[arg-type]
+        else:  # AWAIT
+            at.reply = await _awaited(fn, kwargs, item, timeout, handle)
     return at.outcome
 
 
 async def _awaited(
-    coroutine: Coroutine[Any, Any, object],
+    fn: Callable[..., object],
+    kwargs: dict[str, object],
     item: Admitted,
     timeout: float | None,
     handle: Cancellation,
 ) -> object:
-    """One attempt of an async tool, awaited under its ``timeout``: what it returned,
-    :class:`Raised` with what it raised, or the call's outcome when it timed out."""
+    """One attempt of an async tool, called and awaited under its ``timeout``: what it
+    returned, :class:`Raised` with what it raised, or the call's outcome when it timed
+    out. The coroutine is made and awaited in one expression, inside the timeout: a
+    Ctrl-C delivered at a function call before it (``move_on_after``) finds no coroutine
+    made, which would be left never awaited (tests/runtime/test_threads_handoff.py
+    interrupts every step)."""
     try:
         if timeout is None:
-            return await coroutine
+            return await fn(**kwargs)  # type: ignore[misc]
         with anyio.move_on_after(timeout):
-            return await coroutine
+            return await fn(**kwargs)  # type: ignore[misc]
         if handle is not UNSEEN:
             handle.cancel()  # the tool may hold a reference and look
         return timed_out(item, timeout)
@@ -113,36 +121,6 @@ async def _awaited(
         if isinstance(error, PROPAGATE) or _is_cancellation(error):
             raise
         return Raised(error)
-
-
-async def _once(
-    run: Run,
-    item: Admitted,
-    fn: Callable[..., object],
-    kwargs: dict[str, object],
-    timeout: float | None,
-    handle: Cancellation,
-) -> Outcome:
-    """The one attempt of an async call its tool does not retry, to its outcome.
-
-    Not :func:`adrive` with one attempt: there the coroutine is made by ``attempt`` and
-    awaited a step later, and a Ctrl-C delivered between the two (at ``move_on_after``,
-    a function call) left it never awaited. Here it is made and awaited in one
-    expression, inside the attempt's timeout: nothing can come between (the cost is
-    this second place that calls a tool's function; tests/test_workers.py interrupts
-    every step)."""
-    try:
-        if timeout is None:
-            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
-        with anyio.move_on_after(timeout):
-            return await fn(**kwargs)  # type: ignore[no-any-return,misc]
-    except BaseException as error:
-        if isinstance(error, PROPAGATE) or _is_cancellation(error):
-            raise
-        return next_attempt(run, item, error, 0)  # type: ignore[return-value]
-    if handle is not UNSEEN:
-        handle.cancel()  # the tool may hold a reference and look
-    return timed_out(item, timeout)
 
 
 async def _on_thread(
@@ -393,13 +371,9 @@ async def _worker(
                     outcome = await contexts.in_context(
                         context, awrapped, wraps.awraps, run, item, each, _is_cancellation
                     )
-                elif plan.retries:
-                    outcome = await contexts.in_context(
-                        context, adrive, run, item, fn, kwargs, timeout, handle
-                    )
                 else:
                     outcome = await contexts.in_context(
-                        context, _once, run, item, fn, kwargs, timeout, handle
+                        context, adrive, run, item, fn, kwargs, timeout, handle
                     )
             elif plan.blocking or timeout is not None or (plan.retries and wraps.wraps):
                 # (wraps around a retried call wait for its backoff on the thread that
