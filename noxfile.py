@@ -1,5 +1,5 @@
 """Developer sessions: ``nox -s tests``, ``lint``, ``typecheck``, ``docs``, ``diagrams``,
-``bench``, ``local_model``.
+``bench``, ``xgrammar``, ``local_model``.
 
 Versions and dependency groups come from ``pyproject.toml``, the single source.
 """
@@ -79,6 +79,23 @@ def bench(session: nox.Session) -> None:
     with results.open("w", encoding="utf-8") as out:
         session.run("python", "-m", "benchmarks", "--json", *session.posargs, stdout=out)
     session.run("python", "-m", "benchmarks.publish", str(results))
+
+
+@nox.session(python=PYTHONS[-1])
+def xgrammar(session: nox.Session) -> None:
+    """The decoding constraints' tests with xgrammar installed, so that every structural tag
+    they build is also compiled and matched by xgrammar itself (as vLLM and SGLang do).
+
+    xgrammar is installed without its dependencies (torch, transformers and triton, which
+    its grammar code does not use); ``tests/formats/xgrammar_standins`` stand in for them.
+    ``.ci/run`` runs the same in its checks job.
+    """
+    session.install("-e", ".[test]")
+    session.install("--no-deps", *nox.project.dependency_groups(PYPROJECT, "xgrammar"))
+    session.install(*nox.project.dependency_groups(PYPROJECT, "xgrammar-runtime"))
+    env = {"PYTHONPATH": "tests/formats/xgrammar_standins", "TINYTOOLS_REQUIRE_XGRAMMAR": "1"}
+    session.run("python", "-m", "pytest", "tests/formats/test_constraints.py", *session.posargs,
+                env=env)  # fmt: skip
 
 
 @nox.session

@@ -1,6 +1,6 @@
 """Benchmarks for decoding constraints: ``python -m benchmarks.bench_constraints [--json]``.
 
-Rows and their target (issue 29): ``json_in_tag.constraint`` over 1,000 tools in under
+Rows and their target (issue 29): a constraint over 1,000 tools in under
 200 ms of Python (``build``), then each backend's text from it (``gbnf``, ``lark``,
 ``structural tag``), with the text's size, for 10 and 1,000 tools so that the growth
 shows (it should be linear in the tools). Two tool sets: synthetic tools (a required
@@ -16,7 +16,7 @@ import json
 import time
 
 from tinytools import Tool
-from tinytools.formats import json_in_tag, mistral
+from tinytools.formats import json_in_tag, mistral, ptype, xml
 
 from ._report import duration, header, machine_info, options, table, versions
 from ._timing import once
@@ -50,7 +50,7 @@ def rows(repeat: int) -> list[dict[str, object]]:
     for label, make in sets.items():
         for count in (10, 1_000):
             tools = make(count)
-            for dialect in (json_in_tag, mistral):
+            for dialect in (json_in_tag, mistral, ptype, xml):
                 name = dialect.__name__.rsplit(".", 1)[-1]
                 build = min(once(lambda d=dialect, t=tools: d.constraint(t)) for _ in range(repeat))
                 texts = {

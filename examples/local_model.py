@@ -59,6 +59,7 @@ from tinytools.formats import (
     mistral,
     openai_chat,
     ptype,
+    xml,
 )
 
 #: The most model turns one request may take (the first turn is the one counted).
@@ -409,7 +410,7 @@ def check_all_gbnf(llm: Any) -> int:
     """Check, with llama.cpp's parser, every GBNF grammar the dialects build for ``TOOLS``
     (each choice, both forms, with and without reasoning); how many there were."""
     checked = 0
-    for dialect in (json_in_tag, llama_json, mistral, deepseek, ptype):
+    for dialect in (json_in_tag, llama_json, mistral, deepseek, ptype, xml):
         for choice in ("auto", "required", "get_weather"):
             for reasoning in (False, True):
                 constraint = dialect.constraint(TOOLS, choice=choice, reasoning=reasoning)

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import string
 from collections.abc import Mapping
 
 import llguidance
@@ -29,9 +31,26 @@ from llguidance.gbnf_to_lark import (
     resolve,
 )
 
-__all__ = ["accepts", "compiled", "lark_of_gbnf", "lark_of_structural_tag", "llama_cpp_limit"]
+# (xgrammar's runtime would load torch's DLPack extension: no tensor is made here)
+os.environ.setdefault("TVM_FFI_DISABLE_TORCH_C_DLPACK", "1")
+try:
+    import xgrammar
+except ImportError:  # (``nox -s xgrammar`` installs it: see :func:`xgrammar_form`)
+    if os.environ.get("TINYTOOLS_REQUIRE_XGRAMMAR"):
+        raise
+    xgrammar = None
+
+__all__ = [
+    "accepts",
+    "compiled",
+    "lark_of_gbnf",
+    "lark_of_structural_tag",
+    "llama_cpp_limit",
+    "xgrammar_form",
+]
 
 _BYTES = llguidance.LLTokenizer("byte")
+_XGRAMMAR = "xgrammar:"
 
 
 @functools.lru_cache(maxsize=256)
@@ -46,7 +65,18 @@ def compiled(lark: str) -> str:
 
 
 class _CharByChar(GrammarParser):
-    """llguidance's GBNF reader, each literal read as a sequence of one-character ones."""
+    """llguidance's GBNF reader, each literal read as a sequence of one-character ones, and
+    ``\\uXXXX`` kept whole (llguidance strips the digits' leading zeros, which leaves
+    ``\\u`` for U+0000 and ``\\u1f`` for U+001F: no escape in its regular expressions)."""
+
+    def _parse_char(self, pos: Position) -> tuple[str, Position]:
+        escape = pos.peek(2)
+        if escape in ("\\u", "\\U"):
+            width = 4 if escape == "\\u" else 8
+            digits = pos.peek(2 + width)[2:]
+            if len(digits) == width and all(c in string.hexdigits for c in digits):
+                return escape + digits, pos.advance(2 + width)
+        return super()._parse_char(pos)
 
     def _parse_literal(self, pos: Position) -> tuple[ASTNode, Position]:
         literal, end = super()._parse_literal(pos)
@@ -71,8 +101,30 @@ def lark_of_gbnf(gbnf: str) -> str:
     return "%llguidance {}\n\n" + "\n".join(str(rule) for rule in rules.values()) + "\n"
 
 
+def xgrammar_form(tag: Mapping[str, object]) -> dict[str, str]:
+    """``{"xgrammar": …}``, the structural tag as xgrammar itself reads it, for
+    :func:`accepts`; empty where xgrammar is not installed.
+
+    xgrammar's package imports torch, transformers and triton for helpers these checks
+    never call, so ``nox -s xgrammar`` (and CI) installs xgrammar without them, puts the
+    stand-ins of ``tests/formats/xgrammar_standins`` first on the path and sets
+    ``TINYTOOLS_REQUIRE_XGRAMMAR``, so that a missing xgrammar fails there."""
+    return {} if xgrammar is None else {"xgrammar": _XGRAMMAR + json.dumps(tag)}
+
+
+@functools.lru_cache(maxsize=256)
+def _xgrammar_compiled(tag: str) -> object:
+    compiler = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo([]), cache_enabled=False)
+    return compiler.compile_grammar(xgrammar.Grammar.from_structural_tag(tag))
+
+
 def accepts(lark: str, text: str) -> bool:
-    """Whether the grammar matches all of ``text`` (and may end there)."""
+    """Whether the grammar matches all of ``text`` (and may end there); one from
+    :func:`xgrammar_form` by xgrammar's own matcher."""
+    if lark.startswith(_XGRAMMAR):
+        grammar = _xgrammar_compiled(lark.removeprefix(_XGRAMMAR))
+        checker = xgrammar.GrammarMatcher(grammar, terminate_without_stop_token=True)
+        return bool(checker.accept_string(text)) and bool(checker.is_terminated())
     matcher = llguidance.LLMatcher(_BYTES, compiled(lark), log_level=0)
     consumed = matcher.consume_tokens(_BYTES.tokenize_str(text))
     return bool(consumed) and not matcher.is_error() and matcher.is_accepting()

@@ -22,6 +22,7 @@ from constraints import (
     lark_of_gbnf,
     lark_of_structural_tag,
     llama_cpp_limit,
+    xgrammar_form,
 )
 from hypothesis import HealthCheck, Phase, assume, currently_in_test_context, given, settings
 from hypothesis import strategies as st
@@ -181,9 +182,11 @@ def assert_reads_back(
 
 
 def with_tag(constraint: Constraint) -> dict[str, str]:
-    """:func:`grammars` and the calls the structural tag takes (no prose: see
-    ``lark_of_structural_tag``)."""
-    return {**grammars(constraint), "tag": lark_of_structural_tag(constraint.structural_tag())}
+    """:func:`grammars`, the calls the structural tag takes (no prose: see
+    ``lark_of_structural_tag``) and, where xgrammar is installed, the structural tag as
+    xgrammar reads it (prose included)."""
+    tag = constraint.structural_tag()
+    return {**grammars(constraint), "tag": lark_of_structural_tag(tag), **xgrammar_form(tag)}
 
 
 def rendered(dialect: ModuleType, tools: list[Tool[..., object]], *calls: ToolCall) -> str:
@@ -213,7 +216,7 @@ class TestValidCalls:
         text = rendered(dialect, [tool], ToolCall("1", "t", arguments))
         for choice in ("auto", "required", "t"):
             constraint = dialect.constraint([tool], choice=choice)
-            for form, lark in grammars(constraint).items():
+            for form, lark in with_tag(constraint).items():
                 assert accepts(lark, text), (form, choice, text)
         assert_reads_back(dialect, text, tool, arguments)
 
@@ -322,10 +325,12 @@ class TestValidCalls:
         """With "auto", prose alone, and prose before the calls, are accepted."""
         tool = tool_for({"type": "integer"}, True)
         call = rendered(dialect, [tool], ToolCall("1", "t", {"v": 1, "w": "x"}))
-        lark = dialect.constraint([tool]).lark()
-        assert accepts(lark, "No tool is needed for that.")
-        assert accepts(lark, "Let me look.\n" + call)
-        assert accepts(lark, "")
+        constraint = dialect.constraint([tool])
+        for lark in [constraint.lark(), *xgrammar_form(constraint.structural_tag()).values()]:
+            assert accepts(lark, "No tool is needed for that.")
+            assert accepts(lark, "Let me look.\n" + call)
+            assert accepts(lark, "")
+            assert not accepts(lark, call + "\nDone.")
 
 
 @pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
@@ -380,7 +385,7 @@ class TestRejected:
         text = self.text(dialect, name, arguments)
         assert accepts(dialect.constraint(self.TOOLS).lark(), self.text(dialect, *self.good))
         for choice in ("auto", "required"):
-            for form, lark in grammars(dialect.constraint(self.TOOLS, choice=choice)).items():
+            for form, lark in with_tag(dialect.constraint(self.TOOLS, choice=choice)).items():
                 assert not accepts(lark, text), (form, choice)
 
     good = ("get_weather", GOOD)
@@ -396,7 +401,7 @@ class TestRejected:
     def test_required_refuses_prose(self, dialect: ModuleType) -> None:
         """ "required" takes no prose alone, and nothing before the first call."""
         call = self.text(dialect, *self.good)
-        for form, lark in grammars(dialect.constraint(self.TOOLS, choice="required")).items():
+        for form, lark in with_tag(dialect.constraint(self.TOOLS, choice="required")).items():
             assert not accepts(lark, "The weather is nice."), form
             assert not accepts(lark, ""), form
             assert not accepts(lark, "Sure. " + call), form
@@ -406,7 +411,7 @@ class TestRejected:
         constraint = dialect.constraint(self.TOOLS, choice="get_time")
         other = self.text(dialect, *self.good)
         mine = self.text(dialect, "get_time", {"city": "Oslo"})
-        for form, lark in grammars(constraint).items():
+        for form, lark in with_tag(constraint).items():
             assert accepts(lark, mine), form
             assert not accepts(lark, other), form
             assert not accepts(lark, joined(dialect, [mine, mine])), form
@@ -433,12 +438,17 @@ class TestRejected:
         """reasoning=True allows a <think>…</think> first; without it, it is refused."""
         call = self.text(dialect, *self.good)
         thought = "<think>\nThe user wants <b>weather</b>.\n</think>\n\n"
-        for choice in ("auto", "required"):
-            with_ = dialect.constraint(self.TOOLS, choice=choice, reasoning=True).lark()
-            without = dialect.constraint(self.TOOLS, choice=choice).lark()
-            assert accepts(with_, thought + call)
-            assert accepts(with_, call)
-            assert not accepts(without, thought + call)
+        for choice in ("auto", "required", "get_weather"):
+            with_ = dialect.constraint(self.TOOLS, choice=choice, reasoning=True)
+            without = dialect.constraint(self.TOOLS, choice=choice)
+            pairs = {"lark": (with_.lark(), without.lark())}
+            tags = [xgrammar_form(c.structural_tag()) for c in (with_, without)]
+            if all(tags):
+                pairs["xgrammar"] = (tags[0]["xgrammar"], tags[1]["xgrammar"])
+            for form, (grammar, plain) in pairs.items():
+                assert accepts(grammar, thought + call), (form, choice)
+                assert accepts(grammar, call), (form, choice)
+                assert not accepts(plain, thought + call), (form, choice)
 
     @SETTINGS
     @given(pieces=st.lists(st.sampled_from(["x", " ", "\n", "<think>", "</think>", "<", "{",
@@ -622,8 +632,8 @@ class TestGolden:
         ]
         assert lines[5] == 'get-weather-units ::= "\\"c\\"" | "\\"f\\""'
         assert lines[6].startswith('string ::= "\\"" (char | ("<" | "<t" | "<th" | "<thi" |')
-        assert '"<" ([^\\x00-\\x1f\\"/<\\\\t] | escape) | "<t" ' in lines[6]
-        assert lines[8] == 'char ::= [^\\x00-\\x1f\\"<\\\\] | escape'
+        assert '"<" ([^\\u0000-\\u001f\\"/<\\\\t] | escape) | "<t" ' in lines[6]
+        assert lines[8] == 'char ::= [^\\u0000-\\u001f\\"<\\\\] | escape'
         assert lines[7].startswith('escape ::= "\\\\" [\\"/\\\\bfnrt] | "\\\\u" (')
 
     def test_lark(self) -> None:
@@ -641,12 +651,10 @@ class TestGolden:
         assert tag["type"] == "structural_tag"
         found = tag["format"]
         assert isinstance(found, dict)
-        first = found["tags"][0]["content"]["elements"][0]
+        (block,) = found.pop("tags")
+        assert (block["type"], block["begin"], block["end"]) == ("tag", "<tool_call>", "")
+        first, rest = block["content"]["elements"]  # (a sequence)
         content = first["content"]
-        rest = found["tags"][0]["content"]["elements"][1]["elements"][1]
-        assert found.pop("tags") == [{"type": "tag", "begin": "<tool_call>", "content": {
-            "type": "or", "elements": [first, {"type": "sequence", "elements": [first, rest]}],
-        }, "end": ""}]  # fmt: skip
         assert found == {
             "type": "triggered_tags",
             "triggers": ["<tool_call>"],
@@ -657,13 +665,19 @@ class TestGolden:
         call = json_in_tag.render_call(ToolCall("1", "get_weather", {"city": "Oslo"}))
         begin, end = '\n{"name": "get_weather", "arguments": ', "}\n</tool_call>"
         assert first == {"type": "tag", "begin": begin, "content": content, "end": end}
-        assert rest["elements"][0] == {**first, "begin": "<tool_call>" + begin}  # the next calls
+        nothing = {"type": "const_string", "value": ""}
+        for _ in range(MAX_PARALLEL_CALLS - 1):  # up to three more calls, each written once
+            assert rest["type"] == "or"
+            assert rest["elements"][0] == nothing
+            following, rest = rest["elements"][1]["elements"]
+            assert following == {**first, "begin": "<tool_call>" + begin}
+        assert rest == nothing
         assert content["type"] == "grammar"
         assert accepts(lark_of_gbnf(content["grammar"]), '{"city": "Oslo", "units": "f"}')
         assert call.startswith("<tool_call>" + begin)
         assert call.endswith(end)
         required = json_in_tag.constraint([self.TOOL], choice="required").structural_tag()
-        assert required["format"]["type"] == "or"  # type: ignore[index]
+        assert required["format"]["type"] == "sequence"  # type: ignore[index]
         named = json_in_tag.constraint([self.TOOL], choice="get_weather").structural_tag()
         assert named["format"]["type"] == "tag"  # type: ignore[index]
         json.dumps(named)  # plain JSON, as response_format takes it
@@ -682,6 +696,46 @@ def test_structural_tag_envelope(dialect: ModuleType) -> None:
     inside = text[len(begin) : len(text) - len(end)]
     assert accepts(lark_of_gbnf(tag["content"]["grammar"]), inside)
     assert [c.arguments for c in dialect.parse(text, [tool]).calls] == [arguments]
+
+
+def _many_tools(count: int) -> list[Tool[..., object]]:
+    schema = {"type": "object", "properties": {
+        "city": {"type": "string"}, "units": {"enum": ["c", "f"]}, "days": {"type": "integer"},
+    }, "required": ["city"]}  # fmt: skip
+    return [Tool.from_schema(f"tool_{i}", "", schema) for i in range(count)]
+
+
+@pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
+@pytest.mark.parametrize(
+    ("choice", "parallel", "reasoning"),
+    [
+        ("auto", True, False),
+        ("auto", False, False),
+        ("required", True, False),
+        ("auto", True, True),
+    ],
+)
+def test_sizes_linear_in_the_tools(
+    dialect: ModuleType, choice: str, parallel: bool, reasoning: bool
+) -> None:
+    """Every backend's text grows linearly with the tools: 40 tools' text is at most 4.4
+    times 10 tools'. (The structural tag for "auto" with parallel calls repeated every
+    tool's call after each tool's trigger in p-type and XML: 16 times, and 45 MB for 50
+    tools.)"""
+
+    def sizes(count: int) -> dict[str, int]:
+        constraint = dialect.constraint(
+            _many_tools(count), choice=choice, parallel=parallel, reasoning=reasoning
+        )
+        return {
+            "gbnf": len(constraint.gbnf(lazy=False).text),
+            "lark": len(constraint.lark()),
+            "tag": len(json.dumps(constraint.structural_tag())),
+        }
+
+    few, many = sizes(10), sizes(40)
+    for form, size in few.items():
+        assert many[form] <= 4.4 * size, (form, size, many[form])
 
 
 class TestPtype:
@@ -727,28 +781,33 @@ class TestPtype:
     def test_prose(self) -> None:
         """Prose is lines without ``(`` or ``[``; calls start a line, right after one another.
         So nothing in prose reads as a call (a tool's ``name(``, a whole-message call of any
-        name, a pythonic list), and no word runs on into the call's name."""
-        lark = ptype.constraint(self.TOOLS).lark()
-        for text in ["Sure.", "Sure.\n" + self.CALL, "A\nB\n\n" + self.CALL + self.CALL, ""]:
-            assert accepts(lark, text), text
-            assert not ptype.parse(text, self.TOOLS).errors
-        refused = ["get_time(city='Oslo')", "other(1)", "[other(1)]", "Call get_weather(x)",
-                   "Sure. " + self.CALL, "Sure.x" + self.CALL, self.CALL + "\nDone."]  # fmt: skip
-        for text in refused:
-            assert not accepts(lark, text), text
+        name, a pythonic list), and no word runs on into the call's name; in every form."""
+        forms = with_tag(ptype.constraint(self.TOOLS))
+        del forms["gbnf-lazy"]  # (the calls alone, from their trigger on)
+        for form, lark in forms.items():
+            for text in ["Sure.", "Sure.\n" + self.CALL, "A\nB\n\n" + self.CALL + self.CALL, ""]:
+                assert accepts(lark, text), (form, text)
+                assert not ptype.parse(text, self.TOOLS).errors
+            refused = ["get_time(city='Oslo')", "other(1)", "[other(1)]", "Call get_weather(x)",
+                       "Sure. " + self.CALL, "Sure.x" + self.CALL, "my_" + self.CALL,
+                       self.CALL + "\nDone."]  # fmt: skip
+            for text in refused:
+                assert not accepts(lark, text), (form, text)
 
     def test_triggers(self) -> None:
-        """The lazy GBNF grammar starts at any tool's ``name(``; so do the structural tag's
-        triggered tags."""
+        """The lazy GBNF grammar starts at any tool's ``name(``. The structural tag for
+        ``"auto"`` is the whole eager grammar: xgrammar fires a trigger anywhere, so
+        ``my_get_time(`` would start a call that parse reads as another tool's."""
         constraint = ptype.constraint(self.TOOLS)
         assert constraint.gbnf().triggers == ("get_weather(", "get_time(")
         assert constraint.gbnf().lazy
         for parallel in (True, False):
-            tag = ptype.constraint(self.TOOLS, parallel=parallel).structural_tag()["format"]
-            assert tag["triggers"] == ["get_weather(", "get_time("]  # type: ignore[index]
-            assert "(" in tag["excludes"]  # type: ignore[index]
-            begins = [t["begin"] for t in tag["tags"]]  # type: ignore[index]
-            assert begins == ["get_weather(", "get_time("]  # (xgrammar: each starts a trigger)
+            constraint = ptype.constraint(self.TOOLS, parallel=parallel)
+            tag = constraint.structural_tag()["format"]
+            assert tag == {"type": "grammar", "grammar": constraint.gbnf(lazy=False).text}
+        tags = ptype.constraint(self.TOOLS, choice="required").structural_tag()["format"]
+        first = tags["elements"][0]  # type: ignore[index]
+        assert [t["begin"] for t in first["elements"]] == ["get_weather(", "get_time("]
 
 
 class TestXml:
@@ -847,8 +906,33 @@ class TestXml:
         )
         assert 'get-weather-units ::= "c</units>" | "f</units>"' in lines
         tag = constraint.structural_tag()["format"]
-        assert tag["triggers"] == ["<get_weather>"]  # type: ignore[index]
+        assert tag["triggers"] == ["<g"]  # type: ignore[index]
         assert [t["begin"] for t in tag["tags"]] == ["<get_weather>"]  # type: ignore[index]
+
+    def test_structural_tag_prose(self) -> None:
+        """The structural tag's prose holds no tag, as the other grammars' (xgrammar fires a
+        trigger anywhere, so each call's trigger is ``<`` and its first letter): neither
+        another tool's tag nor a ``<function=…>`` call of a tool not offered."""
+        schema = {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}
+        native = Tool.from_schema("find", "", schema)
+        function = Tool.from_schema("fetch", "", {**schema, "properties": {"a/": {}},
+                                                  "required": ["a/"]})  # fmt: skip
+        tools = [native, function]
+        one = rendered(xml, tools, ToolCall("1", "find", {"a": "x"}))
+        two = rendered(xml, tools, ToolCall("2", "fetch", {"a/": "y"}))
+        assert two.startswith("<function=fetch>")
+        stray = "<function=go>\n<parameter=a>1</parameter>\n</function>"
+        assert [c.name for c in xml.parse("So " + stray, tools).calls] == ["go"]
+        for parallel in (True, False):
+            tag = xml.constraint(tools, parallel=parallel).structural_tag()
+            forms = xgrammar_form(tag)
+            if not forms:
+                pytest.skip("needs xgrammar to read prose (nox -s xgrammar)")
+            (grammar,) = forms.values()
+            for text in ["Sure.", "a < b, a<1", "Sure.\n" + one, "So " + two, one + two]:
+                assert accepts(grammar, text) is (parallel or text != one + two), text
+            for text in ["I <fo>x</fo>", "So " + stray, "Sure <find>", one + " Done."]:
+                assert not accepts(grammar, text), text
 
 
 @pytest.fixture(scope="module")
@@ -893,13 +977,17 @@ class TestBfcl:
     """The tools of the Berkeley Function Calling Leaderboard, one request's list at a time."""
 
     def test_every_grammar_compiles(self, bfcl_entries: list[list[Tool[..., object]]]) -> None:
-        """Every entry's constraint compiles in llguidance, as Lark and as GBNF (a sample
-        under the "compat" profile: see corpus_sample)."""
+        """Every entry's constraint compiles in llguidance, as Lark and as GBNF, and in
+        xgrammar where it is installed (a sample under the "compat" profile: see
+        corpus_sample)."""
         for tools in corpus_sample(bfcl_entries):
             constraint = json_in_tag.constraint(tools)
             compiled(constraint.lark())
         for tools in corpus_sample(bfcl_entries[::20]):
-            compiled(lark_of_gbnf(json_in_tag.constraint(tools, choice="required").gbnf().text))
+            required = json_in_tag.constraint(tools, choice="required")
+            compiled(lark_of_gbnf(required.gbnf().text))
+            for grammar in xgrammar_form(required.structural_tag()).values():
+                assert accepts(grammar, "") is False  # (compiled by xgrammar, and "required")
 
     def test_impossible_tools_left_out(
         self,
@@ -960,6 +1048,6 @@ class TestBfcl:
         misspelt = tool.name + "x"
         assume(misspelt not in {t.name for t in tools})
         wrong = rendered(dialect, tools, ToolCall("1", misspelt, arguments))
-        for form, lark in grammars(dialect.constraint(tools, choice="required")).items():
+        for form, lark in with_tag(dialect.constraint(tools, choice="required")).items():
             assert accepts(lark, text), (form, text)
             assert not accepts(lark, wrong), (form, wrong)

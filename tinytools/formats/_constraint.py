@@ -34,6 +34,8 @@ __all__ = ["MAX_PARALLEL_CALLS", "CallForm", "Constraint", "Gbnf", "build"]
 MAX_PARALLEL_CALLS: Final = 4
 
 _THINK, _THINK_END = "<think>", "</think>"
+#: What may follow the reasoning's end before the calls.
+_AFTER_THINK: Final = Rep(Chars.of(" \t\n"), 0, 4)
 _ANY: Final = Chars((), negated=True)
 
 
@@ -73,6 +75,10 @@ class CallForm:
     #: The rule for a tool's arguments (``None``: one JSON object, as the JSON dialects
     #: write them).
     arguments: Callable[[Values, AnyTool], Ref] | None = None
+    #: Whether a call starts with the tool's bare name (p-type), which a parser reads as
+    #: a call only where no name character comes right before it (see
+    #: :meth:`Constraint.structural_tag`).
+    bare: bool = False
 
     def triggers(self, names: list[str]) -> tuple[str, ...]:
         """The words that start the calls: ``trigger``, or where it is ``""`` (p-type,
@@ -136,45 +142,42 @@ class Constraint:
         Each call is a ``tag`` whose ``begin`` and ``end`` are the envelope
         ``render_call`` writes and whose ``content`` is the arguments' grammar (EBNF).
         A named choice is that tool's ``tag``; ``"required"`` is a call, or with
-        ``parallel`` up to :data:`MAX_PARALLEL_CALLS` of them (``or`` and
+        ``parallel`` a call and up to ``MAX_PARALLEL_CALLS - 1`` more (``or`` and
         ``sequence``: a structural tag has no bounded repetition in every xgrammar
-        release); ``"auto"`` is ``triggered_tags`` that stops after its tag, so
-        prose comes only before the calls, as in the other grammars.
+        release). ``"auto"`` is ``triggered_tags`` that stops after its tag, so prose
+        comes only before the calls, as in the other grammars. Where the calls share an
+        opening text (``<tool_call>``) that text is the one trigger and its tag holds
+        the calls; where they do not (XML, each call its own tag) each call's opening
+        is one, and the calls that may follow the first come after the triggered tags,
+        each tool's tag written once there, so the tag grows linearly with the tools.
+        Where a call starts with the tool's bare name (p-type) no trigger tells a call
+        from prose (xgrammar fires a trigger anywhere, and a name run on into another
+        word, ``my_get_time(``, reads otherwise), so ``"auto"`` is the whole grammar
+        :meth:`gbnf` spells with ``lazy=False``: prose in lines, then the calls.
         """
         form = self._form
+        if self.choice == "auto" and form.bare:
+            whole = {"type": "grammar", "grammar": gbnf(self._grammar, self._root)}
+            return {"type": "structural_tag", "format": whole}
         tags = [
             _tag(form.begin(name), {"type": "grammar", "grammar": gbnf(self._grammar, rule)},
                  form.end)
             for name, rule in self._arguments
         ]  # fmt: skip
-        many = self.parallel and self.choice in ("auto", "required")
-        calls = _calls_tag(tags, form.separator, many)
-        if self.choice not in ("auto", "required"):
-            call = tags[0]
-            begin, end = str(call["begin"]), str(call["end"])
-            calls = _tag(form.open + begin, call["content"], end + form.close)  # type: ignore[arg-type]
+        more = MAX_PARALLEL_CALLS - 1 if self.parallel and self.choice in _ANY_TOOL else 0
+        calls = _calls_tag(_one(tags), _one(tags), form.separator, more)
+        if self.choice not in _ANY_TOOL:
+            (call,) = tags
+            content: _Json = call["content"]  # type: ignore[assignment]
+            calls = _tag(form.open + str(call["begin"]), content, str(call["end"]) + form.close)
         elif form.open:  # one block holding the calls
             calls = _tag(form.open, calls, form.close)
         if self.choice == "auto":
-            triggered = [calls] if form.open else tags
-            if many and form.trigger and not form.open:  # one tag from the trigger on
-                cut = len(form.trigger)
-                firsts = [_tag(str(t["begin"])[cut:], t["content"], form.end) for t in tags]  # type: ignore[arg-type]
-                triggered = [_tag(form.trigger, _calls_tag(tags, form.separator, many, firsts), "")]
-            elif many and not form.open:  # no common trigger: a tag from each call's begin on
-                triggered = [
-                    _tag(str(t["begin"]),
-                         _calls_tag(tags, form.separator, many, [_tag("", t["content"], form.end)]),  # type: ignore[arg-type]
-                         "")
-                    for t in tags
-                ]  # fmt: skip
-            triggers = list(form.triggers([name for name, _ in self._arguments]))
-            calls = {"type": "triggered_tags", "triggers": triggers, "tags": triggered,
-                     "at_least_one": False, "stop_after_first": True,
-                     "excludes": _words(form.prose, triggers)}  # fmt: skip
-        if self.reasoning:
+            calls = _triggered(form, [name for name, _ in self._arguments], tags, calls, more)
+        if self.reasoning:  # (up to four blanks after it, as in the other grammars)
             think = _tag(_THINK, {"type": "any_text"}, _THINK_END)
-            first = {"type": "sequence", "elements": [think, calls]}
+            blanks = {"type": "grammar", "grammar": _after_think()}
+            first = {"type": "sequence", "elements": [think, blanks, calls]}
             calls = {"type": "or", "elements": [first, calls]}
         return {"type": "structural_tag", "format": calls}
 
@@ -182,34 +185,76 @@ class Constraint:
 _Json = dict[str, object]
 
 
+def _after_think() -> str:
+    alone = Grammar()
+    alone.define(ROOT, _AFTER_THINK)
+    return gbnf(alone, ROOT)
+
+
+_ANY_TOOL: Final = ("auto", "required")
+
+
 def _tag(begin: str, content: _Json, end: str) -> _Json:
     return {"type": "tag", "begin": begin, "content": content, "end": end}
 
 
-def _calls_tag(
-    tags: list[_Json], separator: str, many: bool, firsts: list[_Json] | None = None
-) -> _Json:
-    """One of ``tags`` (the first from ``firsts`` where given), or with ``many`` up to
-    :data:`MAX_PARALLEL_CALLS` of them with ``separator`` between."""
+def _one(options: list[_Json]) -> _Json:
+    return options[0] if len(options) == 1 else {"type": "or", "elements": options}
 
-    def one(options: list[_Json]) -> _Json:
-        return options[0] if len(options) == 1 else {"type": "or", "elements": options}
 
-    call = one(tags)
+def _calls_tag(first: _Json, call: _Json, separator: str, more: int) -> _Json:
+    """``first``, then up to ``more`` of ``call``, with ``separator`` before each."""
+    if not more:
+        return first
     between = [{"type": "const_string", "value": separator}] if separator else []
+    rest: _Json = {"type": "const_string", "value": ""}
+    for _ in range(more):
+        rest = {"type": "or", "elements": [
+            {"type": "const_string", "value": ""},
+            {"type": "sequence", "elements": [*between, call, rest]},
+        ]}  # fmt: skip
+    return {"type": "sequence", "elements": [first, rest]}
 
-    def up_to(head: _Json, count: int) -> _Json:
-        if count == 1:
-            return head
-        more = {"type": "sequence", "elements": [head, *between, up_to(call, count - 1)]}
-        return {"type": "or", "elements": [head, more]}
 
-    return up_to(one(firsts or tags), MAX_PARALLEL_CALLS if many else 1)
+def _triggered(
+    form: CallForm, names: list[str], tags: list[_Json], calls: _Json, more: int
+) -> _Json:
+    """``choice="auto"``: prose, then ``calls`` from the first trigger on (see
+    :meth:`Constraint.structural_tag`)."""
+    if form.open:  # (the block's opening is the trigger)
+        return _triggered_tags([form.open], [calls], form.prose)
+    if form.trigger:  # one tag from the trigger on, holding the calls
+        if not more:
+            return _triggered_tags([form.trigger], tags, form.prose)
+        cut = len(form.trigger)
+        first = _one([_tag(str(t["begin"])[cut:], t["content"], form.end) for t in tags])  # type: ignore[arg-type]
+        inside = _calls_tag(first, _one(tags), form.separator, more)
+        return _triggered_tags([form.trigger], [_tag(form.trigger, inside, "")], form.prose)
+    # each call's opening is a trigger, anywhere in the prose: from its first word prose
+    # may not hold on (XML's `<g`), so that prose holds none (`<function=other>` included)
+    words = _words(form.prose, [])
+    starts = [min((w for w in words if b.startswith(w)), key=len, default=b) for b in
+              form.triggers(names)]  # fmt: skip
+    first = _triggered_tags(sorted(set(starts), key=starts.index), tags, form.prose)
+    if not more:
+        return first
+    then = _calls_tag({"type": "const_string", "value": ""}, _one(tags), form.separator, more)
+    return {"type": "sequence", "elements": [first, then]}
+
+
+def _triggered_tags(
+    triggers: list[str], tags: list[_Json], prose: Mapping[str, tuple[str, ...]]
+) -> _Json:
+    return {"type": "triggered_tags", "triggers": triggers, "tags": tags,
+            "at_least_one": False, "stop_after_first": True,
+            "excludes": _words(prose, triggers)}  # fmt: skip
 
 
 def _words(leads: Mapping[str, tuple[str, ...]], triggers: list[str]) -> list[str]:
+    """The words prose may not hold, less those in a trigger (xgrammar would not let the
+    trigger be written)."""
     found = [lead + word for lead, words in leads.items() for word in words]
-    return sorted(w for w in found if not any(t.startswith(w) for t in triggers))
+    return sorted(w for w in found if not any(w in t for t in triggers))
 
 
 def build(
@@ -238,7 +283,7 @@ def build(
     if reasoning:
         text = text_avoiding(_ANY, {"<": (_THINK_END[1:],)})
         head = grammar.add("think", text, until=_THINK_END)
-        think = opt(Seq(Lit(_THINK), head, Rep(Chars.of(" \t\n"), 0, 4)))
+        think = opt(Seq(Lit(_THINK), head, _AFTER_THINK))
     if choice == "auto" and not form.trigger:  # prose is lines; calls start a line
         line_text = text_avoiding(_ANY.without("\n"), form.prose)
         lines = Rep(grammar.add("prose-line", line_text, until="\n"))

@@ -178,17 +178,22 @@ class Grammar:
     def __init__(self) -> None:
         self._rules: dict[str, _Rule | None] = {ROOT: None}
         self._spelled: dict[Dialect, dict[str, str]] = {}
+        # hint -> (its base name, the next count to try): a tool's rules share a hint
+        self._hints: dict[str, tuple[str, int]] = {}
 
     def name(self, hint: str) -> str:
-        """A fresh rule name read from ``hint``, reserved until :meth:`define` fills it."""
-        base = _NOT_NAME.sub("-", hint.lower()).strip("-")[:40].rstrip("-") or "r"
-        if not base[0].isalpha():
-            base = "r-" + base
-        name, count = base, 1
+        """A fresh rule name read from ``hint``, reserved until :meth:`define` fills it:
+        the hint's base name, else the base with the lowest count ``-2``, ``-3``, … free."""
+        if (known := self._hints.get(hint)) is None:
+            base = _NOT_NAME.sub("-", hint.lower()).strip("-")[:40].rstrip("-") or "r"
+            known = (base if base[0].isalpha() else "r-" + base, 1)
+        base, count = known
+        name = base if count == 1 else f"{base}-{count}"
         while name in self._rules:
             count += 1
             name = f"{base}-{count}"
         self._rules[name] = None
+        self._hints[hint] = (base, count + 1)
         return name
 
     def define(
@@ -275,16 +280,22 @@ _GBNF_SHORT: Final = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
 def _gbnf_char(point: int, in_class: bool) -> str:
+    """A character in a GBNF literal or class. Escapes are ``\\uXXXX``, four digits, never
+    ``\\xXX``: llama.cpp reads two hex digits after ``\\x``, but xgrammar (vLLM, SGLang)
+    reads every hex digit that follows, so ``"\\x01a"`` was U+001A there and ``[\\x2d0-9]``
+    an error."""
     char = chr(point)
     if char in '\\"' or (in_class and char in "]["):
         return "\\" + char
-    if in_class and char in "-^":  # (llama.cpp knows no `\-` or `\^`)
-        return f"\\x{point:02x}"
     if char in _GBNF_SHORT:
         return _GBNF_SHORT[char]
-    if point < 0x20 or 0x7F <= point <= 0x9F:
-        return f"\\x{point:02x}"
-    if 0xD800 <= point <= 0xDFFF or point in (0x2028, 0x2029):  # (line breaks to str.splitlines)
+    if (
+        (in_class and char in "-^")  # (llama.cpp knows no `\-` or `\^`)
+        or point < 0x20
+        or 0x7F <= point <= 0x9F
+        or 0xD800 <= point <= 0xDFFF
+        or point in (0x2028, 0x2029)  # (line breaks to str.splitlines)
+    ):
         return f"\\u{point:04x}"
     return char  # (other characters as UTF-8, which llama.cpp reads in literals and classes)
 
@@ -308,7 +319,7 @@ def _class(chars: Chars, spell: Dialect) -> str:
         parts.append(first if low == high else f"{first}-{last}")
     body = "".join(parts)
     if not body:  # the empty set, or every character
-        every = "\\x00-\U0010ffff" if spell == "gbnf" else "\\x{0}-\\x{10ffff}"
+        every = "\\u0000-\U0010ffff" if spell == "gbnf" else "\\x{0}-\\x{10ffff}"
         body, chars = every, Chars((), negated=not chars.negated)
     text = f"[{'^' if chars.negated else ''}{body}]"
     return text if spell == "gbnf" else f"/{text}/"

@@ -56,6 +56,7 @@ docs/how-to/constrained-decoding.md).
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from typing import Final
 
 from tinytools._declare.registry import AnyTool
@@ -252,6 +253,7 @@ _FORM: Final = CallForm(
     ),
     prose={"(": ("",), "[": ("",), "<": ("think>", "/think>")},
     arguments=lambda values, tool: _arguments_rule(values, tool),
+    bare=True,
 )
 
 
@@ -307,16 +309,30 @@ def _arguments_rule(values: Values, tool: AnyTool) -> Ref:
     hint = f"{tool.name}-args"
     rules: dict[tuple[object, ...], Ref] = {}
 
-    def rule(key: tuple[object, ...], node: Node) -> Ref:
-        """The rule for ``key``, added once (tails of the keyword part are shared)."""
-        if key not in rules:
-            rules[key] = grammar.add(hint, node)
-        return rules[key]
+    def rule(key: tuple[object, ...], make: Callable[..., Node], *args: object) -> Ref:
+        """The rule for ``key``, made by ``make(*args)`` once (tails of the keyword part
+        are shared)."""
+        if (found := rules.get(key)) is None:
+            found = rules[key] = grammar.add(hint, make(*args))
+        return found
 
     def item(state: bool, node: Node, then: Node, skip: Node | None) -> Node:
         """``node`` (after ``", "`` when something came before) then ``then``, or ``skip``."""
         present = Seq(sep if state else EMPTY, node, then)
         return present if skip is None else Alt(present, skip)
+
+    def unpacked(inside: tuple[str, ...], state: bool) -> Node:
+        """``**{...}`` of the keys of ``inside`` and the undeclared ones."""
+        members = {"type": "object", "properties": {n: props.get(n, True) for n in inside},
+                   "required": [n for n in inside if n in required],
+                   "additionalProperties": False if extra is None else extra}  # fmt: skip
+        more = Seq(Lit("**"), values.of(members, schema, f"{hint}-more"))
+        return item(state, more, EMPTY, None if any(n in required for n in inside) else EMPTY)
+
+    def keyword(state: bool, key: str, then: dict[bool, Node]) -> Node:
+        """``key=value``, then ``then``; or, unless ``key`` is required, ``then`` alone."""
+        pair = Seq(Lit(f"{key}="), value[key])
+        return item(state, pair, then[True], None if key in required else then[state])
 
     def keywords(rest: tuple[str, ...], written: bool) -> Node:
         """The keyword part for the keys of ``rest`` (``written``: something came before):
@@ -326,20 +342,11 @@ def _arguments_rule(values: Values, tool: AnyTool) -> Ref:
         states = (True,) if written else (True, False)  # (what follows a written part)
         after: dict[bool, Node] = dict.fromkeys(states, EMPTY)
         if inside or extra not in (None, False):
-            members = {"type": "object", "properties": {n: props.get(n, True) for n in inside},
-                       "required": [n for n in inside if n in required],
-                       "additionalProperties": False if extra is None else extra}  # fmt: skip
-            more = Seq(Lit("**"), values.of(members, schema, f"{hint}-more"))
-            needed = any(n in required for n in inside)
-            after = {state: rule(("**", inside, state),
-                                 item(state, more, EMPTY, None if needed else EMPTY))
+            after = {state: rule(("**", inside, state), unpacked, inside, state)
                      for state in states}  # fmt: skip
         for at in reversed(range(len(named))):
             key, then = named[at], after
-            pair = Seq(Lit(f"{key}="), value[key])
-            after = {state: rule((tuple(named[at:]), inside, state),
-                                 item(state, pair, then[True],
-                                      None if key in required else then[state]))
+            after = {state: rule((tuple(named[at:]), inside, state), keyword, state, key, then)
                      for state in states}  # fmt: skip
         return after[written]
 
