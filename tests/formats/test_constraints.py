@@ -281,8 +281,8 @@ class TestValidCalls:
                                                          "e": {"enum": [value]}}}
         )  # fmt: skip
         text = rendered(dialect, [tool], ToolCall("1", "t", {key: value, "e": value}))
-        for lark in grammars(dialect.constraint([tool])).values():
-            assert accepts(lark, text), text
+        for form, lark in with_tag(dialect.constraint([tool])).items():
+            assert accepts(lark, text), (form, text)
 
     @pytest.mark.parametrize(
         ("schema", "value"),
@@ -318,7 +318,7 @@ class TestValidCalls:
         text = rendered(dialect, [tool], ToolCall("1", "t", {"v": value, "w": ""}))
         for choice in ("auto", "required"):
             constraint = dialect.constraint([tool], choice=choice)
-            for form, lark in grammars(constraint).items():
+            for form, lark in with_tag(constraint).items():
                 assert accepts(lark, text), (form, choice)
 
     def test_prose_then_calls(self, dialect: ModuleType) -> None:
