@@ -1,11 +1,3 @@
-"""A stand-in for triton, which xgrammar's package imports for helpers that the
-structural-tag checks never call (``nox -s xgrammar``; see ``tests/formats/constraints.py``).
-Any name it is asked for is a class of that name, so such imports and annotations load."""
+"""A stand-in for triton, which xgrammar's package imports (see ``_any_name``)."""
 
-from __future__ import annotations
-
-
-def __getattr__(name: str) -> type:
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return type(name, (), {})
+from _any_name import __getattr__ as __getattr__
