@@ -88,7 +88,7 @@ def xgrammar(session: nox.Session) -> None:
 
     xgrammar is installed without its dependencies (torch, transformers and triton, which
     its grammar code does not use); ``tests/formats/xgrammar_standins`` stand in for them.
-    ``.ci/run`` runs the same in its checks job.
+    ``.ci/run`` runs the same in its checks job, under the faster "compat" profile.
     """
     session.install("-e", ".[test]")
     session.install("--no-deps", *nox.project.dependency_groups(PYPROJECT, "xgrammar"))

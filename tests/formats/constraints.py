@@ -131,11 +131,11 @@ def accepts(lark: str, text: str) -> bool:
 
 
 def lark_of_structural_tag(tag: Mapping[str, object]) -> str:
-    """The calls an xgrammar structural tag takes, as one llguidance grammar (its JSON
-    form): each format a rule, each ``grammar`` content a grammar of its own (from its
-    GBNF). ``triggered_tags`` reads as its tags alone, one after another unless it stops
-    after the first (its prose is not modelled here, only the calls)."""
-    grammars: list[dict[str, str]] = []
+    """The calls an xgrammar structural tag takes, as one Lark grammar: the tag spelt as
+    GBNF, each ``grammar`` element's rules renamed apart, then read as :func:`lark_of_gbnf`
+    reads GBNF. ``triggered_tags`` reads as its tags alone, one after another unless it
+    stops after the first (its prose is not modelled here, only the calls; a ``grammar``
+    element's prose is)."""
     rules: list[str] = []
 
     def rule(fmt: object) -> str:
@@ -144,31 +144,52 @@ def lark_of_structural_tag(tag: Mapping[str, object]) -> str:
         rules.append("")
         kind = fmt["type"]
         if kind == "const_string":
-            body = json.dumps(fmt["value"])
+            body = _gbnf_literal(str(fmt["value"]))
         elif kind == "tag":
-            ends = [json.dumps(fmt[key]) if fmt[key] else "" for key in ("begin", "end")]
+            ends = [_gbnf_literal(str(fmt[key])) for key in ("begin", "end")]
             body = f"{ends[0]} {rule(fmt['content'])} {ends[1]}"
         elif kind == "sequence":
             body = " ".join(rule(element) for element in fmt["elements"])
         elif kind == "or":
             body = " | ".join(rule(element) for element in fmt["elements"])
         elif kind == "grammar":
-            inner = f"g{len(grammars)}"
-            grammars.append({"name": inner, "lark_grammar": lark_of_gbnf(fmt["grammar"])})
-            body = f"@{inner}"
+            body = _renamed(str(fmt["grammar"]), f"{name}-", rules)
         elif kind in ("triggered_tags", "tags_with_separator"):
             one = "(" + " | ".join(rule(element) for element in fmt["tags"]) + ")"
-            between = json.dumps(fmt.get("separator", ""))
+            between = _gbnf_literal(str(fmt.get("separator", "")))
             body = one if fmt["stop_after_first"] else f"{one} ({between} {one})*"
             body = body if fmt["at_least_one"] else f"({body})?"
         else:
             raise AssertionError(f"no reading for {kind!r}")
-        rules[int(name[1:])] = f"{name}: {body}"
+        rules[int(name[1:])] = f"{name} ::= {body}"
         return name
 
     top = rule(tag["format"])
-    main = "\n".join([f"start: {top}", *rules])
-    return json.dumps({"grammars": [{"name": "main", "lark_grammar": main}, *grammars]})
+    return lark_of_gbnf("\n".join([f"root ::= {top}", *rules]) + "\n")
+
+
+def _gbnf_literal(text: str) -> str:
+    """``text`` as a GBNF literal (``""`` for none)."""
+    escaped = (f"\\u{ord(c):04x}" if ord(c) < 0x20 or c in '"\\' else c for c in text)
+    return '"' + "".join(escaped) + '"'
+
+
+def _renamed(gbnf: str, prefix: str, rules: list[str]) -> str:
+    """The root's body of ``gbnf``, its rules added to ``rules`` with ``prefix`` before
+    every rule name."""
+    root = ""
+    for line in gbnf.splitlines():
+        if not line.strip():
+            continue
+        name, body = line.split(" ::= ", 1)
+        spelt = "".join(
+            f" {prefix}{m['name']}" if m["name"] else m.group(0) for m in _GBNF_TOKEN.finditer(body)
+        )
+        if name == "root":
+            root = f"({spelt})"
+        else:
+            rules.append(f"{prefix}{name} ::= {spelt}")
+    return root
 
 
 _GBNF_TOKEN = re.compile(

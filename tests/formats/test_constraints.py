@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from types import ModuleType
 from typing import ClassVar
+from unittest.mock import ANY
 
 import pytest
 from constraints import (
@@ -453,22 +454,61 @@ class TestRejected:
     @SETTINGS
     @given(pieces=st.lists(st.sampled_from(["x", " ", "\n", "<think>", "</think>", "<", "{",
                                             "[TOOL_CALLS]", "<tool_call>", "</tool_call>",
-                                            '{"name": "get_time"', "<|python_tag|>", "CALL"]),
+                                            '{"name": "get_time"', "<|python_tag|>", "CALL",
+                                            "OTHER", "BARE", "INNER", deepseek.CALLS_BEGIN,
+                                            deepseek.CALL_BEGIN, deepseek.SEP, "get_time",
+                                            "(", "<function=x>", "<get_time>"]),
                            max_size=8),
-           choice=st.sampled_from(["auto", "required", "get_time"]))  # fmt: skip
+           choice=st.sampled_from(["auto", "required", "get_time"]),
+           parallel=st.booleans())  # fmt: skip
     def test_accepted_text_parses_to_tools_calls(
-        self, dialect: ModuleType, pieces: list[str], choice: str
+        self, dialect: ModuleType, pieces: list[str], choice: str, parallel: bool
     ) -> None:
-        """Whatever a grammar accepts parses into calls of the given tools, nothing broken."""
-        call = self.text(dialect, *self.good)
-        text = "".join(call if piece == "CALL" else piece for piece in pieces)
-        lark = dialect.constraint(self.TOOLS, choice=choice).lark()
-        if accepts(lark, text):
-            parsed = dialect.parse(text, self.TOOLS)
-            assert not parsed.errors, text
-            assert {c.name for c in parsed.calls} <= {"get_weather", "get_time"}
-            if choice != "auto":
-                assert parsed.calls
+        """Whatever a grammar accepts parses into calls of the given tools, nothing broken,
+        at most as many as it allows. Pieces: a valid call, a call of a tool not offered, a
+        call as another dialect writes it (compact JSON), a DeepSeek call outside its block,
+        markers and partial openings."""
+        calls = {
+            "CALL": self.text(dialect, *self.good),
+            "OTHER": rendered(dialect, [], ToolCall("1", "other", {"city": "x"})),
+            "BARE": '{"name":"get_time","parameters":{"city":1}}',
+        }
+        calls["INNER"] = calls["CALL"].removeprefix(deepseek.CALLS_BEGIN)  # (no block)
+        text = "".join(calls.get(piece, piece) for piece in pieces)
+        constraint = dialect.constraint(self.TOOLS, choice=choice, parallel=parallel)
+        for form, grammar in {"lark": constraint.lark(),
+                              **xgrammar_form(constraint.structural_tag())}.items():  # fmt: skip
+            if accepts(grammar, text):
+                parsed = dialect.parse(text, self.TOOLS)
+                assert not parsed.errors, (form, text)
+                assert {c.name for c in parsed.calls} <= {"get_weather", "get_time"}, form
+                most = MAX_PARALLEL_CALLS if parallel and choice != "get_time" else 1
+                assert len(parsed.calls) <= most, (form, text)
+                if choice != "auto":
+                    assert parsed.calls, (form, text)
+
+
+@pytest.mark.parametrize(
+    ("dialect", "text"),
+    [
+        (deepseek, f"See {deepseek.CALL_BEGIN}other{deepseek.SEP}{{}}{deepseek.CALL_END}"),
+        (deepseek, "So " + deepseek.CALL_BEGIN),
+        (llama_json, 'So {"name":"get_weather","parameters":{"city":1}}'),
+        (llama_json, '{"name":"get_weather","parameters":{"city":"x"}}' * 5),
+        (xml, "So <function=other>\n<parameter=city>x</parameter>\n</function>"),
+    ],
+    ids=["deepseek-call-outside-block", "deepseek-open", "llama-compact", "llama-five", "xml"],
+)
+def test_prose_holds_no_call(dialect: ModuleType, text: str) -> None:
+    """Prose holds nothing that reads as a call, in the Lark grammar and in the structural
+    tag as xgrammar reads it (its triggers were whole openings, so ``{`` or DeepSeek's
+    call markers passed as prose, and with them a call of any tool, any arguments, any number)."""
+    assert dialect.parse(text, TestRejected.TOOLS).calls or dialect.parse(text).errors
+    for parallel in (True, False):
+        constraint = dialect.constraint(TestRejected.TOOLS, parallel=parallel)
+        forms = {"lark": constraint.lark(), **xgrammar_form(constraint.structural_tag())}
+        for form, grammar in forms.items():
+            assert not accepts(grammar, text), (form, parallel)
 
 
 class TestConstraint:
@@ -495,12 +535,18 @@ class TestConstraint:
         with pytest.raises(ValueError, match="none is offered"):
             json_in_tag.constraint([], choice="required")
 
-    def test_no_tools(self) -> None:
-        """With no tools, "auto" allows prose only."""
-        constraint = json_in_tag.constraint([])
-        assert accepts(constraint.lark(), "hello")
-        assert not accepts(constraint.lark(), self_call := "<tool_call>"), self_call
+    @pytest.mark.parametrize("dialect", DIALECTS, ids=_IDS.get)
+    def test_no_tools(self, dialect: ModuleType) -> None:
+        """With no tools, "auto" allows prose only, in every form (the structural tag was an
+        empty ``or`` or ``triggered_tags``, which xgrammar refuses)."""
+        constraint = dialect.constraint([])
+        call = rendered(dialect, TestRejected.TOOLS, ToolCall("1", *TestRejected.good))
         assert not constraint.gbnf().lazy
+        tag = constraint.structural_tag()
+        assert tag["format"] == {"type": "grammar", "grammar": constraint.gbnf().text}
+        for form, grammar in with_tag(constraint).items():
+            assert accepts(grammar, "hello"), form
+            assert not accepts(grammar, call), form
 
     def test_unenforced(self) -> None:
         """The keywords the grammars leave to validation are listed; enforced ones are not."""
@@ -665,13 +711,13 @@ class TestGolden:
         call = json_in_tag.render_call(ToolCall("1", "get_weather", {"city": "Oslo"}))
         begin, end = '\n{"name": "get_weather", "arguments": ', "}\n</tool_call>"
         assert first == {"type": "tag", "begin": begin, "content": content, "end": end}
-        nothing = {"type": "const_string", "value": ""}
-        for _ in range(MAX_PARALLEL_CALLS - 1):  # up to three more calls, each written once
-            assert rest["type"] == "or"
-            assert rest["elements"][0] == nothing
-            following, rest = rest["elements"][1]["elements"]
-            assert following == {**first, "begin": "<tool_call>" + begin}
-        assert rest == nothing
+        # the calls after the first, written once: one grammar, as the GBNF spells them
+        assert rest == {"type": "grammar", "grammar": ANY}
+        assert rest["grammar"].startswith("root ::= calls-more\ncalls-more ::= (")
+        assert rest["grammar"].splitlines()[1].endswith("){0,3}")
+        assert accepts(lark_of_gbnf(rest["grammar"]), "")
+        assert accepts(lark_of_gbnf(rest["grammar"]), call * 3)
+        assert not accepts(lark_of_gbnf(rest["grammar"]), call * 4)
         assert content["type"] == "grammar"
         assert accepts(lark_of_gbnf(content["grammar"]), '{"city": "Oslo", "units": "f"}')
         assert call.startswith("<tool_call>" + begin)

@@ -36,6 +36,8 @@ MAX_PARALLEL_CALLS: Final = 4
 _THINK, _THINK_END = "<think>", "</think>"
 #: What may follow the reasoning's end before the calls.
 _AFTER_THINK: Final = Rep(Chars.of(" \t\n"), 0, 4)
+#: The choices that let the model call any tool offered.
+_ANY_TOOL: Final = ("auto", "required")
 _ANY: Final = Chars((), negated=True)
 
 
@@ -107,6 +109,7 @@ class Constraint:
     _form: CallForm = attrs.field(repr=False, eq=False)
     _root: str = attrs.field(repr=False, eq=False)
     _calls: str | None = attrs.field(repr=False, eq=False)
+    _more: str | None = attrs.field(repr=False, eq=False)
     _arguments: tuple[tuple[str, str], ...] = attrs.field(repr=False, eq=False)
 
     def gbnf(self, *, lazy: bool | None = None) -> Gbnf:
@@ -128,8 +131,7 @@ class Constraint:
             )
         wanted = lazy if lazy is not None else self.choice == "auto"
         if wanted and self._calls is not None:
-            names = [name for name, _ in self._arguments]
-            return Gbnf(gbnf(self._grammar, self._calls), True, self._form.triggers(names))
+            return Gbnf(gbnf(self._grammar, self._calls), True, self._form.triggers(self._names()))
         return Gbnf(gbnf(self._grammar, self._root), False, ())
 
     def lark(self) -> str:
@@ -139,24 +141,23 @@ class Constraint:
     def structural_tag(self) -> dict[str, object]:
         """The xgrammar structural tag, as vLLM and SGLang take it in ``response_format``.
 
-        Each call is a ``tag`` whose ``begin`` and ``end`` are the envelope
-        ``render_call`` writes and whose ``content`` is the arguments' grammar (EBNF).
-        A named choice is that tool's ``tag``; ``"required"`` is a call, or with
-        ``parallel`` a call and up to ``MAX_PARALLEL_CALLS - 1`` more (``or`` and
-        ``sequence``: a structural tag has no bounded repetition in every xgrammar
-        release). ``"auto"`` is ``triggered_tags`` that stops after its tag, so prose
-        comes only before the calls, as in the other grammars. Where the calls share an
-        opening text (``<tool_call>``) that text is the one trigger and its tag holds
-        the calls; where they do not (XML, each call its own tag) each call's opening
-        is one, and the calls that may follow the first come after the triggered tags,
-        each tool's tag written once there, so the tag grows linearly with the tools.
-        Where a call starts with the tool's bare name (p-type) no trigger tells a call
-        from prose (xgrammar fires a trigger anywhere, and a name run on into another
-        word, ``my_get_time(``, reads otherwise), so ``"auto"`` is the whole grammar
-        :meth:`gbnf` spells with ``lazy=False``: prose in lines, then the calls.
+        A call is a ``tag`` whose ``begin`` and ``end`` are the envelope ``render_call``
+        writes and whose ``content`` is the tool's arguments' grammar (EBNF). A named
+        choice is that tool's ``tag``; ``"required"`` is a call, then with ``parallel``
+        up to ``MAX_PARALLEL_CALLS - 1`` more, written once as one ``grammar`` (a
+        structural tag has no bounded repetition in every xgrammar release), so the tag
+        grows linearly with the tools. ``"auto"`` is ``triggered_tags`` that stops after
+        its tag, so prose comes only before the calls, as in the other grammars; each
+        trigger is the shortest start of a call's opening that prose may not hold
+        (``<tool_call>``, Llama's ``{``, XML's ``<`` and a letter: xgrammar fires a
+        trigger anywhere in prose, so prose holds no text that reads as a call). Where
+        a call starts with the tool's bare name (p-type) no trigger tells a call from
+        prose (``my_get_time(`` reads as another tool), and where no tool is offered
+        there is no call; there the tag is the whole grammar :meth:`gbnf` spells with
+        ``lazy=False``.
         """
         form = self._form
-        if self.choice == "auto" and form.bare:
+        if self._calls is None or (self.choice == "auto" and form.bare):
             whole = {"type": "grammar", "grammar": gbnf(self._grammar, self._root)}
             return {"type": "structural_tag", "format": whole}
         tags = [
@@ -164,22 +165,41 @@ class Constraint:
                  form.end)
             for name, rule in self._arguments
         ]  # fmt: skip
-        more = MAX_PARALLEL_CALLS - 1 if self.parallel and self.choice in _ANY_TOOL else 0
-        calls = _calls_tag(_one(tags), _one(tags), form.separator, more)
+        more = (
+            []
+            if self._more is None
+            else [{"type": "grammar", "grammar": gbnf(self._grammar, self._more)}]
+        )
+
+        def then_more(first: _Json) -> _Json:
+            return {"type": "sequence", "elements": [first, *more]} if more else first
+
         if self.choice not in _ANY_TOOL:
             (call,) = tags
             content: _Json = call["content"]  # type: ignore[assignment]
             calls = _tag(form.open + str(call["begin"]), content, str(call["end"]) + form.close)
-        elif form.open:  # one block holding the calls
-            calls = _tag(form.open, calls, form.close)
-        if self.choice == "auto":
-            calls = _triggered(form, [name for name, _ in self._arguments], tags, calls, more)
+        elif form.open:  # one block holding the calls, its opening the trigger
+            calls = _tag(form.open, then_more(_one(tags)), form.close)
+            if self.choice == "auto":
+                calls = _triggered_tags([form.open], [calls], form.prose)
+        elif self.choice == "required":
+            calls = then_more(_one(tags))
+        elif form.trigger and more:  # one tag from the common trigger on, holding the calls
+            cut = len(form.trigger)
+            firsts = [_tag(str(t["begin"])[cut:], t["content"], form.end) for t in tags]  # type: ignore[arg-type]
+            inside = then_more(_one(firsts))
+            calls = _triggered_tags([form.trigger], [_tag(form.trigger, inside, "")], form.prose)
+        else:  # each call's own tag, the calls after the first following them
+            calls = then_more(_triggered_tags(list(form.triggers(self._names())), tags, form.prose))
         if self.reasoning:  # (up to four blanks after it, as in the other grammars)
             think = _tag(_THINK, {"type": "any_text"}, _THINK_END)
             blanks = {"type": "grammar", "grammar": _after_think()}
             first = {"type": "sequence", "elements": [think, blanks, calls]}
             calls = {"type": "or", "elements": [first, calls]}
         return {"type": "structural_tag", "format": calls}
+
+    def _names(self) -> list[str]:
+        return [name for name, _ in self._arguments]
 
 
 _Json = dict[str, object]
@@ -191,9 +211,6 @@ def _after_think() -> str:
     return gbnf(alone, ROOT)
 
 
-_ANY_TOOL: Final = ("auto", "required")
-
-
 def _tag(begin: str, content: _Json, end: str) -> _Json:
     return {"type": "tag", "begin": begin, "content": content, "end": end}
 
@@ -202,49 +219,14 @@ def _one(options: list[_Json]) -> _Json:
     return options[0] if len(options) == 1 else {"type": "or", "elements": options}
 
 
-def _calls_tag(first: _Json, call: _Json, separator: str, more: int) -> _Json:
-    """``first``, then up to ``more`` of ``call``, with ``separator`` before each."""
-    if not more:
-        return first
-    between = [{"type": "const_string", "value": separator}] if separator else []
-    rest: _Json = {"type": "const_string", "value": ""}
-    for _ in range(more):
-        rest = {"type": "or", "elements": [
-            {"type": "const_string", "value": ""},
-            {"type": "sequence", "elements": [*between, call, rest]},
-        ]}  # fmt: skip
-    return {"type": "sequence", "elements": [first, rest]}
-
-
-def _triggered(
-    form: CallForm, names: list[str], tags: list[_Json], calls: _Json, more: int
-) -> _Json:
-    """``choice="auto"``: prose, then ``calls`` from the first trigger on (see
-    :meth:`Constraint.structural_tag`)."""
-    if form.open:  # (the block's opening is the trigger)
-        return _triggered_tags([form.open], [calls], form.prose)
-    if form.trigger:  # one tag from the trigger on, holding the calls
-        if not more:
-            return _triggered_tags([form.trigger], tags, form.prose)
-        cut = len(form.trigger)
-        first = _one([_tag(str(t["begin"])[cut:], t["content"], form.end) for t in tags])  # type: ignore[arg-type]
-        inside = _calls_tag(first, _one(tags), form.separator, more)
-        return _triggered_tags([form.trigger], [_tag(form.trigger, inside, "")], form.prose)
-    # each call's opening is a trigger, anywhere in the prose: from its first word prose
-    # may not hold on (XML's `<g`), so that prose holds none (`<function=other>` included)
-    words = _words(form.prose, [])
-    starts = [min((w for w in words if b.startswith(w)), key=len, default=b) for b in
-              form.triggers(names)]  # fmt: skip
-    first = _triggered_tags(sorted(set(starts), key=starts.index), tags, form.prose)
-    if not more:
-        return first
-    then = _calls_tag({"type": "const_string", "value": ""}, _one(tags), form.separator, more)
-    return {"type": "sequence", "elements": [first, then]}
-
-
 def _triggered_tags(
-    triggers: list[str], tags: list[_Json], prose: Mapping[str, tuple[str, ...]]
+    openings: list[str], tags: list[_Json], prose: Mapping[str, tuple[str, ...]]
 ) -> _Json:
+    """Prose, then one of ``tags``; each trigger the shortest start of an opening that
+    ends with a word prose may not hold (the opening where none does)."""
+    words = _words(prose, [])
+    starts = [min((w for w in words if o.startswith(w)), key=len, default=o) for o in openings]
+    triggers = sorted(set(starts), key=starts.index)
     return {"type": "triggered_tags", "triggers": triggers, "tags": tags,
             "at_least_one": False, "stop_after_first": True,
             "excludes": _words(prose, triggers)}  # fmt: skip
@@ -263,7 +245,7 @@ def build(
     """The constraint for ``tools`` written in ``form``; see each dialect's ``constraint``."""
     offered = list(exposed_tools(tools))
     names = [tool.name for tool in offered]
-    if choice not in ("auto", "required"):
+    if choice not in _ANY_TOOL:
         if choice not in names:
             listed = ", ".join(map(repr, names)) or "none"
             raise ValueError(
@@ -278,7 +260,7 @@ def build(
     values = Values(grammar, form.style)
     rule = form.arguments or _arguments
     arguments = tuple((tool.name, rule(values, tool).name) for tool in offered)
-    calls = _calls(grammar, form, arguments, parallel and choice in ("auto", "required"))
+    calls = _calls(grammar, form, arguments, parallel and choice in _ANY_TOOL)
     think: Node = EMPTY
     if reasoning:
         text = text_avoiding(_ANY, {"<": (_THINK_END[1:],)})
@@ -310,6 +292,7 @@ def build(
         form,
         root,
         None if calls is None else calls[0].name,
+        None if calls is None or calls[2] is None else calls[2].name,
         arguments,
     )
 
@@ -324,15 +307,15 @@ def _arguments(values: Values, tool: AnyTool) -> Ref:
 
 def _calls(
     grammar: Grammar, form: CallForm, arguments: tuple[tuple[str, str], ...], many: bool
-) -> tuple[Ref, Ref] | None:
-    """The rule for the calls and the rule for what follows their trigger (``None``
-    without tools)."""
+) -> tuple[Ref, Ref, Ref | None] | None:
+    """The rule for the calls, the rule for what follows their trigger, and with
+    ``many`` the rule for the calls after the first (``None`` without tools)."""
     if not arguments:
         return None
     cut = 0 if form.open else len(form.trigger)
     each = [Seq(Lit(form.begin(name)[cut:]), Ref(rule), Lit(form.end)) for name, rule in arguments]
     one = grammar.add("call", Alt(*each) if len(each) > 1 else each[0])
     following: Node = Seq(Lit(form.separator), one if form.open else Seq(Lit(form.trigger), one))
-    more = Rep(following, 0, MAX_PARALLEL_CALLS - 1) if many else EMPTY
-    rest = grammar.add("calls-rest", Seq(one, more, Lit(form.close)))
-    return grammar.add("calls", Seq(Lit(form.trigger), rest)), rest
+    more = grammar.add("calls-more", Rep(following, 0, MAX_PARALLEL_CALLS - 1)) if many else None
+    rest = grammar.add("calls-rest", Seq(one, EMPTY if more is None else more, Lit(form.close)))
+    return grammar.add("calls", Seq(Lit(form.trigger), rest)), rest, more

@@ -359,8 +359,10 @@ def constraint(
     With ``choice="auto"`` prose comes first, in lines that hold no ``<`` right
     before a letter, ``_`` or ``/`` (no tag: so nothing in it reads as a call or
     reasoning, and a tag a model meant as a call of a tool not offered is not
-    passed over as prose), and the calls start a line; the lazy GBNF grammar's
-    triggers are each tool's opening tag. See
+    passed over as prose), and the calls start a line (in the structural tag they
+    may start mid-line too, where :func:`parse` reads them alike: xgrammar's
+    triggers fire anywhere); the lazy GBNF grammar's triggers are each tool's
+    opening tag. See
     :class:`~tinytools.formats.Constraint` and docs/how-to/constrained-decoding.md.
 
     Args:
