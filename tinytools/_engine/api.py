@@ -115,6 +115,23 @@ def _check_on_deferred(on_deferred: object, sync: bool) -> None:
         )
 
 
+def _new_run(
+    inputs: DispatchInputs, caller: contextvars.Context, on_deferred: object, *, sync: bool
+) -> Run:
+    """The run of one ``dispatch`` or ``dispatch_sync``: ``on_deferred`` checked before
+    anything runs, the caller's context kept for the tools, the calls' positions kept where
+    a second pass will be merged into the first, the remote tools left out reported."""
+    if on_deferred is not None:
+        _check_on_deferred(on_deferred, sync)
+    run = new_run(inputs)
+    run.caller_context = caller
+    if on_deferred is not None:
+        run.keep_positions()  # the two passes are merged by position
+    if run.env.tools._withheld:
+        _withheld(run)
+    return run
+
+
 def _withheld(run: Run) -> None:
     """Report the remote tools the toolset left out because their names were taken (once
     per dispatch, before any call's events)."""
@@ -322,9 +339,7 @@ def dispatch_sync(
     caller = contextvars.copy_context()  # (first: what the caller's tools run in)
     if backend != "asyncio":
         check_backend(backend)
-    if on_deferred is not None:
-        _check_on_deferred(on_deferred, sync=True)
-    run = new_run(
+    run = _new_run(
         DispatchInputs(
             calls,
             tools,
@@ -337,13 +352,11 @@ def dispatch_sync(
             on_event=on_event,
             artifacts=artifacts,
             cancellation=cancellation,
-        )
+        ),
+        caller,
+        on_deferred,
+        sync=True,
     )
-    run.caller_context = caller
-    if run.env.tools._withheld:
-        _withheld(run)
-    if on_deferred is not None:
-        run.keep_positions()  # the two passes are merged by position
     deadline = None if policy.deadline is None else time.monotonic() + policy.deadline
     result = _pass_sync(run, deadline, 0, backend)
     if result.deferred is None or on_deferred is None:
@@ -484,7 +497,7 @@ async def dispatch(
     caller = contextvars.copy_context()  # (first: what the caller's tools run in)
     from .execute.loop import current_time
 
-    run = new_run(
+    run = _new_run(
         DispatchInputs(
             calls,
             tools,
@@ -497,14 +510,11 @@ async def dispatch(
             on_event=on_event,
             artifacts=artifacts,
             cancellation=cancellation,
-        )
+        ),
+        caller,
+        on_deferred,
+        sync=False,
     )
-    run.caller_context = caller
-    if on_deferred is not None:
-        _check_on_deferred(on_deferred, sync=False)  # (before anything runs)
-        run.keep_positions()  # the two passes are merged by position
-    if run.env.tools._withheld:
-        _withheld(run)
     deadline = None if policy.deadline is None else current_time() + policy.deadline
     result = await _pass_async(run, deadline, 0)
     if result.deferred is None or on_deferred is None:
