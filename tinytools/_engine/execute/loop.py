@@ -31,7 +31,8 @@ import functools
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from typing import TypeVar
 
 import anyio
 import sniffio
@@ -214,19 +215,11 @@ async def _handing_over(run: Run, sink: Sink, deadline: float | None) -> Stop | 
     wakeup = Wakeup()
     listening = True
 
-    async def hand_over(tasks: Tasks | None = None) -> None:
-        try:
-            while listening:  # (checked first: a batch over before this task began ends it)
-                await wakeup.wait()
-                if listening:
-                    await sink.flush()
-        except BaseException as error:
-            if tasks is None or isinstance(error, PROPAGATE):
-                raise
-            _failed(tasks, error)
-        finally:
-            if tasks is not None:
-                tasks.ended()
+    async def hand_over() -> None:
+        while listening:  # (checked first: a batch over before this task began ends it)
+            await wakeup.wait()
+            if listening:
+                await sink.flush()
 
     async def calls() -> Stop | None:
         sink.wake = wakeup.set
@@ -238,7 +231,7 @@ async def _handing_over(run: Run, sink: Sink, deadline: float | None) -> Stop | 
             listening = False
             wakeup.set()
 
-    try:
+    async def both() -> Stop | None:
         if sniffio.current_async_library() == "trio":
             import trio
 
@@ -250,28 +243,20 @@ async def _handing_over(run: Run, sink: Sink, deadline: float | None) -> Stop | 
         tasks = Tasks()
         stopped: list[Stop | None] = []
 
-        async def calls_task() -> None:
-            try:
-                stopped.append(await calls())
-            except BaseException as error:
-                if isinstance(error, PROPAGATE):
-                    raise
-                _failed(tasks, error)
-            finally:
-                tasks.ended()
+        async def calls_kept() -> None:
+            stopped.append(await calls())
 
         try:
-            tasks.start(hand_over(tasks))
-            tasks.start(calls_task())
+            tasks.start(_counted(tasks, hand_over))
+            tasks.start(_counted(tasks, calls_kept))
         finally:
             await tasks.wait()
         return stopped[0]
-    except BaseException as error:
-        found = _bare(error)
-        if found is error:
-            raise
-    raise found  # (out of the handler: the group is not chained onto it)
 
+    return await _ungrouped(both)
+
+
+T = TypeVar("T")
 
 #: The name of the trio task that hands events to an async ``on_event`` handler.
 _HAND_OVER_NAME = "tinytools.dispatch on_event"
@@ -323,15 +308,7 @@ async def _run_all(
     if concurrency == 1 or len(admitted) <= 1:  # serial: the loop itself bounds concurrency
         await _worker(run, iter(admitted), deadline, _go_on)
         return
-    try:
-        await _spread(run, admitted, min(concurrency, len(admitted)), deadline, scope)
-    except BaseException as error:
-        found = _bare(error)
-        if found is error:
-            raise
-    else:
-        return
-    raise found  # (out of the handler: the group is not chained onto it)
+    await _ungrouped(_spread, run, admitted, min(concurrency, len(admitted)), deadline, scope)
 
 
 def _go_on() -> None:
@@ -343,67 +320,85 @@ async def _worker(
     items: Iterator[Admitted],
     deadline: float | None,
     stop: Callable[[], object],
-    tasks: Tasks | None = None,
 ) -> None:
     """Take the next call (in call order), run it and fold its outcome, until none is left
-    or the batch must stop (then ``stop`` is called); with ``tasks``: the asyncio tasks
-    this one is one of, told when it ends. Taking the next call, rather than being handed
+    or the batch must stop (then ``stop`` is called). Taking the next call, rather than being handed
     one, keeps calls starting in call order whatever order the loop runs its new tasks
     in. Whether the batch must stop is checked before each call starts (a tool that never
     yields cannot be cancelled by the loop)."""
-    try:
-        while True:
-            if stop_now(run.halted, run.cancellation, deadline, current_time) is not None:
-                stop()
-                return
-            item = next(items, None)
-            if item is None:
-                return
-            # The call's route (in this task, its steps in its own copy of the context).
-            plan = item.tool._plan
-            timeout = plan.timeout or run.env.policy.tool_timeout
-            fn, kwargs, handle, context = begin(run, item, deadline)
-            outcome: Outcome
-            wraps = run.stack
-            if plan.is_async:  # its coroutines made and stepped in its context
-                if wraps.awraps:
-                    each = functools.partial(adrive, run, item, fn, kwargs, timeout, handle)
-                    outcome = await contexts.in_context(
-                        context, awrapped, wraps.awraps, run, item, each, _is_cancellation
-                    )
-                else:
-                    outcome = await contexts.in_context(
-                        context, adrive, run, item, fn, kwargs, timeout, handle
-                    )
-            elif plan.blocking or timeout is not None or (plan.retries and wraps.wraps):
-                # (wraps around a retried call wait for its backoff on the thread that
-                # runs them: a worker's, not the loop's)
-                outcome = await _on_thread(run, item, fn, kwargs, context, timeout, handle)
-            elif plan.retries:  # its backoff awaited on the loop
+    while True:
+        if stop_now(run.halted, run.cancellation, deadline, current_time) is not None:
+            stop()
+            return
+        item = next(items, None)
+        if item is None:
+            return
+        # The call's route (in this task, its steps in its own copy of the context).
+        plan = item.tool._plan
+        timeout = plan.timeout or run.env.policy.tool_timeout
+        fn, kwargs, handle, context = begin(run, item, deadline)
+        outcome: Outcome
+        wraps = run.stack
+        if plan.is_async:  # its coroutines made and stepped in its context
+            if wraps.awraps:
+                each = functools.partial(adrive, run, item, fn, kwargs, timeout, handle)
+                outcome = await contexts.in_context(
+                    context, awrapped, wraps.awraps, run, item, each, _is_cancellation
+                )
+            else:
                 outcome = await contexts.in_context(
                     context, adrive, run, item, fn, kwargs, timeout, handle
                 )
-            elif wraps.wraps:
-                outcome = context.run(sync_body(run, item, fn, kwargs, None))
-            else:
-                outcome = context.run(drive, run, item, fn, kwargs)
-            run.finish(item, outcome)
-            sink = run.sink
-            # (not once the batch is stopping: its scope would cut the handler off;
-            # dispatch flushes again after the batch, outside that scope)
-            if (
-                sink is not None
-                and sink.pending
-                and stop_now(False, run.cancellation, deadline, current_time) is None
-            ):
-                await sink.flush()
+        elif plan.blocking or timeout is not None or (plan.retries and wraps.wraps):
+            # (wraps around a retried call wait for its backoff on the thread that
+            # runs them: a worker's, not the loop's)
+            outcome = await _on_thread(run, item, fn, kwargs, context, timeout, handle)
+        elif plan.retries:  # its backoff awaited on the loop
+            outcome = await contexts.in_context(
+                context, adrive, run, item, fn, kwargs, timeout, handle
+            )
+        elif wraps.wraps:
+            outcome = context.run(sync_body(run, item, fn, kwargs, None))
+        else:
+            outcome = context.run(drive, run, item, fn, kwargs)
+        run.finish(item, outcome)
+        sink = run.sink
+        # (not once the batch is stopping: its scope would cut the handler off;
+        # dispatch flushes again after the batch, outside that scope)
+        if (
+            sink is not None
+            and sink.pending
+            and stop_now(False, run.cancellation, deadline, current_time) is None
+        ):
+            await sink.flush()
+
+
+async def _counted(tasks: Tasks, work: Callable[..., Awaitable[object]], *args: object) -> None:
+    """Await ``work(*args)`` as one of ``tasks`` (an asyncio task of a batch): what it
+    raises ends the others (:func:`_failed`), what must propagate propagates, and ``tasks``
+    is told when it ends. (``work`` is called here, in the task: a coroutine made before
+    would be left unawaited by a task cancelled before its first step.)"""
+    try:
+        await work(*args)
     except BaseException as error:
-        if tasks is None or isinstance(error, PROPAGATE):
+        if isinstance(error, PROPAGATE):
             raise
         _failed(tasks, error)
     finally:
-        if tasks is not None:
-            tasks.ended()
+        tasks.ended()
+
+
+async def _ungrouped(work: Callable[..., Awaitable[T]], *args: object) -> T:
+    """Await ``work(*args)``, a batch's tasks, raising what they raised out of trio's
+    exception group (:func:`_bare`). (``work`` is called inside: a coroutine made before
+    would be left unawaited by a Ctrl-C between.)"""
+    try:
+        return await work(*args)
+    except BaseException as error:
+        found = _bare(error)
+        if found is error:
+            raise
+    raise found  # (out of the handler: the group is not chained onto it)
 
 
 def _failed(tasks: Tasks, error: BaseException) -> None:
@@ -440,7 +435,7 @@ async def _spread(
     stop_tasks = tasks.cancel  # the batch's scope, if any, is read by execute afterwards
     try:
         for _ in range(workers):
-            tasks.start(_worker(run, items, deadline, stop_tasks, tasks))
+            tasks.start(_counted(tasks, _worker, run, items, deadline, stop_tasks))
     finally:
         await tasks.wait()
 
