@@ -160,11 +160,11 @@ class Constraint:
         if self._calls is None or (self.choice == "auto" and form.bare):
             whole = {"type": "grammar", "grammar": gbnf(self._grammar, self._root)}
             return {"type": "structural_tag", "format": whole}
-        tags = [
-            _tag(form.begin(name), {"type": "grammar", "grammar": gbnf(self._grammar, rule)},
-                 form.end)
+        each: list[tuple[str, _Json]] = [
+            (form.begin(name), {"type": "grammar", "grammar": gbnf(self._grammar, rule)})
             for name, rule in self._arguments
-        ]  # fmt: skip
+        ]  # (each call's opening and its arguments' grammar)
+        tags = [_tag(begin, arguments, form.end) for begin, arguments in each]
         more = (
             []
             if self._more is None
@@ -175,9 +175,8 @@ class Constraint:
             return {"type": "sequence", "elements": [first, *more]} if more else first
 
         if self.choice not in _ANY_TOOL:
-            (call,) = tags
-            content: _Json = call["content"]  # type: ignore[assignment]
-            calls = _tag(form.open + str(call["begin"]), content, str(call["end"]) + form.close)
+            ((begin, arguments),) = each
+            calls = _tag(form.open + begin, arguments, form.end + form.close)
         elif form.open:  # one block holding the calls, its opening the trigger
             calls = _tag(form.open, then_more(_one(tags)), form.close)
             if self.choice == "auto":
@@ -186,7 +185,7 @@ class Constraint:
             calls = then_more(_one(tags))
         elif form.trigger and more:  # one tag from the common trigger on, holding the calls
             cut = len(form.trigger)
-            firsts = [_tag(str(t["begin"])[cut:], t["content"], form.end) for t in tags]  # type: ignore[arg-type]
+            firsts = [_tag(begin[cut:], arguments, form.end) for begin, arguments in each]
             inside = then_more(_one(firsts))
             calls = _triggered_tags([form.trigger], [_tag(form.trigger, inside, "")], form.prose)
         else:  # each call's own tag, the calls after the first following them
